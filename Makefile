@@ -1,0 +1,40 @@
+# port — the two commands of the README's Quick start, and the developer extras.
+# Everything installs itself: LLVM 19 from Debian, a .venv with numpy and the
+# CUDA compiler pieces, and (for tests) the Numba oracle venv.
+
+CARGO ?= cargo
+export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
+export CARGO_TERM_PROGRESS_WHEN ?= never
+
+.PHONY: setup setup-test demo test lint bench fuzz
+
+setup:
+	@bash scripts/setup.sh
+
+setup-test:
+	@bash scripts/setup.sh --oracle
+
+## make demo: set up, build, and analyse a bundled fixture
+demo: setup
+	@$(CARGO) build --release --quiet
+	@./target/release/port analyze --static fixtures/classify/seeds.py
+	@echo
+	@./target/release/port explain PORT204 | head -n 12
+
+## make test: set up, then every test, formatting and lints
+test: setup-test
+	$(CARGO) test --workspace --quiet
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## make bench: analyzer throughput on a large real codebase
+bench: setup
+	@bash scripts/bench-analyze.sh
+
+## make fuzz: run the parse → analyse → classify fuzz target (nightly, cargo-fuzz)
+fuzz:
+	@bash scripts/fuzz.sh

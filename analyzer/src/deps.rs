@@ -1,0 +1,693 @@
+//! Loop-carried dependences: may the iterations of a loop over array
+//! elements run at the same time? A scalar updated only by `s += f(x[i])`
+//! (or `*=`, `max`, `min`) is a reduction and fine; a scalar read before it is
+//! written (a scan, a recurrence), an array element read at another
+//! iteration's index, or one element written by every iteration is not.
+
+use std::collections::{HashMap, HashSet};
+
+use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+
+use crate::classify::{walk_expr, walk_stmts, Ty};
+use crate::loader::Module;
+
+pub struct DepFinding {
+    pub code: &'static str,
+    pub line: u32,
+    pub message: String,
+}
+
+/// Check every outermost loop over array elements in `body`.
+pub fn check_loops(m: &Module, body: &[Stmt], env: &HashMap<String, Ty>) -> Vec<DepFinding> {
+    let mut out = Vec::new();
+    find_data_loops(m, body, env, &mut out, 0);
+    out
+}
+
+fn find_data_loops(
+    m: &Module,
+    body: &[Stmt],
+    env: &HashMap<String, Ty>,
+    out: &mut Vec<DepFinding>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    for s in body {
+        match s {
+            Stmt::For(f) => {
+                let index = loop_index(f);
+                let is_data = index
+                    .as_deref()
+                    .is_some_and(|i| indexes_arrays_with(&f.body, i, env));
+                if let (true, Some(i)) = (is_data, index) {
+                    check_loop(m, f, &i, env, out);
+                } else {
+                    // A time-step or repeat loop: look for the parallel loop inside.
+                    find_data_loops(m, &f.body, env, out, depth + 1);
+                }
+            }
+            Stmt::While(w) => find_data_loops(m, &w.body, env, out, depth + 1),
+            Stmt::If(i) => {
+                find_data_loops(m, &i.body, env, out, depth + 1);
+                find_data_loops(m, &i.orelse, env, out, depth + 1);
+            }
+            Stmt::With(w) => find_data_loops(m, &w.body, env, out, depth + 1),
+            Stmt::Try(t) => find_data_loops(m, &t.body, env, out, depth + 1),
+            _ => {}
+        }
+    }
+}
+
+/// The index variable of `for i in range(...)`, `prange`, or `enumerate`.
+fn loop_index(f: &ast::StmtFor) -> Option<String> {
+    let Expr::Call(c) = f.iter.as_ref() else {
+        return None;
+    };
+    let callee = crate::symbols::dotted(&c.func)?;
+    let last = callee.rsplit('.').next()?;
+    match (last, f.target.as_ref()) {
+        ("range" | "prange", Expr::Name(n)) => Some(n.id.to_string()),
+        ("enumerate", Expr::Tuple(t)) => match t.elts.first() {
+            Some(Expr::Name(n)) => Some(n.id.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn mentions(e: &Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let Expr::Name(n) = x {
+            if names.contains(n.id.as_str()) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+fn indexes_arrays_with(body: &[Stmt], i: &str, env: &HashMap<String, Ty>) -> bool {
+    let names: HashSet<String> = [i.to_string()].into();
+    let mut found = false;
+    for_each_expr(body, &mut |e| {
+        if let Expr::Subscript(s) = e {
+            let base_is_array_like = match s.value.as_ref() {
+                Expr::Name(n) => !matches!(
+                    env.get(n.id.as_str()),
+                    Some(Ty::List | Ty::Dict | Ty::Tuple(_) | Ty::Str)
+                ),
+                _ => true,
+            };
+            if base_is_array_like && mentions(&s.slice, &names) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// Every expression in a body, statement targets included.
+fn for_each_expr(body: &[Stmt], f: &mut dyn FnMut(&Expr)) {
+    walk_stmts(body, &mut |s| {
+        let mut exprs: Vec<&Expr> = Vec::new();
+        match s {
+            Stmt::Assign(a) => {
+                exprs.extend(a.targets.iter());
+                exprs.push(&a.value);
+            }
+            Stmt::AugAssign(a) => {
+                exprs.push(&a.target);
+                exprs.push(&a.value);
+            }
+            Stmt::AnnAssign(a) => {
+                exprs.push(&a.target);
+                if let Some(v) = &a.value {
+                    exprs.push(v);
+                }
+            }
+            Stmt::Expr(e) => exprs.push(&e.value),
+            Stmt::Return(r) => exprs.extend(r.value.as_deref()),
+            Stmt::If(i) => exprs.push(&i.test),
+            Stmt::While(w) => exprs.push(&w.test),
+            Stmt::For(fo) => {
+                exprs.push(&fo.target);
+                exprs.push(&fo.iter);
+            }
+            _ => {}
+        }
+        for e in exprs {
+            walk_expr(e, f);
+        }
+    });
+}
+
+fn norm(m: &Module, e: &Expr) -> String {
+    m.text_of(e.range())
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
+}
+
+/// Is `e` an affine function of the loop index with a non-zero coefficient
+/// (`i`, `i + 1`, `2 * i - k`)? Such indices are distinct per iteration.
+fn affine_in(e: &Expr, idx: &HashSet<String>, invariant: &dyn Fn(&Expr) -> bool) -> bool {
+    match e {
+        Expr::Name(n) => idx.contains(n.id.as_str()),
+        Expr::BinOp(b) => match b.op {
+            ast::Operator::Add | ast::Operator::Sub => {
+                (affine_in(&b.left, idx, invariant) && invariant(&b.right))
+                    || (invariant(&b.left) && affine_in(&b.right, idx, invariant))
+            }
+            ast::Operator::Mult => {
+                (affine_in(&b.left, idx, invariant)
+                    && matches!(b.right.as_ref(), Expr::Constant(_)))
+                    || (matches!(b.left.as_ref(), Expr::Constant(_))
+                        && affine_in(&b.right, idx, invariant))
+            }
+            _ => false,
+        },
+        Expr::UnaryOp(u) if u.op == ast::UnaryOp::USub => affine_in(&u.operand, idx, invariant),
+        _ => false,
+    }
+}
+
+struct Access<'e> {
+    array: String,
+    index: &'e Expr,
+    line: u32,
+    write: bool,
+    augmented: bool,
+}
+
+fn check_loop(
+    m: &Module,
+    f: &ast::StmtFor,
+    i: &str,
+    env: &HashMap<String, Ty>,
+    out: &mut Vec<DepFinding>,
+) {
+    let first = out.len();
+    let loop_line = m.line_of(f.start());
+
+    // Names assigned anywhere in the loop body.
+    let mut assigned: HashMap<String, Vec<u32>> = HashMap::new();
+    walk_stmts(&f.body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![a.target.as_ref()],
+            Stmt::AnnAssign(a) => vec![a.target.as_ref()],
+            Stmt::For(fo) => vec![fo.target.as_ref()],
+            _ => vec![],
+        };
+        for t in targets {
+            walk_expr(t, &mut |e| {
+                if let Expr::Name(n) = e {
+                    assigned
+                        .entry(n.id.to_string())
+                        .or_default()
+                        .push(m.line_of(s.start()));
+                }
+            });
+        }
+    });
+    assigned.remove(i);
+
+    // Index-derived names: `j = i + 1` is affine in i; `k = idx[i]` is not.
+    let mut affine: HashSet<String> = [i.to_string()].into();
+    let mut derived: HashSet<String> = [i.to_string()].into();
+    for _ in 0..4 {
+        walk_stmts(&f.body, &mut |s| {
+            if let Stmt::Assign(a) = s {
+                if let [Expr::Name(n)] = a.targets.as_slice() {
+                    if mentions(&a.value, &derived) {
+                        derived.insert(n.id.to_string());
+                        let inv =
+                            |e: &Expr| !mentions(e, &derived) && !mentions_assigned(e, &assigned);
+                        if affine_in(&a.value, &affine, &inv) {
+                            affine.insert(n.id.to_string());
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    // 1. Scalars live across iterations.
+    let mut carried: Vec<String> = Vec::new();
+    let mut defined: HashSet<String> = HashSet::new();
+    live_in(&f.body, &assigned, &mut defined, &mut carried);
+    carried.retain(|v| !env.get(v).is_some_and(|t| t.is_array_ty()));
+    for v in carried {
+        let lines = assigned.get(&v).cloned().unwrap_or_default();
+        if let Some(kind) = reduction_kind(&f.body, &v) {
+            out.push(DepFinding {
+                code: "PORT402",
+                line: lines.first().copied().unwrap_or(loop_line),
+                message: format!(
+                    "`{v}` is a {kind} across the loop at line {loop_line}: it becomes a reduction kernel"
+                ),
+            });
+        } else {
+            let mut all: Vec<u32> = lines.clone();
+            all.extend(reads_of(m, &f.body, &v));
+            all.sort();
+            all.dedup();
+            let list: Vec<String> = all.iter().map(|l| l.to_string()).collect();
+            out.push(DepFinding {
+                code: "PORT204",
+                line: lines.first().copied().unwrap_or(loop_line),
+                message: format!(
+                    "`{v}` carries a value from one iteration of the loop at line {loop_line} to the next (lines {}): a scan or recurrence, not a reduction",
+                    list.join(", ")
+                ),
+            });
+        }
+    }
+
+    // 2. Arrays written in the loop.
+    let mut accesses: Vec<Access> = Vec::new();
+    collect_accesses(m, &f.body, &mut accesses);
+    let written: HashSet<String> = accesses
+        .iter()
+        .filter(|a| a.write)
+        .map(|a| a.array.clone())
+        .collect();
+    let invariant = |e: &Expr| !mentions(e, &derived) && !mentions_assigned(e, &assigned);
+    let mut reported: HashSet<String> = HashSet::new();
+    for arr in written {
+        let writes: Vec<&Access> = accesses
+            .iter()
+            .filter(|a| a.array == arr && a.write)
+            .collect();
+        let reads: Vec<&Access> = accesses
+            .iter()
+            .filter(|a| a.array == arr && !a.write)
+            .collect();
+        for w in &writes {
+            let comps = components(w.index);
+            let distinct = comps.iter().any(|c| affine_in(c, &affine, &invariant));
+            if distinct {
+                continue;
+            }
+            let text = norm(m, w.index);
+            let msg = if mentions(w.index, &derived) {
+                format!(
+                    "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
+                )
+            } else if w.augmented && comps.iter().all(|c| invariant(c)) {
+                // `hist[0] += x[i]`: an element reduction.
+                out.push(DepFinding {
+                    code: "PORT402",
+                    line: w.line,
+                    message: format!(
+                        "`{arr}[{text}]` accumulates across the loop at line {loop_line}: it becomes a reduction"
+                    ),
+                });
+                continue;
+            } else {
+                format!("every iteration of the loop at line {loop_line} writes `{arr}[{text}]`")
+            };
+            if reported.insert(arr.clone()) {
+                out.push(DepFinding {
+                    code: "PORT204",
+                    line: w.line,
+                    message: msg,
+                });
+            }
+        }
+        if reported.contains(&arr) {
+            continue;
+        }
+        let write_texts: HashSet<String> = writes.iter().map(|w| norm(m, w.index)).collect();
+        for r in &reads {
+            let t = norm(m, r.index);
+            if write_texts.contains(&t) {
+                continue;
+            }
+            let w = writes[0];
+            if reported.insert(arr.clone()) {
+                out.push(DepFinding {
+                    code: "PORT204",
+                    line: r.line,
+                    message: format!(
+                        "`{arr}[{t}]` (line {}) reads an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence",
+                        r.line,
+                        norm(m, w.index),
+                        w.line
+                    ),
+                });
+            }
+        }
+    }
+
+    if !out[first..].iter().any(|d| d.code == "PORT204") {
+        out.push(DepFinding {
+            code: "PORT405",
+            line: loop_line,
+            message: format!(
+                "loop at line {loop_line} has independent iterations over `{i}`: it becomes a grid-stride loop"
+            ),
+        });
+    }
+
+    // 3. Too little work to fill a GPU.
+    if let Expr::Call(c) = f.iter.as_ref() {
+        if let [Expr::Constant(k)] = c.args.as_slice() {
+            if let ast::Constant::Int(n) = &k.value {
+                let n: u64 = n.try_into().unwrap_or(u64::MAX);
+                if n < 1024 {
+                    out.push(DepFinding {
+                        code: "PORT302",
+                        line: loop_line,
+                        message: format!(
+                            "the parallel loop runs {n} iterations: too few to fill a GPU"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Ty {
+    fn is_array_ty(&self) -> bool {
+        matches!(self, Ty::Array { .. })
+    }
+}
+
+fn mentions_assigned(e: &Expr, assigned: &HashMap<String, Vec<u32>>) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let Expr::Name(n) = x {
+            if assigned.contains_key(n.id.as_str()) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+fn components(index: &Expr) -> Vec<&Expr> {
+    match index {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        other => vec![other],
+    }
+}
+
+fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>) {
+    walk_stmts(body, &mut |s| {
+        let line = m.line_of(s.start());
+        let mut reads: Vec<&Expr> = Vec::new();
+        match s {
+            Stmt::Assign(a) => {
+                for t in &a.targets {
+                    push_write(t, line, false, out);
+                    if let Expr::Subscript(sub) = t {
+                        reads.push(&sub.slice);
+                    }
+                }
+                reads.push(&a.value);
+            }
+            Stmt::AugAssign(a) => {
+                push_write(&a.target, line, true, out);
+                reads.push(&a.value);
+                if let Expr::Subscript(sub) = a.target.as_ref() {
+                    reads.push(&sub.slice);
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                push_write(&a.target, line, false, out);
+                reads.extend(a.value.as_deref());
+            }
+            Stmt::Expr(e) => reads.push(&e.value),
+            Stmt::Return(r) => reads.extend(r.value.as_deref()),
+            Stmt::If(i) => reads.push(&i.test),
+            Stmt::While(w) => reads.push(&w.test),
+            Stmt::For(f) => reads.push(&f.iter),
+            _ => {}
+        }
+        for r in reads {
+            walk_expr(r, &mut |e| {
+                if let Expr::Subscript(sub) = e {
+                    if let Expr::Name(n) = sub.value.as_ref() {
+                        out.push(Access {
+                            array: n.id.to_string(),
+                            index: &sub.slice,
+                            line,
+                            write: false,
+                            augmented: false,
+                        });
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn push_write<'e>(t: &'e Expr, line: u32, augmented: bool, out: &mut Vec<Access<'e>>) {
+    if let Expr::Subscript(sub) = t {
+        if let Expr::Name(n) = sub.value.as_ref() {
+            out.push(Access {
+                array: n.id.to_string(),
+                index: &sub.slice,
+                line,
+                write: true,
+                augmented,
+            });
+        }
+    }
+}
+
+/// Walk a body in order; a name read before any assignment in this
+/// iteration, and assigned somewhere in the loop, is carried.
+fn live_in(
+    body: &[Stmt],
+    assigned: &HashMap<String, Vec<u32>>,
+    defined: &mut HashSet<String>,
+    carried: &mut Vec<String>,
+) {
+    let read = |e: &Expr, defined: &HashSet<String>, carried: &mut Vec<String>| {
+        walk_expr(e, &mut |x| {
+            if let Expr::Name(n) = x {
+                let id = n.id.as_str();
+                if assigned.contains_key(id)
+                    && !defined.contains(id)
+                    && !carried.iter().any(|c| c == id)
+                {
+                    carried.push(id.to_string());
+                }
+            }
+        });
+    };
+    for s in body {
+        match s {
+            Stmt::Assign(a) => {
+                read(&a.value, defined, carried);
+                for t in &a.targets {
+                    match t {
+                        Expr::Name(n) => {
+                            defined.insert(n.id.to_string());
+                        }
+                        Expr::Tuple(tu) => {
+                            for e in &tu.elts {
+                                if let Expr::Name(n) = e {
+                                    defined.insert(n.id.to_string());
+                                } else {
+                                    read(e, defined, carried);
+                                }
+                            }
+                        }
+                        other => read(other, defined, carried),
+                    }
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                if let Some(v) = &a.value {
+                    read(v, defined, carried);
+                    if let Expr::Name(n) = a.target.as_ref() {
+                        defined.insert(n.id.to_string());
+                    }
+                }
+            }
+            Stmt::AugAssign(a) => {
+                read(&a.value, defined, carried);
+                read(&a.target, defined, carried);
+            }
+            Stmt::Expr(e) => read(&e.value, defined, carried),
+            Stmt::Return(r) => {
+                if let Some(v) = &r.value {
+                    read(v, defined, carried)
+                }
+            }
+            Stmt::Assert(a) => read(&a.test, defined, carried),
+            Stmt::If(i) => {
+                read(&i.test, defined, carried);
+                let mut d1 = defined.clone();
+                live_in(&i.body, assigned, &mut d1, carried);
+                let mut d2 = defined.clone();
+                live_in(&i.orelse, assigned, &mut d2, carried);
+                for n in d1.intersection(&d2) {
+                    defined.insert(n.clone());
+                }
+            }
+            Stmt::For(f) => {
+                read(&f.iter, defined, carried);
+                let mut inner = defined.clone();
+                walk_expr(&f.target, &mut |e| {
+                    if let Expr::Name(n) = e {
+                        inner.insert(n.id.to_string());
+                    }
+                });
+                live_in(&f.body, assigned, &mut inner, carried);
+                // The inner loop's own accumulators (`acc = 0` before it) are
+                // already defined; what it defines may not run at all.
+            }
+            Stmt::While(w) => {
+                read(&w.test, defined, carried);
+                let mut inner = defined.clone();
+                live_in(&w.body, assigned, &mut inner, carried);
+            }
+            Stmt::With(w) => live_in(&w.body, assigned, defined, carried),
+            Stmt::Try(t) => live_in(&t.body, assigned, defined, carried),
+            _ => {}
+        }
+    }
+}
+
+/// If every update of `v` in the loop is `v op= e` / `v = v op e` /
+/// `v = max(v, e)` with one associative op and `v` read nowhere else, the
+/// kind of reduction.
+fn reduction_kind(body: &[Stmt], v: &str) -> Option<&'static str> {
+    let names: HashSet<String> = [v.to_string()].into();
+    let mut kind: Option<&'static str> = None;
+    let mut ok = true;
+    let mut update_exprs: Vec<*const Expr> = Vec::new();
+    walk_stmts(body, &mut |s| {
+        let (target, op, value): (&Expr, Option<ast::Operator>, &Expr) = match s {
+            Stmt::AugAssign(a) => (&a.target, Some(a.op), &a.value),
+            Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], None, &a.value),
+            _ => return,
+        };
+        let Expr::Name(n) = target else { return };
+        if n.id.as_str() != v {
+            return;
+        }
+        let this = match (op, value) {
+            (Some(op), e) if !mentions(e, &names) => op_kind(op),
+            (None, Expr::BinOp(b)) => {
+                let lhs_is_v = matches!(b.left.as_ref(), Expr::Name(x) if x.id.as_str() == v);
+                let rhs_is_v = matches!(b.right.as_ref(), Expr::Name(x) if x.id.as_str() == v);
+                // `v = v op e`, or `v = e op v` for commutative ops.
+                let left_form = lhs_is_v && !mentions(&b.right, &names);
+                let right_form = rhs_is_v
+                    && !mentions(&b.left, &names)
+                    && matches!(b.op, ast::Operator::Add | ast::Operator::Mult);
+                if left_form || right_form {
+                    op_kind(b.op)
+                } else {
+                    None
+                }
+            }
+            (None, Expr::Call(c)) => {
+                let callee = crate::symbols::dotted(&c.func).unwrap_or_default();
+                let last = callee.rsplit('.').next().unwrap_or("");
+                let has_v = c
+                    .args
+                    .iter()
+                    .filter(|a| matches!(a, Expr::Name(x) if x.id.as_str() == v))
+                    .count()
+                    == 1;
+                let others_clean = c
+                    .args
+                    .iter()
+                    .filter(|a| !matches!(a, Expr::Name(x) if x.id.as_str() == v))
+                    .all(|a| !mentions(a, &names));
+                match last {
+                    "max" | "maximum" | "fmax" if has_v && others_clean => Some("max-reduction"),
+                    "min" | "minimum" | "fmin" if has_v && others_clean => Some("min-reduction"),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match (this, kind) {
+            (Some(t), None) => kind = Some(t),
+            (Some(t), Some(k)) if t == k => {}
+            _ => ok = false,
+        }
+        update_exprs.push(value as *const Expr);
+    });
+    if !ok {
+        return None;
+    }
+    // `v` must not be read anywhere but in its own updates.
+    let mut read_elsewhere = false;
+    walk_stmts(body, &mut |s| {
+        let exprs: Vec<&Expr> = match s {
+            Stmt::Assign(a) => {
+                let is_update =
+                    matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == v);
+                if is_update {
+                    vec![]
+                } else {
+                    let mut e: Vec<&Expr> = a.targets.iter().collect();
+                    e.push(&a.value);
+                    e
+                }
+            }
+            Stmt::AugAssign(a) => {
+                if matches!(a.target.as_ref(), Expr::Name(n) if n.id.as_str() == v) {
+                    vec![]
+                } else {
+                    vec![a.target.as_ref(), a.value.as_ref()]
+                }
+            }
+            Stmt::Expr(e) => vec![e.value.as_ref()],
+            Stmt::If(i) => vec![i.test.as_ref()],
+            Stmt::While(w) => vec![w.test.as_ref()],
+            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
+            Stmt::For(f) => vec![f.iter.as_ref()],
+            _ => vec![],
+        };
+        if exprs.iter().any(|e| mentions(e, &names)) {
+            read_elsewhere = true;
+        }
+    });
+    if read_elsewhere {
+        None
+    } else {
+        kind
+    }
+}
+
+fn op_kind(op: ast::Operator) -> Option<&'static str> {
+    match op {
+        ast::Operator::Add | ast::Operator::Sub => Some("sum-reduction"),
+        ast::Operator::Mult => Some("product-reduction"),
+        ast::Operator::BitOr | ast::Operator::BitAnd | ast::Operator::BitXor => {
+            Some("bitwise reduction")
+        }
+        _ => None,
+    }
+}
+
+fn reads_of(m: &Module, body: &[Stmt], v: &str) -> Vec<u32> {
+    let names: HashSet<String> = [v.to_string()].into();
+    let mut lines = Vec::new();
+    walk_stmts(body, &mut |s| {
+        let e: Option<&Expr> = match s {
+            Stmt::Assign(a) => Some(&a.value),
+            Stmt::AugAssign(a) => Some(&a.value),
+            Stmt::Expr(e) => Some(&e.value),
+            Stmt::If(i) => Some(&i.test),
+            _ => None,
+        };
+        if e.is_some_and(|e| mentions(e, &names)) {
+            lines.push(m.line_of(s.start()));
+        }
+    });
+    lines
+}

@@ -1,0 +1,747 @@
+//! The catalogue of findings, in ruff's manner: one entry per code with its
+//! severity, a short name, and the explanation `port explain CODE` prints.
+//! Codes are stable and grouped by prefix:
+//! PORT1xx force object mode, PORT2xx block the GPU, PORT3xx cost speed on
+//! the GPU, PORT4xx are notes on what a verdict rests on.
+
+use crate::model::Severity;
+
+pub struct Rule {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    /// Markdown: what it does, why it matters, an example, the fix.
+    pub doc: &'static str,
+}
+
+macro_rules! rules {
+    ($($code:literal $name:literal $sev:ident $doc:literal;)*) => {
+        pub const RULES: &[Rule] = &[$(Rule { code: $code, name: $name, severity: Severity::$sev, doc: $doc }),*];
+    };
+}
+
+rules! {
+"PORT101" "unsupported-module" Object
+"## What it does
+Flags use of a module that Numba's nopython mode cannot type (`hashlib`, `os`,
+`time`, `pandas`, `scipy`, …).
+
+## Why is this bad?
+Nopython mode compiles only what it can type. Numba's own error is
+`Unknown attribute 'md5' of type Module(hashlib)`; the function falls back to
+object mode, which runs at interpreter speed and can never reach the GPU.
+
+## Example
+```python
+def hash_computation(x):
+    for i in range(len(x)):
+        x[i] = x[i] ** 2
+    return hashlib.md5(x).digest()
+```
+
+## Fix
+Outline the numeric part into its own function (port lists it as a liftable
+loop) and keep the library call outside it:
+```python
+def square(x):
+    for i in range(len(x)):
+        x[i] = x[i] ** 2
+
+def hash_computation(x):
+    square(x)
+    return hashlib.md5(x).digest()
+```";
+
+"PORT102" "unsupported-numpy" Object
+"## What it does
+Flags a NumPy function that Numba's nopython mode does not implement
+(`np.fft.*`, `np.einsum`, `np.pad`, `np.save`, `np.vectorize`, …).
+
+## Why is this bad?
+Numba reimplements NumPy; what it has not reimplemented cannot be typed
+(`Use of unsupported NumPy function 'numpy.fft.fft'`), so the function needs
+object mode.
+
+## Example
+```python
+def spectrum(x):
+    return np.abs(np.fft.fft(x))
+```
+
+## Fix
+Call the unsupported function outside the compiled code, and pass its result in.
+See Numba's list of supported NumPy features.";
+
+"PORT103" "unsupported-builtin" Object
+"## What it does
+Flags a builtin that nopython mode does not support (`open`, `getattr`,
+`setattr`, `eval`, `super`, `id`, …).
+
+## Why is this bad?
+These builtins work on arbitrary Python objects; nopython mode has no type for
+them (`Untyped global name 'open'`).
+
+## Example
+```python
+def load(path):
+    return open(path).read()
+```
+
+## Fix
+Do the I/O or reflection in plain Python around the numeric function.";
+
+"PORT104" "python-object" Object
+"## What it does
+Flags Python classes and instances: instantiating an app class, reading or
+writing attributes of `self` or of any object that is not an array.
+
+## Why is this bad?
+Nopython mode types values, not objects: a Python class instance has no Numba
+type (`Cannot determine Numba type of <class 'Particle'>`).
+
+## Example
+```python
+def step(self, dt):
+    self.x += self.v * dt
+```
+
+## Fix
+Keep the data in NumPy arrays and pass the arrays, not the object, to the
+numeric function (`step(x, v, dt)`), or use `numba.experimental.jitclass`.";
+
+"PORT105" "context-manager" Object
+"## What it does
+Flags `with` blocks.
+
+## Why is this bad?
+Nopython mode supports no context manager except `numba.objmode`
+(`Unsupported context manager in use`).
+
+## Example
+```python
+def log_sum(x, path):
+    with open(path, 'w') as f:
+        f.write(str(x.sum()))
+```
+
+## Fix
+Move the `with` block out of the numeric function.";
+
+"PORT106" "exception-handling" Object
+"## What it does
+Flags `try` statements in forms nopython mode cannot compile: catching a
+specific exception class, binding the exception (`as e`), `finally`, or
+`except*`.
+
+## Why is this bad?
+Numba compiles only `try: … except:` and `try: … except Exception:` without
+binding the exception object.
+
+## Example
+```python
+def safe_div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError as e:
+        return 0.0
+```
+
+## Fix
+Test the condition instead of catching (`if b == 0: return 0.0`).";
+
+"PORT107" "string-formatting" Object
+"## What it does
+Flags string formatting (`'%d' % n`, `str.format`, f-strings with non-string
+values) and string operations nopython mode does not implement.
+
+## Why is this bad?
+Numba's unicode support covers slicing, comparison, concatenation and common
+methods, not formatting of numbers.
+
+## Example
+```python
+def report(x):
+    return 'mean = {}'.format(x.mean())
+```
+
+## Fix
+Compute in the compiled function, format the result outside it.";
+
+"PORT108" "kwargs" Object
+"## What it does
+Flags `**kwargs` parameters.
+
+## Why is this bad?
+Nopython mode cannot type a dictionary of keyword arguments.
+
+## Example
+```python
+def scale(x, **opts):
+    return x * opts['factor']
+```
+
+## Fix
+Name the parameters explicitly: `def scale(x, factor):`.";
+
+"PORT109" "global-mutation" Object
+"## What it does
+Flags `global` and `nonlocal` statements that rebind names outside the function.
+
+## Why is this bad?
+Numba freezes globals as compile-time constants; it cannot store to them
+(`Use of unsupported opcode (STORE_GLOBAL)`).
+
+## Example
+```python
+calls = 0
+def f(x):
+    global calls
+    calls += 1
+    return x * 2
+```
+
+## Fix
+Return the new value, or keep the state in an array passed as an argument.";
+
+"PORT110" "mutable-global" Object
+"## What it does
+Flags reads of a module-level list, dict, set or object from inside a function.
+
+## Why is this bad?
+Numba treats globals as constants and can only freeze numbers, tuples and
+arrays; a reflected list or a dict global cannot be typed.
+
+## Example
+```python
+WEIGHTS = [0.2, 0.5, 0.3]
+def blend(x):
+    return x * WEIGHTS[0]
+```
+
+## Fix
+Make the global a tuple or a NumPy array, or pass it as an argument.";
+
+"PORT111" "escaping-function" Object
+"## What it does
+Flags functions or lambdas that escape: returned, stored, or passed to
+something that is not compiled.
+
+## Why is this bad?
+Numba can inline a closure called where it is defined, but cannot return one
+or hand it to the interpreter.
+
+## Example
+```python
+def make_scaler(k):
+    return lambda x: x * k
+```
+
+## Fix
+Return values, not functions; or define the callee at module level and pass
+its parameters.";
+
+"PORT112" "unsupported-syntax" Object
+"## What it does
+Flags syntax nopython mode cannot compile: `async`/`await`, `match`,
+`import` inside a function, class definitions inside a function, starred
+assignment targets, `del` of subscripts.
+
+## Why is this bad?
+Each compiles to bytecode that Numba does not translate
+(`Use of unsupported opcode`).
+
+## Example
+```python
+def f(x):
+    import math
+    return math.sqrt(x)
+```
+
+## Fix
+Move imports and classes to module level; replace `match` with `if`/`elif`.";
+
+"PORT113" "calls-object-mode" Object
+"## What it does
+Flags calls to app functions whose own verdict is `object`.
+
+## Why is this bad?
+A compiled function can only call compiled functions; if the callee needs
+object mode, so does the caller.
+
+## Example
+```python
+def checksum(x):
+    return hashlib.md5(x).digest()
+
+def process(x):
+    x *= 2
+    return checksum(x)
+```
+
+## Fix
+Fix the callee first (see its findings), or move the call out of the numeric
+function.";
+
+"PORT114" "unsupported-method" Object
+"## What it does
+Flags a method call or attribute that nopython mode does not implement for the
+receiver's type (`ndarray.tolist()`, `str.format()`, attributes of values
+returned by unsupported libraries).
+
+## Why is this bad?
+Numba implements a subset of each type's methods; the rest cannot be typed.
+
+## Example
+```python
+def to_list(x):
+    return (x * 2).tolist()
+```
+
+## Fix
+Call the method outside the compiled function.";
+
+"PORT115" "unknown-name" Object
+"## What it does
+Flags calls to names port cannot resolve to a function Numba can compile:
+names imported from packages Numba does not support, or undefined names.
+
+## Why is this bad?
+Numba must type every callee (`Untyped global name 'erf'`).
+
+## Example
+```python
+from scipy.special import erf
+def cdf(x):
+    return 0.5 * (1 + erf(x / 1.4142135623730951))
+```
+
+## Fix
+Use the `math` equivalent (`math.erf`) or compute the value outside.";
+
+"PORT201" "container" Blocker
+"## What it does
+Flags Python lists, dicts, sets and comprehensions that build them.
+
+## Why is this bad?
+Nopython mode compiles them (typed lists and dicts), but a CUDA kernel has no
+heap: numba-cuda supports neither lists nor dicts on the device.
+
+## Example
+```python
+def squares(n):
+    return [i * i for i in range(n)]
+```
+
+## Fix
+Use a preallocated NumPy array (port hoists the allocation to the host
+wrapper) or a tuple of fixed size.";
+
+"PORT202" "recursion" Blocker
+"## What it does
+Flags functions that call themselves, directly or through others.
+
+## Why is this bad?
+Nopython mode compiles type-stable recursion, but port will not turn recursion
+into a kernel: each GPU thread has a tiny stack and the depth is data-dependent.
+
+## Example
+```python
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+```
+
+## Fix
+Rewrite as a loop with explicit state.";
+
+"PORT203" "generator" Blocker
+"## What it does
+Flags generator functions (`yield`).
+
+## Why is this bad?
+Nopython mode compiles simple generators; a GPU thread cannot suspend and
+resume.
+
+## Example
+```python
+def evens(x):
+    for v in x:
+        if v % 2 == 0:
+            yield v
+```
+
+## Fix
+Write results into an output array instead of yielding them.";
+
+"PORT204" "loop-carried-dependence" Blocker
+"## What it does
+Flags a loop over array elements whose iterations depend on each other and
+that is not a recognised reduction: a scan (`acc += x[i]; out[i] = acc`), a
+recurrence (`y[i] = y[i-1] * a + x[i]`), or every iteration writing the same
+element.
+
+## Why is this bad?
+A grid-stride loop runs iterations at the same time on different threads;
+with a dependence the result would be wrong, and port never emits a kernel
+that races. A reduction (`s += f(x[i])` with `s` not read otherwise) is fine:
+it becomes a reduction kernel.
+
+## Example
+```python
+def cumulative(x, out):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i]
+        out[i] = acc
+```
+
+## Fix
+Use a parallel scan (CuPy's `cumsum`), or restructure so each iteration only
+reads its own inputs.";
+
+"PORT205" "data-dependent-allocation" Blocker
+"## What it does
+Flags arrays whose size depends on the data: boolean-mask indexing
+(`x[x > 0]`), `np.nonzero`, `np.unique`, sizes computed from array values.
+
+## Why is this bad?
+A kernel cannot allocate; port hoists allocations to the host wrapper, which
+must know their size before the launch.
+
+## Example
+```python
+def positives(x):
+    return x[x > 0]
+```
+
+## Fix
+Produce a mask or a fixed-size output and compact on the host.";
+
+"PORT206" "numpy-no-kernel" Blocker
+"## What it does
+Flags NumPy functions nopython mode supports but a CUDA kernel cannot run:
+`np.linalg`, sorting, scans (`cumsum`), `np.random`, whole-array linear algebra.
+
+## Why is this bad?
+numba-cuda implements math on scalars, not NumPy's library. Elementwise
+ufuncs and simple reductions are rewritten by port; these are not.
+
+## Example
+```python
+def solve(a, b):
+    return np.linalg.solve(a, b)
+```
+
+## Fix
+Keep the call on the host, or use the CUDA library that provides it (CuPy,
+cuBLAS, cuSOLVER).";
+
+"PORT207" "string" Blocker
+"## What it does
+Flags string values and string operations.
+
+## Why is this bad?
+Nopython mode supports Unicode strings; CUDA kernels do not.
+
+## Example
+```python
+def label(x):
+    return 'big' if x > 10 else 'small'
+```
+
+## Fix
+Use integer codes on the device and map them to strings on the host.";
+
+"PORT208" "exception-in-kernel" Blocker
+"## What it does
+Flags `try`/`except` in a function otherwise fit for the GPU.
+
+## Why is this bad?
+CUDA kernels cannot catch exceptions.
+
+## Example
+```python
+def f(x):
+    try:
+        return 1.0 / x
+    except Exception:
+        return 0.0
+```
+
+## Fix
+Test the condition explicitly.";
+
+"PORT209" "calls-serial-function" Blocker
+"## What it does
+Flags calls to app functions whose verdict is `nopython`.
+
+## Why is this bad?
+A kernel can only call device functions; a callee that cannot go to the GPU
+keeps its caller off it too.
+
+## Example
+```python
+def prefix(x, out):           # nopython: a scan
+    ...
+def pipeline(x, out):
+    prefix(x, out)
+```
+
+## Fix
+Fix the callee (see its findings), or split the caller so the GPU part does
+not call it.";
+
+"PORT210" "closure" Blocker
+"## What it does
+Flags nested functions and lambdas.
+
+## Why is this bad?
+Nopython mode inlines closures called locally; port's rewriter does not turn
+them into device functions yet.
+
+## Example
+```python
+def apply(x):
+    sq = lambda v: v * v
+    return sq(x)
+```
+
+## Fix
+Define the helper at module level; port makes it a device function.";
+
+"PORT211" "varargs" Blocker
+"## What it does
+Flags `*args` parameters.
+
+## Why is this bad?
+Nopython mode types `*args` as a tuple; a CUDA kernel needs a fixed
+parameter list.
+
+## Example
+```python
+def total(*arrays):
+    ...
+```
+
+## Fix
+Name the parameters.";
+
+"PORT212" "builtin-no-kernel" Blocker
+"## What it does
+Flags builtins nopython supports but kernels do not (`sorted`, `str`, `list`,
+`sum` over iterables, `isinstance`, …).
+
+## Why is this bad?
+numba-cuda supports the numeric builtins (`abs`, `min`, `max`, `range`,
+`len`, `float`, `int`, `round`) and not the ones that build or walk
+containers.
+
+## Example
+```python
+def top(x):
+    return sorted(x)[-1]
+```
+
+## Fix
+Use a loop or a NumPy reduction that port rewrites.";
+
+"PORT213" "random" Blocker
+"## What it does
+Flags use of the `random` module.
+
+## Why is this bad?
+Nopython mode supports `random`; a kernel needs per-thread generator state
+(`numba.cuda.random.xoroshiro128p`), which changes the program's random
+stream.
+
+## Example
+```python
+def compute_pi(n):
+    inside = 0
+    for i in range(n):
+        x, y = random.random(), random.random()
+        if x * x + y * y <= 1.0:
+            inside += 1
+    return 4.0 * inside / n
+```
+
+## Fix
+Rewrite with `create_xoroshiro128p_states` and `xoroshiro128p_uniform_float32`.";
+
+"PORT301" "float64" Performance
+"## What it does
+Notes double-precision arithmetic in a function bound for the GPU.
+
+## Why is this bad?
+Consumer and many datacentre GPUs run float64 at 1/32 to 1/2 the rate of
+float32; memory traffic doubles.
+
+## Example
+```python
+x = np.zeros(n, dtype=np.float64)
+```
+
+## Fix
+If the accuracy allows, migrate with `port migrate --fp32`.";
+
+"PORT302" "tiny-loop" Performance
+"## What it does
+Notes a parallel loop over a small constant range.
+
+## Why is this bad?
+A kernel launch costs microseconds; a few dozen iterations cannot fill a GPU
+with tens of thousands of threads.
+
+## Example
+```python
+for i in range(3):
+    out[i] = a[i] + b[i]
+```
+
+## Fix
+Keep it on the CPU, or fuse it into a larger kernel.";
+
+"PORT303" "small-arrays" Performance
+"## What it does
+Notes that the arrays seen in a real call are small.
+
+## Why is this bad?
+Host-device transfers and the launch cost more than the work for small
+arrays: offloading would not pay.
+
+## Example
+A function called with 100-element arrays.
+
+## Fix
+Batch calls together, or keep the function on the CPU.";
+
+"PORT401" "assumed-type" Note
+"## What it does
+Says what type port assumed for a value it could not infer, and from which use.
+
+## Why is this bad?
+It is not: it tells you what the verdict rests on. If the assumption is wrong
+the verdict may be too. Profiling (`port analyze APP.py`) replaces assumptions
+with the types of real calls.
+
+## Example
+`assumes x is an array: indexed as x[i]`
+
+## Fix
+Annotate the parameter or profile the program.";
+
+"PORT402" "reduction" Note
+"## What it does
+Notes a recognised reduction across a parallel loop (`s += f(x[i])`,
+`np.sum(expr)`).
+
+## Why is this bad?
+It is not: port turns it into a reduction kernel (a block tree in shared
+memory, one atomic per block).
+
+## Example
+```python
+s = 0.0
+for i in range(x.shape[0]):
+    s += x[i] * x[i]
+```
+
+## Fix
+Nothing to fix.";
+
+"PORT403" "hoisted-allocation" Note
+"## What it does
+Notes an array allocation inside the function (`np.empty_like(x)`, an array
+expression's result).
+
+## Why is this bad?
+It is not: kernels cannot allocate, so port's host wrapper allocates the array
+before the launch and passes it in.
+
+## Example
+```python
+def scale(x, a):
+    return a * x
+```
+
+## Fix
+Nothing to fix.";
+
+"PORT404" "liftable-loop" Note
+"## What it does
+Names a loop of an object-mode function whose body would compile in nopython
+mode: Numba's loop lifting would outline it.
+
+## Why is this bad?
+It is not: it shows you what to outline into its own function so that port can
+move it to the GPU.
+
+## Example
+The squaring loop of `hash_computation` next to `hashlib.md5`.
+
+## Fix
+Move the loop into its own function.";
+
+"PORT405" "gpu-plan" Note
+"## What it does
+Says how port would move a `cuda` function to the GPU: which loop becomes a
+grid-stride loop, or that a scalar function becomes a device function.
+
+## Why is this bad?
+It is not: it is the plan `port migrate` follows, so you can check it before
+migrating.
+
+## Example
+`loop at line 63 has independent iterations: it becomes a grid-stride loop`
+
+## Fix
+Nothing to fix.";
+}
+
+pub fn rule(code: &str) -> Option<&'static Rule> {
+    let code = code.trim().to_ascii_uppercase();
+    RULES.iter().find(|r| r.code == code)
+}
+
+/// The group a code belongs to, for summaries ("PORT1xx: object mode").
+pub fn group_of(code: &str) -> &'static str {
+    match code.get(4..5) {
+        Some("1") => "PORT1xx: needs object mode",
+        Some("2") => "PORT2xx: blocks the GPU",
+        Some("3") => "PORT3xx: GPU performance",
+        _ => "PORT4xx: notes",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_documented_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for r in RULES {
+            assert!(seen.insert(r.code), "duplicate code {}", r.code);
+            for part in [
+                "## What it does",
+                "## Why is this bad?",
+                "## Example",
+                "## Fix",
+            ] {
+                assert!(r.doc.contains(part), "{} lacks {part}", r.code);
+            }
+            let expected = match &r.code[4..5] {
+                "1" => Severity::Object,
+                "2" => Severity::Blocker,
+                "3" => Severity::Performance,
+                _ => Severity::Note,
+            };
+            assert_eq!(r.severity, expected, "{} is in the wrong group", r.code);
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive() {
+        assert_eq!(rule("port204").unwrap().name, "loop-carried-dependence");
+        assert!(rule("PORT999").is_none());
+    }
+}

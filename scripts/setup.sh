@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One-time, idempotent set-up for building and testing port on a fresh
+# Debian machine. Quiet when everything is already there.
+#   - LLVM 19 development files (inkwell links libLLVM.so.19 dynamically)
+#   - .venv: numpy for the fixtures, nvidia-cuda-nvcc-cu12 for ptxas and libdevice
+#   - with --oracle: .venv-oracle, real Numba + numba-cuda (the classifier's ground truth)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+need_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "need root to run: $*"; exit 1; fi
+}
+
+if ! command -v llvm-config-19 >/dev/null 2>&1; then
+  say "installing llvm-19-dev from Debian (about 20 s)"
+  need_root apt-get update -qq
+  need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends llvm-19-dev >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c 'import numpy' 2>/dev/null || [ ! -f .venv/.port-ready ]; then
+  say "installing numpy and the CUDA compiler pieces (ptxas, libdevice) into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "numpy>=1.24" "nvidia-cuda-nvcc-cu12==12.9.86"
+  touch .venv/.port-ready
+fi
+
+if [ "${1:-}" = "--oracle" ] && [ ! -f .venv-oracle/.port-ready ]; then
+  ORACLE=../shared/tools/numba-oracle/setup.sh
+  if [ -f "$ORACLE" ]; then
+    say "building the Numba oracle venv (.venv-oracle, under a minute)"
+    bash "$ORACLE" .venv-oracle >/dev/null
+    touch .venv-oracle/.port-ready
+  else
+    say "no $ORACLE: oracle tests will be skipped"
+  fi
+fi

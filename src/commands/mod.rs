@@ -1,0 +1,5 @@
+//! One module per subcommand; each exposes its clap `Args` and a `run`.
+
+pub mod analyze;
+pub mod explain;
+pub mod graph;

@@ -1,0 +1,78 @@
+//! `port`: move the hotspots of a Python/NumPy program onto an NVIDIA GPU,
+//! safely and measurably. This binary parses the command line and wires the
+//! stages together; each stage lives in its own crate.
+
+mod commands;
+mod state;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// An error the user caused and can fix: printed as one line, exit code 2.
+#[derive(Debug)]
+pub struct UserError {
+    message: String,
+}
+
+impl UserError {
+    pub fn new(message: impl Into<String>) -> Self {
+        UserError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "port",
+    version,
+    about = "Move the hotspots of a Python/NumPy program onto an NVIDIA GPU, safely and measurably",
+    long_about = "port profiles a Python program, classifies every function in Numba's terms \
+(object, nopython, cuda) with coded reasons, and migrates the GPU-eligible ones into \
+verified CUDA kernels.\n\nState is kept in .port/ in the working directory.",
+    after_help = "Exit codes: 0 success · 1 internal error · 2 bad input (missing file, nothing to analyse, unknown code)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Classify every function of a program: object, nopython or cuda, and why.
+    Analyze(commands::analyze::AnalyzeArgs),
+    /// Explain a finding code (what it means, why, an example, the fix).
+    Explain(commands::explain::ExplainArgs),
+    /// Print the program's call graph (DOT or JSON).
+    Graph(commands::graph::GraphArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Analyze(a) => commands::analyze::run(a),
+        Command::Explain(a) => commands::explain::run(a),
+        Command::Graph(a) => commands::graph::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UserError>() {
+                eprintln!("port: {u}");
+                ExitCode::from(2)
+            } else {
+                eprintln!("port: {e:#}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}

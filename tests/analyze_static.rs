@@ -1,0 +1,246 @@
+//! `port analyze --static` on the fixtures: verdicts, findings and liftable
+//! loops as a user reads them.
+
+mod common;
+use common::*;
+
+#[test]
+fn seeds_get_numbas_verdicts_and_ports_plans() {
+    let a = analyze_json(&fixture("classify/seeds.py"));
+    let verdict = |n: &str| function(&a, n)["verdict"].as_str().unwrap().to_string();
+    for cuda in [
+        "hypot",
+        "gaussian_pdf",
+        "polar_to_cartesian",
+        "polar_distance",
+        "normalize",
+        "go_fast",
+        "add",
+        "increment",
+        "saxpy",
+        "vector_add",
+        "mandel",
+        "transpose",
+        "sum_reduce",
+        "array_sum",
+    ] {
+        assert_eq!(verdict(cuda), "cuda", "{cuda}");
+    }
+    assert_eq!(verdict("hash_computation"), "object");
+    assert_eq!(verdict("compute_pi"), "nopython");
+    assert_eq!(verdict("nan_compact"), "nopython");
+
+    // go_fast: the trace is a reduction, `a + trace` allocates a result.
+    let go = function(&a, "go_fast");
+    assert!(codes(go).contains(&"PORT402".to_string()));
+    assert!(codes(go).contains(&"PORT403".to_string()));
+    // compute_pi uses `random`, which a kernel cannot.
+    assert!(codes(function(&a, "compute_pi")).contains(&"PORT213".to_string()));
+}
+
+#[test]
+fn hash_computation_lifts_its_squaring_loop_and_blames_md5() {
+    let a = analyze_json(&fixture("classify/seeds.py"));
+    let f = function(&a, "hash_computation");
+    assert_eq!(f["verdict"], "object");
+    let first = &f["findings"][0];
+    assert_eq!(first["code"], "PORT101");
+    assert_eq!(
+        first["message"],
+        "Unknown attribute 'md5' of type Module(hashlib)"
+    );
+    let line = f["line"].as_u64().unwrap();
+    let loops = f["liftable_loops"].as_array().unwrap();
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    assert_eq!(loops[0]["line"].as_u64().unwrap(), line + 1);
+    assert_eq!(loops[0]["end_line"].as_u64().unwrap(), line + 2);
+    assert_eq!(first["line"].as_u64().unwrap(), line + 3);
+}
+
+#[test]
+fn red_flags_are_found_with_their_codes() {
+    let a = analyze_json(&fixture("classify/red_flags.py"));
+    let expect = [
+        ("make_particles", "object", "PORT104"),
+        ("Particle.step", "object", "PORT104"),
+        ("squares", "nopython", "PORT201"),
+        ("label", "object", "PORT107"),
+        ("describe", "object", "PORT107"),
+        ("shout", "nopython", "PORT207"),
+        ("timed_sum", "object", "PORT101"),
+        ("write_log", "object", "PORT105"),
+        ("safe_div", "object", "PORT106"),
+        ("guarded", "nopython", "PORT208"),
+        ("fib", "nopython", "PORT202"),
+        ("evens", "nopython", "PORT203"),
+        ("cumulative", "nopython", "PORT204"),
+        ("recurrence", "nopython", "PORT204"),
+        ("first_write", "nopython", "PORT204"),
+        ("blend", "object", "PORT110"),
+        ("bump", "object", "PORT109"),
+        ("total_args", "nopython", "PORT211"),
+        ("make_scaler", "object", "PORT111"),
+        ("apply_inner", "nopython", "PORT210"),
+        ("solve", "nopython", "PORT206"),
+        ("spectrum", "object", "PORT102"),
+        ("positives", "nopython", "PORT205"),
+        ("to_list", "object", "PORT114"),
+        ("calls_object", "object", "PORT113"),
+        ("calls_scan", "nopython", "PORT209"),
+        ("stencil", "cuda", "PORT405"),
+        ("row_max", "cuda", "PORT405"),
+        ("dot_loop", "cuda", "PORT402"),
+    ];
+    for (name, verdict, code) in expect {
+        let f = function(&a, name);
+        assert_eq!(f["verdict"], verdict, "{name}: {f}");
+        assert!(
+            codes(f).iter().any(|c| c == code),
+            "{name} lacks {code}: {f}"
+        );
+    }
+}
+
+#[test]
+fn a_scan_names_its_variable_and_lines() {
+    let a = analyze_json(&fixture("classify/red_flags.py"));
+    let f = function(&a, "cumulative");
+    let scan = f["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["code"] == "PORT204")
+        .unwrap();
+    let msg = scan["message"].as_str().unwrap();
+    let line = f["line"].as_u64().unwrap();
+    assert!(msg.contains("`acc`"), "{msg}");
+    assert!(
+        msg.contains(&format!("lines {}, {}", line + 3, line + 4)),
+        "{msg}"
+    );
+}
+
+#[test]
+fn json_has_the_documented_shape_and_is_saved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = fixture("classify/seeds.py");
+    let o = port_in(
+        tmp.path(),
+        &["analyze", "--static", "--json", path.to_str().unwrap()],
+    );
+    assert!(o.status.success());
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join(".port/analysis.json")).unwrap())
+            .unwrap();
+    assert_eq!(printed, saved);
+    assert_eq!(printed["schema"], "port.analysis/1");
+    for f in printed["functions"].as_array().unwrap() {
+        for key in [
+            "name",
+            "qualname",
+            "file",
+            "line",
+            "end_line",
+            "verdict",
+            "findings",
+            "liftable_loops",
+        ] {
+            assert!(!f[key].is_null(), "{key} missing in {f}");
+        }
+        assert!(f["self_pct"].is_null() && f["total_pct"].is_null());
+        assert!(["object", "nopython", "cuda"].contains(&f["verdict"].as_str().unwrap()));
+    }
+    let c = &printed["coverage"];
+    let total = c["gpu_eligible_pct"].as_f64().unwrap()
+        + c["nopython_pct"].as_f64().unwrap()
+        + c["object_pct"].as_f64().unwrap();
+    assert!((total - 100.0).abs() < 0.1, "{c}");
+    assert_eq!(c["basis"], "functions");
+    assert!(printed["call_graph"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| {
+            e["caller"] == "seeds.polar_distance"
+                && e["callee"] == "seeds.polar_to_cartesian"
+                && e["kind"] == "static"
+        }));
+}
+
+#[test]
+fn local_imports_are_followed_and_verdicts_flow_up_the_call_graph() {
+    let a = analyze_json(&fixture("multimodule/main.py"));
+    let files: Vec<&str> = a["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(files.len(), 5, "{files:?}");
+    assert_eq!(function(&a, "checksum")["verdict"], "object");
+    assert_eq!(function(&a, "advance")["verdict"], "cuda");
+    let run = function(&a, "run");
+    assert_eq!(run["verdict"], "object");
+    assert!(codes(run).contains(&"PORT113".to_string()));
+    let edges = a["call_graph"]["edges"].as_array().unwrap();
+    assert!(edges
+        .iter()
+        .any(|e| e["caller"] == "physics.kernels.advance" && e["callee"] == "physics.util.clamp"));
+    assert!(edges
+        .iter()
+        .any(|e| e["caller"] == "physics.integrate.euler_and_advance"
+            && e["callee"] == "physics.kernels.advance"));
+}
+
+#[test]
+fn terminal_table_lists_every_function_without_colour_when_piped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = fixture("classify/seeds.py");
+    let o = port_in(tmp.path(), &["analyze", "--static", path.to_str().unwrap()]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(
+        !out.contains('\u{1b}'),
+        "colour escape codes in piped output"
+    );
+    for name in ["hypot", "hash_computation", "go_fast", "compute_pi"] {
+        assert!(out.contains(name), "{name} missing from the table");
+    }
+    assert!(out.contains("GPU-eligible"));
+}
+
+#[test]
+fn graph_prints_dot_coloured_by_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = fixture("multimodule/main.py");
+    let o = port_in(tmp.path(), &["graph", path.to_str().unwrap()]);
+    assert!(o.status.success());
+    let dot = stdout(&o);
+    assert!(dot.starts_with("digraph port {"));
+    assert!(dot.contains("\"physics.kernels.advance\" -> \"physics.util.clamp\""));
+    assert!(dot.contains("\"physics.util.checksum\" [fillcolor=\"#ff9e9e\""));
+}
+
+#[test]
+fn explain_prints_the_doc_and_rejects_unknown_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = port_in(tmp.path(), &["explain", "port204"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(text.contains("loop-carried-dependence"));
+    assert!(text.contains("## Fix"));
+    let o = port_in(tmp.path(), &["explain", "PORT999"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).lines().count(), 1);
+    // Every code in the catalogue explains itself through the CLI.
+    let list = port_in(tmp.path(), &["explain", "--list"]);
+    for line in stdout(&list).lines() {
+        let code = line.split_whitespace().next().unwrap();
+        let o = port_in(tmp.path(), &["explain", code]);
+        assert!(
+            o.status.success() && stdout(&o).contains("## What it does"),
+            "{code}"
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! Bad input gets one clear line and a non-zero exit, or a reported parse
+//! error with the rest analysed — never a panic or a stack overflow.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+
+fn analyze(cwd: &Path, target: &Path) -> std::process::Output {
+    port_in(
+        cwd,
+        &["analyze", "--static", "--json", target.to_str().unwrap()],
+    )
+}
+
+fn one_line_error(o: &std::process::Output) -> String {
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn missing_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = one_line_error(&analyze(tmp.path(), &tmp.path().join("nope.py")));
+    assert!(err.contains("nope.py: no such file or directory"), "{err}");
+}
+
+#[test]
+fn folder_without_python() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("README.txt"), "hi").unwrap();
+    let err = one_line_error(&analyze(tmp.path(), tmp.path()));
+    assert!(err.contains("no Python files"), "{err}");
+}
+
+#[test]
+fn syntax_error_alone_is_located() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = one_line_error(&analyze(tmp.path(), &fixture("bad/syntax_error.py")));
+    assert!(err.contains("syntax_error.py:7:"), "{err}");
+}
+
+#[test]
+fn syntax_error_in_a_folder_is_reported_and_the_rest_analysed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = analyze(tmp.path(), &fixture("bad/mixed"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(function(&a, "fine")["verdict"], "cuda");
+    let errs = a["parse_errors"].as_array().unwrap();
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0]["file"].as_str().unwrap().ends_with("broken.py"));
+    assert_eq!(errs[0]["line"], 7);
+    assert!(stderr(&o).contains("broken.py:7:"));
+}
+
+#[test]
+fn non_utf8_and_binary_files_are_reported_not_fatal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("src");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("latin1.py"), b"x = 1\ns = '\xe9t\xe9'\n").unwrap();
+    std::fs::write(dir.join("blob.py"), b"\x7fELF\x02\x01\x01\x00\x00\x00").unwrap();
+    std::fs::write(dir.join("good.py"), "def f(a):\n    return a + 1\n").unwrap();
+    let o = analyze(tmp.path(), &dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let errs: Vec<String> = a["parse_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}:{}", e["file"], e["line"], e["message"]))
+        .collect();
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs
+        .iter()
+        .any(|e| e.contains("latin1.py") && e.contains(":2:") && e.contains("UTF-8")));
+    assert!(errs
+        .iter()
+        .any(|e| e.contains("blob.py") && e.contains("binary")));
+    assert_eq!(function(&a, "f")["verdict"], "cuda");
+
+    // Alone, each is one clear line.
+    let err = one_line_error(&analyze(tmp.path(), &dir.join("blob.py")));
+    assert!(err.contains("binary file"), "{err}");
+}
+
+#[test]
+fn empty_file_has_no_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = analyze(tmp.path(), &fixture("bad/empty.py"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(a["functions"].as_array().unwrap().len(), 0);
+    assert_eq!(a["coverage"]["gpu_eligible_pct"], 0.0);
+}
+
+#[test]
+fn ten_thousand_deep_nesting_does_not_overflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let depth = 10_000;
+    let expr = format!("{}x{}", "(".repeat(depth), ")".repeat(depth));
+    let sum = format!("x{}", " + x".repeat(depth));
+    let src = format!(
+        "def deep(x):\n    return {expr}\n\ndef long_sum(x):\n    return {sum}\n\ndef calls(x):\n    return {}x{}\n",
+        "abs(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let path = tmp.path().join("deep.py");
+    std::fs::write(&path, src).unwrap();
+    let o = analyze(tmp.path(), &path);
+    assert!(!stderr(&o).contains("overflow"), "{}", stderr(&o));
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(2),
+        "{:?}",
+        o.status
+    );
+    if o.status.success() {
+        let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(a["functions"].as_array().unwrap().len() >= 2);
+    }
+}
