@@ -54,6 +54,8 @@ enum Command {
     Explain(commands::explain::ExplainArgs),
     /// Print the program's call graph (DOT or JSON).
     Graph(commands::graph::GraphArgs),
+    /// Compile kernel IR (.pir text) to PTX, LLVM IR or verified IR (developer tool).
+    Compile(commands::compile::CompileArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Command::Analyze(a) => commands::analyze::run(a),
         Command::Explain(a) => commands::explain::run(a),
         Command::Graph(a) => commands::graph::run(a),
+        Command::Compile(a) => commands::compile::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,756 @@
+//! The host simulator: the same kernel IR, lowered for the host CPU and
+//! JIT-compiled with MCJIT, runs every thread of the grid over real buffers.
+//!
+//! Thread and block indices come from a per-thread context (`ThreadCtx`)
+//! whose address is a hidden first parameter of every lowered function.
+//!
+//! # How barriers are honoured
+//!
+//! - A kernel without `syncthreads()` runs its threads one after another in a
+//!   plain loop (the fast path). Blocks are shared out among a few OS threads,
+//!   as blocks of a real grid run in any order; atomics are real atomics.
+//! - A kernel with a barrier runs each block's threads as OS threads, as
+//!   Numba's CUDA simulator does, one block at a time. `syncthreads()` calls
+//!   back into Rust (`port_sim_barrier`, mapped into the JIT), which waits
+//!   on a block-wide barrier. A thread that leaves the kernel stops counting
+//!   towards the barrier, so a kernel that exits early (or stops on a debug
+//!   bounds error) cannot hang the simulator. The verifier rejects barriers
+//!   in divergent code, where a GPU would hang or misbehave.
+//!
+//! Math calls go to the host's libm (`sin`, `sinf`, …), not libdevice: the
+//! results agree with the GPU's to within libdevice's documented ulp errors.
+//!
+//! In debug mode an out-of-bounds access records the thread, block, index,
+//! axis and size in an error record (the same one the GPU build fills), that
+//! thread stops, and [`Simulator::launch`] returns [`SimError::IndexError`],
+//! whose text follows Numba's `debug=True`:
+//! `IndexError: tid=[10,0,0] ctaid=[0,0,0]: index 10 is out of bounds for axis 0 with size 10`.
+
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::sync::{Condvar, Mutex};
+
+use inkwell::context::Context;
+use inkwell::execution_engine::ExecutionEngine;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, RelocMode, Target as LlvmTarget, TargetMachine};
+use inkwell::OptimizationLevel;
+
+use crate::error::CodegenError;
+use crate::ir::{Kernel, Module, ScalarType, Type};
+use crate::lower::{
+    entry_symbol, kernel_abi, lower_module, shared_layout, LowerOptions, Target, BARRIER_SYMBOL,
+    ERROR_RECORD_LEN,
+};
+use crate::verify::MAX_BLOCK_THREADS;
+use crate::DebugRecord;
+
+/// Options for [`Simulator::new`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimOptions {
+    /// Bounds-check every array access.
+    pub debug: bool,
+}
+
+/// Grid or block dimensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub fn count(self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Dim3 {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+
+impl From<[u32; 1]> for Dim3 {
+    fn from([x]: [u32; 1]) -> Dim3 {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+
+impl From<[u32; 2]> for Dim3 {
+    fn from([x, y]: [u32; 2]) -> Dim3 {
+        Dim3 { x, y, z: 1 }
+    }
+}
+
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+}
+
+/// The elements of a simulator array.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArrayData {
+    Bool(Vec<bool>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl ArrayData {
+    pub fn elem(&self) -> ScalarType {
+        match self {
+            ArrayData::Bool(_) => ScalarType::Bool,
+            ArrayData::I32(_) => ScalarType::I32,
+            ArrayData::I64(_) => ScalarType::I64,
+            ArrayData::F32(_) => ScalarType::F32,
+            ArrayData::F64(_) => ScalarType::F64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            ArrayData::Bool(v) => v.len(),
+            ArrayData::I32(v) => v.len(),
+            ArrayData::I64(v) => v.len(),
+            ArrayData::F32(v) => v.len(),
+            ArrayData::F64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            ArrayData::Bool(v) => v.as_mut_ptr().cast(),
+            ArrayData::I32(v) => v.as_mut_ptr().cast(),
+            ArrayData::I64(v) => v.as_mut_ptr().cast(),
+            ArrayData::F32(v) => v.as_mut_ptr().cast(),
+            ArrayData::F64(v) => v.as_mut_ptr().cast(),
+        }
+    }
+}
+
+macro_rules! from_vec {
+    ($t:ty, $v:ident) => {
+        impl From<Vec<$t>> for ArrayData {
+            fn from(v: Vec<$t>) -> ArrayData {
+                ArrayData::$v(v)
+            }
+        }
+    };
+}
+from_vec!(bool, Bool);
+from_vec!(i32, I32);
+from_vec!(i64, I64);
+from_vec!(f32, F32);
+from_vec!(f64, F64);
+
+/// An array argument: a buffer with a shape and element strides.
+/// Strides are in elements and non-negative; every element the shape and
+/// strides reach lies inside the buffer (checked on construction).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimArray {
+    data: ArrayData,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+impl SimArray {
+    /// A C-contiguous array.
+    pub fn new(data: impl Into<ArrayData>, shape: &[usize]) -> Result<SimArray, SimError> {
+        let data = data.into();
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(SimError::BadArray(format!(
+                "shape {shape:?} holds {n} elements but the buffer has {}",
+                data.len()
+            )));
+        }
+        let mut strides = vec![1usize; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+        SimArray::strided(data, shape, &strides)
+    }
+
+    /// An array of any layout; `strides` in elements.
+    pub fn strided(
+        data: impl Into<ArrayData>,
+        shape: &[usize],
+        strides: &[usize],
+    ) -> Result<SimArray, SimError> {
+        let data = data.into();
+        if shape.is_empty() || shape.len() > 3 || shape.len() != strides.len() {
+            return Err(SimError::BadArray(format!(
+                "an array has 1 to 3 dimensions with one stride each (shape {shape:?}, strides {strides:?})"
+            )));
+        }
+        if !shape.contains(&0) {
+            let last: usize = shape.iter().zip(strides).map(|(&n, &s)| (n - 1) * s).sum();
+            if last >= data.len() {
+                return Err(SimError::BadArray(format!(
+                    "shape {shape:?} with strides {strides:?} reaches element {last}, but the buffer has {}",
+                    data.len()
+                )));
+            }
+        }
+        Ok(SimArray {
+            data,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+        })
+    }
+
+    pub fn data(&self) -> &ArrayData {
+        &self.data
+    }
+
+    pub fn into_data(self) -> ArrayData {
+        self.data
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    pub fn is_c_contiguous(&self) -> bool {
+        let mut expect = 1usize;
+        for d in (0..self.shape.len()).rev() {
+            if self.shape[d] > 1 && self.strides[d] != expect {
+                return false;
+            }
+            expect *= self.shape[d];
+        }
+        true
+    }
+
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match &self.data {
+            ArrayData::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<&[f64]> {
+        match &self.data {
+            ArrayData::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn as_i32(&self) -> Option<&[i32]> {
+        match &self.data {
+            ArrayData::I32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<&[i64]> {
+        match &self.data {
+            ArrayData::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<&[bool]> {
+        match &self.data {
+            ArrayData::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// A kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimArg {
+    Bool(bool),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Array(SimArray),
+}
+
+impl SimArg {
+    pub fn as_array(&self) -> Option<&SimArray> {
+        match self {
+            SimArg::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            SimArg::Bool(_) => "bool".into(),
+            SimArg::I32(_) => "i32".into(),
+            SimArg::I64(_) => "i64".into(),
+            SimArg::F32(_) => "f32".into(),
+            SimArg::F64(_) => "f64".into(),
+            SimArg::Array(a) => format!("{}[{}-d]", a.data.elem(), a.shape.len()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+
+    /// An out-of-bounds access in debug mode, reported like Numba's `debug=True`.
+    #[error("IndexError: tid=[{},{},{}] ctaid=[{},{},{}]: index {index} is out of bounds for axis {axis} with size {size}", tid[0], tid[1], tid[2], ctaid[0], ctaid[1], ctaid[2])]
+    IndexError {
+        kernel: String,
+        tid: [u32; 3],
+        ctaid: [u32; 3],
+        index: i64,
+        axis: u32,
+        size: i64,
+    },
+
+    #[error("kernel `{kernel}`: {message}")]
+    BadLaunch { kernel: String, message: String },
+
+    #[error("kernel `{kernel}`: argument `{param}`: {message}")]
+    BadArgument {
+        kernel: String,
+        param: String,
+        message: String,
+    },
+
+    #[error("invalid simulator array: {0}")]
+    BadArray(String),
+
+    #[error("cannot JIT-compile the kernels for the host: {0}")]
+    Jit(String),
+}
+
+/// Per-thread state the JIT code reads; layout mirrors `lower::host_ctx`.
+#[repr(C)]
+struct ThreadCtx {
+    tid: [u32; 3],
+    ctaid: [u32; 3],
+    ntid: [u32; 3],
+    nctaid: [u32; 3],
+    shared: *mut u8,
+    block: *const BlockSync,
+}
+
+/// A block-wide barrier that threads may leave (exit) while others wait.
+struct BlockSync {
+    state: Mutex<BarrierState>,
+    cv: Condvar,
+}
+
+struct BarrierState {
+    live: usize,
+    arrived: usize,
+    generation: u64,
+}
+
+impl BlockSync {
+    fn new(threads: usize) -> BlockSync {
+        BlockSync {
+            state: Mutex::new(BarrierState {
+                live: threads,
+                arrived: 0,
+                generation: 0,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.arrived += 1;
+        if s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.cv.notify_all();
+            return;
+        }
+        let generation = s.generation;
+        while s.generation == generation {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn exit(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.live -= 1;
+        if s.arrived > 0 && s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.cv.notify_all();
+        }
+    }
+}
+
+/// `syncthreads()` on the host: called by JIT code.
+extern "C" fn port_sim_barrier(ctx: *mut ThreadCtx) {
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: the JIT code passes on the context pointer it was given by
+    // `run_thread`, which points to a live `ThreadCtx` on that thread's stack.
+    let block = unsafe { (*ctx).block };
+    if block.is_null() {
+        return;
+    }
+    // SAFETY: `block` points to the `BlockSync` owned by `run_block_threads`,
+    // which outlives every thread of the block (they are scoped threads).
+    unsafe { (*block).wait() };
+}
+
+type EntryFn = unsafe extern "C" fn(*mut ThreadCtx, *const u64);
+
+struct KernelEntry {
+    entry: EntryFn,
+    kernel: Kernel,
+    shared_bytes: usize,
+    has_barrier: bool,
+}
+
+/// Kernels of one module, JIT-compiled for the host.
+pub struct Simulator {
+    kernels: HashMap<String, KernelEntry>,
+    debug: bool,
+    // Dropped before `_context` (see `Drop`): the engine owns the code.
+    engine: ManuallyDrop<ExecutionEngine<'static>>,
+    _context: Box<Context>,
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        // SAFETY: `engine` is not used after this; it must go before the
+        // context it was created in, which is dropped right after `drop`.
+        unsafe { ManuallyDrop::drop(&mut self.engine) };
+    }
+}
+
+impl Simulator {
+    /// Verifies `module` and JIT-compiles all its kernels for the host.
+    pub fn new(module: &Module, opts: SimOptions) -> Result<Simulator, SimError> {
+        crate::verify::verify_module(module).map_err(CodegenError::from)?;
+        crate::ptx::init_llvm_targets();
+
+        let context = Box::new(Context::create());
+        // SAFETY: the context lives in a Box owned by the Simulator, which
+        // drops the engine (and with it every module and value made from
+        // this reference) before the Box; nothing else keeps the reference.
+        let ctx: &'static Context = unsafe { &*(context.as_ref() as *const Context) };
+        let lm = lower_module(
+            ctx,
+            module,
+            LowerOptions {
+                target: Target::Host,
+                debug: opts.debug,
+                fastmath: false,
+            },
+            "port-sim",
+        )?;
+        let triple = TargetMachine::get_default_triple();
+        let target = LlvmTarget::from_triple(&triple).map_err(|e| SimError::Jit(e.to_string()))?;
+        let cpu = TargetMachine::get_host_cpu_name();
+        let features = TargetMachine::get_host_cpu_features();
+        let tm = target
+            .create_target_machine(
+                &triple,
+                &cpu.to_string_lossy(),
+                &features.to_string_lossy(),
+                OptimizationLevel::Default,
+                RelocMode::Default,
+                CodeModel::JITDefault,
+            )
+            .ok_or_else(|| SimError::Jit("cannot create the host target machine".into()))?;
+        lm.set_triple(&triple);
+        lm.set_data_layout(&tm.get_target_data().get_data_layout());
+        lm.run_passes("default<O2>", &tm, PassBuilderOptions::create())
+            .map_err(|e| SimError::Jit(e.to_string()))?;
+        let barrier_fn = lm.get_function(BARRIER_SYMBOL);
+        let engine = lm
+            .create_jit_execution_engine(OptimizationLevel::Default)
+            .map_err(|e| SimError::Jit(e.to_string()))?;
+        if let Some(f) = barrier_fn {
+            engine.add_global_mapping(&f, port_sim_barrier as *const () as usize);
+        }
+        let mut kernels = HashMap::new();
+        for k in &module.kernels {
+            let addr = engine
+                .get_function_address(&entry_symbol(&k.name))
+                .map_err(|e| SimError::Jit(format!("{}: {e:?}", k.name)))?;
+            if addr == 0 {
+                return Err(SimError::Jit(format!("no code for kernel `{}`", k.name)));
+            }
+            // SAFETY: `addr` is the JIT-compiled `__port_entry_<k>`, which
+            // `lower::host_entry` defines as `void (ptr ctx, ptr slots)`,
+            // matching `EntryFn`; the engine keeps the code alive as long as
+            // the Simulator.
+            let entry: EntryFn = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
+            kernels.insert(
+                k.name.clone(),
+                KernelEntry {
+                    entry,
+                    kernel: k.clone(),
+                    shared_bytes: shared_layout(k).1 as usize,
+                    has_barrier: k.has_barrier(),
+                },
+            );
+        }
+        Ok(Simulator {
+            kernels,
+            debug: opts.debug,
+            engine: ManuallyDrop::new(engine),
+            _context: context,
+        })
+    }
+
+    /// Runs `kernel` over the whole grid. Array arguments are read and
+    /// written in place.
+    pub fn launch(
+        &self,
+        kernel: &str,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: &mut [SimArg],
+    ) -> Result<(), SimError> {
+        let (grid, block) = (grid.into(), block.into());
+        let k = self
+            .kernels
+            .get(kernel)
+            .ok_or_else(|| CodegenError::NoSuchKernel(kernel.to_string()))?;
+        let bad_launch = |message: String| SimError::BadLaunch {
+            kernel: kernel.to_string(),
+            message,
+        };
+        if grid.count() == 0 || block.count() == 0 {
+            return Err(bad_launch(format!(
+                "grid {grid:?} and block {block:?} must be at least 1 in every dimension"
+            )));
+        }
+        if block.count() > MAX_BLOCK_THREADS {
+            return Err(bad_launch(format!(
+                "a block has at most {MAX_BLOCK_THREADS} threads, {block:?} has {}",
+                block.count()
+            )));
+        }
+        if block.z > 64 || grid.y > 65535 || grid.z > 65535 {
+            return Err(bad_launch(format!(
+                "grid {grid:?} / block {block:?} exceed CUDA's limits (block.z ≤ 64, grid.y and grid.z ≤ 65535)"
+            )));
+        }
+        let mut slots = pack_args(&k.kernel, args, self.debug)?;
+        let mut record = [0u64; ERROR_RECORD_LEN];
+        if self.debug {
+            slots.push(record.as_mut_ptr() as u64);
+        }
+        let launch = Launch {
+            entry: k.entry,
+            slots: slots.as_ptr() as usize,
+            grid,
+            block,
+            shared_bytes: k.shared_bytes,
+        };
+        if k.has_barrier {
+            for b in 0..grid.count() {
+                launch.run_block_threads(b).map_err(&bad_launch)?;
+            }
+        } else {
+            launch.run_blocks_serially();
+        }
+        drop(slots);
+        if let Some(r) = self.debug.then(|| DebugRecord::decode(&record)).flatten() {
+            return Err(SimError::IndexError {
+                kernel: kernel.to_string(),
+                tid: r.tid,
+                ctaid: r.ctaid,
+                index: r.index,
+                axis: r.axis,
+                size: r.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Names of the kernels this simulator can launch.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.kernels.keys().map(String::as_str).collect()
+    }
+}
+
+/// Checks `args` against the kernel's parameters and flattens them into
+/// 8-byte slots, in [`kernel_abi`] order.
+fn pack_args(k: &Kernel, args: &mut [SimArg], debug: bool) -> Result<Vec<u64>, SimError> {
+    let bad = |param: &str, message: String| SimError::BadArgument {
+        kernel: k.name.clone(),
+        param: param.to_string(),
+        message,
+    };
+    if args.len() != k.params.len() {
+        return Err(SimError::BadLaunch {
+            kernel: k.name.clone(),
+            message: format!("takes {} argument(s), {} given", k.params.len(), args.len()),
+        });
+    }
+    let mut slots = Vec::new();
+    for (p, a) in k.params.iter().zip(args.iter_mut()) {
+        let want = crate::text::type_text(p.ty);
+        match (p.ty, a) {
+            (Type::Scalar(ScalarType::Bool), SimArg::Bool(v)) => slots.push(u64::from(*v)),
+            (Type::Scalar(ScalarType::I32), SimArg::I32(v)) => slots.push(u64::from(*v as u32)),
+            (Type::Scalar(ScalarType::I64), SimArg::I64(v)) => slots.push(*v as u64),
+            (Type::Scalar(ScalarType::F32), SimArg::F32(v)) => slots.push(u64::from(v.to_bits())),
+            (Type::Scalar(ScalarType::F64), SimArg::F64(v)) => slots.push(v.to_bits()),
+            (Type::Array(at), SimArg::Array(arr)) => {
+                if arr.data.elem() != at.elem || arr.shape.len() != at.ndim as usize {
+                    return Err(bad(
+                        &p.name,
+                        format!(
+                            "expected {want}, got {}",
+                            SimArg::Array(arr.clone()).describe()
+                        ),
+                    ));
+                }
+                if at.contiguous && !arr.is_c_contiguous() {
+                    return Err(bad(
+                        &p.name,
+                        format!(
+                            "the kernel takes a C-contiguous {want}, but the array has strides {:?} for shape {:?}",
+                            arr.strides, arr.shape
+                        ),
+                    ));
+                }
+                slots.push(arr.data.as_mut_ptr() as u64);
+                slots.extend(arr.shape.iter().map(|&n| n as u64));
+                if !at.contiguous {
+                    slots.extend(arr.strides.iter().map(|&s| s as u64));
+                }
+            }
+            (_, a) => {
+                return Err(bad(
+                    &p.name,
+                    format!("expected {want}, got {}", a.describe()),
+                ))
+            }
+        }
+    }
+    debug_assert_eq!(
+        slots.len() + usize::from(debug),
+        kernel_abi(k, debug).len(),
+        "slots follow the ABI"
+    );
+    Ok(slots)
+}
+
+struct Launch {
+    entry: EntryFn,
+    /// Address of the argument slots, alive for the whole launch.
+    slots: usize,
+    grid: Dim3,
+    block: Dim3,
+    shared_bytes: usize,
+}
+
+fn unflatten(i: u64, d: Dim3) -> [u32; 3] {
+    let x = (i % u64::from(d.x)) as u32;
+    let y = ((i / u64::from(d.x)) % u64::from(d.y)) as u32;
+    let z = (i / (u64::from(d.x) * u64::from(d.y))) as u32;
+    [x, y, z]
+}
+
+impl Launch {
+    fn ctx(&self, block: u64, thread: u64, shared: *mut u8, sync: *const BlockSync) -> ThreadCtx {
+        ThreadCtx {
+            tid: unflatten(thread, self.block),
+            ctaid: unflatten(block, self.grid),
+            ntid: [self.block.x, self.block.y, self.block.z],
+            nctaid: [self.grid.x, self.grid.y, self.grid.z],
+            shared,
+            block: sync,
+        }
+    }
+
+    fn run_thread(&self, ctx: &mut ThreadCtx) {
+        // SAFETY: `entry` is the JIT-compiled entry of this kernel; `ctx` is
+        // a live ThreadCtx, and `slots` holds the kernel's flattened
+        // arguments, whose array pointers stay valid (the caller holds the
+        // `&mut [SimArg]`) and whose shapes/strides stay within their buffers
+        // (checked by SimArray). Out-of-range indices from the kernel itself
+        // are the kernel's bug, as on a GPU; debug mode checks them.
+        unsafe { (self.entry)(ctx, self.slots as *const u64) };
+    }
+
+    /// Barrier-free kernels: each worker takes every n-th block and runs its
+    /// threads in a loop.
+    fn run_blocks_serially(&self) {
+        let blocks = self.grid.count();
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get() as u64)
+            .unwrap_or(1)
+            .min(blocks)
+            .max(1);
+        let work = |w: u64| {
+            let mut shared = vec![0u8; self.shared_bytes.max(1)];
+            let mut b = w;
+            while b < blocks {
+                for t in 0..self.block.count() {
+                    let mut ctx = self.ctx(b, t, shared.as_mut_ptr(), std::ptr::null());
+                    self.run_thread(&mut ctx);
+                }
+                b += workers;
+            }
+        };
+        if workers == 1 {
+            work(0);
+        } else {
+            std::thread::scope(|s| {
+                for w in 0..workers {
+                    s.spawn(move || work(w));
+                }
+            });
+        }
+    }
+
+    /// Kernels with barriers: one OS thread per GPU thread of the block.
+    fn run_block_threads(&self, b: u64) -> Result<(), String> {
+        let n = self.block.count();
+        let mut shared = vec![0u8; self.shared_bytes.max(1)];
+        let shared_addr = shared.as_mut_ptr() as usize;
+        let sync = BlockSync::new(n as usize);
+        let mut failure = None;
+        std::thread::scope(|s| {
+            for t in 0..n {
+                let sync = &sync;
+                let spawned = std::thread::Builder::new()
+                    .stack_size(1 << 20)
+                    .spawn_scoped(s, move || {
+                        let mut ctx = self.ctx(b, t, shared_addr as *mut u8, sync);
+                        self.run_thread(&mut ctx);
+                        sync.exit();
+                    });
+                if let Err(e) = spawned {
+                    // The threads not started leave the barrier's count, so
+                    // the started ones finish; the launch then fails.
+                    for _ in t..n {
+                        sync.exit();
+                    }
+                    failure = Some(format!(
+                        "the OS refused thread {t} of {n} for block {b}: {e}"
+                    ));
+                    break;
+                }
+            }
+        });
+        drop(shared);
+        failure.map_or(Ok(()), Err)
+    }
+}
