@@ -60,11 +60,24 @@ pub fn analyze(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeEr
         .map_err(|e| AnalyzeError::Threads(e.to_string()))?;
     // The whole analysis, parse trees included (whose drop is recursive),
     // lives on the pool's large-stack threads.
-    pool.install(|| analyze_in_pool(path, opts))
+    pool.install(|| {
+        let program = loader::load(path)?;
+        Ok(analyze_program(program, &path.display().to_string(), opts))
+    })
 }
 
-fn analyze_in_pool(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
-    let program = loader::load(path)?;
+/// Analyse source bytes as one module named `name`, on the calling thread
+/// (which must have a large stack for deeply nested input: see
+/// [`analyze`]). This is the fuzz target's entry point.
+pub fn analyze_bytes(name: &str, bytes: &[u8]) -> Analysis {
+    analyze_program(
+        loader::from_bytes(name, bytes),
+        name,
+        &AnalyzeOptions::default(),
+    )
+}
+
+fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) -> Analysis {
     let syms = symbols::SymbolTable::build(&program.modules);
 
     let facts: Vec<classify::FunctionFacts> = (0..syms.functions.len())
@@ -146,9 +159,9 @@ fn analyze_in_pool(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, Analy
     let coverage = Analysis::static_coverage(&functions);
     let mut parse_errors = program.parse_errors;
     parse_errors.sort_by(|a, b| a.file.cmp(&b.file));
-    Ok(Analysis {
+    Analysis {
         schema: model::ANALYSIS_SCHEMA.into(),
-        root: path.display().to_string(),
+        root: root.to_string(),
         profiled: false,
         files,
         functions,
@@ -156,7 +169,7 @@ fn analyze_in_pool(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, Analy
         coverage,
         parse_errors,
         profile: None,
-    })
+    }
 }
 
 /// Count the lines of every file an analysis of `path` would read (for the

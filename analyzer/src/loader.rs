@@ -61,6 +61,21 @@ const SKIP_DIRS: &[&str] = &[
     "dist",
 ];
 
+/// A program of one in-memory module (for fuzzing and embedding).
+pub fn from_bytes(name: &str, bytes: &[u8]) -> Program {
+    let path = PathBuf::from(format!("{name}.py"));
+    let (modules, parse_errors) = match parse_bytes(name.to_string(), path, bytes) {
+        Ok(m) => (vec![m], vec![]),
+        Err(e) => (vec![], vec![e]),
+    };
+    Program {
+        root: PathBuf::from("."),
+        modules,
+        parse_errors,
+        files_seen: 1,
+    }
+}
+
 /// Load `path` (a file or a folder) and the local modules it imports.
 pub fn load(path: &Path) -> Result<Program, AnalyzeError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -321,15 +336,23 @@ pub fn parse_file(name: String, path: PathBuf) -> Result<Module, ParseErrorRepor
         message,
     };
     let bytes = std::fs::read(&path).map_err(|e| err(1, 1, format!("cannot read: {e}")))?;
-    let text = decode_source(&bytes).map_err(|(line, column, msg)| err(line, column, msg))?;
+    parse_bytes(name, path, &bytes)
+}
+
+/// Decode and parse source bytes as the module `name` at `path`.
+pub fn parse_bytes(name: String, path: PathBuf, bytes: &[u8]) -> Result<Module, ParseErrorReport> {
+    let display = path.display().to_string();
+    let err = |line: u32, column: u32, message: String| ParseErrorReport {
+        file: display.clone(),
+        line,
+        column,
+        message,
+    };
+    let text = decode_source(bytes).map_err(|(line, column, msg)| err(line, column, msg))?;
     let lines = LineIndex::from_source_text(&text);
     let suite = ast::Suite::parse(&text, &display).map_err(|e| {
         let loc = lines.source_location(e.offset, &text);
-        err(
-            loc.row.get() as u32,
-            loc.column.get() as u32,
-            e.error.to_string(),
-        )
+        err(loc.row.get(), loc.column.get(), e.error.to_string())
     })?;
     let is_package = path.file_name().is_some_and(|f| f == "__init__.py");
     Ok(Module {
