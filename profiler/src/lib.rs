@@ -1,5 +1,217 @@
-//! The profiler: runs the user's program under py-spy's sampler, aggregates
-//! samples by function and line, records sampled caller→callee edges, and
-//! captures real argument types and one input snapshot per hot function.
+//! The profiler: runs the user's Python program under py-spy's sampler,
+//! aggregates samples by function and line, records sampled caller→callee
+//! edges, and captures real argument types and one input snapshot per hot
+//! function.
 //!
-//! Nothing is implemented here yet: `port analyze APP.py` is the issue that fills it.
+//! # How a profile is made
+//!
+//! 1. **Sampled run.** [`profile`] starts `python APP ARGS` with the user's own
+//!    stdin/stdout/stderr, and py-spy (as a library) reads every thread's
+//!    stack `rate_hz` times a second, on py-spy's jittered timer, until the
+//!    app exits, `duration` runs out, or the stop signal (Ctrl-C by default)
+//!    is raised. Then the app and its descendants get SIGTERM and, 2 s later,
+//!    SIGKILL, and what was sampled is still returned. Each process is sampled
+//!    by its own thread; with `subprocesses`, child processes are found through
+//!    `/proc` every 50 ms and sampled too. Idle threads are skipped unless
+//!    `idle`. Stacks are read without pausing the app (py-spy's non-blocking
+//!    mode): the app runs at full speed, and py-spy's pausing mode would reap
+//!    the app behind our back when it exits mid-read and lose its exit status.
+//!    The price is an occasional torn read: a failed read is retried at once,
+//!    and a frame lost now and then is why single-sample edges are dropped.
+//! 2. **Aggregation** ([`aggregate`], pure): a sample's self time goes to its
+//!    innermost frame in the app's own files, so time inside NumPy counts
+//!    toward the app function and line that called it; total time counts a
+//!    function once per sample even under recursion. A [`FrameResolver`]
+//!    decides which files are the app's and which function a frame is in; the
+//!    analyzer implements it, [`AppDirResolver`] is the stand-alone default.
+//! 3. **Capture run** (unless `capture` is off): the app runs again, stdin
+//!    empty and output silenced, under a Python helper shipped in the binary
+//!    (`src/capture_helper.py`, `include_str!`, run as `python -c`). Its
+//!    targets are the hottest named app functions (at most
+//!    `capture_functions`, each with at least 1% self time; module bodies,
+//!    lambdas and comprehensions are skipped). A trace hook that only looks at
+//!    Python-level calls and only follows the targets' own frames records each
+//!    target's first call that returns: argument types (ndarray dtype, ndim,
+//!    shape, contiguity; scalar types; other type names), the inputs as an
+//!    `.npz` and, on return, the arrays after the call and the return value as
+//!    another `.npz` (a returned argument is named, not saved twice), into
+//!    `capture_dir` with a `manifest.json` (`"schema": "port-capture/1"`).
+//!    A call that raises is retried on the next call, up to three; after that
+//!    its types are kept without outputs. All files of one run stay under
+//!    `capture_cap_bytes` ([`DEFAULT_CAPTURE_CAP_BYTES`], 256 MiB); arguments
+//!    that do not fit are skipped with the reason, and so are values that are
+//!    neither arrays nor numbers. Without NumPy in the interpreter, types are
+//!    still recorded and a warning says inputs were not. The helper ends the
+//!    run once every target is captured; a timeout bounds it otherwise.
+//!    Running twice keeps the sampled run's timing honest; apps with side
+//!    effects perform them twice, which `--no-capture` avoids. Capture
+//!    problems are warnings, never errors.
+//!
+//! # Errors
+//!
+//! Faults the user can cause (missing app or interpreter, no permission to
+//! sample, an app that dies before the first sample) are [`ProfileError`]s
+//! whose `Display` is one line with what to do. An app that exits non-zero or
+//! is killed by a signal after some sampling is not an error: the profile
+//! records it in [`Profile::exit`].
+//!
+//! Linux only (py-spy's process access and `/proc`).
+//!
+//! Architecture invariant: this crate knows nothing of the analyzer; the
+//! dependency goes the other way, through [`FrameResolver`].
+
+pub mod aggregate;
+pub mod capture;
+mod child;
+pub mod error;
+pub mod export;
+pub mod interrupt;
+pub mod model;
+pub mod options;
+pub mod progress;
+pub mod resolver;
+mod sampler;
+mod source;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use error::ProfileError;
+pub use export::{write_flamegraph, write_speedscope};
+pub use interrupt::StopSignal;
+pub use model::{
+    AppExit, ArgKind, ArgType, Capture, CollapsedStack, FunctionHotspot, LineHotspot, Profile,
+    SampledEdge, StackFrame,
+};
+pub use options::{
+    resolve_python, ProfileOptions, DEFAULT_CAPTURE_CAP_BYTES, DEFAULT_CAPTURE_FUNCTIONS,
+};
+pub use progress::{Phase, ProgressTick};
+pub use resolver::{AppDirResolver, FrameResolver};
+
+/// How many of the hottest functions get per-line detail.
+pub const LINE_DETAIL_FUNCTIONS: usize = 10;
+
+/// Runs the app under the sampler (and, with `capture`, once more to capture
+/// inputs) and returns the profile. `progress` is called about ten times a
+/// second from the calling thread.
+pub fn profile(
+    opts: &ProfileOptions,
+    resolver: &dyn FrameResolver,
+    progress: &dyn Fn(ProgressTick),
+) -> Result<Profile, ProfileError> {
+    if !(1..=10_000).contains(&opts.rate_hz) {
+        return Err(ProfileError::BadRate(opts.rate_hz));
+    }
+    let app = checked_app(&opts.app)?;
+    // A bare name ("python3") is looked up on PATH; a path is made absolute so
+    // the capture run finds it whatever the app does to its directory.
+    let python = if opts.python.components().count() > 1 {
+        options::absolute(&opts.python)
+    } else {
+        opts.python.clone()
+    };
+    let (stop, _ctrl_c_scope) = match &opts.stop {
+        Some(s) => (s.clone(), None),
+        None => (StopSignal::ctrl_c()?, Some(interrupt::CtrlCScope::enter())),
+    };
+    stop.reset();
+
+    let started = Instant::now();
+    let mut child = child::spawn(&python, &[], &app, &opts.args, &[], child::Streams::Inherit)?;
+    let settings = sampler::SamplerSettings {
+        rate_hz: opts.rate_hz,
+        idle: opts.idle,
+        subprocesses: opts.subprocesses,
+        duration: opts.duration,
+        stop: stop.clone(),
+    };
+    let run = sampler::sample(&mut child, started, &settings, progress)?;
+
+    let failed = run.exit.code.is_some_and(|c| c != 0) || run.exit.signal.is_some();
+    if run.samples.total() == 0 && failed && !run.exit.interrupted && !run.exit.timed_out {
+        return Err(ProfileError::AppFailedEarly {
+            app: opts.app.clone(),
+            exit: run.exit,
+        });
+    }
+
+    let agg = aggregate::aggregate(&run.samples, resolver, LINE_DETAIL_FUNCTIONS);
+    let mut sources = source::SourceCache::default();
+    let mut lines = agg.lines;
+    for l in &mut lines {
+        l.source = sources.line(&l.file, l.line);
+    }
+
+    let mut warnings = run.warnings;
+    if run.samples.total() == 0 {
+        warnings.push(format!(
+            "no samples were taken: the app ran for {:.2} s; raise --rate or give it more work",
+            run.wall.as_secs_f64()
+        ));
+    } else if agg.unattributed == agg.samples {
+        warnings.push(
+            "no sample was in the app's own files: its time was all in libraries or start-up"
+                .to_string(),
+        );
+    }
+
+    let mut profile = Profile {
+        samples: agg.samples,
+        unattributed_samples: agg.unattributed,
+        duration_s: run.wall.as_secs_f64(),
+        rate_hz: opts.rate_hz,
+        python: opts.python.clone(),
+        python_version: run.python_version,
+        exit: run.exit,
+        processes_sampled: run.processes_sampled,
+        functions: agg.functions,
+        lines,
+        edges: agg.edges,
+        stacks: agg.stacks,
+        captures: Vec::new(),
+        warnings,
+    };
+
+    if opts.capture {
+        if stop.is_stopped() {
+            profile
+                .warnings
+                .push("capture skipped: sampling was interrupted".to_string());
+        } else {
+            let targets = capture::pick_targets(&profile.functions, opts.capture_functions);
+            let dir = options::absolute(&opts.capture_dir);
+            let timeout = opts
+                .capture_timeout
+                .unwrap_or_else(|| run.wall * 2 + Duration::from_secs(10));
+            let outcome = capture::run(
+                &capture::CaptureRequest {
+                    python: &python,
+                    app: &app,
+                    args: &opts.args,
+                    dir: &dir,
+                    cap_bytes: opts.capture_cap_bytes,
+                    targets: &targets,
+                    timeout,
+                },
+                &stop,
+                progress,
+                profile.samples,
+            )?;
+            profile.captures = outcome.captures;
+            profile.warnings.extend(outcome.warnings);
+        }
+    }
+    Ok(profile)
+}
+
+/// The app as an absolute, existing file path.
+fn checked_app(app: &std::path::Path) -> Result<PathBuf, ProfileError> {
+    let meta = std::fs::metadata(app).map_err(|_| ProfileError::AppNotFound(app.to_path_buf()))?;
+    if meta.is_dir() {
+        return Err(ProfileError::AppIsDirectory(app.to_path_buf()));
+    }
+    Ok(app
+        .canonicalize()
+        .unwrap_or_else(|_| options::absolute(app)))
+}

@@ -1,0 +1,474 @@
+//! The py-spy edge: attach to the running app (and, if asked, its children),
+//! read every thread's stack at the sampling rate, stop when the app ends, the
+//! duration runs out or the stop signal is raised.
+//!
+//! Each sampled process gets its own thread, which owns its `PythonSpy` (they
+//! are not `Send`), attaches with retries while the interpreter starts, and
+//! reads stacks on py-spy's jittered timer (which avoids aliasing with periodic
+//! work in the app). Stacks come back over a channel. The calling thread only
+//! watches: the app's exit, the clock, the stop signal, new child processes.
+//! So attaching to a slow-starting child never delays sampling the others.
+
+use std::collections::{HashMap, HashSet};
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use py_spy::config::{Config, LockingStrategy};
+use py_spy::timer::Timer;
+use py_spy::PythonSpy;
+
+use crate::aggregate::{RawFrame, SampleSet};
+use crate::child;
+use crate::error::{attach_error, is_permission_error, ProfileError};
+use crate::interrupt::StopSignal;
+use crate::model::AppExit;
+use crate::progress::{Phase, ProgressTick};
+
+/// How long to keep trying to attach to the freshly started app.
+const ROOT_ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The same for a child process: a forked one attaches at once, an exec'd
+/// Python within its start-up; anything else (`sh`, a compiler) never does.
+const CHILD_ATTACH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often to look for new child processes with `subprocesses`.
+const CHILD_SCAN_INTERVAL: Duration = Duration::from_millis(50);
+/// Consecutive failed reads after which a process is attached afresh: a
+/// process that exec'd (a child caught between fork and exec) has new memory.
+const READ_FAILURES_BEFORE_REATTACH: u32 = 3;
+/// Immediate re-reads after a failed read, before counting it as failed.
+const IMMEDIATE_RETRIES: u32 = 3;
+/// Grace between SIGTERM and SIGKILL when the app has to be stopped.
+pub const TERMINATE_GRACE: Duration = Duration::from_secs(2);
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the watching thread wakes up when no stacks arrive.
+const WATCH_INTERVAL: Duration = Duration::from_millis(10);
+
+pub struct SamplerSettings {
+    pub rate_hz: u64,
+    pub idle: bool,
+    pub subprocesses: bool,
+    /// Sampling ends this long after `started`.
+    pub duration: Option<Duration>,
+    pub stop: StopSignal,
+}
+
+/// What one sampled run produced.
+pub struct SampledRun {
+    pub samples: SampleSet,
+    pub exit: AppExit,
+    pub wall: Duration,
+    pub python_version: Option<String>,
+    pub processes_sampled: u32,
+    pub warnings: Vec<String>,
+}
+
+fn spy_config(settings: &SamplerSettings) -> Config {
+    Config {
+        // Read without pausing the app: no slowdown from ptrace stops, and no
+        // ptrace `waitpid` that could reap the app and swallow its exit status
+        // (py-spy's locking does that when the app exits mid-read). A read torn
+        // by the running app is rare, and py-spy drops such frames.
+        blocking: LockingStrategy::NonBlocking,
+        sampling_rate: settings.rate_hz,
+        include_idle: settings.idle,
+        subprocesses: settings.subprocesses,
+        collect_thread_names: false,
+        ..Config::default()
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// What a process's sampling thread reports.
+enum Report {
+    Attached {
+        version: String,
+    },
+    AttachFailed {
+        pid: u32,
+        message: String,
+    },
+    /// One read: the stacks of the threads that count (idle ones dropped unless asked).
+    Stacks {
+        pid: u32,
+        stacks: Vec<Vec<RawFrame>>,
+    },
+    ReadFailed {
+        message: String,
+    },
+}
+
+fn attach(pid: u32, config: &Config) -> Result<PythonSpy, String> {
+    quiet_sampler_panics();
+    let attached = std::panic::catch_unwind(|| PythonSpy::new(pid as _, config))
+        .map_err(|_| "py-spy failed while attaching".to_string())?;
+    let mut spy = attached.map_err(|e| format!("{e:#}"))?;
+    read_stacks(&mut spy)?;
+    Ok(spy)
+}
+
+/// Attaches to `pid`, retrying while it starts up, until `timeout`.
+fn attach_with_retries(
+    pid: u32,
+    config: &Config,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<PythonSpy, Option<String>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Err(None);
+        }
+        match attach(pid, config) {
+            Ok(spy) => return Ok(spy),
+            Err(message) => {
+                if !alive(pid) {
+                    return Err(None);
+                }
+                if is_permission_error(&message) || Instant::now() >= deadline {
+                    return Err(Some(message));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// One read of every thread's stack. A torn read hands py-spy garbage, and
+/// some garbage makes it panic (an arithmetic overflow in a debug build, say):
+/// that is a failed read like any other, not the end of sampling.
+fn read_stacks(spy: &mut PythonSpy) -> Result<Vec<py_spy::StackTrace>, String> {
+    quiet_sampler_panics();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spy.get_stack_traces())) {
+        Ok(read) => read.map_err(|e| format!("{e:#}")),
+        Err(_) => Err("py-spy failed on a torn read".to_string()),
+    }
+}
+
+/// Keeps panics caught in sampling threads off the user's terminal; panics
+/// anywhere else still reach the hook that was there before.
+fn quiet_sampler_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_sampler = std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with(SAMPLER_THREAD_PREFIX));
+            if !in_sampler {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Sampling threads are named `port-sample-PID`.
+const SAMPLER_THREAD_PREFIX: &str = "port-sample-";
+
+/// The body of a process's sampling thread.
+fn sample_process(
+    pid: u32,
+    config: Config,
+    attach_timeout: Duration,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Report>,
+) {
+    let mut spy = match attach_with_retries(pid, &config, attach_timeout, &stop) {
+        Ok(spy) => spy,
+        Err(Some(message)) => {
+            let _ = tx.send(Report::AttachFailed { pid, message });
+            return;
+        }
+        Err(None) => return,
+    };
+    if tx
+        .send(Report::Attached {
+            version: spy.version.to_string(),
+        })
+        .is_err()
+    {
+        return;
+    }
+    let idle = config.include_idle;
+    let mut failures = 0;
+    for _sleep in Timer::new(config.sampling_rate as f64) {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        // A read that races the app's own stack changes fails; reading again
+        // at once almost always succeeds, and skipping it would under-count
+        // code that calls many short functions.
+        let mut read = read_stacks(&mut spy);
+        for _ in 0..IMMEDIATE_RETRIES {
+            if read.is_ok() {
+                break;
+            }
+            read = read_stacks(&mut spy);
+        }
+        let report = match read {
+            Ok(traces) => {
+                failures = 0;
+                let stacks = traces
+                    .into_iter()
+                    .filter(|t| (idle || t.active) && !t.frames.is_empty())
+                    .map(|t| {
+                        t.frames
+                            .into_iter()
+                            .map(|f| RawFrame {
+                                name: f.name,
+                                file: f.filename.into(),
+                                line: u32::try_from(f.line).unwrap_or(0),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                Report::Stacks { pid, stacks }
+            }
+            Err(message) => {
+                if !alive(pid) || message.contains("No such process") {
+                    return;
+                }
+                failures += 1;
+                if failures >= READ_FAILURES_BEFORE_REATTACH {
+                    failures = 0;
+                    if let Ok(fresh) = attach(pid, &config) {
+                        spy = fresh;
+                        continue;
+                    }
+                }
+                Report::ReadFailed { message }
+            }
+        };
+        if tx.send(report).is_err() {
+            return;
+        }
+    }
+}
+
+/// The threads sampling the app's processes.
+struct Samplers {
+    config: Config,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Report>,
+    threads: Vec<JoinHandle<()>>,
+    started: HashSet<u32>,
+}
+
+impl Samplers {
+    fn start(&mut self, pid: u32, attach_timeout: Duration) {
+        if !self.started.insert(pid) {
+            return;
+        }
+        let (config, stop, tx) = (self.config.clone(), self.stop.clone(), self.tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("{SAMPLER_THREAD_PREFIX}{pid}"))
+            .spawn(move || sample_process(pid, config, attach_timeout, stop, tx));
+        match handle {
+            Ok(h) => self.threads.push(h),
+            // No thread, no samples of this process; the others go on.
+            Err(_) => {
+                self.started.remove(&pid);
+            }
+        }
+    }
+
+    /// Stops and joins every sampling thread.
+    fn shut_down(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Tallies of what the sampling threads reported.
+#[derive(Default)]
+struct Tally {
+    samples: SampleSet,
+    version: Option<String>,
+    sampled: HashSet<u32>,
+    attach_failures: HashMap<u32, String>,
+    read_failures: u64,
+    permission_failures: u64,
+    last_failure: String,
+    last_permission_failure: String,
+}
+
+impl Tally {
+    fn take(&mut self, report: Report) {
+        match report {
+            Report::Attached { version, .. } => {
+                self.version.get_or_insert(version);
+            }
+            Report::AttachFailed { pid, message } => {
+                self.attach_failures.insert(pid, message);
+            }
+            Report::Stacks { pid, stacks } => {
+                for stack in stacks {
+                    self.sampled.insert(pid);
+                    self.samples.add(stack);
+                }
+            }
+            Report::ReadFailed { message } => {
+                if is_permission_error(&message) {
+                    self.permission_failures += 1;
+                    self.last_permission_failure = message.clone();
+                }
+                self.read_failures += 1;
+                self.last_failure = message;
+            }
+        }
+    }
+
+    fn drain(&mut self, rx: &Receiver<Report>) {
+        while let Ok(r) = rx.try_recv() {
+            self.take(r);
+        }
+    }
+}
+
+/// Samples `app` (already started at `started`) until it ends.
+pub fn sample(
+    app: &mut Child,
+    started: Instant,
+    settings: &SamplerSettings,
+    progress: &dyn Fn(ProgressTick),
+) -> Result<SampledRun, ProfileError> {
+    let root = app.id();
+    let deadline = settings.duration.map(|d| started + d);
+    let (tx, rx) = mpsc::channel();
+    let mut samplers = Samplers {
+        config: spy_config(settings),
+        stop: Arc::new(AtomicBool::new(false)),
+        tx,
+        threads: Vec::new(),
+        started: HashSet::new(),
+    };
+    samplers.start(root, ROOT_ATTACH_TIMEOUT);
+
+    let mut tally = Tally::default();
+    let mut warnings = Vec::new();
+    let mut last_scan = Instant::now();
+    let mut last_tick = Instant::now();
+    let (end, exit) = loop {
+        match rx.recv_timeout(WATCH_INTERVAL) {
+            Ok(report) => tally.take(report),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        tally.drain(&rx);
+
+        if let Some(message) = tally.attach_failures.get(&root) {
+            // The app runs but cannot be sampled: stop it, say why.
+            if tally.samples.total() == 0 && !matches!(app.try_wait(), Ok(Some(_))) {
+                let message = message.clone();
+                samplers.shut_down();
+                let _ = child::terminate_tree(app, TERMINATE_GRACE);
+                return Err(attach_error(root, message));
+            }
+        }
+        if let Some(reason) = stop_reason(settings, deadline) {
+            break (reason, None);
+        }
+        match app.try_wait() {
+            Ok(Some(status)) => break (End::Exited, Some(child::exit_of(status))),
+            Ok(None) => {}
+            Err(e) => {
+                // Someone else reaped it: ended, status unknown.
+                warnings.push(format!("the app's exit status is unknown: {e}"));
+                break (End::Exited, Some(AppExit::default()));
+            }
+        }
+        if settings.subprocesses && last_scan.elapsed() >= CHILD_SCAN_INTERVAL {
+            last_scan = Instant::now();
+            for pid in child::descendants(root) {
+                samplers.start(pid, CHILD_ATTACH_TIMEOUT);
+            }
+        }
+        if last_tick.elapsed() >= PROGRESS_INTERVAL {
+            last_tick = Instant::now();
+            progress(ProgressTick {
+                phase: Phase::Sampling,
+                elapsed: started.elapsed(),
+                samples: tally.samples.total(),
+            });
+        }
+    };
+
+    let wall = started.elapsed();
+    samplers.shut_down();
+    let exit = match exit {
+        Some(exit) => exit,
+        None => {
+            let status = child::terminate_tree(app, TERMINATE_GRACE);
+            let mut exit = status.map(child::exit_of).unwrap_or_default();
+            exit.interrupted = end == End::Interrupted;
+            exit.timed_out = end == End::TimedOut;
+            exit
+        }
+    };
+    drop(samplers);
+    tally.drain(&rx);
+
+    // Reads refused for lack of permission outnumber the good ones (the app
+    // locked itself down after start-up, say): what was sampled means little.
+    if tally.permission_failures > tally.samples.total() {
+        return Err(attach_error(root, tally.last_permission_failure));
+    }
+    if tally.samples.total() == 0 {
+        if let Some(message) = tally.attach_failures.get(&root) {
+            if is_permission_error(message) {
+                return Err(attach_error(root, message.clone()));
+            }
+        }
+        if tally.version.is_none() {
+            warnings
+                .push("the app ended before py-spy could attach; nothing was sampled".to_string());
+        }
+    }
+    // Reading a running process now and then catches a stack mid-change; only
+    // a failure rate that could skew the shares is worth a warning.
+    let reads = tally.read_failures + tally.samples.total();
+    if tally.read_failures > 0 && tally.read_failures * 50 > reads {
+        warnings.push(format!(
+            "{} of {reads} stack reads failed and were skipped (last: {})",
+            tally.read_failures,
+            tally.last_failure.lines().next().unwrap_or_default()
+        ));
+    }
+    Ok(SampledRun {
+        python_version: tally.version,
+        processes_sampled: tally.sampled.len() as u32,
+        samples: tally.samples,
+        exit,
+        wall,
+        warnings,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Exited,
+    Interrupted,
+    TimedOut,
+}
+
+fn stop_reason(settings: &SamplerSettings, deadline: Option<Instant>) -> Option<End> {
+    if settings.stop.is_stopped() {
+        Some(End::Interrupted)
+    } else if deadline.is_some_and(|d| Instant::now() >= d) {
+        Some(End::TimedOut)
+    } else {
+        None
+    }
+}

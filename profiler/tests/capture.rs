@@ -1,0 +1,288 @@
+//! The capture run: types of real calls, inputs and outputs that reproduce the
+//! call, the size cap, Pythons without NumPy.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use port_profiler::ArgKind;
+
+/// Loads the saved inputs, calls the function again, and compares with the
+/// saved outputs: what verification will do with them later.
+const REPLAY: &str = r#"
+import importlib.util, sys
+import numpy as np
+app, fn_name, inputs, outputs = sys.argv[1:5]
+spec = importlib.util.spec_from_file_location("app", app)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+args = dict(np.load(inputs))
+expected = dict(np.load(outputs))
+result = getattr(mod, fn_name)(**args)
+for name, want in expected.items():
+    got = result if name == "__return__" else args[name]
+    assert np.array_equal(np.asarray(got), want), name
+print("replayed", fn_name, sorted(expected))
+"#;
+
+fn replay(app: &str, function: &str, inputs: &std::path::Path, outputs: &std::path::Path) {
+    let out = Command::new(venv_python())
+        .args(["-c", REPLAY])
+        .arg(fixture(app))
+        .arg(function)
+        .arg(inputs)
+        .arg(outputs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay of {function} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn mixed_app_captures_types_and_replayable_inputs_of_each_hot_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let mut opts = options("mixed_app.py", &["2"], &captures);
+    // The three hot functions, and `main` when start-up makes it hot too.
+    opts.capture_functions = 4;
+    let p = run(&opts).unwrap();
+    assert!(p.exit.success());
+    let mut keys: Vec<&str> = p
+        .captures
+        .iter()
+        .map(|c| c.function.as_str())
+        .filter(|k| *k != "main")
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["fingerprint", "running_total", "shade"],
+        "warnings: {:?}",
+        p.warnings
+    );
+
+    let vector = |n: u64| ArgKind::Ndarray {
+        dtype: "float64".into(),
+        ndim: 1,
+        shape: vec![n],
+        c_contiguous: true,
+        f_contiguous: true,
+    };
+    let shade = p.captures.iter().find(|c| c.function == "shade").unwrap();
+    assert_eq!(shade.args.len(), 3);
+    for a in &shade.args {
+        assert_eq!(a.kind, vector(330_000), "{}", a.name);
+    }
+    assert_eq!(
+        shade.returns,
+        Some(ArgKind::Other {
+            type_name: "NoneType".into()
+        })
+    );
+    assert!(shade.skipped.is_empty(), "{:?}", shade.skipped);
+    replay(
+        "mixed_app.py",
+        "shade",
+        shade.inputs_npz.as_ref().unwrap(),
+        shade.outputs_npz.as_ref().unwrap(),
+    );
+
+    let scan = p
+        .captures
+        .iter()
+        .find(|c| c.function == "running_total")
+        .unwrap();
+    assert_eq!(scan.args[0].kind, vector(600_000));
+    assert_eq!(
+        scan.returns,
+        Some(ArgKind::Scalar {
+            type_name: "float64".into()
+        })
+    );
+    replay(
+        "mixed_app.py",
+        "running_total",
+        scan.inputs_npz.as_ref().unwrap(),
+        scan.outputs_npz.as_ref().unwrap(),
+    );
+
+    // A list of records is typed but cannot be saved as an array: said so.
+    let fp = p
+        .captures
+        .iter()
+        .find(|c| c.function == "fingerprint")
+        .unwrap();
+    assert_eq!(
+        fp.args[0].kind,
+        ArgKind::Other {
+            type_name: "list".into()
+        }
+    );
+    assert!(fp.inputs_npz.is_none());
+    assert!(fp
+        .skipped
+        .iter()
+        .any(|s| s.starts_with("records: list is not an array")));
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("records")),
+        "only cap skips are warnings: {:?}",
+        p.warnings
+    );
+
+    let manifest = captures.join("manifest.json");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    assert_eq!(m["schema"], "port-capture/1");
+    assert_eq!(m["missed"], serde_json::json!([]));
+}
+
+#[test]
+fn arguments_over_the_cap_are_skipped_and_the_total_stays_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options("black_scholes.py", &["1000000", "6"], dir.path());
+    opts.capture_functions = 4; // black_scholes is among the top four
+    opts.capture_cap_bytes = 20_000_000; // two of the three 8 MB arrays
+    let p = run(&opts).unwrap();
+    let c = p
+        .captures
+        .iter()
+        .find(|c| c.function == "black_scholes")
+        .unwrap();
+    assert!(
+        c.skipped
+            .iter()
+            .any(|s| s
+                .starts_with("option_years: 8.0 MB would pass the capture cap (20.0 MB in all")),
+        "{:?}",
+        c.skipped
+    );
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("would pass the capture cap")));
+    let written: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    // npz headers add a few hundred bytes per array over the raw data.
+    assert!(written <= 20_000_000 + 16_384, "{written} bytes written");
+    // Types are recorded even for arguments too big to save.
+    assert!(matches!(&c.args[2].kind, ArgKind::Ndarray { shape, .. } if shape == &[1_000_000]));
+}
+
+#[test]
+fn a_python_without_numpy_still_gets_types_and_says_inputs_were_not_saved() {
+    let system = std::path::Path::new("/usr/bin/python3");
+    let has_numpy = Command::new(system)
+        .args(["-c", "import numpy"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(true);
+    assert!(
+        !has_numpy,
+        "this test needs a python3 without numpy at {}",
+        system.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options("pure_python.py", &["150000"], dir.path());
+    opts.python = system.to_path_buf();
+    let p = run(&opts).unwrap();
+    assert!(p.exit.success());
+    assert_eq!(ranking(&p)[0], "collatz_length");
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w == "numpy not importable in /usr/bin/python3: inputs not captured"),
+        "{:?}",
+        p.warnings
+    );
+    let c = p
+        .captures
+        .iter()
+        .find(|c| c.function == "collatz_length")
+        .unwrap();
+    assert_eq!(
+        c.args[0].kind,
+        ArgKind::Scalar {
+            type_name: "int".into()
+        }
+    );
+    assert_eq!(
+        c.returns,
+        Some(ArgKind::Scalar {
+            type_name: "int".into()
+        })
+    );
+    assert!(c.inputs_npz.is_none() && c.outputs_npz.is_none());
+}
+
+#[test]
+fn awkward_calls_are_captured_from_a_call_that_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options("capture_cases.py", &[], dir.path());
+    opts.capture_functions = 6;
+    let p = run(&opts).unwrap();
+    assert!(p.exit.success());
+    let capture = |key: &str| {
+        p.captures
+            .iter()
+            .find(|c| c.function == key)
+            .unwrap_or_else(|| panic!("{key} not captured: {:?} {:?}", p.functions, p.warnings))
+    };
+
+    // An exception handled inside the call is not a failed call.
+    let parse = capture("parse_reading");
+    assert_eq!(
+        parse.returns,
+        Some(ArgKind::Other {
+            type_name: "NoneType".into()
+        })
+    );
+    assert!(!parse.skipped.iter().any(|s| s.contains("raised")));
+
+    // The first call raised; the capture is of the retry that returned.
+    let fetch = capture("fetch_batch");
+    assert_eq!(
+        fetch.args[2].kind,
+        ArgKind::Scalar {
+            type_name: "int".into()
+        }
+    );
+    assert!(matches!(&fetch.returns, Some(ArgKind::Ndarray { shape, .. }) if shape == &[100_000]));
+    let out = Command::new(venv_python())
+        .args([
+            "-c",
+            "import numpy as np, sys; print(int(np.load(sys.argv[1])['attempt']))",
+        ])
+        .arg(fetch.inputs_npz.as_ref().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "1",
+        "the retry's inputs"
+    );
+
+    // Never returns: types kept, no outputs, and it says why.
+    let fails = capture("always_fails");
+    assert!(matches!(fails.args[0].kind, ArgKind::Ndarray { .. }));
+    assert!(fails.returns.is_none() && fails.outputs_npz.is_none());
+    assert!(fails
+        .skipped
+        .iter()
+        .any(|s| s.contains("raised an exception")));
+
+    // Returns its argument, updated in place: saved once, named as the return.
+    let norm = capture("normalise");
+    assert_eq!(norm.returns_alias.as_deref(), Some("block"));
+    replay(
+        "capture_cases.py",
+        "normalise",
+        norm.inputs_npz.as_ref().unwrap(),
+        norm.outputs_npz.as_ref().unwrap(),
+    );
+}

@@ -1,0 +1,81 @@
+//! Shared set-up for the tests that run the real profiler on `fixtures/apps`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use port_profiler::{
+    profile, AppDirResolver, FunctionHotspot, Profile, ProfileError, ProfileOptions, StopSignal,
+};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    repo().join("fixtures/apps").join(name)
+}
+
+/// The project's venv Python (with numpy); `scripts/setup.sh` makes it.
+pub fn venv_python() -> PathBuf {
+    let py = repo().join(".venv/bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup.sh first",
+        py.display()
+    );
+    py
+}
+
+/// Options for a test run: venv Python, 200 Hz, capture into a fresh temp dir,
+/// a private stop signal (no process-wide Ctrl-C handler).
+pub fn options(app: &str, args: &[&str], captures: &Path) -> ProfileOptions {
+    let mut o = ProfileOptions::new(venv_python(), fixture(app));
+    o.args = args.iter().map(|s| s.to_string()).collect();
+    o.rate_hz = 200;
+    o.capture_dir = captures.to_path_buf();
+    o.capture_timeout = Some(Duration::from_secs(60));
+    o.stop = Some(StopSignal::new());
+    o
+}
+
+pub fn run(opts: &ProfileOptions) -> Result<Profile, ProfileError> {
+    let resolver = AppDirResolver::for_app(&opts.app);
+    profile(opts, &resolver, &|_| {})
+}
+
+pub fn function<'a>(p: &'a Profile, key: &str) -> &'a FunctionHotspot {
+    p.functions
+        .iter()
+        .find(|f| f.key == key)
+        .unwrap_or_else(|| {
+            let keys: Vec<_> = p.functions.iter().map(|f| &f.key).collect();
+            panic!("{key} not among the sampled functions {keys:?}")
+        })
+}
+
+/// Functions by self time, module bodies left out: their self time is mostly
+/// importing libraries, which stretches when the machine is busy.
+pub fn ranking(p: &Profile) -> Vec<&str> {
+    p.functions
+        .iter()
+        .map(|f| f.key.as_str())
+        .filter(|k| *k != "<module>")
+        .collect()
+}
+
+/// The profiler's example binary, built by `cargo test` next to the tests.
+pub fn example_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let path = deps
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/profile");
+    assert!(path.exists(), "{} not built", path.display());
+    path
+}
