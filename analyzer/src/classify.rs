@@ -116,7 +116,12 @@ pub struct Checker<'a> {
     noted_alloc: bool,
     noted_strings: bool,
     uses_float64: Option<u32>,
+    /// The largest array argument seen in a real call, and its size.
+    largest_array: Option<(String, u64)>,
 }
+
+/// Arrays below this many elements rarely pay for a launch and transfers.
+pub const SMALL_ARRAY_ELEMENTS: u64 = 16_384;
 
 impl<'a> Checker<'a> {
     pub fn new(
@@ -146,6 +151,7 @@ impl<'a> Checker<'a> {
             noted_alloc: false,
             noted_strings: false,
             uses_float64: None,
+            largest_array: None,
         };
         c.bind_params(captured);
         c
@@ -184,6 +190,12 @@ impl<'a> Checker<'a> {
             let mut ty = Ty::Unknown;
             if let Some(cap) = captured.and_then(|c| c.iter().find(|t| t.name == name)) {
                 ty = ty_of_captured(cap);
+                if let Some(shape) = &cap.shape {
+                    let n: u64 = shape.iter().product();
+                    if self.largest_array.as_ref().is_none_or(|(_, m)| n > *m) {
+                        self.largest_array = Some((name.clone(), n));
+                    }
+                }
             } else if let Some(ann) = &a.def.annotation {
                 ty = self.ty_of_annotation(ann);
             } else if let Some(d) = &a.default {
@@ -334,6 +346,17 @@ impl<'a> Checker<'a> {
                 "array expressions become element loops in a grid-stride kernel"
             };
             self.add("PORT405", self.f.line, msg.into());
+        }
+        if let Some((name, n)) = self.largest_array.clone() {
+            if n < SMALL_ARRAY_ELEMENTS && verdict_of(&self.findings) == Verdict::Cuda {
+                self.add(
+                    "PORT303",
+                    self.f.line,
+                    format!(
+                        "the largest array in a real call (`{name}`) has {n} elements: launch and transfers would cost more than the work"
+                    ),
+                );
+            }
         }
         if let Some(line) = self.uses_float64 {
             if verdict_of(&self.findings) == Verdict::Cuda {

@@ -179,7 +179,8 @@ struct Access<'e> {
     index: &'e Expr,
     line: u32,
     write: bool,
-    augmented: bool,
+    /// `a[k] += e` or `-=`: an update a GPU can make with one atomic add.
+    atomic: bool,
 }
 
 fn check_loop(
@@ -293,20 +294,22 @@ fn check_loop(
                 continue;
             }
             let text = norm(m, w.index);
-            let msg = if mentions(w.index, &derived) {
-                format!(
-                    "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
-                )
-            } else if w.augmented && comps.iter().all(|c| invariant(c)) {
-                // `hist[0] += x[i]`: an element reduction.
+            let read_too = !reads.is_empty();
+            let msg = if w.atomic && !read_too {
+                // `hist[0] += x[i]`, `counts[idx[i]] += 1`: every update is
+                // an add, and nothing in the loop reads the array back.
                 out.push(DepFinding {
                     code: "PORT402",
                     line: w.line,
                     message: format!(
-                        "`{arr}[{text}]` accumulates across the loop at line {loop_line}: it becomes a reduction"
+                        "`{arr}[{text}]` accumulates across the loop at line {loop_line}: it becomes atomic adds"
                     ),
                 });
                 continue;
+            } else if mentions(w.index, &derived) {
+                format!(
+                    "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
+                )
             } else {
                 format!("every iteration of the loop at line {loop_line} writes `{arr}[{text}]`")
             };
@@ -412,7 +415,9 @@ fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>)
                 reads.push(&a.value);
             }
             Stmt::AugAssign(a) => {
-                push_write(&a.target, line, true, out);
+                // `+=`/`-=` on a shared element is an atomic add on the GPU.
+                let atomic = matches!(a.op, ast::Operator::Add | ast::Operator::Sub);
+                push_write(&a.target, line, atomic, out);
                 reads.push(&a.value);
                 if let Expr::Subscript(sub) = a.target.as_ref() {
                     reads.push(&sub.slice);
@@ -438,7 +443,7 @@ fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>)
                             index: &sub.slice,
                             line,
                             write: false,
-                            augmented: false,
+                            atomic: false,
                         });
                     }
                 }
@@ -447,7 +452,7 @@ fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>)
     });
 }
 
-fn push_write<'e>(t: &'e Expr, line: u32, augmented: bool, out: &mut Vec<Access<'e>>) {
+fn push_write<'e>(t: &'e Expr, line: u32, atomic: bool, out: &mut Vec<Access<'e>>) {
     if let Expr::Subscript(sub) = t {
         if let Expr::Name(n) = sub.value.as_ref() {
             out.push(Access {
@@ -455,7 +460,7 @@ fn push_write<'e>(t: &'e Expr, line: u32, augmented: bool, out: &mut Vec<Access<
                 index: &sub.slice,
                 line,
                 write: true,
-                augmented,
+                atomic,
             });
         }
     }
