@@ -31,6 +31,12 @@ if ! .venv/bin/python -c 'import numpy' 2>/dev/null || [ ! -f .venv/.port-ready 
   touch .venv/.port-ready
 fi
 
+if [ "${1:-}" = "--oracle" ] && ! command -v chromium >/dev/null 2>&1; then
+  say "installing chromium from Debian (the HTML report's headless-browser test)"
+  need_root apt-get update -qq
+  need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
+
 if [ "${1:-}" = "--oracle" ] && [ ! -f .venv-oracle/.port-ready ]; then
   ORACLE=../shared/tools/numba-oracle/setup.sh
   if [ -f "$ORACLE" ]; then

@@ -65,6 +65,13 @@ pub fn analysis_table(a: &Analysis, style: Style) -> String {
                 .then(x.line.cmp(&y.line))
         });
     }
+    let unsampled = if profiled {
+        let before = rows.len();
+        rows.retain(|f| f.total_pct.unwrap_or(0.0) > 0.0);
+        before - rows.len()
+    } else {
+        0
+    };
     for f in rows {
         let mut row = vec![
             Cell::new(&f.qualname),
@@ -82,7 +89,13 @@ pub fn analysis_table(a: &Analysis, style: Style) -> String {
         row.push(Cell::new(reason(f)));
         t.add_row(row);
     }
-    t.to_string()
+    let mut out = t.to_string();
+    if unsampled > 0 {
+        out.push_str(&format!(
+            "\n{unsampled} more functions had no samples (`--json` lists them all)"
+        ));
+    }
+    out
 }
 
 /// The one-line coverage summary under the table.
@@ -116,4 +129,190 @@ pub fn findings_table(f: &FunctionReport, style: Style) -> String {
         ]);
     }
     t.to_string()
+}
+
+/// The hottest lines of the profile (`analysis.profile.lines`), with their
+/// source text: py-spy users' line-level view. `None` without a profile.
+pub fn hot_lines_table(a: &Analysis, style: Style, limit: usize) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct HotLine {
+        file: String,
+        line: u32,
+        function: String,
+        self_pct: f64,
+        #[serde(default)]
+        source: String,
+    }
+    let lines: Vec<HotLine> = a
+        .profile
+        .as_ref()
+        .and_then(|p| p.get("lines"))
+        .and_then(|l| serde_json::from_value(l.clone()).ok())?;
+    if lines.is_empty() {
+        return None;
+    }
+    let mut lines = lines;
+    lines.sort_by(|x, y| y.self_pct.total_cmp(&x.self_pct));
+    let mut t = new_table(style);
+    t.set_header(vec!["self %", "function", "file:line", "source"]);
+    for l in lines.iter().take(limit) {
+        let function = l
+            .function
+            .rsplit_once('.')
+            .map_or(l.function.as_str(), |(_, n)| n);
+        t.add_row(vec![
+            Cell::new(format!("{:.1}", l.self_pct)).set_alignment(CellAlignment::Right),
+            Cell::new(function),
+            Cell::new(format!("{}:{}", l.file, l.line)),
+            Cell::new(l.source.trim()),
+        ]);
+    }
+    Some(t.to_string())
+}
+
+/// `port report --format table`: the coverage figures (against the baseline
+/// when there is one), every function, the migrations, the top blockers and
+/// the gate's decision.
+pub fn report_table(r: &crate::report::Report, style: Style) -> String {
+    use crate::markdown::{basis_sentence, delta, figures, pct, speedup};
+    let mut out = String::new();
+
+    let mut t = new_table(style);
+    let now = figures(&r.coverage);
+    match &r.baseline {
+        Some(b) => {
+            t.set_header(vec!["coverage", "now", "baseline", "change"]);
+            let was = figures(&b.coverage);
+            let d = [
+                b.delta.gpu_eligible_pct,
+                b.delta.migrated_pct,
+                b.delta.nopython_pct,
+                b.delta.object_pct,
+            ];
+            for i in 0..4 {
+                t.add_row(vec![
+                    Cell::new(now[i].0),
+                    Cell::new(pct(now[i].1)).set_alignment(CellAlignment::Right),
+                    Cell::new(pct(was[i].1)).set_alignment(CellAlignment::Right),
+                    Cell::new(delta(d[i])).set_alignment(CellAlignment::Right),
+                ]);
+            }
+        }
+        None => {
+            t.set_header(vec!["coverage", "now"]);
+            for (name, v) in now {
+                t.add_row(vec![
+                    Cell::new(name),
+                    Cell::new(pct(v)).set_alignment(CellAlignment::Right),
+                ]);
+            }
+        }
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    out.push_str(&basis_sentence(r).replace('`', ""));
+    out.push_str("\n\n");
+
+    let mut t = new_table(style);
+    let mut header = vec!["function", "file:line"];
+    if r.profiled {
+        header.extend(["self %", "total %"]);
+    }
+    header.extend(["verdict", "migration", "main reason"]);
+    t.set_header(header);
+    let mut rows: Vec<&crate::report::FunctionEntry> = r.functions.iter().collect();
+    if r.profiled {
+        rows.sort_by(|x, y| {
+            y.function
+                .total_pct
+                .unwrap_or(0.0)
+                .total_cmp(&x.function.total_pct.unwrap_or(0.0))
+                .then_with(|| x.key.cmp(&y.key))
+        });
+    }
+    for e in rows {
+        let f = &e.function;
+        let mut row = vec![
+            Cell::new(&f.qualname),
+            Cell::new(format!("{}:{}", f.file, f.line)),
+        ];
+        if r.profiled {
+            for v in [f.self_pct, f.total_pct] {
+                row.push(
+                    Cell::new(v.map(|p| format!("{p:.1}")).unwrap_or_else(|| "-".into()))
+                        .set_alignment(CellAlignment::Right),
+                );
+            }
+        }
+        row.push(verdict_cell(f.verdict, style));
+        row.push(Cell::new(
+            e.migration
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ));
+        row.push(Cell::new(reason(f)));
+        t.add_row(row);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+
+    if !r.migrations.is_empty() {
+        let mut t = new_table(style);
+        t.set_header(vec![
+            "migrated function",
+            "status",
+            "backend",
+            "kernel speedup",
+            "end-to-end speedup",
+        ]);
+        for e in &r.migrations {
+            let m = &e.migration;
+            let (k, e2e) = match &m.timing {
+                Some(x) => (speedup(x.speedup_kernel), speedup(x.speedup_end_to_end)),
+                None => ("-".into(), "-".into()),
+            };
+            t.add_row(vec![
+                Cell::new(&m.function),
+                Cell::new(m.status.as_str()),
+                Cell::new(
+                    m.verification
+                        .as_ref()
+                        .map(|v| v.backend.as_str())
+                        .unwrap_or("-"),
+                ),
+                Cell::new(k).set_alignment(CellAlignment::Right),
+                Cell::new(e2e).set_alignment(CellAlignment::Right),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+
+    if !r.blockers.is_empty() {
+        out.push_str("\nTop blockers:\n");
+        for b in r.blockers.iter().take(crate::markdown::TOP_BLOCKERS) {
+            let n = b.functions.len();
+            out.push_str(&format!(
+                "  {n} function{} blocked by {}: {}\n",
+                if n == 1 { "" } else { "s" },
+                b.code,
+                b.name
+            ));
+        }
+    }
+    if let Some(b) = &r.baseline {
+        out.push_str(&format!("\nCompared with the baseline {}.\n", b.file));
+    }
+    if let Some(g) = &r.gate {
+        if g.passed() {
+            out.push_str("\nCI gate: passed.\n");
+        } else {
+            out.push_str("\nCI gate: failed:\n");
+            for f in &g.failures {
+                out.push_str(&format!("  {f}\n"));
+            }
+        }
+    }
+    out
 }

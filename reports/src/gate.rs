@@ -1,0 +1,58 @@
+//! The CI gate: `--fail-under PCT` and `--fail-on-regression`.
+
+use serde::Serialize;
+
+use crate::report::Report;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GateOptions {
+    /// Fail when `gpu_eligible_pct` is below this.
+    pub fail_under: Option<f64>,
+    /// Fail when the comparison with the baseline found a regression.
+    pub fail_on_regression: bool,
+}
+
+impl GateOptions {
+    pub fn is_set(&self) -> bool {
+        self.fail_under.is_some() || self.fail_on_regression
+    }
+}
+
+/// What the gate decided, and why, one line per failure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateOutcome {
+    pub fail_under: Option<f64>,
+    pub fail_on_regression: bool,
+    pub failures: Vec<String>,
+}
+
+impl GateOutcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+pub fn check(report: &Report, opts: &GateOptions) -> GateOutcome {
+    let mut failures = Vec::new();
+    let c = &report.coverage;
+    if let Some(min) = opts.fail_under {
+        if c.gpu_eligible_pct < min {
+            failures.push(format!(
+                "GPU-eligible {:.1}% of {} is under --fail-under {min}%",
+                c.gpu_eligible_pct,
+                c.basis.phrase()
+            ));
+        }
+    }
+    if opts.fail_on_regression {
+        match &report.baseline {
+            Some(b) => failures.extend(b.regressions.iter().cloned()),
+            None => failures.push("--fail-on-regression needs --baseline FILE".into()),
+        }
+    }
+    GateOutcome {
+        fail_under: opts.fail_under,
+        fail_on_regression: opts.fail_on_regression,
+        failures,
+    }
+}
