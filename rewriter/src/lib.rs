@@ -1,7 +1,347 @@
-//! The rewriter: turns a classified, typed Python function into port's kernel
-//! IR — grid-stride loops, array expressions as element loops, per-row and
-//! whole-array reductions, hoisted allocations — and into the Python source of
-//! the migrated function (Numba-CUDA kernels plus a host wrapper), as a list of
-//! named rewrites that can each say "not applicable because …".
+//! The rewriter: turns a classified, typed Python function into port's
+//! kernel IR — grid-stride loops, array expressions as element loops,
+//! per-row and whole-array reductions, hoisted allocations — and into the
+//! Python source of the migrated function (Numba-CUDA kernels plus a host
+//! wrapper), as a list of named rewrites that can each say "not applicable
+//! because …".
 //!
-//! Nothing is implemented here yet: `port migrate` is the issue that fills it.
+//! Entry point: [`migrate`]. It parses the user's file, finds the function,
+//! refuses at once when the analysis found it object- or nopython-mode
+//! (quoting its findings), then lowers it ([`lower`]): the function's top
+//! level becomes the host steps of a [`plan::KernelPlan`], and every loop,
+//! array expression and reduction becomes a kernel, through the rewrites in
+//! [`rewrites`] — `grid_stride`, `array_expr`, `hoist_alloc`,
+//! `row_reduction`, `whole_reduction`, `scalar_function`, `math_calls`,
+//! `app_calls`, `dependences`, `fp32`. Any construct no rewrite can
+//! translate is a refusal with its line ([`error::Reason`]): port never
+//! emits a kernel that races or computes something else.
+//!
+//! Two back ends read the plan: the kernel IR itself (compiled to PTX and
+//! run on the simulator by codegen and verify), and [`python`], which prints
+//! the same IR as Numba-CUDA source with a host wrapper; [`patch`] turns
+//! that into the user's file, patched, and a unified diff.
+//!
+//! Architecture invariant: the rewriter never runs user code and never
+//! writes files; it reads the analysis's output types, not its internals.
+
+pub mod error;
+pub mod host;
+pub mod ir_util;
+pub mod launch;
+pub mod lower;
+pub mod patch;
+pub mod plan;
+pub mod pyast;
+pub mod python;
+pub mod rewrites;
+pub mod source;
+pub mod types;
+
+use std::collections::HashMap;
+
+use port_analyzer::{FunctionReport, Severity, Verdict};
+use port_codegen::ir::ScalarType;
+
+pub use error::{Reason, RewriteError};
+pub use lower::AppFacts;
+pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
+pub use types::{parse_signature, ArgType};
+
+/// What to migrate.
+pub struct MigrationRequest<'a> {
+    /// The user's file, as text.
+    pub source: &'a str,
+    /// Its name in messages and in the diff header.
+    pub file_name: &'a str,
+    /// The function's name in the file: `f` or `Class.method`.
+    pub function: &'a str,
+    /// One type per parameter.
+    pub types: &'a [ArgType],
+    /// Verdicts of the program's functions (for calls).
+    pub facts: &'a AppFacts,
+    /// The analysis of this function, when there is one.
+    pub report: Option<&'a FunctionReport>,
+    /// Lower float64 to float32.
+    pub fp32: bool,
+}
+
+/// A migrated function: the plan and everything made from it.
+#[derive(Clone, Debug)]
+pub struct Migration {
+    pub plan: KernelPlan,
+    /// Device functions, kernels and the wrapper, as Python.
+    pub python: String,
+    /// The whole file with the function replaced.
+    pub new_source: String,
+    /// Unified diff from the user's file to `new_source`.
+    pub diff: String,
+}
+
+/// The result of [`migrate`].
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Migrated(Box<Migration>),
+    /// The function cannot become a correct kernel: every reason, with its line.
+    Refused(Vec<Reason>),
+}
+
+/// The parameter names of a function in the file (to ask for types).
+pub fn parameters(
+    source: &str,
+    file_name: &str,
+    function: &str,
+) -> Result<Vec<String>, RewriteError> {
+    let src = source::SourceFile::parse(file_name, source)?;
+    let found = find(&src, function)?;
+    Ok(found
+        .def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect())
+}
+
+fn find<'s>(
+    src: &'s source::SourceFile,
+    function: &str,
+) -> Result<source::FoundFunction<'s>, RewriteError> {
+    let all = src.functions();
+    let matches: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.qualname == function || f.def.name.as_str() == function)
+        .map(|(k, _)| k)
+        .collect();
+    let exact: Vec<usize> = matches
+        .iter()
+        .copied()
+        .filter(|&k| all[k].qualname == function)
+        .collect();
+    let pick = if exact.len() == 1 { exact } else { matches };
+    match pick.as_slice() {
+        [k] => Ok(all.into_iter().nth(*k).expect("index from the list")),
+        [] => {
+            let names: Vec<String> = all.iter().map(|f| f.qualname.clone()).collect();
+            Err(RewriteError::NoSuchFunction {
+                file: src.name.clone(),
+                name: function.to_string(),
+                hint: if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it defines {})", names.join(", "))
+                },
+            })
+        }
+        many => {
+            let names: Vec<String> = many.iter().map(|&k| all[k].qualname.clone()).collect();
+            Err(RewriteError::Ambiguous {
+                name: function.to_string(),
+                candidates: names.join(", "),
+                first: names[0].clone(),
+            })
+        }
+    }
+}
+
+/// Migrates one function: a plan and its patch, or the reasons it cannot be.
+pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
+    let src = source::SourceFile::parse(req.file_name, req.source)?;
+    let found = find(&src, req.function)?;
+    let def = found.def;
+    let names: Vec<String> = def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
+    if req.types.len() != names.len() {
+        return Err(RewriteError::SignatureArity {
+            function: req.function.to_string(),
+            given: req.types.len(),
+            expected: names.len(),
+            params: names.join(", "),
+        });
+    }
+    let line = src.line(def);
+
+    // The analysis decides first: object- and nopython-mode functions are refused
+    // with its findings.
+    if let Some(rep) = req.report {
+        if rep.verdict != Verdict::Cuda {
+            let wanted = if rep.verdict == Verdict::Object {
+                Severity::Object
+            } else {
+                Severity::Blocker
+            };
+            let reasons: Vec<Reason> = rep
+                .findings
+                .iter()
+                .filter(|f| f.severity == wanted || f.severity == Severity::Blocker)
+                .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
+                .collect();
+            let reasons = if reasons.is_empty() {
+                vec![Reason::new(
+                    "analysis",
+                    rep.line,
+                    format!("the analysis found `{}` {}-mode", rep.name, rep.verdict),
+                )]
+            } else {
+                reasons
+            };
+            return Ok(Outcome::Refused(reasons));
+        }
+    }
+    if found.class.is_some() {
+        return Ok(Outcome::Refused(vec![Reason::new(
+            "frontend",
+            line,
+            format!(
+                "`{}` is a method: port migrates module-level functions; move it out of the class{}",
+                found.qualname,
+                if found.staticmethod { " (it is a staticmethod, so that is a cut and paste)" } else { "" }
+            ),
+        )]));
+    }
+    if def.args.vararg.is_some() || def.args.kwarg.is_some() || !def.args.kwonlyargs.is_empty() {
+        return Ok(Outcome::Refused(vec![Reason::new(
+            "frontend",
+            line,
+            "*args, **kwargs and keyword-only arguments have no kernel equivalent",
+        )]));
+    }
+    let scans: Vec<(u32, String)> = req
+        .report
+        .map(|r| {
+            r.findings
+                .iter()
+                .filter(|f| f.code == "PORT204")
+                .map(|f| (f.line, f.message.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let ufunc = rewrites::scalar_function::is_scalar_function(&src, def, req.types);
+    let mut types: HashMap<String, ScalarType> = HashMap::new();
+    let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
+    for _ in 0..6 {
+        let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
+        l.analysis_scans = scans.clone();
+        let res = run(&mut l, def, &names, req.types, ufunc);
+        let widened = l.observed.iter().any(|(k, t)| {
+            types
+                .get(k)
+                .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
+        });
+        let mut next = types.clone();
+        for (k, t) in &l.observed {
+            let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
+            next.insert(k.clone(), j);
+        }
+        let done = !widened;
+        types = next;
+        last = Some(res.map(|()| l));
+        if done {
+            break;
+        }
+    }
+    let l = match last.expect("at least one pass") {
+        Ok(l) => l,
+        Err(reason) => return Ok(Outcome::Refused(vec![*reason])),
+    };
+    let mut plan = finish(l, &names, req.types);
+    if req.fp32 {
+        rewrites::fp32::lower_plan(&mut plan);
+        for r in &mut plan.rewrites {
+            if r.rewrite == rewrites::fp32::NAME {
+                r.applied = true;
+                r.note =
+                    "float64 lowered to float32 (kernels, device arrays); results converted back"
+                        .into();
+            }
+        }
+    }
+    let doc = docstring(def);
+    let python = python::render(&plan, doc.as_deref(), &names);
+    let new_source = patch::patched_file(&src, def, &python, plan.kind == PlanKind::Ufunc);
+    let diff = patch::unified_diff(req.file_name, req.source, &new_source);
+    Ok(Outcome::Migrated(Box::new(Migration {
+        plan,
+        python,
+        new_source,
+        diff,
+    })))
+}
+
+fn run(
+    l: &mut lower::Lowerer,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    names: &[String],
+    types: &[ArgType],
+    ufunc: bool,
+) -> Result<(), Box<Reason>> {
+    if ufunc {
+        let (params, ret, outs) = l.ufunc_plan(def, types)?;
+        l.ufunc = Some((params, ret, outs));
+        return Ok(());
+    }
+    for (n, t) in names.iter().zip(types) {
+        l.params.push((n.clone(), *t));
+        match t {
+            ArgType::Array(a) => l.host.insert(n.clone(), lower::HostBind::Array(*a)),
+            ArgType::Scalar(s) => l.host.insert(n.clone(), lower::HostBind::Scalar(*s)),
+        };
+        l.used.insert(n.clone());
+    }
+    let ret = l.host_body(&def.body)?;
+    l.ret = ret;
+    Ok(())
+}
+
+fn finish(l: lower::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
+    let rewrites = l.log.finish();
+    let (kind, params, ret, outs) = match l.ufunc {
+        Some((params, ret, outs)) => (PlanKind::Ufunc, params, Some(ret), outs),
+        None => (
+            PlanKind::Kernels,
+            names
+                .iter()
+                .zip(types)
+                .map(|(n, t)| PlanParam {
+                    name: n.clone(),
+                    ty: *t,
+                    kernel_ty: *t,
+                    elementwise: false,
+                })
+                .collect(),
+            l.ret,
+            Vec::new(),
+        ),
+    };
+    KernelPlan {
+        function: l.fn_name.clone(),
+        kind,
+        params,
+        module: l.module,
+        steps: l.steps,
+        ret,
+        mutated: l.mutated.into_iter().collect(),
+        ufunc_outputs: outs,
+        rewrites,
+        fp32: false,
+        docs: l.docs,
+    }
+}
+
+fn docstring(def: &rustpython_parser::ast::StmtFunctionDef) -> Option<String> {
+    match def.body.first() {
+        Some(rustpython_parser::ast::Stmt::Expr(e)) => match e.value.as_ref() {
+            rustpython_parser::ast::Expr::Constant(c) => match &c.value {
+                rustpython_parser::ast::Constant::Str(s) => Some(s.clone()),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}

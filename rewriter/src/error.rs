@@ -1,0 +1,80 @@
+//! Errors a user can cause before any rewrite runs (an unknown function, a
+//! bad `--signature`, a missing type), and refusals: the exact reason a
+//! function cannot become a correct kernel, with the line at fault.
+
+use serde::{Deserialize, Serialize};
+
+/// A mistake in the request: the migration cannot even start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RewriteError {
+    #[error("bad --signature {0}")]
+    BadSignature(String),
+    #[error("{file}: no function named `{name}`{hint}")]
+    NoSuchFunction {
+        file: String,
+        name: String,
+        hint: String,
+    },
+    #[error(
+        "`{name}` is ambiguous: it names {candidates}; qualify it (e.g. `--function {first}`)"
+    )]
+    Ambiguous {
+        name: String,
+        candidates: String,
+        first: String,
+    },
+    #[error("no type for argument `{arg}` of `{function}`: pass --signature \"{example}\" (Numba's type syntax) or capture types with `port analyze APP.py`")]
+    NoType {
+        function: String,
+        arg: String,
+        example: String,
+    },
+    #[error("--signature gives {given} type(s) but `{function}` takes {expected} argument(s) ({params})")]
+    SignatureArity {
+        function: String,
+        given: usize,
+        expected: usize,
+        params: String,
+    },
+    #[error("{file}:{line}:{column}: syntax error: {message}")]
+    Parse {
+        file: String,
+        line: u32,
+        column: u32,
+        message: String,
+    },
+}
+
+/// Why one rewrite (or the whole migration) does not apply: one line,
+/// naming the construct, with its source line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// The rewrite that refused (`dependences`, `app_calls`, …) or
+    /// `analysis` for a finding of the static analysis.
+    pub rewrite: String,
+    pub line: u32,
+    pub message: String,
+}
+
+impl Reason {
+    pub fn new(rewrite: &str, line: u32, message: impl Into<String>) -> Reason {
+        Reason {
+            rewrite: rewrite.to_string(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {} [{}]", self.line, self.message, self.rewrite)
+    }
+}
+
+/// Result of lowering steps that may refuse.
+pub(crate) type Lower<T> = Result<T, Box<Reason>>;
+
+pub(crate) fn refuse<T>(rewrite: &str, line: u32, message: impl Into<String>) -> Lower<T> {
+    Err(Box::new(Reason::new(rewrite, line, message)))
+}

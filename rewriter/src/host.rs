@@ -1,0 +1,276 @@
+//! The top level of the function: straight-line code around the loops
+//! becomes the host wrapper's steps; loops and array expressions become
+//! kernels (see [`crate::rewrites`]).
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::Expr;
+use rustpython_parser::ast;
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::cast_to;
+use crate::lower::{stmt_name, HostBind, Lowerer, Region, RegionKind};
+use crate::plan::{HostStep, HostValue};
+use crate::pyast;
+use crate::rewrites::array_expr::{ArrVal, Val};
+
+impl Lowerer<'_> {
+    /// Lowers the function body; gives what it returns.
+    pub(crate) fn host_body(&mut self, body: &[ast::Stmt]) -> Lower<Option<HostValue>> {
+        let mut r = Region::new(RegionKind::Host, "");
+        for s in body {
+            let line = self.src.line(s);
+            if pyast::is_docstring(s) {
+                continue;
+            }
+            match s {
+                ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
+                ast::Stmt::Return(ret) => {
+                    return match &ret.value {
+                        None => Ok(None),
+                        Some(v) => {
+                            let val = self.expr(&mut r, v)?;
+                            self.host_value(val, line).map(Some)
+                        }
+                    };
+                }
+                ast::Stmt::Assign(a) if a.targets.len() == 1 => {
+                    self.host_assign_stmt(&mut r, &a.targets[0], &a.value, line)?
+                }
+                ast::Stmt::AnnAssign(a) if a.value.is_some() => {
+                    let v = a.value.as_ref().expect("checked");
+                    self.host_assign_stmt(&mut r, &a.target, v, line)?
+                }
+                ast::Stmt::AugAssign(a) => {
+                    let cur = self.expr(&mut r, &a.target)?;
+                    let rhs = self.expr(&mut r, &a.value)?;
+                    let new = self.binop(a.op, &cur, &rhs, line)?;
+                    match (a.target.as_ref(), &cur) {
+                        (ast::Expr::Name(n), Val::Scalar(..)) => {
+                            self.host_assign(n.id.as_str(), new, line)?
+                        }
+                        (_, Val::Array(tv)) => {
+                            let hint = pyast::subscript_base(&a.target).unwrap_or_default();
+                            self.store_kernel(tv, &new, &hint, line)?
+                        }
+                        _ => {
+                            return refuse(
+                                "frontend",
+                                line,
+                                "a single element updated outside any loop",
+                            )
+                        }
+                    }
+                }
+                ast::Stmt::For(f) => self.parallel_loop(f)?,
+                ast::Stmt::Expr(e) => {
+                    let ast::Expr::Call(c) = e.value.as_ref() else {
+                        return refuse("frontend", line, "an expression statement with no effect a kernel could have");
+                    };
+                    match c.func.as_ref() {
+                        ast::Expr::Attribute(a) if a.attr.as_str() == "fill" && c.args.len() == 1 => {
+                            let Val::Array(tv) = self.expr(&mut r, &a.value)? else {
+                                return refuse("frontend", line, "`.fill` of a non-array");
+                            };
+                            let v = self.expr(&mut r, &c.args[0])?;
+                            let hint = pyast::subscript_base(&a.value).unwrap_or_default();
+                            self.store_kernel(&tv, &v, &hint, line)?
+                        }
+                        _ => {
+                            return refuse(
+                                crate::rewrites::app_calls::NAME,
+                                line,
+                                format!(
+                                    "`{}` is called outside any loop: port migrates loops and array expressions; migrate the callee itself",
+                                    self.src.text_of(c)
+                                ),
+                            )
+                        }
+                    }
+                }
+                other => {
+                    return refuse(
+                        "frontend",
+                        line,
+                        format!(
+                            "{} at the top level of the function: port migrates straight-line code around parallel loops",
+                            stmt_name(other)
+                        ),
+                    )
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn host_assign_stmt(
+        &mut self,
+        r: &mut Region,
+        target: &ast::Expr,
+        value: &ast::Expr,
+        line: u32,
+    ) -> Lower<()> {
+        match target {
+            ast::Expr::Name(n) => {
+                if let ast::Expr::Call(c) = value {
+                    if self.alloc_stmt(r, n.id.as_str(), c, line)? {
+                        return Ok(());
+                    }
+                }
+                let v = self.expr(r, value)?;
+                self.host_assign(n.id.as_str(), v, line)
+            }
+            ast::Expr::Tuple(t) => {
+                let Val::Tuple(items) = self.expr(r, value)? else {
+                    return refuse("frontend", line, "unpacking a value that is not a tuple");
+                };
+                if items.len() != t.elts.len() {
+                    return refuse("frontend", line, "unpacking the wrong number of values");
+                }
+                for (tgt, v) in t.elts.iter().zip(items) {
+                    let ast::Expr::Name(n) = tgt else {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "unpacking into something other than names",
+                        );
+                    };
+                    self.host_assign(n.id.as_str(), v, line)?;
+                }
+                Ok(())
+            }
+            ast::Expr::Subscript(_) => {
+                let v = self.expr(r, value)?;
+                match self.expr(r, target)? {
+                    Val::Array(tv) => {
+                        let hint = pyast::subscript_base(target).unwrap_or_default();
+                        self.store_kernel(&tv, &v, &hint, line)
+                    }
+                    _ => refuse(
+                        "frontend",
+                        line,
+                        "a single element written outside any loop: put it in the loop or compute it on the host",
+                    ),
+                }
+            }
+            _ => refuse(
+                "frontend",
+                line,
+                format!("assignment to `{}`", self.src.text_of(target)),
+            ),
+        }
+    }
+
+    /// `name = value` at the top level.
+    pub(crate) fn host_assign(&mut self, name: &str, v: Val, line: u32) -> Lower<()> {
+        match v {
+            Val::Scalar(e, t, _) => {
+                if let Expr::Load(er) = &e {
+                    if er.indices == [i64(0)] && self.is_acc(&er.array) {
+                        self.host.insert(
+                            name.to_string(),
+                            HostBind::DeviceScalar {
+                                acc: er.array.clone(),
+                                ty: t,
+                            },
+                        );
+                        return Ok(());
+                    }
+                }
+                let ty = self.declare_type(name, t);
+                let value = self.hostify(cast_to(e, t, ty));
+                self.used.insert(name.to_string());
+                self.steps.push(HostStep::Scalar {
+                    name: name.to_string(),
+                    ty,
+                    value,
+                });
+                self.host.insert(name.to_string(), HostBind::Scalar(ty));
+                Ok(())
+            }
+            Val::Array(av) => {
+                if !av.computed {
+                    self.host.insert(name.to_string(), HostBind::View(av));
+                    return Ok(());
+                }
+                let arr = self.materialise(name, &av, line)?;
+                if arr != name {
+                    let ty = match self.host.get(&arr) {
+                        Some(HostBind::Array(t)) => *t,
+                        _ => unreachable!("materialise binds the array"),
+                    };
+                    self.host
+                        .insert(name.to_string(), HostBind::View(ArrVal::named(&arr, ty)));
+                }
+                Ok(())
+            }
+            Val::Tuple(_) => refuse(
+                "frontend",
+                line,
+                format!("`{name}` holds a tuple: unpack it (`a, b = …`)"),
+            ),
+        }
+    }
+
+    fn is_acc(&self, array: &str) -> bool {
+        self.accs.contains(array)
+    }
+
+    /// What `return value` gives the caller.
+    pub(crate) fn host_value(&mut self, v: Val, line: u32) -> Lower<HostValue> {
+        match v {
+            Val::Scalar(e, t, _) => {
+                let e = self.hostify(e);
+                if let Expr::Var(n) = &e {
+                    if matches!(self.host.get(n), Some(HostBind::Scalar(_))) {
+                        return Ok(HostValue::Scalar(n.clone(), t));
+                    }
+                }
+                let name = self.fresh("result");
+                self.steps.push(HostStep::Scalar {
+                    name: name.clone(),
+                    ty: t,
+                    value: e,
+                });
+                self.host.insert(name.clone(), HostBind::Scalar(t));
+                Ok(HostValue::Scalar(name, t))
+            }
+            Val::Array(av) => {
+                if let Some(name) = whole_array(&av) {
+                    if matches!(self.host.get(&name), Some(HostBind::Array(_)))
+                        || self.params.iter().any(|(p, _)| *p == name)
+                    {
+                        return Ok(HostValue::Array(name));
+                    }
+                }
+                let arr = self.materialise("result", &av, line)?;
+                Ok(HostValue::Array(arr))
+            }
+            Val::Tuple(items) => {
+                let mut out = Vec::new();
+                for it in items {
+                    out.push(self.host_value(it, line)?);
+                }
+                Ok(HostValue::Tuple(out))
+            }
+        }
+    }
+}
+
+/// The name of the array when `av` is all of a named array, unchanged.
+pub fn whole_array(av: &ArrVal) -> Option<String> {
+    if av.computed {
+        return None;
+    }
+    let Expr::Load(r) = &av.body else {
+        return None;
+    };
+    let named = ArrVal::named(
+        &r.array,
+        port_codegen::ir::ArrayType {
+            elem: av.elem,
+            ndim: av.ndim() as u8,
+            contiguous: true,
+        },
+    );
+    (named.body == av.body && named.shape == av.shape).then(|| r.array.clone())
+}

@@ -1,0 +1,305 @@
+//! Small tools over port's kernel IR: substitution of variables, literals of
+//! a type, casts that fold on literals, and NumPy's type promotion.
+
+use std::collections::HashMap;
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, CmpOp, ElemRef, Expr, Literal, ScalarType, Stmt, UnaryOp};
+
+/// Replaces variables by expressions, all at once.
+pub fn subst(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
+    map_expr(e, &|x| match x {
+        Expr::Var(n) => map.get(n).cloned(),
+        _ => None,
+    })
+}
+
+/// Rebuilds `e` bottom-up; `f` may replace a node (children are not then
+/// visited).
+pub fn map_expr(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
+    if let Some(r) = f(e) {
+        return r;
+    }
+    let m = |x: &Expr| Box::new(map_expr(x, f));
+    match e {
+        Expr::Lit(_) | Expr::Var(_) | Expr::Special(..) | Expr::Shape { .. } => e.clone(),
+        Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
+        Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, m(a), m(b)),
+        Expr::Cast(t, a) => Expr::Cast(*t, m(a)),
+        Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+        Expr::Load(r) => Expr::Load(map_ref(r, f)),
+        Expr::Math(g, args) => Expr::Math(*g, args.iter().map(|a| map_expr(a, f)).collect()),
+        Expr::Call(n, args) => Expr::Call(n.clone(), args.iter().map(|a| map_expr(a, f)).collect()),
+        Expr::Atomic(op, r, v) => Expr::Atomic(*op, map_ref(r, f), m(v)),
+        Expr::AtomicCas(r, c, v) => Expr::AtomicCas(map_ref(r, f), m(c), m(v)),
+    }
+}
+
+fn map_ref(r: &ElemRef, f: &dyn Fn(&Expr) -> Option<Expr>) -> ElemRef {
+    ElemRef {
+        array: r.array.clone(),
+        indices: r.indices.iter().map(|i| map_expr(i, f)).collect(),
+    }
+}
+
+/// Renames arrays in an expression (`Load`, `Shape`).
+pub fn rename_arrays(e: &Expr, map: &HashMap<String, String>) -> Expr {
+    map_expr(e, &|x| match x {
+        Expr::Shape { array, axis } => map.get(array).map(|n| Expr::Shape {
+            array: n.clone(),
+            axis: *axis,
+        }),
+        Expr::Load(r) => map.get(&r.array).map(|n| {
+            Expr::Load(ElemRef {
+                array: n.clone(),
+                indices: r.indices.iter().map(|i| rename_arrays(i, map)).collect(),
+            })
+        }),
+        _ => None,
+    })
+}
+
+/// Applies `f` to every expression of a statement list, rebuilding it.
+pub fn map_stmts(body: &[Stmt], f: &dyn Fn(&Expr) -> Expr) -> Vec<Stmt> {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Let { name, ty, init } => Stmt::Let {
+                name: name.clone(),
+                ty: *ty,
+                init: f(init),
+            },
+            Stmt::Assign { name, value } => Stmt::Assign {
+                name: name.clone(),
+                value: f(value),
+            },
+            Stmt::Store { target, value } => Stmt::Store {
+                target: ElemRef {
+                    array: target.array.clone(),
+                    indices: target.indices.iter().map(f).collect(),
+                },
+                value: f(value),
+            },
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: f(cond),
+                then_body: map_stmts(then_body, f),
+                else_body: map_stmts(else_body, f),
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: f(cond),
+                body: map_stmts(body, f),
+            },
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                start: f(start),
+                stop: f(stop),
+                step: f(step),
+                body: map_stmts(body, f),
+            },
+            Stmt::ParallelFor(p) => Stmt::ParallelFor(port_codegen::ir::ParallelFor {
+                vars: p.vars.clone(),
+                extents: p.extents.iter().map(f).collect(),
+                body: map_stmts(&p.body, f),
+            }),
+            Stmt::Return(e) => Stmt::Return(e.as_ref().map(f)),
+            Stmt::Eval(e) => Stmt::Eval(f(e)),
+            Stmt::Break | Stmt::Continue | Stmt::Barrier => s.clone(),
+        })
+        .collect()
+}
+
+/// Whether `e` mentions the variable `name`.
+pub fn mentions_var(e: &Expr, name: &str) -> bool {
+    let mut found = false;
+    port_codegen::ir::walk_expr(e, &mut |x| {
+        if let Expr::Var(n) = x {
+            found |= n == name;
+        }
+    });
+    found
+}
+
+/// A literal of type `ty` with value `v`.
+pub fn lit(ty: ScalarType, v: f64) -> Expr {
+    Expr::Lit(match ty {
+        ScalarType::Bool => Literal::Bool(v != 0.0),
+        ScalarType::I32 => Literal::I32(v as i32),
+        ScalarType::I64 => Literal::I64(v as i64),
+        ScalarType::F32 => Literal::F32(v as f32),
+        ScalarType::F64 => Literal::F64(v),
+    })
+}
+
+/// `e` as type `to`, folding casts of literals.
+pub fn cast_to(e: Expr, from: ScalarType, to: ScalarType) -> Expr {
+    if from == to {
+        return e;
+    }
+    if let Expr::Lit(l) = &e {
+        let v = match *l {
+            Literal::Bool(b) => f64::from(u8::from(b)),
+            Literal::I32(i) => f64::from(i),
+            Literal::I64(i) => i as f64,
+            Literal::F32(f) => f64::from(f),
+            Literal::F64(f) => f,
+        };
+        let exact_int = matches!(l, Literal::I64(_)) && to.is_int();
+        if let (Literal::I64(i), ScalarType::I32) = (l, to) {
+            return Expr::Lit(Literal::I32(*i as i32));
+        }
+        if !exact_int && (!to.is_int() || v.fract() == 0.0) {
+            return lit(to, v);
+        }
+    }
+    cast(to, e)
+}
+
+/// The rank of a type in NumPy's promotion lattice.
+fn rank(t: ScalarType) -> u8 {
+    match t {
+        ScalarType::Bool => 0,
+        ScalarType::I32 => 1,
+        ScalarType::I64 => 2,
+        ScalarType::F32 => 3,
+        ScalarType::F64 => 4,
+    }
+}
+
+/// The common type of two operands. A *weak* operand (a Python literal)
+/// takes the other's type when it is of the same kind or narrower (NumPy 2,
+/// NEP 50): `x_f32 * 2.0` stays float32, `i * 0.5` is float64.
+pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> ScalarType {
+    use ScalarType::*;
+    match (a_weak, b_weak) {
+        (true, false) => return weak_with(a, b),
+        (false, true) => return weak_with(b, a),
+        _ => {}
+    }
+    if a == b {
+        return a;
+    }
+    match (a, b) {
+        // NumPy: int32/int64 with float32 gives float64.
+        (I32 | I64, F32) | (F32, I32 | I64) => F64,
+        _ => {
+            if rank(a) >= rank(b) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+fn weak_with(weak: ScalarType, strong: ScalarType) -> ScalarType {
+    use ScalarType::*;
+    match (weak, strong) {
+        (F32 | F64, I32 | I64 | Bool) => F64,
+        (I32 | I64, Bool) => I64,
+        _ => strong,
+    }
+}
+
+/// Joins the types seen for one variable (its declared type).
+pub fn join(a: ScalarType, b: ScalarType) -> ScalarType {
+    use ScalarType::*;
+    if a == b {
+        return a;
+    }
+    match (a, b) {
+        (I32 | I64 | Bool, F32) | (F32, I32 | I64 | Bool) => F32,
+        _ => {
+            if rank(a) >= rank(b) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+pub fn not(e: Expr) -> Expr {
+    Expr::Unary(UnaryOp::Not, Box::new(e))
+}
+
+pub fn and(a: Expr, b: Expr) -> Expr {
+    binary(BinOp::And, a, b)
+}
+
+pub fn select(c: Expr, a: Expr, b: Expr) -> Expr {
+    Expr::Select(Box::new(c), Box::new(a), Box::new(b))
+}
+
+/// Python's `a % b` (the result has the sign of `b`) from the IR's
+/// C-style remainder.
+pub fn py_mod(a: Expr, b: Expr, ty: ScalarType) -> Expr {
+    let r = binary(BinOp::Rem, a, b.clone());
+    let zero = lit(ty, 0.0);
+    let fix = and(
+        cmp(CmpOp::Ne, r.clone(), zero.clone()),
+        cmp(
+            CmpOp::Ne,
+            cmp(CmpOp::Lt, r.clone(), zero.clone()),
+            cmp(CmpOp::Lt, b.clone(), zero),
+        ),
+    );
+    select(fix, add(r.clone(), b), r)
+}
+
+/// Recognises [`py_mod`]'s shape: `(a, b)` of `a % b`.
+pub fn match_py_mod(e: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Select(c, t, f) = e else {
+        return None;
+    };
+    let Expr::Binary(BinOp::Rem, a, b) = f.as_ref() else {
+        return None;
+    };
+    let Expr::Binary(BinOp::Add, r, b2) = t.as_ref() else {
+        return None;
+    };
+    let Expr::Binary(BinOp::And, _, _) = c.as_ref() else {
+        return None;
+    };
+    (r.as_ref() == f.as_ref() && b2 == b).then_some((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ScalarType::*;
+
+    #[test]
+    fn numpy_promotion() {
+        assert_eq!(promote(F32, false, F64, true), F32);
+        assert_eq!(promote(I64, false, F64, true), F64);
+        assert_eq!(promote(I64, false, F32, false), F64);
+        assert_eq!(promote(I32, false, I64, false), I64);
+        assert_eq!(promote(F32, false, F64, false), F64);
+        assert_eq!(join(I64, F64), F64);
+        assert_eq!(join(I64, F32), F32);
+    }
+
+    #[test]
+    fn casts_fold_literals() {
+        assert_eq!(cast_to(i64(2), I64, F64), f64(2.0));
+        assert_eq!(cast_to(var("x"), I64, F64), cast(F64, var("x")));
+        assert_eq!(cast_to(f64(2.5), F64, I64), cast(I64, f64(2.5)));
+    }
+
+    #[test]
+    fn python_modulo_round_trips() {
+        let e = py_mod(var("a"), i64(3), I64);
+        let (a, b) = match_py_mod(&e).unwrap();
+        assert_eq!((a, b), (&var("a"), &i64(3)));
+    }
+}

@@ -1,0 +1,137 @@
+//! The rewriter's output: a [`KernelPlan`]. It holds the kernels (port's
+//! kernel IR, one module) and the host steps of the wrapper that replaces the
+//! original function — allocations, scalar computations, launches in order —
+//! so that the simulator runner in `verify` and the Python back end execute
+//! the same plan.
+
+use port_codegen::ir::{self, ScalarType};
+use serde::{Deserialize, Serialize};
+
+use crate::types::ArgType;
+
+/// One argument of the original function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanParam {
+    pub name: String,
+    /// The type the original is called with.
+    pub ty: ArgType,
+    /// The type the kernels take (differs only with `--fp32`).
+    pub kernel_ty: ArgType,
+    /// Scalar functions only: this argument is taken element by element
+    /// (an array, broadcast like a ufunc argument) rather than as one value.
+    pub elementwise: bool,
+}
+
+/// What a new device array holds before the first kernel writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Fill {
+    /// Uninitialised (`np.empty`): every element is written by a kernel.
+    Empty,
+    /// Every element set to this host value (`np.zeros`, `np.full`, the
+    /// starting value of a reduction).
+    Value(ir::Expr),
+}
+
+/// How a kernel is launched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LaunchShape {
+    /// 1-D grid-stride kernel over `n` items ([`crate::launch::THREADS_1D`] per block).
+    Grid1 { n: ir::Expr },
+    /// 2-D grid-stride kernel: 16 × 16 blocks, x over `cols`, y over `rows`.
+    Grid2 { rows: ir::Expr, cols: ir::Expr },
+    /// Reduction kernel over `n` items: [`crate::launch::THREADS_REDUCE`]
+    /// threads per block, at most [`crate::launch::REDUCE_MAX_BLOCKS`] blocks.
+    Reduce { n: ir::Expr },
+    /// One block of [`crate::launch::THREADS_REDUCE`] threads (the last
+    /// stage of a two-stage reduction).
+    OneBlock,
+}
+
+/// One step of the host wrapper, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum HostStep {
+    /// `name = value`: a host scalar computed from arguments, shapes and
+    /// earlier host scalars.
+    Scalar {
+        name: String,
+        ty: ScalarType,
+        value: ir::Expr,
+    },
+    /// A device array allocated by the wrapper (hoisted out of the kernel).
+    Alloc {
+        name: String,
+        elem: ScalarType,
+        shape: Vec<ir::Expr>,
+        fill: Fill,
+    },
+    Launch {
+        kernel: String,
+        /// Names of host arrays and scalars, in the kernel's parameter order.
+        args: Vec<String>,
+        shape: LaunchShape,
+    },
+    /// `name = array[0]`: a reduction's result brought back to the host.
+    ReadBack {
+        name: String,
+        ty: ScalarType,
+        array: String,
+    },
+}
+
+/// What the wrapper returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum HostValue {
+    /// A device array, copied back (an argument array is copied into place
+    /// and returned itself).
+    Array(String),
+    /// A host scalar.
+    Scalar(String, ScalarType),
+    Tuple(Vec<HostValue>),
+}
+
+/// One named rewrite and what it did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewriteRecord {
+    pub rewrite: String,
+    pub applied: bool,
+    /// Where it applied, or why it did not.
+    pub note: String,
+}
+
+/// How the function is migrated as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlanKind {
+    /// A function with loops / array operations: kernels + a host wrapper
+    /// that runs them in order.
+    Kernels,
+    /// A scalar function: a device function and an element kernel applying
+    /// it over (broadcast) arrays, as `@vectorize(target='cuda')` would.
+    Ufunc,
+}
+
+/// The migrated function: kernels, host steps, and the Python source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelPlan {
+    /// The name the user gave (`normalize`, `Grid.step`).
+    pub function: String,
+    pub kind: PlanKind,
+    pub params: Vec<PlanParam>,
+    pub module: ir::Module,
+    pub steps: Vec<HostStep>,
+    pub ret: Option<HostValue>,
+    /// Argument arrays the function writes (copied back by the wrapper).
+    pub mutated: Vec<String>,
+    /// Scalar functions: the element type of each output.
+    pub ufunc_outputs: Vec<ScalarType>,
+    pub rewrites: Vec<RewriteRecord>,
+    /// float64 lowered to float32 (`--fp32`).
+    pub fp32: bool,
+    /// What each kernel is, one line (its docstring in the Python source).
+    pub docs: std::collections::BTreeMap<String, String>,
+}
+
+impl KernelPlan {
+    pub fn kernel_names(&self) -> Vec<String> {
+        self.module.kernels.iter().map(|k| k.name.clone()).collect()
+    }
+}

@@ -1,0 +1,192 @@
+//! Walking Python's AST (rustpython): the few traversals the rewrites need.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+/// Calls `f` on `e` and every sub-expression (comprehensions included).
+pub fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    f(e);
+    let mut go = |x: &'a Expr| walk_expr(x, f);
+    match e {
+        Expr::BoolOp(b) => b.values.iter().for_each(go),
+        Expr::NamedExpr(n) => {
+            go(&n.target);
+            go(&n.value);
+        }
+        Expr::BinOp(b) => {
+            go(&b.left);
+            go(&b.right);
+        }
+        Expr::UnaryOp(u) => go(&u.operand),
+        Expr::Lambda(l) => go(&l.body),
+        Expr::IfExp(i) => {
+            go(&i.test);
+            go(&i.body);
+            go(&i.orelse);
+        }
+        Expr::Dict(d) => {
+            d.keys.iter().flatten().for_each(&mut go);
+            d.values.iter().for_each(go);
+        }
+        Expr::Set(s) => s.elts.iter().for_each(go),
+        Expr::ListComp(c) => {
+            go(&c.elt);
+            comps(&c.generators, &mut go);
+        }
+        Expr::SetComp(c) => {
+            go(&c.elt);
+            comps(&c.generators, &mut go);
+        }
+        Expr::DictComp(c) => {
+            go(&c.key);
+            go(&c.value);
+            comps(&c.generators, &mut go);
+        }
+        Expr::GeneratorExp(c) => {
+            go(&c.elt);
+            comps(&c.generators, &mut go);
+        }
+        Expr::Await(a) => go(&a.value),
+        Expr::Yield(y) => y.value.iter().for_each(|v| go(v)),
+        Expr::YieldFrom(y) => go(&y.value),
+        Expr::Compare(c) => {
+            go(&c.left);
+            c.comparators.iter().for_each(go);
+        }
+        Expr::Call(c) => {
+            go(&c.func);
+            c.args.iter().for_each(&mut go);
+            c.keywords.iter().for_each(|k| go(&k.value));
+        }
+        Expr::FormattedValue(v) => go(&v.value),
+        Expr::JoinedStr(j) => j.values.iter().for_each(go),
+        Expr::Attribute(a) => go(&a.value),
+        Expr::Subscript(s) => {
+            go(&s.value);
+            go(&s.slice);
+        }
+        Expr::Starred(s) => go(&s.value),
+        Expr::List(l) => l.elts.iter().for_each(go),
+        Expr::Tuple(t) => t.elts.iter().for_each(go),
+        Expr::Slice(s) => {
+            s.lower.iter().for_each(|v| go(v));
+            s.upper.iter().for_each(|v| go(v));
+            s.step.iter().for_each(|v| go(v));
+        }
+        Expr::Constant(_) | Expr::Name(_) => {}
+    }
+}
+
+fn comps<'a>(gens: &'a [ast::Comprehension], go: &mut dyn FnMut(&'a Expr)) {
+    for g in gens {
+        go(&g.target);
+        go(&g.iter);
+        g.ifs.iter().for_each(&mut *go);
+    }
+}
+
+/// Calls `f` on every statement in `body`, nested bodies included.
+pub fn walk_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        for b in child_bodies(s) {
+            walk_stmts(b, f);
+        }
+    }
+}
+
+/// The statement lists nested directly in `s`.
+pub fn child_bodies(s: &Stmt) -> Vec<&[Stmt]> {
+    match s {
+        Stmt::For(f) => vec![&f.body, &f.orelse],
+        Stmt::While(w) => vec![&w.body, &w.orelse],
+        Stmt::If(i) => vec![&i.body, &i.orelse],
+        Stmt::With(w) => vec![&w.body],
+        Stmt::Try(t) => {
+            let mut v: Vec<&[Stmt]> = vec![&t.body, &t.orelse, &t.finalbody];
+            for h in &t.handlers {
+                let ast::ExceptHandler::ExceptHandler(h) = h;
+                v.push(&h.body);
+            }
+            v
+        }
+        _ => vec![],
+    }
+}
+
+/// The expressions a statement holds directly (not those of nested bodies).
+pub fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
+    match s {
+        Stmt::Assign(a) => {
+            let mut v: Vec<&Expr> = a.targets.iter().collect();
+            v.push(&a.value);
+            v
+        }
+        Stmt::AugAssign(a) => vec![&a.target, &a.value],
+        Stmt::AnnAssign(a) => {
+            let mut v = vec![a.target.as_ref()];
+            if let Some(x) = &a.value {
+                v.push(x);
+            }
+            v
+        }
+        Stmt::For(f) => vec![&f.target, &f.iter],
+        Stmt::While(w) => vec![&w.test],
+        Stmt::If(i) => vec![&i.test],
+        Stmt::Return(r) => r.value.iter().map(|b| b.as_ref()).collect(),
+        Stmt::Expr(e) => vec![&e.value],
+        Stmt::Assert(a) => {
+            let mut v = vec![a.test.as_ref()];
+            if let Some(m) = &a.msg {
+                v.push(m);
+            }
+            v
+        }
+        Stmt::Delete(d) => d.targets.iter().collect(),
+        _ => vec![],
+    }
+}
+
+/// Whether `e` mentions the name `n`.
+pub fn mentions(e: &Expr, n: &str) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let Expr::Name(m) = x {
+            found |= m.id.as_str() == n;
+        }
+    });
+    found
+}
+
+/// Whether any statement of `body` (nested included) mentions `n`.
+pub fn body_mentions(body: &[Stmt], n: &str) -> bool {
+    let mut found = false;
+    walk_stmts(body, &mut |s| {
+        found |= stmt_exprs(s).iter().any(|e| mentions(e, n));
+    });
+    found
+}
+
+/// Names bound by an assignment target (`a`, `a, b`), not subscripts.
+pub fn target_names(t: &Expr) -> Vec<String> {
+    match t {
+        Expr::Name(n) => vec![n.id.to_string()],
+        Expr::Tuple(tu) => tu.elts.iter().flat_map(target_names).collect(),
+        Expr::List(l) => l.elts.iter().flat_map(target_names).collect(),
+        Expr::Starred(s) => target_names(&s.value),
+        _ => vec![],
+    }
+}
+
+/// The base array name of a subscript chain (`x` of `x[i][j]`).
+pub fn subscript_base(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Subscript(s) => subscript_base(&s.value),
+        Expr::Name(n) => Some(n.id.to_string()),
+        _ => None,
+    }
+}
+
+/// A docstring or other bare constant statement.
+pub fn is_docstring(s: &Stmt) -> bool {
+    matches!(s, Stmt::Expr(e) if matches!(e.value.as_ref(), Expr::Constant(_)))
+}

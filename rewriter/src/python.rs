@@ -1,0 +1,835 @@
+//! The Python back end: the plan as Numba-CUDA source a user can read and
+//! keep — `@cuda.jit` kernels with grid-stride loops, device functions, and
+//! a host wrapper with the original signature that moves the arrays, picks
+//! the launch configuration, launches, and copies back only what the
+//! original mutated or returned.
+//!
+//! The kernels are printed from the same kernel IR that codegen compiles
+//! and the simulator runs, so the Python and the PTX are one program. Types
+//! the IR makes explicit and Numba would infer differently are kept with
+//! `float32(...)`/`int64(...)` casts.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+use port_codegen::ir::{
+    AtomicOp, BinOp, CmpOp, DeviceFunction, ElemRef, Expr, Kernel, Literal, MathFn, Param,
+    ScalarType, Stmt, Type, UnaryOp,
+};
+
+use crate::ir_util::match_py_mod;
+use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
+use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, PlanKind};
+use crate::types::{numba_scalar, numpy_dtype, ArgType};
+
+/// The launch helpers the wrappers call (added to the file once).
+pub const HELPERS: &str = r#"def _port_blocks(n, threads):
+    """Blocks for n work items: enough to cover them, at most 32 per SM of
+    this GPU (the kernels' grid-stride loops do the rest)."""
+    # The CUDA simulator's device reports no SM count.
+    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)
+    return max(1, min((n + threads - 1) // threads, 32 * sms, 65535))
+
+
+def _port_reduce_blocks(n, threads):
+    """Blocks of a reduction kernel: enough to cover n items, at most 8 per
+    SM and 1024 in all (each block ends in one atomic)."""
+    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)
+    return max(1, min((n + threads - 1) // threads, 8 * sms, 1024))
+
+
+def _port_grid_2d(rows, cols):
+    """A 2-D grid of 16 x 16 blocks over rows x cols (x runs along cols)."""
+    return (max(1, min((cols + 15) // 16, 65535)), max(1, min((rows + 15) // 16, 65535)))
+"#;
+
+/// Names of the helpers, to see whether a file already has them.
+pub const HELPER_NAMES: [&str; 3] = ["_port_blocks", "_port_reduce_blocks", "_port_grid_2d"];
+
+/// Everything the migrated function needs, as Python source: device
+/// functions, kernels and the wrapper (helpers and imports not included).
+pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String]) -> String {
+    let mut out = String::new();
+    for f in &plan.module.device_functions {
+        out.push_str(&device_function(f));
+        out.push_str("\n\n");
+    }
+    for k in &plan.module.kernels {
+        out.push_str(&kernel(k, plan.docs.get(&k.name).map(String::as_str)));
+        out.push_str("\n\n");
+    }
+    out.push_str(&wrapper(plan, original_doc, arg_names));
+    out
+}
+
+/// Numba names the source uses (for the `from numba import …` line).
+pub fn numba_names(src: &str) -> Vec<&'static str> {
+    let mut v = vec!["cuda"];
+    for n in ["float32", "float64", "int32", "int64"] {
+        if src.contains(&format!("{n}(")) || src.contains(&format!(", {n})")) {
+            v.push(n);
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------
+
+struct Printer {
+    out: String,
+    types: Vec<HashMap<String, Type>>,
+    /// Host code: casts are NumPy's (`np.float64(…)`), not Numba's.
+    host: bool,
+}
+
+impl Printer {
+    fn new(params: &[Param]) -> Printer {
+        let mut scope = HashMap::new();
+        for p in params {
+            scope.insert(p.name.clone(), p.ty);
+        }
+        Printer {
+            out: String::new(),
+            types: vec![scope],
+            host: false,
+        }
+    }
+
+    fn declare(&mut self, name: &str, t: Type) {
+        if let Some(s) = self.types.last_mut() {
+            s.insert(name.to_string(), t);
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Type> {
+        self.types.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn line(&mut self, indent: usize, text: &str) {
+        for _ in 0..indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn ty(&self, e: &Expr) -> ScalarType {
+        use ScalarType::*;
+        match e {
+            Expr::Lit(l) => l.ty(),
+            Expr::Var(n) => self.lookup(n).and_then(Type::scalar).unwrap_or(F64),
+            Expr::Special(..) => I32,
+            Expr::Shape { .. } => I64,
+            Expr::Unary(_, a) | Expr::Cast(_, a) if matches!(e, Expr::Unary(..)) => self.ty(a),
+            Expr::Cast(t, _) => *t,
+            Expr::Unary(_, a) => self.ty(a),
+            Expr::Binary(op, a, _) => match op {
+                BinOp::And | BinOp::Or => Bool,
+                _ => self.ty(a),
+            },
+            Expr::Cmp(..) => Bool,
+            Expr::Select(_, a, _) => self.ty(a),
+            Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => {
+                match self.lookup(&r.array) {
+                    Some(Type::Array(a)) => a.elem,
+                    _ => F64,
+                }
+            }
+            Expr::Math(_, args) => args.first().map_or(F64, |a| self.ty(a)),
+            Expr::Call(..) => F64,
+        }
+    }
+
+    fn stmts(&mut self, body: &[Stmt], indent: usize) {
+        if body.is_empty() {
+            self.line(indent, "pass");
+        }
+        for s in body {
+            self.stmt(s, indent);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, indent: usize) {
+        match s {
+            Stmt::Let { name, ty, init } => {
+                self.declare(name, Type::Scalar(*ty));
+                let v = self.expr(init, 0);
+                self.line(indent, &format!("{name} = {v}"));
+            }
+            Stmt::Assign { name, value } => {
+                let v = self.expr(value, 0);
+                self.line(indent, &format!("{name} = {v}"));
+            }
+            Stmt::Store { target, value } => {
+                let v = self.expr(value, 0);
+                let t = self.elem_ref(target);
+                self.line(indent, &format!("{t} = {v}"));
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let c = self.expr(cond, 0);
+                self.line(indent, &format!("if {c}:"));
+                self.block(then_body, indent + 1);
+                self.else_chain(else_body, indent);
+            }
+            Stmt::While { cond, body } => {
+                let c = self.expr(cond, 0);
+                self.line(indent, &format!("while {c}:"));
+                self.block(body, indent + 1);
+            }
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => {
+                let r = self.range(start, stop, step);
+                self.line(indent, &format!("for {var} in {r}:"));
+                self.types.push(HashMap::new());
+                self.declare(var, Type::Scalar(ScalarType::I64));
+                self.stmts(body, indent + 1);
+                self.types.pop();
+            }
+            Stmt::ParallelFor(p) => {
+                self.types.push(HashMap::new());
+                for v in &p.vars {
+                    self.declare(v, Type::Scalar(ScalarType::I64));
+                }
+                if p.vars.len() == 1 {
+                    let n = self.expr(&p.extents[0], 0);
+                    self.line(
+                        indent,
+                        &format!(
+                            "for {} in range(cuda.grid(1), {n}, cuda.gridsize(1)):",
+                            p.vars[0]
+                        ),
+                    );
+                    self.stmts(&p.body, indent + 1);
+                } else {
+                    // The last variable runs along x (neighbouring threads,
+                    // neighbouring elements of a C-order array).
+                    let axes = ["x", "y", "z"];
+                    let d = p.vars.len();
+                    let starts: Vec<String> =
+                        (0..d).map(|k| format!("start_{}", axes[k])).collect();
+                    let strides: Vec<String> =
+                        (0..d).map(|k| format!("stride_{}", axes[k])).collect();
+                    self.line(indent, &format!("{} = cuda.grid({d})", starts.join(", ")));
+                    self.line(
+                        indent,
+                        &format!("{} = cuda.gridsize({d})", strides.join(", ")),
+                    );
+                    let mut ind = indent;
+                    for (k, v) in p.vars.iter().enumerate() {
+                        let axis = d - 1 - k;
+                        let n = self.expr(&p.extents[k], 0);
+                        self.line(
+                            ind,
+                            &format!(
+                                "for {v} in range({}, {n}, {}):",
+                                starts[axis], strides[axis]
+                            ),
+                        );
+                        ind += 1;
+                    }
+                    self.stmts(&p.body, ind);
+                }
+                self.types.pop();
+            }
+            Stmt::Break => self.line(indent, "break"),
+            Stmt::Continue => self.line(indent, "continue"),
+            Stmt::Return(None) => self.line(indent, "return"),
+            Stmt::Return(Some(e)) => {
+                let v = self.expr(e, 0);
+                self.line(indent, &format!("return {v}"));
+            }
+            Stmt::Barrier => self.line(indent, "cuda.syncthreads()"),
+            Stmt::Eval(e) => {
+                let v = self.expr(e, 0);
+                self.line(indent, &v);
+            }
+        }
+    }
+
+    fn block(&mut self, body: &[Stmt], indent: usize) {
+        self.types.push(HashMap::new());
+        self.stmts(body, indent);
+        self.types.pop();
+    }
+
+    fn else_chain(&mut self, else_body: &[Stmt], indent: usize) {
+        match else_body {
+            [] => {}
+            [Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            }] => {
+                let c = self.expr(cond, 0);
+                self.line(indent, &format!("elif {c}:"));
+                self.block(then_body, indent + 1);
+                self.else_chain(else_body, indent);
+            }
+            body => {
+                self.line(indent, "else:");
+                self.block(body, indent + 1);
+            }
+        }
+    }
+
+    fn range(&self, start: &Expr, stop: &Expr, step: &Expr) -> String {
+        let (a, b, c) = (self.expr(start, 0), self.expr(stop, 0), self.expr(step, 0));
+        let zero = matches!(start, Expr::Lit(Literal::I64(0) | Literal::I32(0)));
+        let one = matches!(step, Expr::Lit(Literal::I64(1) | Literal::I32(1)));
+        match (zero, one) {
+            (true, true) => format!("range({b})"),
+            (_, true) => format!("range({a}, {b})"),
+            _ => format!("range({a}, {b}, {c})"),
+        }
+    }
+
+    fn elem_ref(&self, r: &ElemRef) -> String {
+        let idx: Vec<String> = r.indices.iter().map(|i| self.expr(i, 0)).collect();
+        format!("{}[{}]", r.array, idx.join(", "))
+    }
+
+    /// Prints `e`; `outer` is the binding power of the context.
+    fn expr(&self, e: &Expr, outer: u8) -> String {
+        let (s, p) = self.expr_p(e);
+        if p < outer {
+            format!("({s})")
+        } else {
+            s
+        }
+    }
+
+    fn expr_p(&self, e: &Expr) -> (String, u8) {
+        const ATOM: u8 = 100;
+        match e {
+            Expr::Lit(l) => (literal(*l), if lit_negative(*l) { 12 } else { ATOM }),
+            Expr::Var(n) => (n.clone(), ATOM),
+            Expr::Special(s, a) => (format!("cuda.{}.{}", s.name(), a.name()), ATOM),
+            Expr::Shape { array, axis } => (format!("{array}.shape[{axis}]"), ATOM),
+            Expr::Unary(UnaryOp::Neg, a) => (format!("-{}", self.expr(a, 12)), 12),
+            Expr::Unary(UnaryOp::Not, a) => {
+                if self.ty(a) == ScalarType::Bool {
+                    (format!("not {}", self.expr(a, 4)), 4)
+                } else {
+                    (format!("~{}", self.expr(a, 12)), 12)
+                }
+            }
+            Expr::Binary(BinOp::Mul, a, b)
+                if a == b && !matches!(a.as_ref(), Expr::Var(_) | Expr::Lit(_) | Expr::Load(_)) =>
+            {
+                (format!("{} ** 2", self.expr(a, 14)), 13)
+            }
+            Expr::Binary(op, a, b) => {
+                let (sym, p) = match op {
+                    BinOp::Add => ("+", 10),
+                    BinOp::Sub => ("-", 10),
+                    BinOp::Mul => ("*", 11),
+                    BinOp::Div => ("/", 11),
+                    BinOp::FloorDiv => ("//", 11),
+                    BinOp::Rem => {
+                        return (
+                            format!("math.fmod({}, {})", self.expr(a, 0), self.expr(b, 0)),
+                            ATOM,
+                        )
+                    }
+                    BinOp::Min => {
+                        return (
+                            format!("min({}, {})", self.expr(a, 0), self.expr(b, 0)),
+                            ATOM,
+                        )
+                    }
+                    BinOp::Max => {
+                        return (
+                            format!("max({}, {})", self.expr(a, 0), self.expr(b, 0)),
+                            ATOM,
+                        )
+                    }
+                    BinOp::BitAnd => ("&", 7),
+                    BinOp::BitOr => ("|", 5),
+                    BinOp::BitXor => ("^", 6),
+                    BinOp::Shl => ("<<", 8),
+                    BinOp::Shr => (">>", 8),
+                    BinOp::And => ("and", 3),
+                    BinOp::Or => ("or", 2),
+                };
+                // Left-associative: the right operand binds one tighter.
+                (
+                    format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1)),
+                    p,
+                )
+            }
+            Expr::Cmp(op, a, b) => {
+                let sym = match op {
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                };
+                (format!("{} {sym} {}", self.expr(a, 6), self.expr(b, 6)), 5)
+            }
+            Expr::Cast(t, a) => {
+                if let Expr::Math(MathFn::Floor | MathFn::Ceil | MathFn::Trunc, args) = a.as_ref() {
+                    if t.is_int() && args.len() == 1 {
+                        // math.floor already gives an integer in Python and Numba.
+                        let f = match a.as_ref() {
+                            Expr::Math(f, _) => f.name(),
+                            _ => unreachable!(),
+                        };
+                        return (format!("math.{f}({})", self.expr(&args[0], 0)), ATOM);
+                    }
+                }
+                let inner = self.expr(a, 0);
+                match t {
+                    ScalarType::Bool => (format!("{inner} != 0"), 5),
+                    _ if self.host => (format!("{}({inner})", numpy_dtype(*t)), ATOM),
+                    _ => (format!("{}({inner})", numba_scalar(*t)), ATOM),
+                }
+            }
+            Expr::Select(c, a, b) => {
+                if let Some((x, y)) = match_py_mod(e) {
+                    return (format!("{} % {}", self.expr(x, 11), self.expr(y, 12)), 11);
+                }
+                (
+                    format!(
+                        "{} if {} else {}",
+                        self.expr(a, 2),
+                        self.expr(c, 2),
+                        self.expr(b, 1)
+                    ),
+                    1,
+                )
+            }
+            Expr::Load(r) => (self.elem_ref(r), ATOM),
+            Expr::Math(f, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
+                let t = args.first().map_or(ScalarType::F64, |x| self.ty(x));
+                let s = match f {
+                    MathFn::Fmin => format!("min({})", a.join(", ")),
+                    MathFn::Fmax => format!("max({})", a.join(", ")),
+                    MathFn::Fabs => format!("abs({})", a[0]),
+                    MathFn::Exp2 => format!("2.0 ** {}", self.expr(&args[0], 13)),
+                    MathFn::Cbrt => {
+                        format!("math.copysign(abs({}) ** (1.0 / 3.0), {})", a[0], a[0])
+                    }
+                    MathFn::Floor | MathFn::Ceil | MathFn::Trunc => {
+                        format!("{}(math.{}({}))", numba_scalar(t), f.name(), a[0])
+                    }
+                    _ => format!("math.{}({})", f.name(), a.join(", ")),
+                };
+                (s, if matches!(f, MathFn::Exp2) { 12 } else { ATOM })
+            }
+            Expr::Call(n, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
+                (format!("{n}({})", a.join(", ")), ATOM)
+            }
+            Expr::Atomic(op, r, v) => {
+                let f = match op {
+                    AtomicOp::Add => "add",
+                    AtomicOp::Sub => "sub",
+                    AtomicOp::Min => "min",
+                    AtomicOp::Max => "max",
+                    AtomicOp::Exch => "exch",
+                };
+                (
+                    format!(
+                        "cuda.atomic.{f}({}, {}, {})",
+                        r.array,
+                        self.index_arg(r),
+                        self.expr(v, 0)
+                    ),
+                    ATOM,
+                )
+            }
+            Expr::AtomicCas(r, c, v) => (
+                format!(
+                    "cuda.atomic.compare_and_swap({}, {}, {})",
+                    r.array,
+                    self.expr(c, 0),
+                    self.expr(v, 0)
+                ),
+                ATOM,
+            ),
+        }
+    }
+
+    fn index_arg(&self, r: &ElemRef) -> String {
+        let idx: Vec<String> = r.indices.iter().map(|i| self.expr(i, 0)).collect();
+        if idx.len() == 1 {
+            idx[0].clone()
+        } else {
+            format!("({})", idx.join(", "))
+        }
+    }
+}
+
+fn lit_negative(l: Literal) -> bool {
+    match l {
+        Literal::I32(v) => v < 0,
+        Literal::I64(v) => v < 0,
+        Literal::F32(v) => v < 0.0,
+        Literal::F64(v) => v < 0.0,
+        Literal::Bool(_) => false,
+    }
+}
+
+/// A literal in Python syntax.
+pub fn literal(l: Literal) -> String {
+    fn float(v: f64) -> String {
+        if v.is_nan() {
+            "math.nan".into()
+        } else if v.is_infinite() {
+            if v > 0.0 {
+                "math.inf".into()
+            } else {
+                "-math.inf".into()
+            }
+        } else {
+            let s = format!("{v:?}");
+            if s.contains('.') || s.contains('e') {
+                s
+            } else {
+                format!("{s}.0")
+            }
+        }
+    }
+    match l {
+        Literal::Bool(b) => if b { "True" } else { "False" }.into(),
+        Literal::I32(v) => v.to_string(),
+        Literal::I64(v) => v.to_string(),
+        Literal::F64(v) => float(v),
+        Literal::F32(v) => format!("float32({})", float(f64::from(v))),
+    }
+}
+
+fn kernel(k: &Kernel, doc: Option<&str>) -> String {
+    let mut p = Printer::new(&k.params);
+    let names: Vec<&str> = k.params.iter().map(|x| x.name.as_str()).collect();
+    p.line(0, "@cuda.jit");
+    p.line(0, &format!("def {}({}):", k.name, names.join(", ")));
+    if let Some(d) = doc {
+        p.line(1, &format!("\"\"\"{d}\"\"\""));
+    }
+    for s in &k.shared {
+        let shape = if s.shape.len() == 1 {
+            s.shape[0].to_string()
+        } else {
+            format!(
+                "({})",
+                s.shape
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        p.line(
+            1,
+            &format!(
+                "{} = cuda.shared.array({shape}, {})",
+                s.name,
+                numba_scalar(s.elem)
+            ),
+        );
+        p.declare(&s.name, Type::Array(s.array_type()));
+    }
+    p.stmts(&k.body, 1);
+    p.out
+}
+
+fn device_function(f: &DeviceFunction) -> String {
+    let mut p = Printer::new(&f.params);
+    let names: Vec<&str> = f.params.iter().map(|x| x.name.as_str()).collect();
+    p.line(0, "@cuda.jit(device=True)");
+    p.line(0, &format!("def {}({}):", f.name, names.join(", ")));
+    p.stmts(&f.body, 1);
+    p.out
+}
+
+// ---------------------------------------------------------------------
+// The host wrapper
+// ---------------------------------------------------------------------
+
+struct Host<'p> {
+    plan: &'p KernelPlan,
+    /// Host names that hold device arrays.
+    device: BTreeSet<String>,
+}
+
+impl Host<'_> {
+    fn array(&self, name: &str) -> String {
+        format!("d_{name}")
+    }
+
+    /// A host expression in Python.
+    fn expr(&self, e: &Expr) -> String {
+        let renamed = crate::ir_util::map_expr(e, &|x| match x {
+            Expr::Shape { array, axis } if self.is_param(array) && !self.is_ufunc_input(array) => {
+                Some(Expr::Shape {
+                    array: array.clone(),
+                    axis: *axis,
+                })
+            }
+            Expr::Shape { array, axis } => Some(Expr::Shape {
+                array: self.array(array),
+                axis: *axis,
+            }),
+            // The wrapper converts with np.float32 where the type matters.
+            Expr::Lit(Literal::F32(v)) => Some(Expr::Lit(Literal::F64(f64::from(*v)))),
+            _ => None,
+        });
+        let mut p = Printer::new(&[]);
+        p.host = true;
+        p.expr(&renamed, 0)
+    }
+
+    fn is_param(&self, name: &str) -> bool {
+        self.plan.params.iter().any(|p| p.name == name)
+    }
+
+    /// A ufunc's element-wise argument: the wrapper flattens it into `d_…`.
+    fn is_ufunc_input(&self, name: &str) -> bool {
+        self.plan.kind == PlanKind::Ufunc
+            && self
+                .plan
+                .params
+                .iter()
+                .any(|p| p.name == name && p.elementwise)
+    }
+}
+
+fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String {
+    let mut h = Host {
+        plan,
+        device: BTreeSet::new(),
+    };
+    let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
+    let mut out = String::new();
+    let _ = writeln!(out, "def {name}({}):", arg_names.join(", "));
+    let kernels = plan.kernel_names().join(", ");
+    let summary = match plan.kind {
+        PlanKind::Kernels => format!(
+            "Runs on the GPU (kernels: {kernels}); migrated by `port migrate`."
+        ),
+        PlanKind::Ufunc => format!(
+            "Applies `{name}` to every element of its (broadcast) arguments on the GPU ({kernels}); migrated by `port migrate`."
+        ),
+    };
+    match doc {
+        Some(d) => {
+            let _ = writeln!(out, "    \"\"\"{}\n\n    {summary}\n    \"\"\"", d.trim());
+        }
+        None => {
+            let _ = writeln!(out, "    \"\"\"{summary}\"\"\"");
+        }
+    }
+    let ind = "    ";
+    if plan.kind == PlanKind::Ufunc {
+        let elementwise: Vec<&crate::plan::PlanParam> =
+            plan.params.iter().filter(|p| p.elementwise).collect();
+        let names: Vec<&str> = elementwise.iter().map(|p| p.name.as_str()).collect();
+        let conv: Vec<String> = elementwise
+            .iter()
+            .map(|p| format!("np.asarray({}, dtype={})", p.name, numpy_dtype(p.ty.elem())))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{ind}{}{} = np.broadcast_arrays({})",
+            names.join(", "),
+            if names.len() == 1 { "," } else { "" },
+            conv.join(", ")
+        );
+        let _ = writeln!(out, "{ind}shape = {}.shape", names[0]);
+        for p in &elementwise {
+            let _ = writeln!(
+                out,
+                "{ind}d_{0} = cuda.to_device(np.ascontiguousarray({0}, dtype={1}).reshape(-1))",
+                p.name,
+                numpy_dtype(p.kernel_ty.elem())
+            );
+            h.device.insert(p.name.clone());
+        }
+    } else {
+        for p in &plan.params {
+            if let ArgType::Array(a) = p.kernel_ty {
+                let conv = if a.elem != p.ty.elem() {
+                    format!(".astype({})", numpy_dtype(a.elem))
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "{ind}d_{0} = cuda.to_device(np.ascontiguousarray({0}){conv})",
+                    p.name
+                );
+                h.device.insert(p.name.clone());
+            } else if p.kernel_ty != p.ty {
+                let _ = writeln!(
+                    out,
+                    "{ind}{0} = {1}({0})",
+                    p.name,
+                    numpy_dtype(p.kernel_ty.elem())
+                );
+            }
+        }
+    }
+    for s in &plan.steps {
+        match s {
+            HostStep::Scalar { name, ty, value } => {
+                let v = h.expr(value);
+                let v = if plan.fp32 && *ty == ScalarType::F32 {
+                    format!("np.float32({v})")
+                } else {
+                    v
+                };
+                let _ = writeln!(out, "{ind}{name} = {v}");
+            }
+            HostStep::Alloc {
+                name,
+                elem,
+                shape,
+                fill,
+            } => {
+                let dims: Vec<String> = shape.iter().map(|e| h.expr(e)).collect();
+                let shape = if dims.len() == 1 {
+                    format!("{},", dims[0])
+                } else {
+                    dims.join(", ")
+                };
+                let line = match fill {
+                    Fill::Empty => format!(
+                        "{} = cuda.device_array(({shape}), dtype={})",
+                        h.array(name),
+                        numpy_dtype(*elem)
+                    ),
+                    Fill::Value(v) => format!(
+                        "{} = cuda.to_device(np.full(({shape}), {}, dtype={}))",
+                        h.array(name),
+                        h.expr(v),
+                        numpy_dtype(*elem)
+                    ),
+                };
+                let _ = writeln!(out, "{ind}{line}");
+                h.device.insert(name.clone());
+            }
+            HostStep::Launch {
+                kernel,
+                args,
+                shape,
+            } => {
+                let config = match shape {
+                    LaunchShape::Grid1 { n } => {
+                        format!("_port_blocks({}, {THREADS_1D}), {THREADS_1D}", h.expr(n))
+                    }
+                    LaunchShape::Grid2 { rows, cols } => format!(
+                        "_port_grid_2d({}, {}), ({THREADS_2D}, {THREADS_2D})",
+                        h.expr(rows),
+                        h.expr(cols)
+                    ),
+                    LaunchShape::Reduce { n } => format!(
+                        "_port_reduce_blocks({}, {THREADS_REDUCE}), {THREADS_REDUCE}",
+                        h.expr(n)
+                    ),
+                    LaunchShape::OneBlock => format!("1, {THREADS_REDUCE}"),
+                };
+                let a: Vec<String> = args
+                    .iter()
+                    .map(|n| {
+                        if h.device.contains(n) {
+                            h.array(n)
+                        } else {
+                            n.clone()
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(out, "{ind}{kernel}[{config}]({})", a.join(", "));
+            }
+            HostStep::ReadBack { name, ty, array } => {
+                let conv = if plan.fp32 && ty.is_float() {
+                    "np.float64"
+                } else {
+                    numpy_dtype(*ty)
+                };
+                let _ = writeln!(
+                    out,
+                    "{ind}{name} = {conv}({}.copy_to_host()[0])",
+                    h.array(array)
+                );
+            }
+        }
+    }
+    // Copy back what the original mutated.
+    for m in &plan.mutated {
+        let _ = writeln!(out, "{ind}{m}[...] = {}.copy_to_host()", h.array(m));
+    }
+    match &plan.ret {
+        None => {}
+        Some(v) => {
+            let r = host_value(&h, v);
+            let _ = writeln!(out, "{ind}return {r}");
+        }
+    }
+    out
+}
+
+fn host_value(h: &Host, v: &HostValue) -> String {
+    match v {
+        HostValue::Array(n) if h.is_param(n) => n.clone(),
+        HostValue::Array(n) => {
+            let plan = h.plan;
+            let mut s = format!("{}.copy_to_host()", h.array(n));
+            if plan.fp32 {
+                s.push_str(".astype(np.float64)");
+            }
+            if plan.kind == PlanKind::Ufunc {
+                s = format!("_port_unbroadcast({s}, shape)");
+            }
+            s
+        }
+        HostValue::Scalar(n, _) => n.clone(),
+        HostValue::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(|x| host_value(h, x)).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+/// Added to files with a migrated scalar function: the ufunc's result in
+/// the broadcast shape, a scalar for scalar arguments.
+pub const UNBROADCAST: &str = r#"def _port_unbroadcast(flat, shape):
+    """A ufunc result in its broadcast shape; a scalar for scalar arguments."""
+    out = flat.reshape(shape)
+    return out[()] if out.ndim == 0 else out
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use port_codegen::ir::build::*;
+
+    #[test]
+    fn python_modulo_and_precedence() {
+        let p = Printer::new(&[]);
+        let e = crate::ir_util::py_mod(add(var("i"), i64(1)), var("n"), ScalarType::I64);
+        assert_eq!(p.expr(&e, 0), "(i + 1) % n");
+        let e = mul(
+            add(var("a"), var("b")),
+            sub(var("c"), sub(var("d"), var("e"))),
+        );
+        assert_eq!(p.expr(&e, 0), "(a + b) * (c - (d - e))");
+        assert_eq!(literal(Literal::F32(0.5)), "float32(0.5)");
+        assert_eq!(literal(Literal::F64(2.0)), "2.0");
+        assert_eq!(literal(Literal::F64(f64::NEG_INFINITY)), "-math.inf");
+    }
+}

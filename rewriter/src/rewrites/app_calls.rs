@@ -1,0 +1,415 @@
+//! **app_calls**: a call to another function of the program inside a
+//! kernel. A cuda-eligible callee becomes a device function (one per
+//! argument-type signature, `@cuda.jit(device=True)`); a callee that
+//! returns a tuple or takes a slice is inlined when it is straight-line
+//! code. A callee the analysis did not find cuda-eligible is refused,
+//! naming it and its own reason.
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{ArrayType, DeviceFunction, Expr, Param, ScalarType, Stmt, Type};
+use rustpython_parser::ast::{self, Ranged};
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::join;
+use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::pyast;
+use crate::rewrites::array_expr::{ArrVal, Val};
+
+pub const NAME: &str = "app_calls";
+
+/// Calls nest at most this deep (recursion is refused by the analysis).
+const MAX_CALL_DEPTH: usize = 8;
+
+impl<'a> Lowerer<'a> {
+    fn check_callee(&self, callee: &str, line: u32) -> Lower<()> {
+        if let Some((verdict, reason)) = self.facts.verdicts.get(callee) {
+            if *verdict != port_analyzer::Verdict::Cuda {
+                let why = match reason {
+                    Some((l, m)) => format!(": {m} (line {l})"),
+                    None => String::new(),
+                };
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "calls `{callee}` (line {line}), which is {verdict}-mode{why}; a kernel cannot call it"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn callee_def(&self, callee: &str, line: u32) -> Lower<&'a ast::StmtFunctionDef> {
+        let src: &'a crate::source::SourceFile = self.src;
+        let found = src
+            .functions()
+            .into_iter()
+            .find(|f| f.qualname == callee && f.class.is_none());
+        match found {
+            Some(f) => {
+                let d = f.def;
+                if d.args.vararg.is_some()
+                    || d.args.kwarg.is_some()
+                    || !d.args.kwonlyargs.is_empty()
+                {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!("`{callee}` takes *args, **kwargs or keyword-only arguments"),
+                    );
+                }
+                Ok(d)
+            }
+            None => refuse(
+                NAME,
+                line,
+                format!("`{callee}` is not a function of this file"),
+            ),
+        }
+    }
+
+    /// `callee(args)` used as a value.
+    pub(crate) fn call_app(
+        &mut self,
+        r: &mut Region,
+        callee: &str,
+        args: Vec<Val>,
+        line: u32,
+    ) -> Lower<Val> {
+        match self.call_app_impl(r, callee, args, line)? {
+            Some(v) => Ok(v),
+            None => refuse(
+                NAME,
+                line,
+                format!("`{callee}` returns nothing; its value is used"),
+            ),
+        }
+    }
+
+    /// `callee(args)` as a statement.
+    pub(crate) fn call_app_stmt(
+        &mut self,
+        r: &mut Region,
+        callee: &str,
+        args: Vec<Val>,
+        line: u32,
+    ) -> Lower<()> {
+        match self.call_app_impl(r, callee, args, line)? {
+            Some(Val::Scalar(Expr::Call(n, a), _, _)) => {
+                r.push(Stmt::Eval(Expr::Call(n, a)));
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn call_app_impl(
+        &mut self,
+        r: &mut Region,
+        callee: &str,
+        args: Vec<Val>,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        self.check_callee(callee, line)?;
+        if r.kind == RegionKind::Host {
+            return refuse(
+                NAME,
+                line,
+                format!("`{callee}` is called outside any loop: migrate `{callee}` itself, or call it inside the loop"),
+            );
+        }
+        if self.call_depth >= MAX_CALL_DEPTH {
+            return refuse(
+                NAME,
+                line,
+                format!("calls nest too deep at `{callee}` (recursion?)"),
+            );
+        }
+        let def = self.callee_def(callee, line)?;
+        let nparams = def.args.args.len();
+        let mut args = args;
+        if args.len() < nparams {
+            // Defaults that are constants.
+            for p in &def.args.args[args.len()..] {
+                match p.default.as_ref().and_then(|d| self.src.eval_const(d)) {
+                    Some(c) => args.push(crate::lower::const_val(c)),
+                    None => {
+                        return refuse(
+                            NAME,
+                            line,
+                            format!(
+                                "`{callee}` is called with {} of its {nparams} arguments",
+                                args.len()
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+        if args.len() != nparams {
+            return refuse(
+                NAME,
+                line,
+                format!("`{callee}` takes {nparams} arguments, {} given", args.len()),
+            );
+        }
+        let returns_tuple = returns_a_tuple(def);
+        let arrays_by_name: Option<Vec<Option<(String, ArrayType)>>> = args
+            .iter()
+            .map(|a| match a {
+                Val::Scalar(..) => Some(None),
+                Val::Array(av) => {
+                    let name = crate::host::whole_array(av)?;
+                    let ty = self.array_type(&name, av)?;
+                    Some(Some((name, ty)))
+                }
+                Val::Tuple(_) => None,
+            })
+            .collect();
+        match (returns_tuple, arrays_by_name) {
+            (false, Some(arrays)) => {
+                let (dname, ret) = self.device_function(callee, def, &args, &arrays, line)?;
+                let call_args: Vec<Expr> = args
+                    .iter()
+                    .zip(&arrays)
+                    .map(|(a, arr)| match (a, arr) {
+                        (_, Some((n, _))) => var(n),
+                        (Val::Scalar(e, _, _), None) => e.clone(),
+                        _ => unreachable!("checked above"),
+                    })
+                    .collect();
+                let call = Expr::Call(dname, call_args);
+                Ok(Some(match ret {
+                    Some(t) => Val::scalar(call, t),
+                    None => Val::Scalar(call, ScalarType::Bool, false),
+                }))
+            }
+            _ => self.inline_call(r, callee, def, args, line).map(Some),
+        }
+    }
+
+    fn array_type(&self, name: &str, av: &ArrVal) -> Option<ArrayType> {
+        if let Some((_, crate::types::ArgType::Array(a))) =
+            self.params.iter().find(|(p, _)| p == name)
+        {
+            return Some(*a);
+        }
+        if let Some(HostBind::Array(t)) = self.host.get(name) {
+            return Some(*t);
+        }
+        Some(ArrayType {
+            elem: av.elem,
+            ndim: av.ndim() as u8,
+            contiguous: false,
+        })
+    }
+
+    /// Lowers `callee` for these argument types as a device function (once).
+    pub(crate) fn device_function(
+        &mut self,
+        callee: &str,
+        def: &ast::StmtFunctionDef,
+        args: &[Val],
+        arrays: &[Option<(String, ArrayType)>],
+        line: u32,
+    ) -> Lower<(String, Option<ScalarType>)> {
+        let mut params = Vec::new();
+        let mut key = format!("{callee}(");
+        for ((a, arr), p) in args.iter().zip(arrays).zip(&def.args.args) {
+            let ty = match (a, arr) {
+                (_, Some((_, t))) => Type::Array(*t),
+                (Val::Scalar(_, t, _), None) => Type::Scalar(*t),
+                _ => return refuse(NAME, line, format!("`{callee}`: unsupported argument")),
+            };
+            key.push_str(&port_codegen::text::type_text(ty));
+            key.push(',');
+            params.push(Param {
+                name: sanitize(p.def.arg.as_str()),
+                ty,
+            });
+        }
+        key.push(')');
+        if let Some(name) = self.device_fns.get(&key) {
+            let name = name.clone();
+            let ret = self
+                .module
+                .device_function(&name)
+                .and_then(|f| f.ret)
+                .or_else(|| self.types.get(&format!("{name}/return")).copied());
+            return Ok((name, ret));
+        }
+        let dname = self.fresh(&format!("{callee}_device"));
+        self.device_fns.insert(key, dname.clone());
+        let scope = format!("{dname}/");
+        let mut r = Region::new(RegionKind::Device, &scope);
+        r.scan(&def.body);
+        if let (Some(a), Some(b)) = (def.body.first(), def.body.last()) {
+            r.blocks[0].1 = (a.start(), b.end());
+        }
+        for (p, prm) in def.args.args.iter().zip(&params) {
+            let py = p.def.arg.to_string();
+            self.used.insert(prm.name.clone());
+            r.declare_in(0, &prm.name);
+            match prm.ty {
+                Type::Scalar(t) => {
+                    r.locals.insert(
+                        py.clone(),
+                        Local::Scalar {
+                            ir: prm.name.clone(),
+                            ty: t,
+                        },
+                    );
+                    // A reassigned parameter keeps its type.
+                    self.declare_type(&format!("{scope}{py}"), t);
+                }
+                Type::Array(at) => {
+                    r.locals.insert(
+                        py,
+                        Local::Array {
+                            val: ArrVal::named(&prm.name, at),
+                            snapshot: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+        let ret_key = format!("{scope}return");
+        r.ret_ty = self.types.get(&ret_key).copied();
+        self.call_depth += 1;
+        let res = self.block(&mut r, &def.body);
+        self.call_depth -= 1;
+        res?;
+        let mut ret: Option<ScalarType> = None;
+        for t in r.returns.clone() {
+            self.declare_type(&ret_key, t);
+            ret = Some(ret.map_or(t, |a| join(a, t)));
+        }
+        let ret = r.ret_ty.or(ret);
+        let body = std::mem::take(&mut r.blocks[0].0);
+        self.module.device_functions.push(DeviceFunction {
+            name: dname.clone(),
+            params,
+            ret,
+            body,
+        });
+        self.log.applied(
+            NAME,
+            format!("`{callee}` as the device function `{dname}` (line {line})"),
+        );
+        Ok((dname, ret))
+    }
+
+    /// Inlines a straight-line callee (one that returns a tuple, or is given
+    /// a slice) into the current kernel.
+    pub(crate) fn inline_call(
+        &mut self,
+        r: &mut Region,
+        callee: &str,
+        def: &ast::StmtFunctionDef,
+        args: Vec<Val>,
+        line: u32,
+    ) -> Lower<Val> {
+        let body: Vec<&ast::Stmt> = def
+            .body
+            .iter()
+            .filter(|s| !pyast::is_docstring(s))
+            .collect();
+        let Some((last, init)) = body.split_last() else {
+            return refuse(NAME, line, format!("`{callee}` is empty"));
+        };
+        let ast::Stmt::Return(ret) = last else {
+            return refuse(
+                NAME,
+                line,
+                format!("`{callee}` must end with `return` to be inlined"),
+            );
+        };
+        let straight = init.iter().all(|s| {
+            matches!(
+                s,
+                ast::Stmt::Assign(_)
+                    | ast::Stmt::AugAssign(_)
+                    | ast::Stmt::AnnAssign(_)
+                    | ast::Stmt::Pass(_)
+            )
+        });
+        if !straight {
+            return refuse(
+                NAME,
+                line,
+                format!("`{callee}` returns a tuple (or is given a slice) and has control flow: port inlines only straight-line callees"),
+            );
+        }
+        let saved_locals = std::mem::take(&mut r.locals);
+        let saved_inlining = r.inlining;
+        let saved_scope = std::mem::replace(&mut r.scope, format!("{callee}/inline/"));
+        r.inlining = true;
+        self.call_depth += 1;
+        let result = (|| -> Lower<Val> {
+            for (p, a) in def.args.args.iter().zip(args) {
+                let py = p.def.arg.to_string();
+                let reassigned = def.body.iter().any(|s| {
+                    let mut hit = false;
+                    pyast::walk_stmts(std::slice::from_ref(s), &mut |x| {
+                        let ts: Vec<&ast::Expr> = match x {
+                            ast::Stmt::Assign(a) => a.targets.iter().collect(),
+                            ast::Stmt::AugAssign(a) => vec![&a.target],
+                            ast::Stmt::AnnAssign(a) => vec![&a.target],
+                            _ => vec![],
+                        };
+                        hit |= ts.iter().any(|t| pyast::target_names(t).contains(&py));
+                    });
+                    hit
+                });
+                match a {
+                    Val::Scalar(Expr::Var(v), t, _) if !reassigned => {
+                        r.locals.insert(py, Local::Scalar { ir: v, ty: t });
+                    }
+                    Val::Scalar(e, t, _) => {
+                        let ir = self.local_temp(r, &py);
+                        r.push(let_(&ir, t, e));
+                        r.locals.insert(py, Local::Scalar { ir, ty: t });
+                    }
+                    Val::Array(val) => {
+                        r.locals.insert(
+                            py,
+                            Local::Array {
+                                val,
+                                snapshot: Vec::new(),
+                            },
+                        );
+                    }
+                    Val::Tuple(_) => {
+                        return refuse(NAME, line, format!("a tuple passed to `{callee}`"))
+                    }
+                }
+            }
+            for s in init {
+                self.block(r, std::slice::from_ref(*s))?;
+            }
+            match &ret.value {
+                Some(v) => self.expr(r, v),
+                None => refuse(NAME, line, format!("`{callee}` returns nothing")),
+            }
+        })();
+        self.call_depth -= 1;
+        r.locals = saved_locals;
+        r.inlining = saved_inlining;
+        r.scope = saved_scope;
+        let v = result?;
+        self.log
+            .applied(NAME, format!("`{callee}` inlined (line {line})"));
+        Ok(v)
+    }
+}
+
+fn returns_a_tuple(def: &ast::StmtFunctionDef) -> bool {
+    let mut found = false;
+    pyast::walk_stmts(&def.body, &mut |s| {
+        if let ast::Stmt::Return(r) = s {
+            found |= matches!(r.value.as_deref(), Some(ast::Expr::Tuple(_)));
+        }
+    });
+    found
+}

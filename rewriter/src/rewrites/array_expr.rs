@@ -1,0 +1,490 @@
+//! **array_expr**: NumPy array expressions become element loops.
+//!
+//! An array-valued expression is kept as an element *template*
+//! ([`ArrVal`]): its shape, and one scalar IR expression for the element at
+//! placeholder indices `__e0`, `__e1`, … Elementwise arithmetic, ufuncs,
+//! casts, `np.where` and comparisons build bigger templates; indexing and
+//! slicing (`x[i, :]`, `x[1:-1]`, `x.T`) substitute the placeholders. Scalars
+//! broadcast; operands of fewer dimensions broadcast right-aligned (NumPy's
+//! rule; extents are assumed to agree, as NumPy would otherwise raise).
+//! Materialising a template — storing it into a target — gives a loop over
+//! the target's elements: thread-private `for` loops inside a kernel, a
+//! grid-stride kernel at the top of the function.
+
+use std::collections::{BTreeSet, HashMap};
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{ArrayType, BinOp, ElemRef, Expr, ScalarType, Stmt};
+
+use crate::ir_util::{map_expr, subst};
+
+pub const NAME: &str = "array_expr";
+
+/// An operand of an element function: expression, type, weak literal.
+pub type Operand = (Expr, ScalarType, bool);
+
+/// A value during lowering.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    /// A scalar expression, its type, and whether it is a *weak* Python
+    /// literal (NumPy 2 promotion).
+    Scalar(Expr, ScalarType, bool),
+    Array(ArrVal),
+    Tuple(Vec<Val>),
+}
+
+impl Val {
+    pub fn scalar(e: Expr, t: ScalarType) -> Val {
+        Val::Scalar(e, t, false)
+    }
+}
+
+/// An array-valued expression as an element template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrVal {
+    /// Extents (`i64` expressions).
+    pub shape: Vec<Expr>,
+    pub elem: ScalarType,
+    /// The element at indices `__e0 … __e{ndim-1}`.
+    pub body: Expr,
+    /// `false` for a view of a named array (its elements *are* the array's,
+    /// and it can be stored to); `true` for a computed value.
+    pub computed: bool,
+}
+
+/// The placeholder for dimension `k` of a template.
+pub fn ph(k: usize) -> String {
+    format!("__e{k}")
+}
+
+impl ArrVal {
+    /// The whole of a named array.
+    pub fn named(name: &str, ty: ArrayType) -> ArrVal {
+        let n = ty.ndim as usize;
+        ArrVal {
+            shape: (0..n).map(|k| shape(name, k as u8)).collect(),
+            elem: ty.elem,
+            body: load(name, (0..n).map(|k| var(&ph(k))).collect()),
+            computed: false,
+        }
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The element at `idx` (one index per dimension).
+    pub fn element(&self, idx: &[Expr]) -> Expr {
+        let map: HashMap<String, Expr> = idx
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (ph(k), e.clone()))
+            .collect();
+        subst(&self.body, &map)
+    }
+
+    /// The element as the trailing `self.ndim()` of `r` result placeholders
+    /// (right-aligned broadcasting).
+    pub fn body_in(&self, r: usize) -> Expr {
+        let off = r - self.ndim();
+        let idx: Vec<Expr> = (0..self.ndim()).map(|k| var(&ph(k + off))).collect();
+        self.element(&idx)
+    }
+
+    /// For a view: the element reference its template stores to.
+    pub fn view_target(&self) -> Option<&ElemRef> {
+        match (&self.body, self.computed) {
+            (Expr::Load(r), false) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Arrays whose elements the template reads.
+    pub fn reads(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        port_codegen::ir::walk_expr(&self.body, &mut |e| {
+            if let Expr::Load(r) = e {
+                out.insert(r.array.clone());
+            }
+        });
+        out
+    }
+
+    /// Number of elements (`i64`).
+    pub fn size(&self) -> Expr {
+        let mut it = self.shape.iter().cloned();
+        let first = it.next().unwrap_or(i64(1));
+        it.fold(first, mul)
+    }
+
+    /// A new template applying `f` to each element.
+    pub fn map(&self, elem: ScalarType, f: impl FnOnce(Expr) -> Expr) -> ArrVal {
+        ArrVal {
+            shape: self.shape.clone(),
+            elem,
+            body: f(self.body.clone()),
+            computed: true,
+        }
+    }
+
+    /// The transposed view (`x.T`).
+    pub fn transpose(&self) -> ArrVal {
+        let n = self.ndim();
+        let map: HashMap<String, Expr> = (0..n).map(|k| (ph(k), var(&tmp(n - 1 - k)))).collect();
+        let back: HashMap<String, Expr> = (0..n).map(|k| (tmp(k), var(&ph(k)))).collect();
+        ArrVal {
+            shape: self.shape.iter().rev().cloned().collect(),
+            elem: self.elem,
+            body: subst(&subst(&self.body, &map), &back),
+            computed: self.computed,
+        }
+    }
+}
+
+fn tmp(k: usize) -> String {
+    format!("__t{k}")
+}
+
+/// The result shape and the two element bodies of `a op b`.
+pub fn broadcast(a: &ArrVal, b: &ArrVal) -> (Vec<Expr>, Expr, Expr) {
+    let r = a.ndim().max(b.ndim());
+    let shape = if a.ndim() >= b.ndim() {
+        a.shape.clone()
+    } else {
+        b.shape.clone()
+    };
+    (shape, a.body_in(r), b.body_in(r))
+}
+
+/// One index of a subscript.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexItem {
+    /// A single position (already normalised to be non-negative).
+    At(Expr),
+    /// `start, start + step, …` (`len` elements).
+    Range { start: Expr, step: i64, len: Expr },
+}
+
+/// `a[items]`: missing trailing items are full slices. Gives a scalar when
+/// every dimension gets a position.
+pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
+    let n = a.ndim();
+    let mut map: HashMap<String, Expr> = HashMap::new();
+    let mut new_shape = Vec::new();
+    for k in 0..n {
+        match items.get(k) {
+            Some(IndexItem::At(e)) => {
+                map.insert(ph(k), e.clone());
+            }
+            Some(IndexItem::Range { start, step, len }) => {
+                let r = new_shape.len();
+                let pos = if *step == 1 {
+                    var(&tmp(r))
+                } else {
+                    mul(var(&tmp(r)), i64(*step))
+                };
+                let pos = match start {
+                    Expr::Lit(port_codegen::ir::Literal::I64(0)) => pos,
+                    s => add(s.clone(), pos),
+                };
+                map.insert(ph(k), pos);
+                new_shape.push(len.clone());
+            }
+            None => {
+                let r = new_shape.len();
+                map.insert(ph(k), var(&tmp(r)));
+                new_shape.push(a.shape[k].clone());
+            }
+        }
+    }
+    let back: HashMap<String, Expr> = (0..new_shape.len())
+        .map(|r| (tmp(r), var(&ph(r))))
+        .collect();
+    let body = subst(&subst(&a.body, &map), &back);
+    if new_shape.is_empty() {
+        Val::scalar(body, a.elem)
+    } else {
+        Val::Array(ArrVal {
+            shape: new_shape,
+            elem: a.elem,
+            body,
+            computed: a.computed,
+        })
+    }
+}
+
+/// Whether storing `value` into `target` element by element reads only the
+/// element being written of the target's array (NumPy evaluates the right
+/// side first; a loop must not read what it already overwrote).
+pub fn reads_only_own_element(target: &ElemRef, value: &Expr) -> bool {
+    let mut ok = true;
+    port_codegen::ir::walk_expr(value, &mut |e| {
+        if let Expr::Load(r) = e {
+            if r.array == target.array && r.indices != target.indices {
+                ok = false;
+            }
+        }
+    });
+    ok
+}
+
+/// Sequential loops over `shape` with fresh variables `vars`, storing
+/// `value(idx)` into `target(idx)` (the element loops of a statement inside
+/// a kernel).
+pub fn element_loops(vars: &[String], shape: &[Expr], inner: Vec<Stmt>) -> Vec<Stmt> {
+    let mut body = inner;
+    for (v, n) in vars.iter().zip(shape).rev() {
+        body = vec![for_range(v, i64(0), n.clone(), i64(1), body)];
+    }
+    body
+}
+
+/// Substitutes the template's placeholders by loop variables.
+pub fn at_vars(e: &Expr, vars: &[String]) -> Expr {
+    let map: HashMap<String, Expr> = vars
+        .iter()
+        .enumerate()
+        .map(|(k, v)| (ph(k), var(v)))
+        .collect();
+    subst(e, &map)
+}
+
+/// Whether an expression still holds template placeholders.
+pub fn has_placeholders(e: &Expr) -> bool {
+    let mut found = false;
+    port_codegen::ir::walk_expr(e, &mut |x| {
+        if let Expr::Var(n) = x {
+            found |= n.starts_with("__e") || n.starts_with("__t");
+        }
+    });
+    found
+}
+
+/// `max(0, e)` for a slice length.
+pub fn nonneg(e: Expr) -> Expr {
+    match e {
+        Expr::Lit(port_codegen::ir::Literal::I64(v)) => i64(v.max(0)),
+        e => binary(BinOp::Max, e, i64(0)),
+    }
+}
+
+/// `p + c` written the way a person would (`p`, `p + 2`, `p - 2`).
+fn offset(p: Expr, c: i64) -> Expr {
+    match c {
+        0 => p,
+        c if c > 0 => add(p, i64(c)),
+        c => sub(p, i64(-c)),
+    }
+}
+
+/// Simplifies index arithmetic — `a + 0`, `a * 1`, `n - 1 - 1` → `n - 2` —
+/// so the emitted source reads as written.
+pub fn tidy(e: &Expr) -> Expr {
+    use port_codegen::ir::Literal::I64;
+    map_expr(e, &|x| match x {
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (tidy(a), tidy(b));
+            Some(match (op, &a, &b) {
+                (BinOp::Add | BinOp::Sub, _, Expr::Lit(I64(0))) => a,
+                (BinOp::Add, Expr::Lit(I64(0)), _) => b,
+                (BinOp::Mul, _, Expr::Lit(I64(1))) => a,
+                (BinOp::Mul, Expr::Lit(I64(1)), _) => b,
+                (BinOp::Add, Expr::Lit(I64(x)), Expr::Lit(I64(y))) => i64(x.wrapping_add(*y)),
+                (BinOp::Sub, Expr::Lit(I64(x)), Expr::Lit(I64(y))) => i64(x.wrapping_sub(*y)),
+                (BinOp::Add | BinOp::Sub, Expr::Binary(inner, p, q), Expr::Lit(I64(c2))) => {
+                    match (inner, q.as_ref()) {
+                        (BinOp::Add | BinOp::Sub, Expr::Lit(I64(c1))) => {
+                            let c1 = if *inner == BinOp::Add { *c1 } else { -c1 };
+                            let c2 = if *op == BinOp::Add { *c2 } else { -c2 };
+                            offset((**p).clone(), c1 + c2)
+                        }
+                        _ => binary(*op, a.clone(), b.clone()),
+                    }
+                }
+                _ => binary(*op, a, b),
+            })
+        }
+        _ => None,
+    })
+}
+
+/// Applies a scalar function to a value: directly to a scalar, element by
+/// element to an array (a ufunc).
+pub fn map1(v: &Val, f: &mut dyn FnMut(Expr, ScalarType) -> (Expr, ScalarType)) -> Option<Val> {
+    Some(match v {
+        Val::Scalar(e, t, _) => {
+            let (e, t) = f(e.clone(), *t);
+            Val::scalar(e, t)
+        }
+        Val::Array(a) => {
+            let (body, t) = f(a.body.clone(), a.elem);
+            Val::Array(ArrVal {
+                shape: a.shape.clone(),
+                elem: t,
+                body,
+                computed: true,
+            })
+        }
+        Val::Tuple(_) => return None,
+    })
+}
+
+/// Applies a scalar function of two operands, broadcasting arrays and
+/// scalars. `f` gets each operand with its type and weakness.
+pub fn map2(
+    a: &Val,
+    b: &Val,
+    f: &mut dyn FnMut(Operand, Operand) -> (Expr, ScalarType),
+) -> Option<Val> {
+    Some(match (a, b) {
+        (Val::Scalar(x, tx, wx), Val::Scalar(y, ty, wy)) => {
+            let (e, t) = f((x.clone(), *tx, *wx), (y.clone(), *ty, *wy));
+            Val::Scalar(e, t, *wx && *wy)
+        }
+        (Val::Array(x), Val::Scalar(y, ty, wy)) => {
+            let (body, t) = f((x.body.clone(), x.elem, false), (y.clone(), *ty, *wy));
+            Val::Array(ArrVal {
+                shape: x.shape.clone(),
+                elem: t,
+                body,
+                computed: true,
+            })
+        }
+        (Val::Scalar(x, tx, wx), Val::Array(y)) => {
+            let (body, t) = f((x.clone(), *tx, *wx), (y.body.clone(), y.elem, false));
+            Val::Array(ArrVal {
+                shape: y.shape.clone(),
+                elem: t,
+                body,
+                computed: true,
+            })
+        }
+        (Val::Array(x), Val::Array(y)) => {
+            let (shape, bx, by) = broadcast(x, y);
+            let (body, t) = f((bx, x.elem, false), (by, y.elem, false));
+            Val::Array(ArrVal {
+                shape,
+                elem: t,
+                body,
+                computed: true,
+            })
+        }
+        _ => return None,
+    })
+}
+
+/// Applies a scalar function of three operands (`np.where`, `np.clip`).
+pub fn map3(
+    a: &Val,
+    b: &Val,
+    c: &Val,
+    f: &mut dyn FnMut(Operand, Operand, Operand) -> (Expr, ScalarType),
+) -> Option<Val> {
+    let parts = [a, b, c];
+    let arrays: Vec<&ArrVal> = parts
+        .iter()
+        .filter_map(|v| match v {
+            Val::Array(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    let r = arrays.iter().map(|x| x.ndim()).max().unwrap_or(0);
+    let mut ops = Vec::new();
+    for v in parts {
+        ops.push(match v {
+            Val::Scalar(e, t, w) => (e.clone(), *t, *w),
+            Val::Array(x) => (x.body_in(r), x.elem, false),
+            Val::Tuple(_) => return None,
+        });
+    }
+    let [x, y, z]: [Operand; 3] = ops.try_into().ok()?;
+    let (body, t) = f(x, y, z);
+    Some(match arrays.iter().max_by_key(|x| x.ndim()) {
+        None => Val::scalar(body, t),
+        Some(widest) => Val::Array(ArrVal {
+            shape: widest.shape.clone(),
+            elem: t,
+            body,
+            computed: true,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use port_codegen::ir::ScalarType::F64;
+
+    fn arr2() -> ArrVal {
+        ArrVal::named(
+            "x",
+            ArrayType {
+                elem: F64,
+                ndim: 2,
+                contiguous: true,
+            },
+        )
+    }
+
+    #[test]
+    fn row_view_and_element() {
+        let Val::Array(row) = index(&arr2(), vec![IndexItem::At(var("i"))]) else {
+            panic!()
+        };
+        assert_eq!(row.ndim(), 1);
+        assert_eq!(
+            row.element(&[var("j")]),
+            load("x", vec![var("i"), var("j")])
+        );
+        assert!(row.view_target().is_some());
+        let s = index(
+            &arr2(),
+            vec![IndexItem::At(var("i")), IndexItem::At(var("j"))],
+        );
+        assert!(matches!(s, Val::Scalar(..)));
+    }
+
+    #[test]
+    fn transpose_swaps_indices() {
+        let t = arr2().transpose();
+        assert_eq!(
+            t.element(&[var("a"), var("b")]),
+            load("x", vec![var("b"), var("a")])
+        );
+    }
+
+    #[test]
+    fn broadcasting_is_right_aligned() {
+        let Val::Array(row) = index(&arr2(), vec![IndexItem::At(i64(0))]) else {
+            panic!()
+        };
+        let (shape, a, b) = broadcast(&arr2(), &row);
+        assert_eq!(shape.len(), 2);
+        assert_eq!(a, load("x", vec![var("__e0"), var("__e1")]));
+        assert_eq!(b, load("x", vec![i64(0), var("__e1")]));
+    }
+
+    #[test]
+    fn index_arithmetic_is_folded() {
+        let n = shape("x", 0);
+        assert_eq!(
+            tidy(&sub(sub(n.clone(), i64(1)), i64(1))),
+            sub(n.clone(), i64(2))
+        );
+        assert_eq!(tidy(&add(sub(n.clone(), i64(1)), i64(1))), n);
+        assert_eq!(tidy(&mul(add(var("i"), i64(0)), i64(1))), var("i"));
+    }
+
+    #[test]
+    fn aliasing_is_detected() {
+        let t = elem("x", vec![var("i")]);
+        assert!(reads_only_own_element(
+            &t,
+            &add(load("x", vec![var("i")]), f64(1.0))
+        ));
+        assert!(!reads_only_own_element(
+            &t,
+            &load("x", vec![sub(var("i"), i64(1))])
+        ));
+    }
+}

@@ -1,0 +1,572 @@
+//! **dependences**: may the iterations of a loop run at the same time?
+//!
+//! For a candidate parallel loop (its variables `pvars`), on the Python AST:
+//! - a scalar assigned in the body is *private* when each iteration writes
+//!   it before reading it; a *reduction* when every touch is `s += e`,
+//!   `s -= e`, `s *= e`, `s = s + e`, `s = max(s, e)` / `min` with `e` free
+//!   of `s`; anything else carries a value between iterations (a scan or a
+//!   recurrence) and is refused with the variable and its lines;
+//! - a store `a[idx] = …` must hit a different element in each iteration:
+//!   some index component is `p + c` for each loop variable `p` (`c` loop
+//!   invariant). `a[k] += e` that is not (a histogram, an accumulator
+//!   element) becomes an atomic add; any other store is refused;
+//! - an array that is written may be read only at the index it is written
+//!   at (`x[i] = x[i] * 2` is fine, `x[i] = x[i - 1] + …` is a recurrence).
+//!
+//! The analyzer's own PORT204 findings are checked first by the caller; this
+//! is the rewriter's own, stricter, check: it never lets a racing kernel out.
+
+use std::collections::{HashMap, HashSet};
+
+use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+use rustpython_parser::text_size::TextSize;
+
+use crate::error::{refuse, Lower};
+use crate::pyast::{mentions, stmt_exprs, target_names, walk_expr, walk_stmts};
+use crate::source::SourceFile;
+
+pub const NAME: &str = "dependences";
+
+/// The operator of a reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
+impl RedOp {
+    pub fn word(self) -> &'static str {
+        match self {
+            RedOp::Sum => "sum",
+            RedOp::Prod => "product",
+            RedOp::Max => "max",
+            RedOp::Min => "min",
+        }
+    }
+}
+
+/// A scalar reduced across a parallel loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReductionVar {
+    pub name: String,
+    pub op: RedOp,
+    pub line: u32,
+}
+
+/// What the loop's iterations share.
+#[derive(Clone, Debug, Default)]
+pub struct LoopDeps {
+    pub reductions: Vec<ReductionVar>,
+    /// `a[idx] += e` statements (by start offset) to do atomically.
+    pub atomic_stores: HashSet<TextSize>,
+}
+
+struct Store<'a> {
+    array: String,
+    index: &'a Expr,
+    line: u32,
+    stmt: TextSize,
+    augmented: Option<ast::Operator>,
+}
+
+/// Checks the body of a loop whose iterations over `pvars` would run in
+/// parallel. `loop_line` names the loop in messages.
+pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) -> Lower<LoopDeps> {
+    let mut deps = LoopDeps::default();
+
+    // Names assigned in the body; inner loop variables are private.
+    let mut assigned: HashMap<String, Vec<u32>> = HashMap::new();
+    let mut inner_loop_vars: HashSet<String> = HashSet::new();
+    walk_stmts(body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![&a.target],
+            Stmt::AnnAssign(a) => vec![&a.target],
+            Stmt::For(f) => {
+                inner_loop_vars.extend(target_names(&f.target));
+                vec![]
+            }
+            _ => vec![],
+        };
+        for t in targets {
+            for n in target_names(t) {
+                assigned.entry(n).or_default().push(src.line(s));
+            }
+        }
+    });
+    for p in pvars {
+        if assigned.contains_key(p) {
+            return refuse(
+                NAME,
+                assigned[p][0],
+                format!(
+                    "the loop variable `{p}` is reassigned inside the loop at line {loop_line}"
+                ),
+            );
+        }
+    }
+
+    let mut names: Vec<&String> = assigned.keys().collect();
+    names.sort_by_key(|n| assigned[*n][0]);
+    for v in names {
+        match first_touch(body, v) {
+            Touch::Write | Touch::None => {}
+            Touch::Read => match reduction_op(body, v) {
+                Some(op) => deps.reductions.push(ReductionVar {
+                    name: v.clone(),
+                    op,
+                    line: assigned[v][0],
+                }),
+                None => {
+                    let mut lines = assigned[v].clone();
+                    lines.extend(read_lines(src, body, v));
+                    lines.sort_unstable();
+                    lines.dedup();
+                    let list: Vec<String> = lines.iter().map(u32::to_string).collect();
+                    return refuse(
+                        NAME,
+                        assigned[v][0],
+                        format!(
+                            "`{v}` carries a value from one iteration of the loop at line {loop_line} to the next (lines {}): a scan or recurrence, not a reduction; its iterations cannot run in parallel",
+                            list.join(", ")
+                        ),
+                    );
+                }
+            },
+        }
+    }
+
+    // Loop-invariant means: mentions no name assigned in the loop and no
+    // loop variable of an inner loop.
+    let variant: HashSet<String> = assigned
+        .keys()
+        .cloned()
+        .chain(inner_loop_vars.iter().cloned())
+        .collect();
+
+    let mut stores: Vec<Store> = Vec::new();
+    walk_stmts(body, &mut |s| {
+        let (targets, aug): (Vec<&Expr>, _) = match s {
+            Stmt::Assign(a) => (a.targets.iter().collect(), None),
+            Stmt::AugAssign(a) => (vec![a.target.as_ref()], Some(a.op)),
+            _ => return,
+        };
+        for t in targets {
+            let mut ts = vec![t];
+            if let Expr::Tuple(tu) = t {
+                ts = tu.elts.iter().collect();
+            }
+            for t in ts {
+                if let Expr::Subscript(sub) = t {
+                    if let Some(array) = crate::pyast::subscript_base(&sub.value) {
+                        stores.push(Store {
+                            array,
+                            index: &sub.slice,
+                            line: src.line(s),
+                            stmt: s.start(),
+                            augmented: aug,
+                        });
+                    }
+                }
+            }
+        }
+    });
+
+    let mut written: Vec<String> = stores.iter().map(|s| s.array.clone()).collect();
+    written.sort();
+    written.dedup();
+    for arr in written {
+        let mine: Vec<&Store> = stores.iter().filter(|s| s.array == arr).collect();
+        let mut atomic = false;
+        for st in &mine {
+            let comps = components(st.index);
+            let distinct = pvars
+                .iter()
+                .all(|p| comps.iter().any(|c| affine_unit(c, p, &variant)));
+            if distinct {
+                continue;
+            }
+            let scalar_elem = comps.iter().all(|c| !matches!(c, Expr::Slice(_)));
+            if matches!(st.augmented, Some(ast::Operator::Add | ast::Operator::Sub)) && scalar_elem
+            {
+                atomic = true;
+                deps.atomic_stores.insert(st.stmt);
+                continue;
+            }
+            return refuse(
+                NAME,
+                st.line,
+                format!(
+                    "every iteration of the loop at line {loop_line} may write `{arr}[{}]` (line {}): the iterations would race",
+                    src.norm_text(st.index),
+                    st.line
+                ),
+            );
+        }
+        // Reads of a written array.
+        let store_texts: HashSet<String> = mine.iter().map(|s| src.norm_text(s.index)).collect();
+        let mut bad: Option<(String, u32)> = None;
+        for s in body_stmts(body) {
+            for e in stmt_exprs(s) {
+                walk_expr(e, &mut |x| {
+                    if let Expr::Subscript(sub) = x {
+                        if crate::pyast::subscript_base(&sub.value).as_deref() == Some(&arr)
+                            && bad.is_none()
+                        {
+                            let t = src.norm_text(sub.slice.as_ref());
+                            let is_store_target = stores
+                                .iter()
+                                .any(|st| st.array == arr && st.index.range() == sub.slice.range());
+                            // Reading this iteration's own row/element:
+                            // the component that makes stores distinct is
+                            // the same in the read.
+                            let read_comps = components(sub.slice.as_ref());
+                            let own = mine.iter().all(|st| {
+                                let sc = components(st.index);
+                                pvars.iter().all(|p| {
+                                    sc.iter().zip(&read_comps).any(|(a, b)| {
+                                        affine_unit(a, p, &variant)
+                                            && src.norm_text(*a) == src.norm_text(*b)
+                                    })
+                                })
+                            });
+                            if !is_store_target && (atomic || !(store_texts.contains(&t) || own)) {
+                                bad = Some((t, src.line(x)));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        if let Some((t, line)) = bad {
+            let w = mine[0];
+            let why = if atomic {
+                "an element other iterations accumulate into"
+            } else {
+                "an element another iteration writes"
+            };
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{arr}[{t}]` (line {line}) reads {why} as `{arr}[{}]` (line {}): a recurrence across the loop at line {loop_line}",
+                    src.norm_text(w.index),
+                    w.line
+                ),
+            );
+        }
+    }
+    Ok(deps)
+}
+
+fn body_stmts(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    walk_stmts(body, &mut |s| out.push(s));
+    out
+}
+
+/// The components of a subscript (`i, :` → `[i, :]`).
+pub fn components(index: &Expr) -> Vec<&Expr> {
+    match index {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        e => vec![e],
+    }
+}
+
+/// `p`, `p + c`, `c + p`, `p - c` with `c` free of loop-variant names.
+fn affine_unit(e: &Expr, p: &str, variant: &HashSet<String>) -> bool {
+    let invariant = |x: &Expr| !mentions(x, p) && !variant.iter().any(|v| mentions(x, v));
+    match e {
+        Expr::Name(n) => n.id.as_str() == p,
+        Expr::BinOp(b) => match b.op {
+            ast::Operator::Add => {
+                (affine_unit(&b.left, p, variant) && invariant(&b.right))
+                    || (affine_unit(&b.right, p, variant) && invariant(&b.left))
+            }
+            ast::Operator::Sub => affine_unit(&b.left, p, variant) && invariant(&b.right),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Touch {
+    Read,
+    Write,
+    None,
+}
+
+/// How an iteration first touches `v`: reading it (its value comes from the
+/// previous iteration) or writing it.
+fn first_touch(body: &[Stmt], v: &str) -> Touch {
+    for s in body {
+        match touch_stmt(s, v) {
+            Touch::None => {}
+            t => return t,
+        }
+    }
+    Touch::None
+}
+
+fn reads(e: &Expr, v: &str) -> bool {
+    mentions(e, v)
+}
+
+fn touch_stmt(s: &Stmt, v: &str) -> Touch {
+    match s {
+        Stmt::Assign(a) => {
+            if reads(&a.value, v) {
+                return Touch::Read;
+            }
+            for t in &a.targets {
+                if target_names(t).iter().any(|n| n == v) {
+                    return Touch::Write;
+                }
+                if !matches!(t, Expr::Name(_)) && mentions(t, v) {
+                    return Touch::Read;
+                }
+            }
+            Touch::None
+        }
+        Stmt::AnnAssign(a) => {
+            if a.value.as_ref().is_some_and(|x| reads(x, v)) {
+                return Touch::Read;
+            }
+            if target_names(&a.target).iter().any(|n| n == v) && a.value.is_some() {
+                return Touch::Write;
+            }
+            Touch::None
+        }
+        Stmt::AugAssign(a) => {
+            if mentions(&a.target, v) || reads(&a.value, v) {
+                Touch::Read
+            } else {
+                Touch::None
+            }
+        }
+        Stmt::If(i) => {
+            if reads(&i.test, v) {
+                return Touch::Read;
+            }
+            let a = first_touch(&i.body, v);
+            let b = first_touch(&i.orelse, v);
+            match (a, b) {
+                (Touch::Read, _) | (_, Touch::Read) => Touch::Read,
+                (Touch::Write, Touch::Write) => Touch::Write,
+                // Written on one path only (or not at all): a later read may
+                // see the previous iteration's value, so keep looking.
+                _ => Touch::None,
+            }
+        }
+        Stmt::For(f) => {
+            if reads(&f.iter, v) {
+                return Touch::Read;
+            }
+            if target_names(&f.target).iter().any(|n| n == v) {
+                return Touch::Write;
+            }
+            first_touch(&f.body, v)
+        }
+        Stmt::While(w) => {
+            if reads(&w.test, v) {
+                return Touch::Read;
+            }
+            first_touch(&w.body, v)
+        }
+        other => {
+            if stmt_exprs(other).iter().any(|e| reads(e, v)) {
+                Touch::Read
+            } else {
+                Touch::None
+            }
+        }
+    }
+}
+
+/// Whether `v` is touched only by reduction updates of one operator.
+fn reduction_op(body: &[Stmt], v: &str) -> Option<RedOp> {
+    let mut op: Option<RedOp> = None;
+    let mut ok = true;
+    walk_stmts(body, &mut |s| {
+        let touches = stmt_exprs(s).iter().any(|e| mentions(e, v));
+        if !touches {
+            return;
+        }
+        let this = match s {
+            Stmt::AugAssign(a) => match (a.target.as_ref(), a.op) {
+                (Expr::Name(n), o) if n.id.as_str() == v && !mentions(&a.value, v) => match o {
+                    ast::Operator::Add | ast::Operator::Sub => Some(RedOp::Sum),
+                    ast::Operator::Mult => Some(RedOp::Prod),
+                    _ => None,
+                },
+                _ => None,
+            },
+            Stmt::Assign(a) => match a.targets.as_slice() {
+                [Expr::Name(n)] if n.id.as_str() == v => update_op(&a.value, v),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (this, op) {
+            (Some(t), None) => op = Some(t),
+            (Some(t), Some(o)) if t == o => {}
+            _ => ok = false,
+        }
+    });
+    if ok {
+        op
+    } else {
+        None
+    }
+}
+
+/// `v + e`, `e + v`, `v - e`, `v * e`, `max(v, e)`, `min(e, v)`.
+fn update_op(value: &Expr, v: &str) -> Option<RedOp> {
+    let is_v = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == v);
+    match value {
+        Expr::BinOp(b) => {
+            let (l, r) = (b.left.as_ref(), b.right.as_ref());
+            match b.op {
+                ast::Operator::Add if is_v(l) && !mentions(r, v) => Some(RedOp::Sum),
+                ast::Operator::Add if is_v(r) && !mentions(l, v) => Some(RedOp::Sum),
+                ast::Operator::Sub if is_v(l) && !mentions(r, v) => Some(RedOp::Sum),
+                ast::Operator::Mult if is_v(l) && !mentions(r, v) => Some(RedOp::Prod),
+                ast::Operator::Mult if is_v(r) && !mentions(l, v) => Some(RedOp::Prod),
+                _ => None,
+            }
+        }
+        Expr::Call(c) if c.args.len() == 2 && c.keywords.is_empty() => {
+            let f = match c.func.as_ref() {
+                Expr::Name(n) => n.id.to_string(),
+                Expr::Attribute(a) => a.attr.to_string(),
+                _ => return None,
+            };
+            let op = match f.as_str() {
+                "max" | "maximum" | "fmax" => RedOp::Max,
+                "min" | "minimum" | "fmin" => RedOp::Min,
+                _ => return None,
+            };
+            let (a, b) = (&c.args[0], &c.args[1]);
+            ((is_v(a) && !mentions(b, v)) || (is_v(b) && !mentions(a, v))).then_some(op)
+        }
+        _ => None,
+    }
+}
+
+fn read_lines(src: &SourceFile, body: &[Stmt], v: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    walk_stmts(body, &mut |s| {
+        let value_reads = match s {
+            Stmt::Assign(a) => mentions(&a.value, v),
+            Stmt::AugAssign(a) => mentions(&a.target, v) || mentions(&a.value, v),
+            other => stmt_exprs(other).iter().any(|e| mentions(e, v)),
+        };
+        if value_reads {
+            out.push(src.line(s));
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loop_body(src: &str) -> (SourceFile, usize) {
+        let f = SourceFile::parse("t.py", src).unwrap();
+        (f, 0)
+    }
+
+    fn check_src(src: &str, pvars: &[&str]) -> Lower<LoopDeps> {
+        let (f, _) = loop_body(src);
+        let Stmt::FunctionDef(d) = &f.suite[0] else {
+            panic!()
+        };
+        let Stmt::For(l) = d.body.last().unwrap() else {
+            panic!()
+        };
+        let mut body: &[Stmt] = &l.body;
+        if pvars.len() == 2 {
+            let Stmt::For(inner) = &l.body[0] else {
+                panic!()
+            };
+            body = &inner.body;
+        }
+        let pv: Vec<String> = pvars.iter().map(|s| s.to_string()).collect();
+        check(&f, body, &pv, 3)
+    }
+
+    #[test]
+    fn independent_and_reductions() {
+        let d = check_src(
+            "def f(x, y):\n    s = 0.0\n    for i in range(x.shape[0]):\n        t = x[i] * 2\n        y[i] = t\n        s += t\n",
+            &["i"],
+        )
+        .unwrap();
+        assert_eq!(d.reductions.len(), 1);
+        assert_eq!(d.reductions[0].op, RedOp::Sum);
+        let d = check_src(
+            "def f(x):\n    m = 0.0\n    for i in range(x.shape[0]):\n        m = max(m, x[i])\n",
+            &["i"],
+        )
+        .unwrap();
+        assert_eq!(d.reductions[0].op, RedOp::Max);
+    }
+
+    #[test]
+    fn scans_and_recurrences_are_refused() {
+        let e = check_src(
+            "def f(x, out):\n    s = 0.0\n    for i in range(x.shape[0]):\n        s += x[i]\n        out[i] = s\n",
+            &["i"],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`s` carries a value"), "{}", e.message);
+        assert_eq!(e.line, 4);
+        let e = check_src(
+            "def f(x):\n    n = 1\n    for i in range(1, x.shape[0]):\n        x[i] = x[i - 1] + x[i]\n",
+            &["i"],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("recurrence"), "{}", e.message);
+        let e = check_src(
+            "def f(x, out):\n    n = 1\n    for i in range(x.shape[0]):\n        out[0] = x[i]\n",
+            &["i"],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("race"), "{}", e.message);
+    }
+
+    #[test]
+    fn scatter_add_becomes_atomic_and_nests_are_checked() {
+        let d = check_src(
+            "def f(idx, hist):\n    n = 1\n    for i in range(idx.shape[0]):\n        hist[idx[i]] += 1\n",
+            &["i"],
+        )
+        .unwrap();
+        assert_eq!(d.atomic_stores.len(), 1);
+        check_src(
+            "def f(a, b, c):\n    n = 1\n    for i in range(c.shape[0]):\n        for j in range(c.shape[1]):\n            s = 0.0\n            for k in range(a.shape[1]):\n                s += a[i, k] * b[k, j]\n            c[i, j] = s\n",
+            &["i", "j"],
+        )
+        .unwrap();
+        let e = check_src(
+            "def f(a, c):\n    n = 1\n    for i in range(c.shape[0]):\n        for j in range(c.shape[1]):\n            c[i, 0] = a[i, j]\n",
+            &["i", "j"],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("race"), "{}", e.message);
+    }
+
+    #[test]
+    fn conditionally_written_scalar_is_carried() {
+        let e = check_src(
+            "def f(x, out):\n    m = 0.0\n    for i in range(x.shape[0]):\n        if x[i] > 0:\n            m = x[i]\n        out[i] = m\n",
+            &["i"],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`m`"), "{}", e.message);
+    }
+}

@@ -1,0 +1,395 @@
+//! **grid_stride**: a loop with independent iterations becomes a
+//! grid-stride loop — `for i in range(cuda.grid(1), n, cuda.gridsize(1))` —
+//! so any grid size is correct. A nest of two independent loops becomes a 2-D
+//! grid (`cuda.grid(2)`); `range(start, stop, step)` is renumbered from 0.
+//! The element loops of top-level array expressions become grid-stride
+//! kernels the same way.
+
+use std::collections::HashSet;
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
+use rustpython_parser::ast::{self, Ranged};
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::cast_to;
+use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::plan::LaunchShape;
+use crate::pyast;
+use crate::rewrites::array_expr::{self, ArrVal, Val};
+use crate::rewrites::dependences::{self, ReductionVar};
+use crate::rewrites::whole_reduction::RedSpec;
+
+pub const NAME: &str = "grid_stride";
+
+impl Lowerer<'_> {
+    /// A `for` loop at the top of the function.
+    pub(crate) fn parallel_loop(&mut self, f: &ast::StmtFor) -> Lower<()> {
+        let line = self.src.line(f);
+        let end = self.src.end_line(f);
+        if let Some((l, msg)) = self
+            .analysis_scans
+            .iter()
+            .find(|(l, _)| *l >= line && *l <= end)
+            .cloned()
+        {
+            return refuse(dependences::NAME, l, format!("{msg} (PORT204)"));
+        }
+        if !f.orelse.is_empty() {
+            return refuse("frontend", line, "`for … else`");
+        }
+        let ast::Expr::Name(iv) = f.target.as_ref() else {
+            return refuse(
+                NAME,
+                line,
+                "a parallel loop must bind one name (`for i in range(n)`)",
+            );
+        };
+        let mut host = Region::new(RegionKind::Host, "");
+        let outer = self.range_args(&mut host, &f.iter, line)?;
+        let body: Vec<&ast::Stmt> = f.body.iter().filter(|s| !pyast::is_docstring(s)).collect();
+
+        // A perfect nest of two independent loops: a 2-D grid.
+        let mut nest: Option<(&ast::StmtFor, String)> = None;
+        if let [ast::Stmt::For(g)] = body.as_slice() {
+            if let ast::Expr::Name(jv) = g.target.as_ref() {
+                let pv = [iv.id.to_string(), jv.id.to_string()];
+                if g.orelse.is_empty()
+                    && !pyast::mentions(&g.iter, iv.id.as_str())
+                    && dependences::check(self.src, &g.body, &pv, line).is_ok()
+                {
+                    nest = Some((g, jv.id.to_string()));
+                }
+            }
+        }
+        type Ranges = Vec<(Expr, Expr, Expr)>;
+        let (pynames, ranges, lowered_body): (Vec<String>, Ranges, &[ast::Stmt]) = match nest {
+            Some((g, j)) => {
+                let inner = self.range_args(&mut host, &g.iter, self.src.line(g))?;
+                (vec![iv.id.to_string(), j], vec![outer, inner], &g.body)
+            }
+            None => (vec![iv.id.to_string()], vec![outer], &f.body),
+        };
+        let deps = dependences::check(self.src, lowered_body, &pynames, line)?;
+        self.log.applied(
+            dependences::NAME,
+            format!(
+                "loop at line {line}: iterations over `{}` are independent",
+                pynames.join("`, `")
+            ),
+        );
+
+        let mut r = Region::new(RegionKind::Kernel, "");
+        r.scan(lowered_body);
+        if let (Some(a), Some(b)) = (lowered_body.first(), lowered_body.last()) {
+            r.blocks[0].1 = (a.start(), b.end());
+        }
+        r.atomic_stores = deps.atomic_stores.clone();
+        let mut specs_in: Vec<(ReductionVar, Expr, ScalarType)> = Vec::new();
+        for red in &deps.reductions {
+            let (init, t) = match self.host.get(&red.name) {
+                Some(HostBind::Scalar(t)) => (var(&red.name), *t),
+                Some(HostBind::DeviceScalar { acc, ty }) => (load(acc, vec![i64(0)]), *ty),
+                _ => {
+                    return refuse(
+                        dependences::NAME,
+                        red.line,
+                        format!(
+                            "`{}` is accumulated by the loop at line {line} but has no starting value before it",
+                            red.name
+                        ),
+                    )
+                }
+            };
+            let key = red.name.clone();
+            let t = self.declare_type(&key, t);
+            if t == ScalarType::Bool {
+                return refuse(
+                    dependences::NAME,
+                    red.line,
+                    format!("`{}`: a reduction over booleans", red.name),
+                );
+            }
+            r.reductions.insert(red.name.clone(), (red.op, t));
+            self.used.insert(sanitize(&red.name));
+            r.declare_in(0, &sanitize(&red.name));
+            specs_in.push((red.clone(), init, t));
+        }
+
+        // Parallel variables, renumbered from 0 when the range does not start there.
+        let mut pvars = Vec::new();
+        let mut extents = Vec::new();
+        let mut prelude = Vec::new();
+        for (py, (start, stop, step)) in pynames.iter().zip(ranges) {
+            let unit = start == i64(0) && step == i64(1);
+            let ir = if unit {
+                sanitize(py)
+            } else {
+                self.fresh(&format!("{py}_k"))
+            };
+            self.used.insert(ir.clone());
+            r.declare_in(0, &ir);
+            let extent = match (&step, unit) {
+                (_, true) => stop.clone(),
+                // A grid-stride loop over a negative extent does nothing, as
+                // `range` does: no clamp needed.
+                (Expr::Lit(Literal::I64(s)), _) if *s > 0 => array_expr::tidy(&if *s == 1 {
+                    sub(stop.clone(), start.clone())
+                } else {
+                    binary(
+                        BinOp::FloorDiv,
+                        add(sub(stop.clone(), start.clone()), i64(s - 1)),
+                        i64(*s),
+                    )
+                }),
+                (Expr::Lit(Literal::I64(s)), _) if *s < 0 => array_expr::nonneg(binary(
+                    BinOp::FloorDiv,
+                    add(sub(start.clone(), stop.clone()), i64(-s - 1)),
+                    i64(-s),
+                )),
+                _ => {
+                    return refuse(
+                        NAME,
+                        line,
+                        "a parallel loop's `range` step must be an integer constant",
+                    )
+                }
+            };
+            if !unit {
+                let pyir = sanitize(py);
+                self.used.insert(pyir.clone());
+                r.declare_in(0, &pyir);
+                let pos = if step == i64(1) {
+                    var(&ir)
+                } else {
+                    mul(var(&ir), step.clone())
+                };
+                prelude.push(let_(
+                    &pyir,
+                    ScalarType::I64,
+                    array_expr::tidy(&add(start, pos)),
+                ));
+                r.locals.insert(
+                    py.clone(),
+                    Local::Scalar {
+                        ir: pyir,
+                        ty: ScalarType::I64,
+                    },
+                );
+            } else {
+                r.locals.insert(
+                    py.clone(),
+                    Local::Scalar {
+                        ir: ir.clone(),
+                        ty: ScalarType::I64,
+                    },
+                );
+            }
+            pvars.push(ir);
+            extents.push(extent);
+        }
+        for s in prelude {
+            r.push(s);
+        }
+        self.block(&mut r, lowered_body)?;
+        let pbody = std::mem::take(&mut r.blocks[0].0);
+
+        // Names assigned in the loop hold the last iteration's value in
+        // Python; the wrapper has no such value.
+        let mut assigned: HashSet<String> = pynames.iter().cloned().collect();
+        pyast::walk_stmts(&f.body, &mut |s| {
+            let ts: Vec<&ast::Expr> = match s {
+                ast::Stmt::Assign(a) => a.targets.iter().collect(),
+                ast::Stmt::AugAssign(a) => vec![&a.target],
+                ast::Stmt::For(g) => vec![&g.target],
+                _ => vec![],
+            };
+            for t in ts {
+                assigned.extend(pyast::target_names(t));
+            }
+        });
+        for n in assigned {
+            if !r.reductions.contains_key(&n) {
+                self.host.insert(n, HostBind::Private { line });
+            }
+        }
+
+        let pfor = Stmt::ParallelFor(ParallelFor {
+            vars: pvars.clone(),
+            extents: extents.clone(),
+            body: pbody,
+        });
+        let shape_note = if pvars.len() == 2 {
+            "a 2-D grid"
+        } else {
+            "a grid-stride loop"
+        };
+        self.log
+            .applied(NAME, format!("loop at line {line} as {shape_note}"));
+        if specs_in.is_empty() {
+            let kname = self.kernel_name("kernel");
+            let launch = if extents.len() == 2 {
+                LaunchShape::Grid2 {
+                    rows: extents[0].clone(),
+                    cols: extents[1].clone(),
+                }
+            } else {
+                LaunchShape::Grid1 {
+                    n: extents[0].clone(),
+                }
+            };
+            let fname = self.fn_name.clone();
+            return self.add_kernel(
+                kname,
+                vec![pfor],
+                vec![],
+                launch,
+                format!("The loop at line {line} of `{fname}`, as {shape_note}."),
+            );
+        }
+        let what: Vec<String> = specs_in.iter().map(|(r, _, _)| r.name.clone()).collect();
+        let kname = self.kernel_name(&what.join("_"));
+        let mut specs = Vec::new();
+        for (red, init, t) in &specs_in {
+            let acc = self.fresh(&format!("{}_acc", red.name));
+            specs.push(RedSpec {
+                partial: sanitize(&red.name),
+                op: red.op,
+                ty: *t,
+                acc,
+                init: cast_to(init.clone(), *t, *t),
+            });
+        }
+        let n = extents.iter().cloned().reduce(mul).unwrap_or(i64(1));
+        let fname = self.fn_name.clone();
+        self.reduction_kernel(
+            kname,
+            pfor,
+            specs.clone(),
+            n,
+            format!(
+                "The loop at line {line} of `{fname}`, reducing `{}`: a grid-stride loop, a tree in shared memory per block, one atomic per block.",
+                what.join("`, `")
+            ),
+        )?;
+        for ((red, _, t), s) in specs_in.iter().zip(&specs) {
+            self.host.insert(
+                red.name.clone(),
+                HostBind::DeviceScalar {
+                    acc: s.acc.clone(),
+                    ty: *t,
+                },
+            );
+            self.log.applied(
+                crate::rewrites::whole_reduction::NAME,
+                format!(
+                    "`{}` ({}) across the loop at line {line} as a reduction kernel",
+                    red.name,
+                    red.op.word()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// A top-level store of `value` into the view `target`: an element
+    /// kernel over the target's elements.
+    pub(crate) fn store_kernel(
+        &mut self,
+        target: &ArrVal,
+        value: &Val,
+        hint: &str,
+        line: u32,
+    ) -> Lower<()> {
+        let Some(er) = target.view_target().cloned() else {
+            return refuse(array_expr::NAME, line, "assignment into a computed array");
+        };
+        let n = target.ndim();
+        let mut seen: Vec<&Expr> = vec![&target.body];
+        seen.extend(target.shape.iter());
+        if let Val::Array(va) = value {
+            seen.push(&va.body);
+        }
+        if let Val::Scalar(e, _, _) = value {
+            seen.push(e);
+        }
+        let vars = self.element_vars(n, &seen);
+        let tgt = port_codegen::ir::ElemRef {
+            array: er.array.clone(),
+            indices: er
+                .indices
+                .iter()
+                .map(|i| array_expr::tidy(&array_expr::at_vars(i, &vars)))
+                .collect(),
+        };
+        let v = match value {
+            Val::Scalar(e, t, _) => cast_to(e.clone(), *t, target.elem),
+            Val::Array(va) => {
+                if va.ndim() > n {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "a value with more dimensions than the array it is stored into",
+                    );
+                }
+                cast_to(
+                    array_expr::at_vars(&va.body_in(n), &vars),
+                    va.elem,
+                    target.elem,
+                )
+            }
+            Val::Tuple(_) => return refuse("frontend", line, "a tuple stored into an array"),
+        };
+        let v = array_expr::tidy(&v);
+        if !array_expr::reads_only_own_element(&tgt, &v) {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "the right-hand side reads `{}` at other elements than those written: threads would read elements other threads overwrite",
+                    tgt.array
+                ),
+            );
+        }
+        if self.params.iter().any(|(p, _)| *p == er.array) {
+            self.mutated.insert(er.array.clone());
+        }
+        let par = n.min(2);
+        let body = array_expr::element_loops(
+            &vars[par..],
+            &target.shape[par..],
+            vec![port_codegen::ir::Stmt::Store {
+                target: tgt,
+                value: v,
+            }],
+        );
+        let pfor = Stmt::ParallelFor(ParallelFor {
+            vars: vars[..par].to_vec(),
+            extents: target.shape[..par].to_vec(),
+            body,
+        });
+        let launch = if par == 2 {
+            LaunchShape::Grid2 {
+                rows: target.shape[0].clone(),
+                cols: target.shape[1].clone(),
+            }
+        } else {
+            LaunchShape::Grid1 {
+                n: target.shape[0].clone(),
+            }
+        };
+        let kname = self.kernel_name(&sanitize(hint));
+        self.log.applied(
+            NAME,
+            format!("element loop of line {line} as a grid-stride kernel"),
+        );
+        let fname = self.fn_name.clone();
+        self.add_kernel(
+            kname,
+            vec![pfor],
+            vec![],
+            launch,
+            format!("Line {line} of `{fname}`, element by element."),
+        )
+    }
+}

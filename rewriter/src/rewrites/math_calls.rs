@@ -1,0 +1,304 @@
+//! **math_calls**: `np.sqrt`, `np.exp`, `math.sin` and friends become the
+//! kernel IR's math functions, printed as `math.*` calls in the Numba-CUDA
+//! source (numba-cuda has no `np.sqrt` inside kernels). NumPy's ufuncs apply
+//! element by element to arrays; `math.*` keeps Python's float64 result
+//! type, `np.*` keeps float32 as float32. Also the scalar built-ins `abs`,
+//! `min`, `max`, `float`, `int` and `np.where`, `np.clip`, `np.isnan`, ….
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, CmpOp, Expr, MathFn, ScalarType, UnaryOp};
+
+use crate::ir_util::{cast_to, lit, promote, select};
+use crate::rewrites::array_expr::{map1, map2, map3, Val};
+
+pub const NAME: &str = "math_calls";
+
+/// The math function behind a dotted name (`math.sqrt`, `numpy.arcsin`).
+pub fn math_fn(name: &str) -> Option<MathFn> {
+    let (module, f) = name.rsplit_once('.')?;
+    if module != "math" && module != "numpy" {
+        return None;
+    }
+    let np = module == "numpy";
+    Some(match f {
+        "sqrt" => MathFn::Sqrt,
+        "cbrt" if np => MathFn::Cbrt,
+        "exp" => MathFn::Exp,
+        "exp2" => MathFn::Exp2,
+        "expm1" => MathFn::Expm1,
+        "log" => MathFn::Log,
+        "log2" => MathFn::Log2,
+        "log10" => MathFn::Log10,
+        "log1p" => MathFn::Log1p,
+        "sin" => MathFn::Sin,
+        "cos" => MathFn::Cos,
+        "tan" => MathFn::Tan,
+        "asin" | "arcsin" => MathFn::Asin,
+        "acos" | "arccos" => MathFn::Acos,
+        "atan" | "arctan" => MathFn::Atan,
+        "sinh" => MathFn::Sinh,
+        "cosh" => MathFn::Cosh,
+        "tanh" => MathFn::Tanh,
+        "asinh" | "arcsinh" => MathFn::Asinh,
+        "acosh" | "arccosh" => MathFn::Acosh,
+        "atanh" | "arctanh" => MathFn::Atanh,
+        "erf" if !np => MathFn::Erf,
+        "erfc" if !np => MathFn::Erfc,
+        "fabs" => MathFn::Fabs,
+        "floor" => MathFn::Floor,
+        "ceil" => MathFn::Ceil,
+        "trunc" => MathFn::Trunc,
+        "pow" | "power" | "float_power" => MathFn::Pow,
+        "atan2" | "arctan2" => MathFn::Atan2,
+        "hypot" => MathFn::Hypot,
+        "fmod" => MathFn::Fmod,
+        "copysign" => MathFn::Copysign,
+        "fmin" => MathFn::Fmin,
+        "fmax" => MathFn::Fmax,
+        _ => return None,
+    })
+}
+
+/// The float type a math function computes in for an argument of type `t`:
+/// `math.*` always float64 (Python floats), `np.*` keeps float32.
+fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
+    if numpy && t == ScalarType::F32 {
+        ScalarType::F32
+    } else {
+        ScalarType::F64
+    }
+}
+
+/// Lowers a call to a math function or numeric built-in; `None` when `name`
+/// is not one (or the arguments do not fit, e.g. a tuple).
+pub fn call(name: &str, args: &[Val]) -> Option<Val> {
+    let numpy = name.starts_with("numpy.");
+    let short = name.rsplit('.').next().unwrap_or(name);
+    // math.floor / ceil / trunc return Python ints.
+    if !numpy && matches!(name, "math.floor" | "math.ceil" | "math.trunc") && args.len() == 1 {
+        let f = math_fn(name)?;
+        return map1(&args[0], &mut |e, t| {
+            if t.is_int() {
+                (cast_to(e, t, ScalarType::I64), ScalarType::I64)
+            } else {
+                (cast(ScalarType::I64, math(f, vec![e])), ScalarType::I64)
+            }
+        });
+    }
+    if let Some(f) = math_fn(name) {
+        return match (f.arity(), args) {
+            (1, [a]) => map1(a, &mut |e, t| {
+                if t.is_int() && matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc) && numpy
+                {
+                    return (cast_to(e, t, ScalarType::F64), ScalarType::F64);
+                }
+                let ft = float_of(t, numpy);
+                (math(f, vec![cast_to(e, t, ft)]), ft)
+            }),
+            (2, [a, b]) => map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
+                let common = promote(tx, wx, ty, wy);
+                let ft = float_of(common, numpy);
+                (math(f, vec![cast_to(x, tx, ft), cast_to(y, ty, ft)]), ft)
+            }),
+            _ => None,
+        };
+    }
+    match (short, args, numpy || !name.contains('.')) {
+        ("log", [a, b], false) if name == "math.log" => {
+            map2(a, b, &mut |(x, tx, _), (y, ty, _)| {
+                let f64t = ScalarType::F64;
+                (
+                    div(
+                        math(MathFn::Log, vec![cast_to(x, tx, f64t)]),
+                        math(MathFn::Log, vec![cast_to(y, ty, f64t)]),
+                    ),
+                    f64t,
+                )
+            })
+        }
+        ("abs" | "absolute", [a], true) => map1(a, &mut |e, t| abs(e, t)),
+        ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
+        ("negative", [a], true) if numpy => {
+            map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Neg, Box::new(e)), t))
+        }
+        ("sign", [a], true) if numpy => map1(a, &mut |e, t| {
+            let z = lit(t, 0.0);
+            (
+                select(
+                    cmp(CmpOp::Gt, e.clone(), z.clone()),
+                    lit(t, 1.0),
+                    select(cmp(CmpOp::Lt, e.clone(), z.clone()), lit(t, -1.0), z),
+                ),
+                t,
+            )
+        }),
+        ("radians" | "deg2rad", [a], true) => map1(a, &mut |e, t| {
+            let ft = float_of(t, numpy);
+            (
+                mul(cast_to(e, t, ft), lit(ft, std::f64::consts::PI / 180.0)),
+                ft,
+            )
+        }),
+        ("degrees" | "rad2deg", [a], true) => map1(a, &mut |e, t| {
+            let ft = float_of(t, numpy);
+            (
+                mul(cast_to(e, t, ft), lit(ft, 180.0 / std::f64::consts::PI)),
+                ft,
+            )
+        }),
+        ("isnan", [a], true) => map1(a, &mut |e, t| {
+            if t.is_float() {
+                (cmp(CmpOp::Ne, e.clone(), e), ScalarType::Bool)
+            } else {
+                (bool(false), ScalarType::Bool)
+            }
+        }),
+        ("isinf", [a], true) => map1(a, &mut |e, t| {
+            if t.is_float() {
+                (
+                    cmp(
+                        CmpOp::Eq,
+                        math(MathFn::Fabs, vec![e]),
+                        lit(t, f64::INFINITY),
+                    ),
+                    ScalarType::Bool,
+                )
+            } else {
+                (bool(false), ScalarType::Bool)
+            }
+        }),
+        ("isfinite", [a], true) => map1(a, &mut |e, t| {
+            if t.is_float() {
+                (
+                    cmp(
+                        CmpOp::Lt,
+                        math(MathFn::Fabs, vec![e]),
+                        lit(t, f64::INFINITY),
+                    ),
+                    ScalarType::Bool,
+                )
+            } else {
+                (bool(true), ScalarType::Bool)
+            }
+        }),
+        ("min" | "max" | "minimum" | "maximum", [a, rest @ ..], true) if !rest.is_empty() => {
+            if !numpy && (rest.len() > 1 || matches!(a, Val::Array(_))) && short.len() == 3 {
+                // Built-in min/max over several scalars.
+                if args.iter().any(|v| !matches!(v, Val::Scalar(..))) {
+                    return None;
+                }
+            }
+            if numpy && rest.len() != 1 {
+                return None;
+            }
+            let op = if short.starts_with("min") {
+                BinOp::Min
+            } else {
+                BinOp::Max
+            };
+            let mut acc = a.clone();
+            for b in rest {
+                acc = map2(&acc, b, &mut |(x, tx, wx), (y, ty, wy)| {
+                    let t = promote(tx, wx, ty, wy);
+                    (binary(op, cast_to(x, tx, t), cast_to(y, ty, t)), t)
+                })?;
+            }
+            Some(acc)
+        }
+        ("clip", [a, lo, hi], true) if numpy => {
+            map3(a, lo, hi, &mut |(x, tx, wx), (l, tl, wl), (h, th, wh)| {
+                let t = promote(promote(tx, wx, tl, wl), false, th, wh);
+                let t = if wx { t } else { promote(tx, false, t, true) };
+                (
+                    binary(
+                        BinOp::Min,
+                        binary(BinOp::Max, cast_to(x, tx, t), cast_to(l, tl, t)),
+                        cast_to(h, th, t),
+                    ),
+                    t,
+                )
+            })
+        }
+        ("where", [c, a, b], true) if numpy => {
+            map3(c, a, b, &mut |(cond, tc, _), (x, tx, wx), (y, ty, wy)| {
+                let t = promote(tx, wx, ty, wy);
+                (
+                    select(truthy(cond, tc), cast_to(x, tx, t), cast_to(y, ty, t)),
+                    t,
+                )
+            })
+        }
+        ("float" | "float64" | "double", [a], true) => map1(a, &mut |e, t| {
+            (cast_to(e, t, ScalarType::F64), ScalarType::F64)
+        }),
+        ("float32" | "single", [a], true) if numpy => map1(a, &mut |e, t| {
+            (cast_to(e, t, ScalarType::F32), ScalarType::F32)
+        }),
+        ("int" | "int64" | "intp", [a], true) => map1(a, &mut |e, t| {
+            (cast_to(e, t, ScalarType::I64), ScalarType::I64)
+        }),
+        ("int32", [a], true) if numpy => map1(a, &mut |e, t| {
+            (cast_to(e, t, ScalarType::I32), ScalarType::I32)
+        }),
+        ("bool" | "bool_", [a], true) => map1(a, &mut |e, t| (truthy(e, t), ScalarType::Bool)),
+        _ => None,
+    }
+}
+
+/// `abs(x)`: `fabs` for floats, a select for integers.
+pub fn abs(e: Expr, t: ScalarType) -> (Expr, ScalarType) {
+    if t.is_float() {
+        (math(MathFn::Fabs, vec![e]), t)
+    } else if t == ScalarType::Bool {
+        (cast_to(e, t, ScalarType::I64), ScalarType::I64)
+    } else {
+        (
+            select(
+                cmp(CmpOp::Lt, e.clone(), lit(t, 0.0)),
+                Expr::Unary(UnaryOp::Neg, Box::new(e.clone())),
+                e,
+            ),
+            t,
+        )
+    }
+}
+
+/// Python truthiness as a bool.
+pub fn truthy(e: Expr, t: ScalarType) -> Expr {
+    if t == ScalarType::Bool {
+        e
+    } else {
+        cmp(CmpOp::Ne, e, lit(t, 0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_and_math_names() {
+        assert_eq!(math_fn("numpy.arcsin"), Some(MathFn::Asin));
+        assert_eq!(math_fn("math.erf"), Some(MathFn::Erf));
+        assert_eq!(math_fn("numpy.erf"), None);
+        assert_eq!(math_fn("os.sqrt"), None);
+    }
+
+    #[test]
+    fn math_keeps_python_float_numpy_keeps_f32() {
+        let x = Val::scalar(var("x"), ScalarType::F32);
+        let Some(Val::Scalar(_, t, _)) = call("math.sqrt", std::slice::from_ref(&x)) else {
+            panic!()
+        };
+        assert_eq!(t, ScalarType::F64);
+        let Some(Val::Scalar(_, t, _)) = call("numpy.sqrt", &[x]) else {
+            panic!()
+        };
+        assert_eq!(t, ScalarType::F32);
+        let i = Val::scalar(var("i"), ScalarType::I64);
+        let Some(Val::Scalar(_, t, _)) = call("math.floor", &[i]) else {
+            panic!()
+        };
+        assert_eq!(t, ScalarType::I64);
+    }
+}

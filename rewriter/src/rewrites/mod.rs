@@ -1,0 +1,80 @@
+//! The named rewrites, one module each, in the style of Numba's named
+//! compiler passes. Each is called by the lowering ([`crate::lower`]) where
+//! its pattern occurs; each records where it applied, and a rewrite that
+//! never applied says why not ([`RewriteLog::finish`]).
+
+pub mod app_calls;
+pub mod array_expr;
+pub mod dependences;
+pub mod fp32;
+pub mod grid_stride;
+pub mod hoist_alloc;
+pub mod math_calls;
+pub mod row_reduction;
+pub mod scalar_function;
+pub mod whole_reduction;
+
+use crate::plan::RewriteRecord;
+
+/// Every rewrite, in the order they are reported, with what "not
+/// applicable" means for each.
+pub const ALL: [(&str, &str); 10] = [
+    (grid_stride::NAME, "no loop with independent iterations"),
+    (array_expr::NAME, "no array expression"),
+    (hoist_alloc::NAME, "the function allocates no array"),
+    (row_reduction::NAME, "no reduction inside per-thread work"),
+    (whole_reduction::NAME, "no reduction across the whole data"),
+    (
+        scalar_function::NAME,
+        "the function works on arrays, not on one element",
+    ),
+    (math_calls::NAME, "no math function is called"),
+    (
+        app_calls::NAME,
+        "no other function of the program is called",
+    ),
+    (dependences::NAME, "no loop to check"),
+    (fp32::NAME, "not requested (pass --fp32)"),
+];
+
+/// What each rewrite did.
+#[derive(Default, Debug, Clone)]
+pub struct RewriteLog {
+    applied: Vec<(String, String)>,
+}
+
+impl RewriteLog {
+    pub fn applied(&mut self, rewrite: &str, note: impl Into<String>) {
+        let note = note.into();
+        if !self.applied.iter().any(|(r, n)| r == rewrite && *n == note) {
+            self.applied.push((rewrite.to_string(), note));
+        }
+    }
+
+    /// One record per rewrite: where it applied (notes joined), or why not.
+    pub fn finish(&self) -> Vec<RewriteRecord> {
+        ALL.iter()
+            .map(|(name, why_not)| {
+                let notes: Vec<&str> = self
+                    .applied
+                    .iter()
+                    .filter(|(r, _)| r == name)
+                    .map(|(_, n)| n.as_str())
+                    .collect();
+                if notes.is_empty() {
+                    RewriteRecord {
+                        rewrite: name.to_string(),
+                        applied: false,
+                        note: format!("not applicable: {why_not}"),
+                    }
+                } else {
+                    RewriteRecord {
+                        rewrite: name.to_string(),
+                        applied: true,
+                        note: notes.join("; "),
+                    }
+                }
+            })
+            .collect()
+    }
+}

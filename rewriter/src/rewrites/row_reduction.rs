@@ -1,0 +1,75 @@
+//! **row_reduction**: a reduction inside per-thread work — `x[i, :].mean()`,
+//! `.sum()`, `.max()`, `.min()`, `.prod()`, `np.dot(a[i], b)` — becomes a
+//! thread-private loop into a local, before the statement that uses it (the
+//! seed's `normalize`: "compute mean manually", then the division as a loop).
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::ScalarType;
+
+use crate::error::Lower;
+use crate::ir_util::cast_to;
+use crate::lower::{combine, identity, Lowerer, Reduce, Region};
+use crate::rewrites::array_expr::{self, ArrVal, Val};
+
+pub const NAME: &str = "row_reduction";
+
+/// The accumulator type of a reduction over elements of type `t`.
+pub fn acc_type(op: Reduce, t: ScalarType) -> ScalarType {
+    match op {
+        Reduce::Mean => {
+            if t.is_float() {
+                t
+            } else {
+                ScalarType::F64
+            }
+        }
+        _ if t == ScalarType::Bool
+            || t == ScalarType::I32 && op != Reduce::Max && op != Reduce::Min =>
+        {
+            ScalarType::I64
+        }
+        _ => t,
+    }
+}
+
+impl Lowerer<'_> {
+    pub(crate) fn row_reduction(
+        &mut self,
+        r: &mut Region,
+        op: Reduce,
+        av: &ArrVal,
+        line: u32,
+    ) -> Lower<Val> {
+        let t = acc_type(op, av.elem);
+        let name = self.local_temp(
+            r,
+            match op {
+                Reduce::Mean => "mean",
+                Reduce::Sum => "total",
+                Reduce::Max => "largest",
+                Reduce::Min => "smallest",
+                Reduce::Prod => "product",
+            },
+        );
+        r.push(let_(&name, t, identity(op.op(), t)));
+        let mut seen: Vec<&port_codegen::ir::Expr> = vec![&av.body];
+        seen.extend(av.shape.iter());
+        let vars = self.loop_vars(r, 1, av.ndim(), &seen);
+        let elem = cast_to(array_expr::at_vars(&av.body, &vars), av.elem, t);
+        let update = assign(&name, combine(op.op(), var(&name), array_expr::tidy(&elem)));
+        for s in array_expr::element_loops(&vars, &av.shape, vec![update]) {
+            r.push(s);
+        }
+        if op == Reduce::Mean {
+            r.push(assign(
+                &name,
+                div(var(&name), cast_to(av.size(), ScalarType::I64, t)),
+            ));
+        }
+        self.log.applied(
+            NAME,
+            format!("`{}` as a thread-private loop (line {line})", op.word()),
+        );
+        Ok(Val::scalar(var(&name), t))
+    }
+}

@@ -1,0 +1,353 @@
+//! The user's file: parsing, finding the function by (qualified) name,
+//! import aliases, module-level constants, and line numbers.
+
+use std::collections::HashMap;
+
+use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+use rustpython_parser::source_code::LineIndex;
+use rustpython_parser::text_size::TextSize;
+use rustpython_parser::Parse;
+
+use crate::error::RewriteError;
+
+/// A compile-time constant of the module (`SQRT_2PI = np.float32(...)`):
+/// Numba freezes globals into the kernel, and so does port.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Const {
+    Int(i64),
+    Float(f64),
+    Float32(f32),
+    Bool(bool),
+}
+
+/// A parsed Python file.
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+    pub suite: Vec<Stmt>,
+    lines: LineIndex,
+    /// Import aliases: local name → dotted module path or object
+    /// (`np` → `numpy`, `sqrt` → `math.sqrt`).
+    pub imports: HashMap<String, String>,
+    pub consts: HashMap<String, Const>,
+}
+
+/// A function found in the file, with its qualified name.
+pub struct FoundFunction<'a> {
+    pub qualname: String,
+    pub def: &'a ast::StmtFunctionDef,
+    /// Inside a class (a method or static method).
+    pub class: Option<String>,
+    pub staticmethod: bool,
+}
+
+impl SourceFile {
+    pub fn parse(name: &str, text: &str) -> Result<SourceFile, RewriteError> {
+        let lines = LineIndex::from_source_text(text);
+        let suite = ast::Suite::parse(text, name).map_err(|e| {
+            let loc = lines.source_location(e.offset, text);
+            RewriteError::Parse {
+                file: name.to_string(),
+                line: loc.row.get(),
+                column: loc.column.get(),
+                message: e.error.to_string(),
+            }
+        })?;
+        let mut f = SourceFile {
+            name: name.to_string(),
+            text: text.to_string(),
+            suite,
+            lines,
+            imports: HashMap::new(),
+            consts: HashMap::new(),
+        };
+        f.scan_module();
+        Ok(f)
+    }
+
+    pub fn line_of(&self, offset: TextSize) -> u32 {
+        self.lines.line_index(offset).get()
+    }
+
+    pub fn line(&self, node: &impl Ranged) -> u32 {
+        self.line_of(node.start())
+    }
+
+    /// The last line of a node.
+    pub fn end_line(&self, node: &impl Ranged) -> u32 {
+        let end = node.end();
+        let end = if end > TextSize::from(0) {
+            end - TextSize::from(1)
+        } else {
+            end
+        };
+        self.line_of(end)
+    }
+
+    /// The source text of a node, whitespace removed (for comparing index
+    /// expressions).
+    pub fn norm_text(&self, node: &impl Ranged) -> String {
+        let r = node.range();
+        self.text[usize::from(r.start())..usize::from(r.end())]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    }
+
+    /// The source text of a node as written.
+    pub fn text_of(&self, node: &impl Ranged) -> &str {
+        let r = node.range();
+        &self.text[usize::from(r.start())..usize::from(r.end())]
+    }
+
+    fn scan_module(&mut self) {
+        for s in &self.suite {
+            match s {
+                Stmt::Import(i) => {
+                    for a in &i.names {
+                        let full = a.name.to_string();
+                        match &a.asname {
+                            Some(alias) => {
+                                self.imports.insert(alias.to_string(), full);
+                            }
+                            None => {
+                                let first = full.split('.').next().unwrap_or(&full).to_string();
+                                self.imports.insert(first.clone(), first);
+                            }
+                        }
+                    }
+                }
+                Stmt::ImportFrom(i) => {
+                    let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
+                    for a in &i.names {
+                        let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
+                        self.imports.insert(local, format!("{module}.{}", a.name));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Constants may build on earlier constants.
+        let suite = std::mem::take(&mut self.suite);
+        for s in &suite {
+            let (target, value) = match s {
+                Stmt::Assign(a) => match a.targets.as_slice() {
+                    [Expr::Name(n)] => (n.id.to_string(), a.value.as_ref()),
+                    _ => continue,
+                },
+                Stmt::AnnAssign(a) => match (a.target.as_ref(), &a.value) {
+                    (Expr::Name(n), Some(v)) => (n.id.to_string(), v.as_ref()),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            match self.eval_const(value) {
+                Some(c) => {
+                    self.consts.insert(target, c);
+                }
+                None => {
+                    // Reassigned to something non-constant: not a constant.
+                    self.consts.remove(&target);
+                }
+            }
+        }
+        // A name assigned anywhere else at module level (in a loop, by
+        // `global`) would not be frozen by Numba either; port follows the
+        // simple rule above.
+        self.suite = suite;
+    }
+
+    /// The dotted name an expression refers to, with import aliases
+    /// resolved: `np.sqrt` → `numpy.sqrt`, `sqrt` → `math.sqrt`.
+    pub fn resolve(&self, e: &Expr) -> Option<String> {
+        match e {
+            Expr::Name(n) => {
+                let id = n.id.as_str();
+                Some(
+                    self.imports
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| id.to_string()),
+                )
+            }
+            Expr::Attribute(a) => {
+                let base = self.resolve(&a.value)?;
+                Some(format!("{base}.{}", a.attr))
+            }
+            _ => None,
+        }
+    }
+
+    /// Evaluates a constant expression of the module: numbers, `math.pi`,
+    /// arithmetic, `**`, `math.sqrt`, `np.float32(...)`, `float(...)`.
+    pub fn eval_const(&self, e: &Expr) -> Option<Const> {
+        use Const::*;
+        match e {
+            Expr::Constant(c) => match &c.value {
+                ast::Constant::Int(i) => i64::try_from(i).ok().map(Int),
+                ast::Constant::Float(f) => Some(Float(*f)),
+                ast::Constant::Bool(b) => Some(Bool(*b)),
+                _ => None,
+            },
+            Expr::Name(n) => self.consts.get(n.id.as_str()).copied(),
+            Expr::Attribute(_) => match self.resolve(e)?.as_str() {
+                "math.pi" | "numpy.pi" => Some(Float(std::f64::consts::PI)),
+                "math.e" | "numpy.e" => Some(Float(std::f64::consts::E)),
+                "math.tau" => Some(Float(std::f64::consts::TAU)),
+                "math.inf" | "numpy.inf" => Some(Float(f64::INFINITY)),
+                _ => None,
+            },
+            Expr::UnaryOp(u) => {
+                let v = self.eval_const(&u.operand)?;
+                match (u.op, v) {
+                    (ast::UnaryOp::USub, Int(i)) => Some(Int(-i)),
+                    (ast::UnaryOp::USub, Float(f)) => Some(Float(-f)),
+                    (ast::UnaryOp::USub, Float32(f)) => Some(Float32(-f)),
+                    (ast::UnaryOp::UAdd, v) => Some(v),
+                    _ => None,
+                }
+            }
+            Expr::BinOp(b) => {
+                let l = self.eval_const(&b.left)?;
+                let r = self.eval_const(&b.right)?;
+                if let (Int(x), Int(y)) = (l, r) {
+                    return match b.op {
+                        ast::Operator::Add => x.checked_add(y).map(Int),
+                        ast::Operator::Sub => x.checked_sub(y).map(Int),
+                        ast::Operator::Mult => x.checked_mul(y).map(Int),
+                        ast::Operator::Div => Some(Float(x as f64 / y as f64)),
+                        ast::Operator::FloorDiv if y != 0 => Some(Int(x.div_euclid(y))),
+                        _ => None,
+                    };
+                }
+                let f32_result = matches!(l, Float32(_)) && !matches!(r, Float(_))
+                    || matches!(r, Float32(_)) && !matches!(l, Float(_));
+                let (x, y) = (as_f64(l)?, as_f64(r)?);
+                let v = match b.op {
+                    ast::Operator::Add => x + y,
+                    ast::Operator::Sub => x - y,
+                    ast::Operator::Mult => x * y,
+                    ast::Operator::Div => x / y,
+                    ast::Operator::Pow => x.powf(y),
+                    _ => return None,
+                };
+                Some(if f32_result {
+                    Float32(v as f32)
+                } else {
+                    Float(v)
+                })
+            }
+            Expr::Call(c) if c.args.len() == 1 && c.keywords.is_empty() => {
+                let f = self.resolve(&c.func)?;
+                let v = self.eval_const(&c.args[0])?;
+                let x = as_f64(v)?;
+                match f.as_str() {
+                    "numpy.float32" => Some(Float32(x as f32)),
+                    "numpy.float64" | "float" => Some(Float(x)),
+                    "int" | "numpy.int64" => Some(Int(x as i64)),
+                    "math.sqrt" | "numpy.sqrt" => Some(Float(x.sqrt())),
+                    "math.exp" | "numpy.exp" => Some(Float(x.exp())),
+                    "math.log" | "numpy.log" => Some(Float(x.ln())),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Every function of the file with its qualified name (`f`,
+    /// `Class.method`); nested functions are not listed.
+    pub fn functions(&self) -> Vec<FoundFunction<'_>> {
+        let mut out = Vec::new();
+        for s in &self.suite {
+            match s {
+                Stmt::FunctionDef(d) => out.push(FoundFunction {
+                    qualname: d.name.to_string(),
+                    def: d,
+                    class: None,
+                    staticmethod: false,
+                }),
+                Stmt::ClassDef(c) => {
+                    for s in &c.body {
+                        if let Stmt::FunctionDef(d) = s {
+                            let staticmethod = d.decorator_list.iter().any(
+                                |e| matches!(e, Expr::Name(n) if n.id.as_str() == "staticmethod"),
+                            );
+                            out.push(FoundFunction {
+                                qualname: format!("{}.{}", c.name, d.name),
+                                def: d,
+                                class: Some(c.name.to_string()),
+                                staticmethod,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Top-level names of the module (functions, classes, assignments,
+    /// imports): a new kernel's name must not shadow one.
+    pub fn module_names(&self) -> std::collections::HashSet<String> {
+        let mut names: std::collections::HashSet<String> = self.imports.keys().cloned().collect();
+        for s in &self.suite {
+            match s {
+                Stmt::FunctionDef(d) => {
+                    names.insert(d.name.to_string());
+                }
+                Stmt::ClassDef(c) => {
+                    names.insert(c.name.to_string());
+                }
+                Stmt::Assign(a) => {
+                    for t in &a.targets {
+                        if let Expr::Name(n) = t {
+                            names.insert(n.id.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        names
+    }
+}
+
+fn as_f64(c: Const) -> Option<f64> {
+    Some(match c {
+        Const::Int(i) => i as f64,
+        Const::Float(f) => f,
+        Const::Float32(f) => f64::from(f),
+        Const::Bool(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_constants_imports_and_functions() {
+        let src = "import math\nimport numpy as np\nfrom math import sqrt as sq\n\
+                   SQRT_2PI = np.float32((2 * math.pi) ** 0.5)\nN = 4 * 8\n\
+                   def f(x):\n    return x\n\nclass C:\n    @staticmethod\n    def g(y):\n        return y\n";
+        let f = SourceFile::parse("m.py", src).unwrap();
+        assert_eq!(f.imports["np"], "numpy");
+        assert_eq!(f.imports["sq"], "math.sqrt");
+        assert_eq!(f.consts["N"], Const::Int(32));
+        match f.consts["SQRT_2PI"] {
+            Const::Float32(v) => assert!((v - 2.5066283).abs() < 1e-6),
+            other => panic!("{other:?}"),
+        }
+        let names: Vec<String> = f.functions().into_iter().map(|f| f.qualname).collect();
+        assert_eq!(names, ["f", "C.g"]);
+        assert!(f.functions()[1].staticmethod);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let e = SourceFile::parse("bad.py", "def f(:\n").err().unwrap();
+        assert!(e.to_string().starts_with("bad.py:1:"), "{e}");
+    }
+}

@@ -1,0 +1,286 @@
+//! Argument types: Numba's type-string syntax (`--signature "float64,
+//! float64[:], float64[::1]"`), the analyzer's captured types, and the
+//! mapping to port's kernel IR types.
+
+use port_codegen::ir::{ArrayType, ScalarType, Type};
+use serde::{Deserialize, Serialize};
+
+use crate::error::RewriteError;
+
+/// The type of one argument of the function being migrated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArgType {
+    Scalar(ScalarType),
+    /// An array; `contiguous` when the signature promises C order (`[::1]`).
+    Array(ArrayType),
+}
+
+impl ArgType {
+    pub fn ir(self) -> Type {
+        match self {
+            ArgType::Scalar(s) => Type::Scalar(s),
+            ArgType::Array(a) => Type::Array(a),
+        }
+    }
+
+    pub fn elem(self) -> ScalarType {
+        match self {
+            ArgType::Scalar(s) => s,
+            ArgType::Array(a) => a.elem,
+        }
+    }
+
+    pub fn is_array(self) -> bool {
+        matches!(self, ArgType::Array(_))
+    }
+
+    /// Numba's spelling (`float64`, `float64[:, ::1]`).
+    pub fn numba(self) -> String {
+        match self {
+            ArgType::Scalar(s) => numba_scalar(s).to_string(),
+            ArgType::Array(a) => {
+                let mut dims: Vec<&str> = vec![":"; a.ndim as usize];
+                if a.contiguous {
+                    if let Some(last) = dims.last_mut() {
+                        *last = "::1";
+                    }
+                }
+                format!("{}[{}]", numba_scalar(a.elem), dims.join(", "))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ArgType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.numba())
+    }
+}
+
+/// Numba's / NumPy's name of a scalar type.
+pub fn numba_scalar(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::Bool => "boolean",
+        ScalarType::I32 => "int32",
+        ScalarType::I64 => "int64",
+        ScalarType::F32 => "float32",
+        ScalarType::F64 => "float64",
+    }
+}
+
+/// NumPy's dtype name (`np.float64`, `np.bool_`).
+pub fn numpy_dtype(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::Bool => "np.bool_",
+        ScalarType::I32 => "np.int32",
+        ScalarType::I64 => "np.int64",
+        ScalarType::F32 => "np.float32",
+        ScalarType::F64 => "np.float64",
+    }
+}
+
+/// A scalar type from a Numba or NumPy name; `None` for names port's kernels
+/// do not take.
+pub fn scalar_from_name(name: &str) -> Option<ScalarType> {
+    Some(match name.trim() {
+        "float64" | "f8" | "double" | "float" | "float_" => ScalarType::F64,
+        "float32" | "f4" | "single" => ScalarType::F32,
+        "int64" | "i8" | "int" | "intp" | "int_" | "long" => ScalarType::I64,
+        "int32" | "i4" | "intc" => ScalarType::I32,
+        "boolean" | "bool" | "bool_" | "b1" => ScalarType::Bool,
+        _ => return None,
+    })
+}
+
+const SUPPORTED: &str = "boolean, int32, int64, float32, float64 and arrays of them";
+
+fn bad(given: &str, why: &str) -> RewriteError {
+    RewriteError::BadSignature(format!("`{}`: {why}", given.trim()))
+}
+
+/// Parses one Numba type string: `float64`, `float64[:]`, `float32[:, ::1]`,
+/// `array(float64, 2d, C)`.
+pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
+    let t = s.trim();
+    if let Some(inner) = t.strip_prefix("array(").and_then(|r| r.strip_suffix(')')) {
+        let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+        if parts.len() < 2 || parts.len() > 3 {
+            return Err(bad(t, "write `array(float64, 2d, C)`"));
+        }
+        let elem = scalar_from_name(parts[0]).ok_or_else(|| {
+            bad(
+                t,
+                &format!("unsupported element type; port takes {SUPPORTED}"),
+            )
+        })?;
+        let ndim: u8 = parts[1]
+            .strip_suffix('d')
+            .and_then(|n| n.parse().ok())
+            .filter(|n| (1..=3).contains(n))
+            .ok_or_else(|| bad(t, "arrays have 1 to 3 dimensions (`1d`, `2d`, `3d`)"))?;
+        let contiguous = parts.get(2).is_some_and(|l| *l == "C");
+        return Ok(ArgType::Array(ArrayType {
+            elem,
+            ndim,
+            contiguous,
+        }));
+    }
+    if let Some(open) = t.find('[') {
+        let Some(dims) = t[open + 1..].strip_suffix(']') else {
+            return Err(bad(t, "an array type ends with `]`"));
+        };
+        let elem = scalar_from_name(&t[..open]).ok_or_else(|| {
+            bad(
+                t,
+                &format!("unsupported element type; port takes {SUPPORTED}"),
+            )
+        })?;
+        let dims: Vec<String> = dims
+            .split(',')
+            .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
+            .collect();
+        if dims.is_empty() || dims.len() > 3 {
+            return Err(bad(t, "arrays have 1 to 3 dimensions"));
+        }
+        let mut contiguous = false;
+        for (k, d) in dims.iter().enumerate() {
+            match d.as_str() {
+                ":" => {}
+                "::1" if k + 1 == dims.len() => contiguous = true,
+                _ => {
+                    return Err(bad(
+                        t,
+                        "each dimension is `:`, and the last may be `::1` (C order)",
+                    ))
+                }
+            }
+        }
+        return Ok(ArgType::Array(ArrayType {
+            elem,
+            ndim: dims.len() as u8,
+            contiguous,
+        }));
+    }
+    scalar_from_name(t).map(ArgType::Scalar).ok_or_else(|| {
+        bad(
+            t,
+            &format!("unknown or unsupported type; port takes {SUPPORTED}"),
+        )
+    })
+}
+
+/// Parses a comma-separated signature, splitting only at top-level commas
+/// (`float64[:, :]` holds one).
+pub fn parse_signature(sig: &str) -> Result<Vec<ArgType>, RewriteError> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    // A return type (`float64(float64, float64[:])`) is allowed and ignored.
+    let body = match (sig.find('('), sig.trim_end().strip_suffix(')')) {
+        (Some(p), Some(_))
+            if !sig[..p].contains('[') && !sig.trim_start().starts_with("array(") =>
+        {
+            let inner = &sig[p + 1..];
+            inner
+                .trim_end()
+                .strip_suffix(')')
+                .unwrap_or(inner)
+                .to_string()
+        }
+        _ => sig.to_string(),
+    };
+    for c in body.chars() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            _ => {}
+        }
+        if c == ',' && depth == 0 {
+            out.push(parse_type(&cur)?);
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(parse_type(&cur)?);
+    } else if !out.is_empty() || body.trim().is_empty() {
+        return Err(RewriteError::BadSignature(format!(
+            "`{}`: empty type in the signature",
+            sig.trim()
+        )));
+    }
+    Ok(out)
+}
+
+/// The type the profiler saw for an argument, as the analysis stores it.
+pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError> {
+    match t.kind.as_str() {
+        "ndarray" => {
+            let elem = scalar_from_name(&t.dtype).ok_or_else(|| {
+                RewriteError::BadSignature(format!(
+                    "argument `{}` was captured as a {} array; port takes {SUPPORTED}",
+                    t.name, t.dtype
+                ))
+            })?;
+            let ndim = t.ndim.unwrap_or(1);
+            if !(1..=3).contains(&ndim) {
+                return Err(RewriteError::BadSignature(format!(
+                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 3",
+                    t.name
+                )));
+            }
+            Ok(ArgType::Array(ArrayType {
+                elem,
+                ndim: ndim as u8,
+                contiguous: t.c_contiguous.unwrap_or(false),
+            }))
+        }
+        "scalar" => scalar_from_name(&t.dtype)
+            .map(ArgType::Scalar)
+            .ok_or_else(|| {
+                RewriteError::BadSignature(format!(
+                    "argument `{}` was captured as `{}`; port takes {SUPPORTED}",
+                    t.name, t.dtype
+                ))
+            }),
+        other => Err(RewriteError::BadSignature(format!(
+            "argument `{}` was captured as `{other}` ({}); port takes {SUPPORTED}",
+            t.name, t.dtype
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_numba_signatures() {
+        let sig = parse_signature("float64, float64[:], float32[:, ::1], int64").unwrap();
+        assert_eq!(sig.len(), 4);
+        assert_eq!(sig[0], ArgType::Scalar(ScalarType::F64));
+        assert_eq!(
+            sig[2],
+            ArgType::Array(ArrayType {
+                elem: ScalarType::F32,
+                ndim: 2,
+                contiguous: true
+            })
+        );
+        assert_eq!(sig[2].numba(), "float32[:, ::1]");
+        let with_ret = parse_signature("float64(float64, float64)").unwrap();
+        assert_eq!(with_ret.len(), 2);
+        let arr = parse_signature("array(float64, 2d, C)").unwrap();
+        assert_eq!(arr[0].numba(), "float64[:, ::1]");
+    }
+
+    #[test]
+    fn rejects_bad_types() {
+        assert!(parse_signature("complex128").is_err());
+        assert!(parse_signature("float64[::2]").is_err());
+        assert!(parse_signature("float64,, int64").is_err());
+        assert!(parse_signature("float64[:").is_err());
+        assert!(parse_signature("uint8[:]").is_err());
+    }
+}

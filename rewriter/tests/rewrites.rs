@@ -1,0 +1,366 @@
+//! The rewriter as a library: each named rewrite on the fixtures, the IR it
+//! builds (verified by codegen), the Python it prints, and its refusals.
+
+mod common;
+
+use port_codegen::ir::{Expr, Stmt, Type};
+use port_rewriter::plan::Fill;
+use port_rewriter::{
+    migrate, parse_signature, AppFacts, HostStep, MigrationRequest, Outcome, PlanKind,
+};
+use rustpython_parser::Parse;
+
+use common::{fixture, migrated, refused};
+
+fn applied(m: &port_rewriter::Migration, rewrite: &str) -> bool {
+    m.plan
+        .rewrites
+        .iter()
+        .any(|r| r.rewrite == rewrite && r.applied)
+}
+
+fn has(body: &[Stmt], pred: &dyn Fn(&Stmt) -> bool) -> bool {
+    body.iter().any(|s| {
+        pred(s)
+            || match s {
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => has(then_body, pred) || has(else_body, pred),
+                Stmt::While { body, .. } | Stmt::For { body, .. } => has(body, pred),
+                Stmt::ParallelFor(p) => has(&p.body, pred),
+                _ => false,
+            }
+    })
+}
+
+/// Every migration's IR verifies and its Python parses.
+fn check(m: &port_rewriter::Migration) {
+    port_codegen::verify::verify_module(&m.plan.module).expect("valid IR");
+    rustpython_parser::ast::Suite::parse(&m.python, "<migrated>").expect("valid Python");
+    rustpython_parser::ast::Suite::parse(&m.new_source, "<patched>").expect("valid patched file");
+}
+
+fn migrate_src(src: &str, function: &str, sig: &str) -> Outcome {
+    let types = parse_signature(sig).unwrap();
+    migrate(&MigrationRequest {
+        source: src,
+        file_name: "t.py",
+        function,
+        types: &types,
+        facts: &AppFacts::default(),
+        report: None,
+        fp32: false,
+    })
+    .unwrap()
+}
+
+#[test]
+fn grid_stride_loop_for_saxpy() {
+    let m = migrated(
+        "migrate/seeds.py",
+        "saxpy",
+        "float64, float64[:], float64[:], float64[:]",
+    );
+    check(&m);
+    assert!(applied(&m, "grid_stride") && applied(&m, "dependences"));
+    assert_eq!(m.plan.module.kernels.len(), 1);
+    let k = &m.plan.module.kernels[0];
+    assert!(matches!(&k.body[0], Stmt::ParallelFor(p) if p.vars == ["i"]));
+    assert_eq!(m.plan.mutated, ["out"]);
+    assert!(m
+        .python
+        .contains("for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):"));
+    assert!(m.python.contains("out[...] = d_out.copy_to_host()"));
+    // Only what the original mutated is copied back.
+    assert!(!m.python.contains("x[...] ="));
+}
+
+#[test]
+fn a_nest_of_two_becomes_a_2d_grid() {
+    let m = migrated(
+        "migrate/kernels.py",
+        "matmul",
+        "float64[:, :], float64[:, :], float64[:, :]",
+    );
+    check(&m);
+    let k = &m.plan.module.kernels[0];
+    let Stmt::ParallelFor(p) = &k.body[0] else {
+        panic!()
+    };
+    assert_eq!(p.vars, ["i", "j"]);
+    assert!(
+        has(&p.body, &|s| matches!(s, Stmt::For { .. })),
+        "the k loop stays in the thread"
+    );
+    assert!(m.python.contains("start_x, start_y = cuda.grid(2)"));
+    assert!(matches!(
+        m.plan.steps[0],
+        HostStep::Launch {
+            shape: port_rewriter::LaunchShape::Grid2 { .. },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn go_fast_is_a_reduction_kernel_then_an_element_kernel() {
+    let m = migrated("migrate/seeds.py", "go_fast", "float64[:, :]");
+    check(&m);
+    for r in [
+        "whole_reduction",
+        "array_expr",
+        "hoist_alloc",
+        "math_calls",
+        "grid_stride",
+    ] {
+        assert!(applied(&m, r), "{r}");
+    }
+    let names = m.plan.kernel_names();
+    assert_eq!(names, ["go_fast_trace", "go_fast_result"]);
+    let red = &m.plan.module.kernels[0];
+    assert!(red.has_barrier() && !red.shared.is_empty());
+    let mut atomic = false;
+    port_codegen::ir::walk_body_exprs(&red.body, &mut |e| atomic |= matches!(e, Expr::Atomic(..)));
+    assert!(atomic, "one atomic per block");
+    // The accumulator starts at `trace`'s value before the loop.
+    assert!(m.plan.steps.iter().any(|s| matches!(
+        s,
+        HostStep::Alloc {
+            fill: Fill::Value(_),
+            ..
+        }
+    )));
+    // The element kernel reads the sum on the device: no copy back in between.
+    assert!(!m
+        .plan
+        .steps
+        .iter()
+        .any(|s| matches!(s, HostStep::ReadBack { .. })));
+}
+
+#[test]
+fn normalize_rows_are_thread_private_loops() {
+    let m = migrated("migrate/seeds.py", "normalize", "float64[:, :]");
+    check(&m);
+    assert!(applied(&m, "row_reduction") && applied(&m, "array_expr"));
+    let k = &m.plan.module.kernels[0];
+    let Stmt::ParallelFor(p) = &k.body[0] else {
+        panic!()
+    };
+    let loops = p
+        .body
+        .iter()
+        .filter(|s| matches!(s, Stmt::For { .. }))
+        .count();
+    assert_eq!(loops, 2, "the mean, then the division");
+}
+
+#[test]
+fn scalar_functions_become_device_functions_applied_over_arrays() {
+    let m = migrated("migrate/seeds.py", "hypot", "float64, float64");
+    check(&m);
+    assert_eq!(m.plan.kind, PlanKind::Ufunc);
+    assert!(applied(&m, "scalar_function"));
+    assert_eq!(m.plan.module.device_functions.len(), 1);
+    assert!(m
+        .python
+        .contains("@cuda.jit(device=True)\ndef hypot_device(x, y):"));
+    let m = migrated(
+        "migrate/seeds.py",
+        "polar_distance",
+        "float64, float64, float64, float64",
+    );
+    check(&m);
+    assert!(applied(&m, "app_calls"), "polar_to_cartesian is inlined");
+    let m = migrated(
+        "migrate/seeds.py",
+        "gaussian_pdf",
+        "float64[:], float64, float64",
+    );
+    let k = &m.plan.module.kernels[0];
+    let scalars: Vec<&str> = k
+        .params
+        .iter()
+        .filter(|p| matches!(p.ty, Type::Scalar(_)))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        scalars,
+        ["mean", "sigma"],
+        "scalar arguments stay one value"
+    );
+}
+
+#[test]
+fn cuda_eligible_callees_become_device_functions() {
+    let src = "import math\n\ndef clamp(v, lo, hi):\n    if v < lo:\n        return lo\n    if v > hi:\n        return hi\n    return v\n\n\
+               def f(x, out):\n    for i in range(x.shape[0]):\n        out[i] = clamp(math.sin(x[i]), -0.5, 0.5)\n";
+    let Outcome::Migrated(m) = migrate_src(src, "f", "float64[:], float64[:]") else {
+        panic!()
+    };
+    check(&m);
+    assert_eq!(m.plan.module.device_functions[0].name, "clamp_device");
+    assert!(
+        m.python
+            .contains("out[i] = clamp_device(math.sin(x[i]), -0.5, 0.5)"),
+        "{}",
+        m.python
+    );
+}
+
+#[test]
+fn callees_that_are_not_cuda_eligible_are_refused_by_name() {
+    let src = "def helper(v):\n    return v * 2\n\ndef f(x, out):\n    for i in range(x.shape[0]):\n        out[i] = helper(x[i])\n";
+    let types = parse_signature("float64[:], float64[:]").unwrap();
+    let mut facts = AppFacts::default();
+    facts.verdicts.insert(
+        "helper".into(),
+        (
+            port_analyzer::Verdict::Object,
+            Some((2, "PORT101 Unknown attribute 'md5'".into())),
+        ),
+    );
+    let out = migrate(&MigrationRequest {
+        source: src,
+        file_name: "t.py",
+        function: "f",
+        types: &types,
+        facts: &facts,
+        report: None,
+        fp32: false,
+    })
+    .unwrap();
+    let Outcome::Refused(r) = out else { panic!() };
+    assert_eq!(r[0].rewrite, "app_calls");
+    assert_eq!(r[0].line, 6);
+    assert!(
+        r[0].message
+            .contains("calls `helper` (line 6), which is object-mode"),
+        "{}",
+        r[0].message
+    );
+}
+
+#[test]
+fn scans_are_refused_by_the_rewriter_too() {
+    let r = refused(
+        "migrate/refused.py",
+        "cumulative_sum",
+        "float64[:], float64[:]",
+    );
+    assert_eq!(r[0].rewrite, "dependences");
+    assert_eq!(r[0].line, 10);
+    assert!(
+        r[0].message.contains("`total`") && r[0].message.contains("lines 10, 11"),
+        "{}",
+        r[0].message
+    );
+    let r = refused("migrate/refused.py", "recurrence", "float64[:]");
+    assert!(r[0].message.contains("recurrence"), "{}", r[0].message);
+}
+
+#[test]
+fn aliasing_slices_and_kernel_allocations_are_refused() {
+    let src = "import numpy as np\n\ndef rev(x):\n    for i in range(x.shape[0]):\n        x[i, :] = x[i, ::-1]\n\n\
+               def alloc(x, out):\n    for i in range(x.shape[0]):\n        t = np.zeros(3)\n        out[i] = t[0]\n";
+    let Outcome::Refused(r) = migrate_src(src, "rev", "float64[:, :]") else {
+        panic!()
+    };
+    assert!(
+        r[0].message.contains("reads `x` at other elements"),
+        "{}",
+        r[0].message
+    );
+    assert_eq!(r[0].line, 5);
+    let Outcome::Refused(r) = migrate_src(src, "alloc", "float64[:, :], float64[:]") else {
+        panic!()
+    };
+    assert_eq!(r[0].rewrite, "hoist_alloc");
+    assert_eq!(r[0].line, 9);
+}
+
+#[test]
+fn a_value_read_after_the_loop_is_refused() {
+    let src = "def last(x, out):\n    t = 0.0\n    for i in range(x.shape[0]):\n        t = x[i] * 2\n        out[i] = t\n    return t\n";
+    let Outcome::Refused(r) = migrate_src(src, "last", "float64[:], float64[:]") else {
+        panic!()
+    };
+    assert!(
+        r[0].message.contains("`t` is read after the parallel loop"),
+        "{}",
+        r[0].message
+    );
+}
+
+#[test]
+fn types_widen_to_a_fixed_point() {
+    // `s = 0` then `s += x[i] * w[i]`: s is a float.
+    let src = "def wsum(x, w):\n    s = 0\n    for i in range(x.shape[0]):\n        s += x[i] * w[i]\n    return s\n";
+    let Outcome::Migrated(m) = migrate_src(src, "wsum", "float32[:], float32[:]") else {
+        panic!()
+    };
+    check(&m);
+    let k = &m.plan.module.kernels[0];
+    let acc = k
+        .params
+        .iter()
+        .find(|p| p.name == "s_acc")
+        .expect("the accumulator");
+    assert!(
+        matches!(acc.ty, Type::Array(a) if a.elem.is_float()),
+        "{acc:?}"
+    );
+    assert!(
+        m.python
+            .contains("    s = np.float64(d_s_acc.copy_to_host()[0])\n    return s\n"),
+        "{}",
+        m.python
+    );
+}
+
+#[test]
+fn fp32_lowers_every_float64() {
+    let Outcome::Migrated(m) = common::run("migrate/seeds.py", "go_fast", "float64[:, :]", true)
+    else {
+        panic!()
+    };
+    check(&m);
+    assert!(m.plan.fp32);
+    assert!(applied(&m, "fp32"));
+    let text = port_codegen::text::print_module(&m.plan.module);
+    assert!(!text.contains("f64"), "{text}");
+    assert!(m.python.contains(".astype(np.float32)") && m.python.contains(".astype(np.float64)"));
+}
+
+#[test]
+fn every_rewrite_reports_itself() {
+    let m = migrated(
+        "migrate/seeds.py",
+        "saxpy",
+        "float64, float64[:], float64[:], float64[:]",
+    );
+    assert_eq!(m.plan.rewrites.len(), 10);
+    let fp32 = m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "fp32")
+        .unwrap();
+    assert!(!fp32.applied && fp32.note.starts_with("not applicable: "));
+}
+
+#[test]
+fn the_patch_replaces_only_the_function_and_adds_imports() {
+    let m = migrated("migrate/kernels.py", "stencil_1d", "float64[:], float64[:]");
+    let original = std::fs::read_to_string(fixture("migrate/kernels.py")).unwrap();
+    assert!(m.diff.contains("+from numba import cuda"));
+    assert!(m
+        .diff
+        .contains("-        out[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]"));
+    // The other functions are untouched.
+    let untouched = original.split("def stencil_2d").nth(1).unwrap();
+    assert!(m.new_source.contains(untouched));
+    assert!(m.new_source.contains("def _port_blocks(n, threads):"));
+}

@@ -1,0 +1,144 @@
+//! `allclose`, as NumPy defines it (`|actual - expected| <= atol + rtol *
+//! |expected|`, NaNs equal to NaNs), with the first differing element and
+//! the largest errors reported.
+
+use crate::npy::NdArray;
+
+/// The tolerance of one comparison.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+}
+
+/// float64 results: rtol 1e-5 (the bound), NumPy's atol.
+pub const FLOAT64: Tolerance = Tolerance {
+    rtol: 1e-5,
+    atol: 1e-8,
+};
+/// float32 results: float32 carries about 7 digits, and the kernels sum in
+/// another order than NumPy's pairwise summation: rtol 1e-4, atol 1e-6.
+pub const FLOAT32: Tolerance = Tolerance {
+    rtol: 1e-4,
+    atol: 1e-6,
+};
+/// `--fp32` (float64 original, float32 kernels): rtol 1e-3, atol 1e-5.
+pub const FP32_LOWERED: Tolerance = Tolerance {
+    rtol: 1e-3,
+    atol: 1e-5,
+};
+
+/// The result of comparing one output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub passed: bool,
+    pub max_abs_err: f64,
+    pub max_rel_err: f64,
+    /// The first element out of tolerance: "index (2, 5): expected 1.5, got 1.25".
+    pub first_mismatch: Option<String>,
+}
+
+fn index_text(shape: &[usize], mut k: usize) -> String {
+    if shape.is_empty() {
+        return "()".into();
+    }
+    let mut idx = vec![0usize; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let n = shape[d].max(1);
+        idx[d] = k % n;
+        k /= n;
+    }
+    if idx.len() == 1 {
+        format!("[{}]", idx[0])
+    } else {
+        format!(
+            "({})",
+            idx.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// Compares `actual` with `expected` element by element.
+pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Comparison {
+    let same_shape =
+        expected.shape == actual.shape || expected.len() == actual.len() && expected.len() == 1;
+    if !same_shape {
+        return Comparison {
+            passed: false,
+            max_abs_err: f64::INFINITY,
+            max_rel_err: f64::INFINITY,
+            first_mismatch: Some(format!(
+                "shape: expected {:?}, got {:?}",
+                expected.shape, actual.shape
+            )),
+        };
+    }
+    let mut out = Comparison {
+        passed: true,
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        first_mismatch: None,
+    };
+    for k in 0..expected.len() {
+        let (e, a) = (expected.get_f64(k), actual.get_f64(k));
+        if e.is_nan() && a.is_nan() {
+            continue;
+        }
+        let err = (a - e).abs();
+        let ok = if e.is_infinite() || a.is_infinite() {
+            e == a
+        } else {
+            err <= tol.atol + tol.rtol * e.abs()
+        };
+        if err.is_finite() {
+            out.max_abs_err = out.max_abs_err.max(err);
+            if e != 0.0 {
+                out.max_rel_err = out.max_rel_err.max(err / e.abs());
+            }
+        } else if !ok {
+            out.max_abs_err = f64::INFINITY;
+            out.max_rel_err = f64::INFINITY;
+        }
+        if !ok && out.first_mismatch.is_none() {
+            out.passed = false;
+            out.first_mismatch = Some(format!(
+                "index {}: expected {e}, got {a}",
+                index_text(&expected.shape, k)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use port_codegen::ArrayData;
+
+    fn arr(shape: Vec<usize>, v: Vec<f64>) -> NdArray {
+        NdArray {
+            shape,
+            data: ArrayData::F64(v),
+        }
+    }
+
+    #[test]
+    fn tolerances_and_first_index() {
+        let e = arr(vec![2, 2], vec![1.0, 2.0, 3.0, f64::NAN]);
+        let ok = arr(vec![2, 2], vec![1.0, 2.0 + 1e-6, 3.0, f64::NAN]);
+        assert!(allclose(&e, &ok, FLOAT64).passed);
+        let bad = arr(vec![2, 2], vec![1.0, 2.0, 3.1, f64::NAN]);
+        let c = allclose(&e, &bad, FLOAT64);
+        assert!(!c.passed);
+        assert_eq!(
+            c.first_mismatch.unwrap(),
+            "index (1, 0): expected 3, got 3.1"
+        );
+        assert!((c.max_abs_err - 0.1).abs() < 1e-12);
+        let c = allclose(&e, &arr(vec![4], vec![0.0; 4]), FLOAT64);
+        assert!(c.first_mismatch.unwrap().starts_with("shape"));
+    }
+}

@@ -1,0 +1,19 @@
+//! What can go wrong while verifying, one line each.
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("{0}: {1}")]
+    Io(String, String),
+    #[error("bad data: {0}")]
+    BadData(String),
+    #[error("cannot run Python `{python}`: {message}")]
+    NoPython { python: String, message: String },
+    #[error("the original function raised: {0}")]
+    OriginalFailed(String),
+    #[error("the kernels failed on the simulator: {0}")]
+    Simulator(String),
+    #[error("{0}")]
+    NoGpu(String),
+    #[error("the plan cannot run: {0}")]
+    BadPlan(String),
+}

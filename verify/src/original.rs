@@ -1,0 +1,155 @@
+//! The original function under CPython: a small helper script
+//! (`original_helper.py`, embedded) imports the user's module by path —
+//! without running its `__main__` block — calls the function on inputs
+//! saved as `.npy`, and saves the arrays it was given and what it returned.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::VerifyError;
+use crate::npy::{self, NdArray};
+
+/// The helper script.
+pub const HELPER: &str = include_str!("original_helper.py");
+
+/// What the original did.
+#[derive(Clone, Debug)]
+pub struct OriginalRun {
+    /// Each array argument after the call (`None` for scalars).
+    pub args: Vec<Option<NdArray>>,
+    /// What it returned (one entry per tuple item), `None` for `None`.
+    pub returns: Option<Vec<NdArray>>,
+    /// Wall time of the call.
+    pub seconds: f64,
+}
+
+fn helper_path(dir: &Path) -> Result<PathBuf, VerifyError> {
+    let p = dir.join("original_helper.py");
+    std::fs::write(&p, HELPER)
+        .map_err(|e| VerifyError::Io(p.display().to_string(), e.to_string()))?;
+    Ok(p)
+}
+
+fn python_cmd(
+    python: &Path,
+    args: &[&std::ffi::OsStr],
+) -> Result<std::process::Output, VerifyError> {
+    Command::new(python)
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .map_err(|e| VerifyError::NoPython {
+            python: python.display().to_string(),
+            message: e.to_string(),
+        })
+}
+
+fn last_line(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    s.lines().last().unwrap_or("").trim().to_string()
+}
+
+/// Runs `qualname` of `file` on the inputs in `input_dir`
+/// (`manifest.json`, see the helper); `ufunc` applies it element by element.
+pub fn run_original(
+    python: &Path,
+    file: &Path,
+    qualname: &str,
+    input_dir: &Path,
+    work: &Path,
+    ufunc: bool,
+) -> Result<OriginalRun, VerifyError> {
+    let helper = helper_path(work)?;
+    let out = work.join("original");
+    std::fs::create_dir_all(&out)
+        .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
+    let mode = if ufunc { "ufunc" } else { "call" };
+    let o = python_cmd(
+        python,
+        &[
+            helper.as_os_str(),
+            mode.as_ref(),
+            file.as_os_str(),
+            qualname.as_ref(),
+            input_dir.as_os_str(),
+            out.as_os_str(),
+        ],
+    )?;
+    if !o.status.success() {
+        let msg = last_line(&o.stderr);
+        return Err(if o.status.code() == Some(3) {
+            VerifyError::OriginalFailed(msg)
+        } else {
+            VerifyError::NoPython {
+                python: python.display().to_string(),
+                message: if msg.is_empty() {
+                    format!("exited with {}", o.status)
+                } else {
+                    msg
+                },
+            }
+        });
+    }
+    let text = std::fs::read_to_string(out.join("result.json"))
+        .map_err(|e| VerifyError::Io("result.json".into(), e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| VerifyError::BadData(e.to_string()))?;
+    let mut args = Vec::new();
+    for a in v["args"].as_array().cloned().unwrap_or_default() {
+        args.push(match a.as_str() {
+            Some(f) => Some(npy::read(&out.join(f))?),
+            None => None,
+        });
+    }
+    let returns = match v["returns"].as_array() {
+        None => None,
+        Some(items) => {
+            let mut r = Vec::new();
+            for f in items {
+                let f = f
+                    .as_str()
+                    .ok_or_else(|| VerifyError::BadData("bad result".into()))?;
+                r.push(npy::read(&out.join(f))?);
+            }
+            Some(r)
+        }
+    };
+    Ok(OriginalRun {
+        args,
+        returns,
+        seconds: v["seconds"].as_f64().unwrap_or(0.0),
+    })
+}
+
+/// Unpacks a captured `.npz` (the profiler's snapshot) into `.npy` files
+/// and a manifest in `out`, arguments in `names` order.
+pub fn unpack_capture(
+    python: &Path,
+    npz: &Path,
+    names: &[String],
+    work: &Path,
+    out: &Path,
+) -> Result<(), VerifyError> {
+    let helper = helper_path(work)?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
+    let joined = names.join(",");
+    let o = python_cmd(
+        python,
+        &[
+            helper.as_os_str(),
+            "npz".as_ref(),
+            npz.as_os_str(),
+            joined.as_ref(),
+            out.as_os_str(),
+        ],
+    )?;
+    if !o.status.success() {
+        return Err(VerifyError::BadData(format!(
+            "captured inputs {}: {}",
+            npz.display(),
+            last_line(&o.stderr)
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+"""Runs one function of a user's file on saved inputs and saves what it
+returns and the arrays it was given (after the call). Written by port's
+verify crate to a temporary folder and run with the user's Python.
+
+    python original_helper.py call   FILE QUALNAME INPUT_DIR OUTPUT_DIR
+    python original_helper.py ufunc  FILE QUALNAME INPUT_DIR OUTPUT_DIR
+    python original_helper.py npz    NPZ  NAMES    OUTPUT_DIR
+
+INPUT_DIR/manifest.json lists the arguments in order:
+{"args": [{"name": "x", "file": "arg0.npy"} | {"name": "a", "scalar": 1.5, "type": "float"}],
+ "otypes": ["float64", ...]}            # ufunc mode: the output dtypes
+The module is imported by path under another name, so its
+`if __name__ == "__main__":` block does not run.
+"""
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+
+def load_module(path):
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location("_port_original", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_port_original"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def resolve(mod, qualname):
+    obj = mod
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def load_args(folder):
+    with open(os.path.join(folder, "manifest.json")) as f:
+        manifest = json.load(f)
+    args = []
+    for a in manifest["args"]:
+        if "file" in a:
+            args.append(np.load(os.path.join(folder, a["file"])))
+        else:
+            kind = a["type"]
+            v = a["scalar"]
+            args.append(bool(v) if kind == "bool" else int(v) if kind == "int" else float(v))
+    return manifest, args
+
+
+def save(folder, name, value):
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or arr.dtype.kind in "iuf":
+        if arr.dtype.kind == "u":
+            arr = arr.astype(np.int64)
+        np.save(os.path.join(folder, name), np.ascontiguousarray(arr))
+        return name + ".npy"
+    raise TypeError("cannot compare a value of type %s" % type(value).__name__)
+
+
+def run(mode, path, qualname, inp, out):
+    mod = load_module(path)
+    fn = resolve(mod, qualname)
+    manifest, args = load_args(inp)
+    if mode == "ufunc":
+        otypes = [np.dtype(t) for t in manifest["otypes"]]
+        fn = np.vectorize(fn, otypes=otypes)
+    start = time.perf_counter()
+    ret = fn(*args)
+    elapsed = time.perf_counter() - start
+    result = {"args": [], "returns": None, "seconds": elapsed}
+    for k, a in enumerate(args):
+        result["args"].append(save(out, "arg%d" % k, a) if isinstance(a, np.ndarray) else None)
+    if ret is not None:
+        items = list(ret) if isinstance(ret, tuple) else [ret]
+        result["returns"] = [save(out, "ret%d" % k, v) for k, v in enumerate(items)]
+        result["tuple"] = isinstance(ret, tuple)
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump(result, f)
+
+
+def unpack_npz(npz, names, out):
+    data = np.load(npz, allow_pickle=False)
+    args = []
+    for k, name in enumerate(names.split(",")):
+        if name not in data.files:
+            raise KeyError("the capture has no argument %r (it has %s)" % (name, ", ".join(data.files)))
+        v = data[name]
+        if v.ndim == 0:
+            kind = "bool" if v.dtype == np.bool_ else "int" if v.dtype.kind in "iu" else "float"
+            args.append({"name": name, "scalar": v.item(), "type": kind})
+        else:
+            args.append({"name": name, "file": save(out, "arg%d" % k, v)})
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"args": args, "otypes": []}, f)
+
+
+def main():
+    try:
+        if sys.argv[1] == "npz":
+            unpack_npz(sys.argv[2], sys.argv[3], sys.argv[4])
+        else:
+            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    except Exception as e:  # the user's code failed: say where
+        tb = traceback.extract_tb(sys.exc_info()[2])
+        where = next((f for f in reversed(tb) if f.name != "<module>" and "original_helper" not in f.filename), None)
+        loc = " (%s:%d in %s)" % (os.path.basename(where.filename), where.lineno, where.name) if where else ""
+        sys.stderr.write("%s: %s%s\n" % (type(e).__name__, e, loc))
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Checks the Numba-CUDA source `port migrate` emitted, with real Numba
+(the oracle venv, numba-cuda):
+
+    numba_check.py ptx PATCHED.py MIGRATION.json
+        every kernel compiles with numba.cuda.compile_ptx (cc 8.0, no GPU);
+    NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json
+        the patched function, run on Numba's CUDA simulator, gives the
+        original's results on small inputs (every mutated argument and the
+        return value, allclose).
+
+Exit 0 when all is well, 1 with the first problem on stderr.
+"""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import types as pytypes
+
+import numpy as np
+
+
+def load(path, name):
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def patch_no_driver(cc):
+    """numba-cuda asks the driver for the device's compute capability when
+    it compiles device functions; without libcuda, report `cc` instead
+    (the same trick as shared/tools/numba-oracle/classify.py)."""
+    fake = pytypes.SimpleNamespace(compute_capability=cc)
+    import numba.cuda.dispatcher as d
+    import numba.cuda.compiler as c
+    d.get_current_device = lambda: fake
+    c.get_current_device = lambda: fake
+    try:
+        import numba.cuda.memory_management.nrt as n
+        n.get_current_device = lambda: fake
+    except Exception:
+        pass
+
+
+def numba_types(sig):
+    from numba.core import types
+    return eval("(" + sig + ",)", dict(vars(types)))
+
+
+def check_ptx(patched, migration):
+    from numba import cuda
+    patch_no_driver((8, 0))
+    mod = load(patched, "_port_patched")
+    if migration["status"] != "verified" or not migration["kernels"]:
+        raise SystemExit("the migration is %s, with no kernels to check" % migration["status"])
+    for k in migration["kernels"]:
+        kernel = getattr(mod, k["name"])
+        ptx, _ = cuda.compile_ptx(kernel.py_func, numba_types(k["signature"]), cc=(8, 0))
+        if ".entry" not in ptx:
+            raise SystemExit("kernel %s: compile_ptx gave no entry point" % k["name"])
+        print("ok compile_ptx %s(%s)" % (k["name"], k["signature"]))
+
+
+def make_inputs(plan, rng):
+    sig = numba_types(plan["signature"])
+    ndim = max([getattr(t, "ndim", 0) for t in sig] + [1])
+    n = {1: 300, 2: 24}.get(ndim, 10)
+    lo, hi = plan["input_range"]
+    args = []
+    for t in sig:
+        if hasattr(t, "ndim"):
+            dt = np.dtype(str(t.dtype))
+            shape = (n,) * t.ndim
+            if dt.kind == "f":
+                args.append((lo + (hi - lo) * rng.random(shape)).astype(dt))
+            elif dt.kind == "b":
+                args.append(rng.random(shape) < 0.5)
+            else:
+                args.append(rng.integers(0, 8, shape).astype(dt))
+        else:
+            name = str(t)
+            if plan["kind"] == "ufunc" and all(not hasattr(u, "ndim") for u in sig):
+                # A scalar function: applied over arrays of values.
+                dt = np.dtype(name)
+                args.append((lo + (hi - lo) * rng.random(n)).astype(dt) if dt.kind == "f"
+                            else rng.integers(1, 8, n).astype(dt))
+            elif name.startswith("float"):
+                args.append(0.75)
+            elif name.startswith("int"):
+                args.append(5)
+            else:
+                args.append(True)
+    return args
+
+
+def copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def compare(what, expected, actual, rtol, atol):
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.shape != a.shape:
+        raise SystemExit("%s: shape %s, the original's is %s" % (what, a.shape, e.shape))
+    if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+        bad = np.argwhere(~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True))[0]
+        idx = tuple(int(i) for i in bad)
+        raise SystemExit("%s differs at %s: original %r, Numba CUDA simulator %r" % (what, idx, e[idx], a[idx]))
+
+
+def check_sim(original, patched, migration):
+    from numba import config
+    if not config.ENABLE_CUDASIM:
+        raise SystemExit("set NUMBA_ENABLE_CUDASIM=1")
+    plan = migration["plan"]
+    name = migration["function"]
+    orig = getattr(load(original, "_port_original"), name)
+    new = getattr(load(patched, "_port_patched"), name)
+    rng = np.random.default_rng(2020)
+    args = make_inputs(plan, rng)
+    if plan["kind"] == "ufunc":
+        otypes = [np.dtype(t) for t in plan["ufunc_outputs"]]
+        orig = np.vectorize(orig, otypes=otypes)
+    a1, a2 = copy(args), copy(args)
+    r1 = orig(*a1)
+    r2 = new(*a2)
+    f32 = any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args)
+    rtol, atol = (1e-3, 1e-5) if plan.get("fp32") else (1e-4, 1e-6) if f32 else (1e-5, 1e-8)
+    for k, (x, y) in enumerate(zip(a1, a2)):
+        if isinstance(x, np.ndarray) and plan["kind"] != "ufunc":
+            compare("argument %d" % k, x, y, rtol, atol)
+    if (r1 is None) != (r2 is None):
+        raise SystemExit("the original returns %r, the migrated function %r" % (type(r1), type(r2)))
+    if r1 is not None:
+        items1 = list(r1) if isinstance(r1, tuple) else [r1]
+        items2 = list(r2) if isinstance(r2, tuple) else [r2]
+        if len(items1) != len(items2):
+            raise SystemExit("the original returns %d values, the migrated function %d" % (len(items1), len(items2)))
+        for k, (x, y) in enumerate(zip(items1, items2)):
+            compare("return value %d" % k, x, y, rtol, atol)
+    print("ok cudasim %s" % name)
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "ptx":
+        with open(sys.argv[3]) as f:
+            check_ptx(sys.argv[2], json.load(f))
+    elif mode == "sim":
+        with open(sys.argv[4]) as f:
+            check_sim(sys.argv[2], sys.argv[3], json.load(f))
+    else:
+        raise SystemExit("usage: numba_check.py ptx|sim ...")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+//! verify as a library: the original under CPython against the plan on the
+//! simulator — agreement, a mismatch reported with its first index, captured
+//! inputs, an original that raises, and the GPU backend's clear error.
+
+use std::path::{Path, PathBuf};
+
+use port_codegen::ir::{BinOp, Expr, Stmt};
+use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
+use port_verify::{verify_plan, Backend, VerifyError, VerifyOptions};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn python() -> PathBuf {
+    let p = repo().join(".venv/bin/python");
+    assert!(p.exists(), "{} is missing: run make test", p.display());
+    p
+}
+
+fn plan_of(file: &Path, function: &str, sig: &str) -> KernelPlan {
+    let source = std::fs::read_to_string(file).unwrap();
+    let types = parse_signature(sig).unwrap();
+    match migrate(&MigrationRequest {
+        source: &source,
+        file_name: "f.py",
+        function,
+        types: &types,
+        facts: &AppFacts::default(),
+        report: None,
+        fp32: false,
+    })
+    .unwrap()
+    {
+        Outcome::Migrated(m) => m.plan,
+        Outcome::Refused(r) => panic!("{r:?}"),
+    }
+}
+
+fn opts(file: &Path, function: &str) -> VerifyOptions {
+    VerifyOptions {
+        backend: Backend::Simulator,
+        python: python(),
+        file: file.to_path_buf(),
+        qualname: function.into(),
+        captured: None,
+    }
+}
+
+fn seeds() -> PathBuf {
+    repo().join("fixtures/migrate/seeds.py")
+}
+
+const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
+
+#[test]
+fn a_correct_plan_passes() {
+    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let v = verify_plan(&plan, &opts(&seeds(), "saxpy")).unwrap();
+    assert!(v.passed, "{v:?}");
+    assert_eq!(v.inputs, "generated");
+    assert_eq!(v.compared, ["`x`", "`y`", "`out`"]);
+    assert_eq!(v.tolerance.rtol, 1e-5);
+}
+
+/// `+` becomes `-` in the kernel: the difference is found and located.
+#[test]
+fn a_wrong_kernel_is_a_mismatch_with_the_first_index() {
+    let mut plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let Stmt::ParallelFor(p) = &mut plan.module.kernels[0].body[0] else {
+        panic!()
+    };
+    let Stmt::Store { value, .. } = &mut p.body[0] else {
+        panic!()
+    };
+    let Expr::Binary(op, _, _) = value else {
+        panic!()
+    };
+    *op = BinOp::Sub;
+    let v = verify_plan(&plan, &opts(&seeds(), "saxpy")).unwrap();
+    assert!(!v.passed);
+    let m = v.mismatch.unwrap();
+    assert!(m.starts_with("`out` index [0]: expected "), "{m}");
+    assert!(m.contains(", got "), "{m}");
+    assert!(v.max_abs_err > 0.1);
+}
+
+#[test]
+fn captured_inputs_are_used_when_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let npz = tmp.path().join("saxpy.npz");
+    let script = format!(
+        "import numpy as np; x = np.linspace(0, 1, 1000); np.savez({:?}, a=2.5, x=x, y=x[::-1].copy(), out=np.zeros(1000))",
+        npz.display().to_string()
+    );
+    let o = std::process::Command::new(python())
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let mut op = opts(&seeds(), "saxpy");
+    op.captured = Some(npz);
+    let v = verify_plan(&plan, &op).unwrap();
+    assert!(v.passed, "{v:?}");
+    assert_eq!(v.inputs, "captured");
+}
+
+#[test]
+fn an_original_that_raises_is_reported_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.py");
+    std::fs::write(
+        &bad,
+        "def saxpy(a, x, y, out):\n    raise ValueError('boom')\n\nif __name__ == '__main__':\n    raise SystemExit(9)\n",
+    )
+    .unwrap();
+    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let e = verify_plan(&plan, &opts(&bad, "saxpy")).unwrap_err();
+    let VerifyError::OriginalFailed(m) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(m, "ValueError: boom (bad.py:2 in saxpy)");
+}
+
+#[test]
+fn the_gpu_backend_says_why_it_cannot_run() {
+    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let mut op = opts(&seeds(), "saxpy");
+    op.backend = Backend::Gpu;
+    let e = verify_plan(&plan, &op).unwrap_err();
+    let text = e.to_string();
+    assert!(text.starts_with("--backend gpu: "), "{text}");
+    assert_eq!(text.lines().count(), 1);
+}
+
+#[test]
+fn a_missing_python_is_a_clear_error() {
+    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let mut op = opts(&seeds(), "saxpy");
+    op.python = PathBuf::from("/nonexistent/python");
+    let e = verify_plan(&plan, &op).unwrap_err();
+    assert!(matches!(e, VerifyError::NoPython { .. }), "{e}");
+}
+
+#[test]
+fn generated_inputs_are_deterministic_and_sized_by_loop_depth() {
+    let saxpy = plan_of(&seeds(), "saxpy", SAXPY);
+    assert_eq!(port_verify::inputs::extent(&saxpy), 100_000);
+    let normalize = plan_of(&seeds(), "normalize", "float64[:, :]");
+    assert_eq!(port_verify::inputs::extent(&normalize), 512);
+    let matmul = plan_of(
+        &repo().join("fixtures/migrate/kernels.py"),
+        "matmul",
+        "float64[:, :], float64[:, :], float64[:, :]",
+    );
+    assert_eq!(port_verify::inputs::extent(&matmul), 64);
+    let a = port_verify::inputs::generate(&saxpy);
+    let b = port_verify::inputs::generate(&saxpy);
+    assert_eq!(a.values, b.values);
+    // Divisions want positive values; saxpy does not divide.
+    assert_eq!(port_verify::inputs::value_range(&saxpy), (-1.0, 1.0));
+    assert_eq!(port_verify::inputs::value_range(&normalize), (0.5, 1.5));
+}
