@@ -3,6 +3,7 @@
 //! stages together; each stage lives in its own crate.
 
 mod commands;
+mod profile_merge;
 mod state;
 
 use std::process::ExitCode;
@@ -39,7 +40,7 @@ impl std::error::Error for UserError {}
     long_about = "port profiles a Python program, classifies every function in Numba's terms \
 (object, nopython, cuda) with coded reasons, and migrates the GPU-eligible ones into \
 verified CUDA kernels.\n\nState is kept in .port/ in the working directory.",
-    after_help = "Exit codes: 0 success · 1 internal error · 2 bad input (missing file, nothing to analyse, unknown code)"
+    after_help = "Exit codes: 0 success · 1 internal error · 2 bad input (missing file, nothing to analyse, unknown code, no permission to sample) · 3 the profiled program failed (its report is still written) · 4 the CI gate of `port report` failed"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,8 +55,12 @@ enum Command {
     Explain(commands::explain::ExplainArgs),
     /// Print the program's call graph (DOT or JSON).
     Graph(commands::graph::GraphArgs),
+    /// Coverage reports and the CI gate: table, JSON, Markdown, HTML, SARIF, DOT.
+    Report(commands::report::ReportArgs),
     /// Compile kernel IR (.pir text) to PTX, LLVM IR or verified IR (developer tool).
     Compile(commands::compile::CompileArgs),
+    /// Rewrite a function into verified GPU kernels and a patch, or say why not.
+    Migrate(commands::migrate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,13 +70,24 @@ fn main() -> ExitCode {
         Command::Explain(a) => commands::explain::run(a),
         Command::Graph(a) => commands::graph::run(a),
         Command::Compile(a) => commands::compile::run(a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Migrate(a) => commands::migrate::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if let Some(u) = e.downcast_ref::<UserError>() {
+            if e.downcast_ref::<commands::migrate::NotVerified>().is_some() {
+                // Already reported on stdout: refused, mismatch or failed.
+                ExitCode::from(1)
+            } else if let Some(g) = e.downcast_ref::<commands::report::GateFailure>() {
+                eprintln!("port: {g}");
+                ExitCode::from(commands::report::GATE_EXIT_CODE)
+            } else if let Some(u) = e.downcast_ref::<UserError>() {
                 eprintln!("port: {u}");
                 ExitCode::from(2)
+            } else if let Some(f) = e.downcast_ref::<commands::analyze::AppFailed>() {
+                eprintln!("port: {f}");
+                ExitCode::from(3)
             } else {
                 eprintln!("port: {e:#}");
                 ExitCode::from(1)

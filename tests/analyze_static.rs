@@ -90,6 +90,8 @@ fn red_flags_are_found_with_their_codes() {
         ("stencil", "cuda", "PORT405"),
         ("row_max", "cuda", "PORT405"),
         ("dot_loop", "cuda", "PORT402"),
+        ("histogram", "cuda", "PORT402"),
+        ("scatter_overwrite", "nopython", "PORT204"),
     ];
     for (name, verdict, code) in expect {
         let f = function(&a, name);

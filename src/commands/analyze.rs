@@ -3,18 +3,32 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use port_analyzer::{analyze, Analysis, AnalyzeOptions};
+use port_profiler::{resolve_python, ProfileOptions};
 use port_reports::terminal::{self, Style};
 
+use crate::profile_merge::{captured_types, merge, AnalysisResolver};
 use crate::state;
 use crate::UserError;
 
+/// Classify every function of a program in Numba's terms.
+///
+/// Without --static, port runs the program under py-spy's sampler (its
+/// output passes through unchanged), ranks the hotspots by function and line,
+/// captures the argument types and one real input per hot function in a
+/// second run, and weights coverage by sampled time.
+///
+/// Exit codes: 0 analysed · 2 bad input (missing file, nothing parseable,
+/// no permission to sample) · 3 the program failed or was killed (the report
+/// of what was sampled is still written).
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
-    /// The program: a .py file (its local imports are followed) or a folder
-    /// (every .py under it).
+    /// The program: a .py script (its local imports are followed), or, with
+    /// --static, a folder (every .py under it).
     pub path: PathBuf,
     /// Classify without running the program: coverage then counts functions,
     /// not time.
@@ -24,10 +38,47 @@ pub struct AnalyzeArgs {
     /// .port/analysis.json too).
     #[arg(long)]
     pub json: bool,
+    /// The Python that runs the program. Default: $VIRTUAL_ENV/bin/python,
+    /// else python3.
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Samples per second.
+    #[arg(long, default_value_t = 100, value_name = "HZ")]
+    pub rate: u64,
+    /// Stop sampling (and the program) after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Count samples of idle threads (waiting on locks, I/O, sleep) too.
+    #[arg(long)]
+    pub idle: bool,
+    /// Also sample child processes (multiprocessing, subprocess).
+    #[arg(long)]
+    pub subprocesses: bool,
+    /// Skip the second run that captures argument types and inputs.
+    #[arg(long)]
+    pub no_capture: bool,
+    /// Write a flame graph (SVG) of the samples.
+    #[arg(long, value_name = "SVG")]
+    pub flamegraph: Option<PathBuf>,
+    /// Write the samples in speedscope's JSON format.
+    #[arg(long, value_name = "JSON")]
+    pub speedscope: Option<PathBuf>,
     /// Arguments passed to the program, after `--`.
     #[arg(last = true)]
     pub args: Vec<String>,
 }
+
+/// The program ran and was sampled, but failed or was killed: exit code 3.
+#[derive(Debug)]
+pub struct AppFailed(pub String);
+
+impl std::fmt::Display for AppFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AppFailed {}
 
 /// Where a command gets its analysis from.
 pub enum Source<'a> {
@@ -44,31 +95,8 @@ pub fn analysis_path() -> PathBuf {
 pub fn load_or_analyze(src: Source) -> Result<Analysis> {
     match src {
         Source::Path(p) => run_static(p),
-        Source::State => {
-            let path = analysis_path();
-            let text = std::fs::read_to_string(&path).map_err(|_| {
-                UserError::new(format!(
-                    "no analysis in {}: run `port analyze PATH` first",
-                    path.display()
-                ))
-            })?;
-            let a: Analysis = serde_json::from_str(&text).map_err(|e| {
-                UserError::new(format!(
-                    "{} is corrupt ({e}): run `port analyze` again",
-                    path.display()
-                ))
-            })?;
-            if a.schema != port_analyzer::model::ANALYSIS_SCHEMA {
-                return Err(UserError::new(format!(
-                    "{} has schema `{}`, this port reads `{}`: run `port analyze` again",
-                    path.display(),
-                    a.schema,
-                    port_analyzer::model::ANALYSIS_SCHEMA
-                ))
-                .into());
-            }
-            Ok(a)
-        }
+        Source::State => port_reports::state::read_analysis(&analysis_path())
+            .map_err(|e| UserError::new(e.to_string()).into()),
     }
 }
 
@@ -83,14 +111,99 @@ fn run_static(path: &Path) -> Result<Analysis> {
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<()> {
-    if !args.static_only {
-        return Err(UserError::new(
-            "profiling a run is not built yet in this version: use `port analyze --static PATH`",
-        )
+    if args.static_only {
+        let analysis = run_static(&args.path)?;
+        return report(args, &analysis);
+    }
+    run_profiled(args)
+}
+
+fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
+    if args.path.is_dir() {
+        return Err(UserError::new(format!(
+            "{} is a folder: give the script to run (e.g. {}/main.py), or use --static to classify a folder",
+            args.path.display(),
+            args.path.display()
+        ))
         .into());
     }
-    let analysis = run_static(&args.path)?;
-    state::write_json(&analysis_path(), &analysis).context("cannot save the analysis in .port/")?;
+    // The static pass first: the resolver needs every function's lines.
+    let first = run_static(&args.path)?;
+    let resolver = AnalysisResolver::new(&first);
+    let mut opts = ProfileOptions::new(resolve_python(args.python.clone()), &args.path);
+    opts.args = args.args.clone();
+    opts.rate_hz = args.rate;
+    opts.duration = match args.duration {
+        Some(d) if d.is_finite() && d > 0.0 => Some(Duration::from_secs_f64(d)),
+        Some(d) => {
+            return Err(UserError::new(format!(
+                "--duration must be a positive number of seconds, not {d}"
+            ))
+            .into())
+        }
+        None => None,
+    };
+    opts.idle = args.idle;
+    opts.subprocesses = args.subprocesses;
+    opts.capture = !args.no_capture;
+    opts.capture_dir = state::dir().join("captures");
+
+    let spinner = progress_spinner(args.json);
+    let profile = port_profiler::profile(&opts, &resolver, &|tick| {
+        if let Some(s) = &spinner {
+            s.set_message(tick.message());
+        }
+    });
+    if let Some(s) = &spinner {
+        s.finish_and_clear();
+    }
+    let profile = profile.map_err(|e| UserError::new(e.to_string()))?;
+
+    // Classify again with the types of real calls.
+    let opts = AnalyzeOptions {
+        captured: captured_types(&profile),
+    };
+    let mut analysis = analyze(&args.path, &opts).map_err(|e| UserError::new(e.to_string()))?;
+    merge(&mut analysis, &profile);
+
+    if let Some(svg) = &args.flamegraph {
+        port_profiler::write_flamegraph(&profile, svg)
+            .map_err(|e| UserError::new(e.to_string()))?;
+    }
+    if let Some(json) = &args.speedscope {
+        port_profiler::write_speedscope(&profile, json)
+            .map_err(|e| UserError::new(e.to_string()))?;
+    }
+    for w in &profile.warnings {
+        eprintln!("port: warning: {w}");
+    }
+    report(args, &analysis)?;
+    if !profile.exit.success() && !profile.exit.timed_out {
+        return Err(AppFailed(format!(
+            "{}; the report of the {} samples taken was written to {}",
+            profile.exit.describe(),
+            profile.samples,
+            analysis_path().display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// A spinner on stderr, only when it is a terminal and JSON is not asked for.
+fn progress_spinner(json: bool) -> Option<ProgressBar> {
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let s = ProgressBar::new_spinner();
+    s.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+    s.enable_steady_tick(Duration::from_millis(100));
+    s.set_message("starting the program");
+    Some(s)
+}
+
+fn report(args: &AnalyzeArgs, analysis: &Analysis) -> Result<()> {
+    state::write_json(&analysis_path(), analysis).context("cannot save the analysis in .port/")?;
     for e in &analysis.parse_errors {
         eprintln!("{e}");
     }
@@ -101,7 +214,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let style = Style { color, width: None };
-    println!("{}", terminal::analysis_table(&analysis, style));
-    println!("{}", terminal::coverage_line(&analysis));
+    println!("{}", terminal::analysis_table(analysis, style));
+    if analysis.profiled {
+        if let Some(lines) = terminal::hot_lines_table(analysis, style, 12) {
+            println!("Hottest lines:\n{lines}");
+        }
+    }
+    println!("{}", terminal::coverage_line(analysis));
     Ok(())
 }

@@ -4,3 +4,5 @@ pub mod analyze;
 pub mod compile;
 pub mod explain;
 pub mod graph;
+pub mod migrate;
+pub mod report;

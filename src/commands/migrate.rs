@@ -1,0 +1,694 @@
+//! `port migrate --function f`: rewrite a function into GPU kernels, compile
+//! them to PTX, verify them against the original, and write a patch — or
+//! refuse, with the reason and its line.
+//!
+//! Reads: the analysis (of PATH now, or the last one in `.port/`), the
+//! user's file. Writes: `.port/kernels/NAME.ptx` (and `.pir`, the kernel IR),
+//! `.port/patches/NAME.diff`, `.port/migrations/NAME.json`; with `--write`
+//! and a verified migration, the user's file (atomically, after a backup
+//! `FILE.port-bak`, refusing if it changed since the analysis).
+//!
+//! Exit codes: 0 verified · 1 refused, mismatch or failed (reported on
+//! stdout, the error carries no extra text: see [`NotVerified`]) · 2 bad
+//! input (unknown function, ambiguous name, no types, bad --signature,
+//! unknown --arch, --backend gpu without a GPU).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use port_analyzer::{Analysis, FunctionReport, Verdict};
+use port_codegen::{compile_ptx, Arch, CodegenError, PtxOptions};
+use port_rewriter::{AppFacts, ArgType, MigrationRequest, Outcome, Reason};
+use port_verify::{Backend, VerifyError, VerifyOptions};
+use serde_json::json;
+
+use crate::commands::analyze::{analysis_path, load_or_analyze, Source};
+use crate::state;
+use crate::UserError;
+
+/// Version tag of `port migrate --json` and `.port/migrations/*.json`.
+pub const MIGRATION_SCHEMA: &str = "port.migration/1";
+
+/// Rewrite a function into GPU kernels, verify them, and write a patch.
+///
+/// port turns loops with independent iterations into grid-stride kernels,
+/// NumPy array expressions into element loops, reductions into reduction
+/// kernels, and scalar functions into device functions applied over
+/// arrays; it compiles the kernels to PTX, runs them on the host simulator
+/// against the original (run by CPython) on captured or generated inputs,
+/// and writes the migrated source as a patch. Or it refuses, with the line.
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    /// The function: `name`, or qualified `module.name` / `Class.method`
+    /// when the name is ambiguous.
+    #[arg(long)]
+    pub function: String,
+
+    /// The program to analyse first (a .py file or a folder). Without it,
+    /// port uses the last analysis in .port/.
+    pub path: Option<PathBuf>,
+
+    /// Argument types in Numba's syntax, e.g.
+    /// "float64, float64[:], float64[:, ::1]" (else the captured types).
+    #[arg(long)]
+    pub signature: Option<String>,
+
+    /// Print this artifact on stdout: the migrated Python (numba), the
+    /// kernel IR, or the PTX.
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+
+    /// GPU architecture for the PTX: sm_70 … sm_90 (default: this
+    /// machine's GPU, else sm_90).
+    #[arg(long)]
+    pub arch: Option<String>,
+
+    /// Lower float64 to float32 (faster on most GPUs); verification then
+    /// uses a looser tolerance (rtol 1e-3).
+    #[arg(long)]
+    pub fp32: bool,
+
+    /// Where the kernels run for verification.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+
+    /// The Python that runs the original (default: $VIRTUAL_ENV/bin/python,
+    /// else python3).
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+
+    /// Apply the patch to the file (only when verified): atomically, after
+    /// a backup FILE.port-bak, refusing if the file changed since the analysis.
+    #[arg(long)]
+    pub write: bool,
+
+    /// Print the result as JSON (schema port.migration/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// The migrated Python (Numba-CUDA kernels and the host wrapper).
+    Numba,
+    /// port's kernel IR (text form).
+    Ir,
+    /// The PTX.
+    Ptx,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendArg {
+    /// The GPU when port can use one, else the host simulator.
+    Auto,
+    Gpu,
+    Simulator,
+}
+
+/// A migration that ended other than `verified`: already reported, exits 1.
+#[derive(Debug)]
+pub struct NotVerified {
+    pub status: &'static str,
+}
+
+impl std::fmt::Display for NotVerified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "migration {}", self.status)
+    }
+}
+
+impl std::error::Error for NotVerified {}
+
+/// The interpreter that runs the original: `--python`, else
+/// `$VIRTUAL_ENV/bin/python`, else `python3`.
+pub fn python_for(arg: Option<&Path>) -> PathBuf {
+    if let Some(p) = arg {
+        return p.to_path_buf();
+    }
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
+        let p = PathBuf::from(v).join("bin").join("python");
+        if p.exists() {
+            return p;
+        }
+    }
+    PathBuf::from("python3")
+}
+
+fn migrations_dir() -> PathBuf {
+    state::dir().join("migrations")
+}
+
+fn sources_path() -> PathBuf {
+    state::dir().join("sources.json")
+}
+
+/// Content hashes of the files analysed by `port migrate PATH`.
+fn load_sources() -> HashMap<String, String> {
+    std::fs::read_to_string(sources_path())
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("files").cloned())
+        .and_then(|f| serde_json::from_value(f).ok())
+        .unwrap_or_default()
+}
+
+/// `module.qualname`, whatever form the analysis's qualname has.
+fn full_name(f: &FunctionReport) -> String {
+    if f.qualname.starts_with(&format!("{}.", f.module)) {
+        f.qualname.clone()
+    } else {
+        format!("{}.{}", f.module, f.qualname)
+    }
+}
+
+/// The function's qualified name inside its file (`f`, `Class.method`).
+fn local_qualname(f: &FunctionReport) -> String {
+    f.qualname
+        .strip_prefix(&format!("{}.", f.module))
+        .unwrap_or(&f.qualname)
+        .to_string()
+}
+
+fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> {
+    let matches: Vec<&FunctionReport> = a
+        .functions
+        .iter()
+        .filter(|f| f.name == name || local_qualname(f) == name || full_name(f) == name)
+        .collect();
+    let exact: Vec<&FunctionReport> = matches
+        .iter()
+        .copied()
+        .filter(|f| full_name(f) == name)
+        .collect();
+    let pick = if exact.len() == 1 { exact } else { matches };
+    match pick.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let mut known: Vec<String> = a.functions.iter().map(full_name).collect();
+            known.truncate(12);
+            let more = if a.functions.len() > 12 { ", …" } else { "" };
+            Err(UserError::new(format!(
+                "no function `{name}` in the analysis of {} (it has {}{more})",
+                a.root,
+                known.join(", ")
+            ))
+            .into())
+        }
+        many => {
+            let c: Vec<String> = many
+                .iter()
+                .map(|f| format!("{} ({}:{})", full_name(f), f.file, f.line))
+                .collect();
+            Err(UserError::new(format!(
+                "`{name}` is ambiguous: it names {}; pass a qualified name, e.g. --function {}",
+                c.join(", "),
+                full_name(many[0])
+            ))
+            .into())
+        }
+    }
+}
+
+/// Types from `--signature`, else the analysis's captured types.
+fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Result<Vec<ArgType>> {
+    if let Some(sig) = &args.signature {
+        return port_rewriter::parse_signature(sig)
+            .map_err(|e| UserError::new(e.to_string()).into());
+    }
+    let captured = f.types.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (k, p) in params.iter().enumerate() {
+        match captured
+            .iter()
+            .find(|t| t.name == *p)
+            .or_else(|| captured.get(k))
+        {
+            Some(t) => out.push(
+                port_rewriter::types::from_captured(t)
+                    .map_err(|e| UserError::new(e.to_string()))?,
+            ),
+            None => {
+                // Suggest a signature from what the analysis assumed.
+                let example: Vec<&str> = params
+                    .iter()
+                    .map(|q| {
+                        let array = f
+                            .findings
+                            .iter()
+                            .any(|x| x.message.contains(&format!("assumes `{q}` is an array")));
+                        if array {
+                            "float64[:]"
+                        } else {
+                            "float64"
+                        }
+                    })
+                    .collect();
+                return Err(UserError::new(format!(
+                    "no type for argument `{p}` of `{}`: pass --signature \"{}\" (Numba's type syntax, one per argument: {}) or capture types by profiling",
+                    f.name,
+                    example.join(", "),
+                    params.join(", ")
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn facts_of(a: &Analysis) -> AppFacts {
+    let mut facts = AppFacts::default();
+    for f in &a.functions {
+        let reason = f
+            .main_reason()
+            .map(|r| (r.line, format!("{} {}", r.code, r.message)));
+        let entry = (
+            f.verdict,
+            if f.verdict == Verdict::Cuda {
+                None
+            } else {
+                reason
+            },
+        );
+        facts.verdicts.insert(f.name.clone(), entry.clone());
+        facts.verdicts.insert(f.qualname.clone(), entry);
+    }
+    facts
+}
+
+/// The profiler's captured inputs for this function, when it saved some.
+fn captured_inputs(a: &Analysis, f: &FunctionReport) -> Option<PathBuf> {
+    let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
+    caps.iter().find_map(|c| {
+        let func = c.get("function")?.as_str()?;
+        if func != f.qualname && func != f.name {
+            return None;
+        }
+        let p = PathBuf::from(c.get("inputs_npz")?.as_str()?);
+        p.exists().then_some(p)
+    })
+}
+
+fn reason_json(r: &Reason) -> serde_json::Value {
+    json!({"line": r.line, "message": r.message, "rewrite": r.rewrite})
+}
+
+struct Report {
+    function: String,
+    location: String,
+    status: &'static str,
+    reasons: Vec<Reason>,
+    kernels: Vec<(String, String)>,
+    patch: Option<String>,
+    verification: Option<port_verify::Verification>,
+    rewrites: Vec<port_rewriter::plan::RewriteRecord>,
+    notes: Vec<String>,
+    python: Option<String>,
+    ir: Option<String>,
+    ptx: Option<String>,
+    /// Numba signature of each kernel (for checking the emitted source).
+    kernel_signatures: HashMap<String, String>,
+    plan: Option<serde_json::Value>,
+}
+
+impl Report {
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "schema": MIGRATION_SCHEMA,
+            "function": self.function,
+            "status": self.status,
+            "reasons": self.reasons.iter().map(reason_json).collect::<Vec<_>>(),
+            "kernels": self.kernels.iter().map(|(n, p)| json!({
+                "name": n,
+                "ptx": p,
+                "signature": self.kernel_signatures.get(n),
+            })).collect::<Vec<_>>(),
+            "patch": self.patch,
+            "verification": self.verification.as_ref().map(|v| json!({
+                "backend": v.backend,
+                "inputs": v.inputs,
+                "passed": v.passed,
+                "max_abs_err": finite(v.max_abs_err),
+                "max_rel_err": finite(v.max_rel_err),
+                "rtol": v.tolerance.rtol,
+                "atol": v.tolerance.atol,
+                "compared": v.compared,
+                "mismatch": v.mismatch,
+            })),
+            "rewrites": self.rewrites,
+            "notes": self.notes,
+            "plan": self.plan,
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!(
+            "port migrate: {} ({}) → {}\n",
+            self.function, self.location, self.status
+        );
+        for r in &self.reasons {
+            let label = if self.status == "refused" {
+                "refused"
+            } else {
+                "reason"
+            };
+            out.push_str(&format!(
+                "  {label}: line {}: {} [{}]\n",
+                r.line, r.message, r.rewrite
+            ));
+        }
+        if !self.kernels.is_empty() {
+            let names: Vec<&str> = self.kernels.iter().map(|(n, _)| n.as_str()).collect();
+            out.push_str(&format!(
+                "  kernels: {} → {}\n",
+                names.join(", "),
+                self.kernels[0].1
+            ));
+        }
+        let applied: Vec<String> = self
+            .rewrites
+            .iter()
+            .filter(|r| r.applied)
+            .map(|r| format!("{} ({})", r.rewrite, r.note))
+            .collect();
+        if !applied.is_empty() {
+            out.push_str("  rewrites:\n");
+            for a in applied {
+                out.push_str(&format!("    {a}\n"));
+            }
+        }
+        if let Some(v) = &self.verification {
+            out.push_str(&format!(
+                "  verification: {} on {} inputs: {} (max abs err {:.3e}, max rel err {:.3e}; rtol {:e}, atol {:e})\n",
+                v.backend,
+                v.inputs,
+                if v.passed { "passed" } else { "MISMATCH" },
+                v.max_abs_err,
+                v.max_rel_err,
+                v.tolerance.rtol,
+                v.tolerance.atol
+            ));
+            if let Some(m) = &v.mismatch {
+                out.push_str(&format!("    first difference: {m}\n"));
+            }
+        }
+        if let Some(p) = &self.patch {
+            out.push_str(&format!("  patch: {p}\n"));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("  {n}\n"));
+        }
+        out
+    }
+}
+
+fn finite(x: f64) -> serde_json::Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+pub fn run(args: &MigrateArgs) -> Result<()> {
+    // Bad input first, before any work.
+    let arch = match &args.arch {
+        Some(a) => Arch::parse(a).map_err(|e| UserError::new(e.to_string()))?,
+        None => Arch::default_for_this_machine(),
+    };
+    let backend = match args.backend {
+        BackendArg::Simulator | BackendArg::Auto => Backend::Simulator,
+        BackendArg::Gpu => {
+            return Err(UserError::new(if Backend::gpu_available() {
+                "--backend gpu: running kernels on the GPU is not built yet in this version; use --backend simulator"
+            } else {
+                "--backend gpu: no CUDA GPU on this machine (no NVIDIA driver found); use --backend simulator or auto"
+            })
+            .into())
+        }
+    };
+    let python = python_for(args.python.as_deref());
+
+    let analysis = match &args.path {
+        Some(p) => {
+            let a = load_or_analyze(Source::Path(p))?;
+            state::write_json(&analysis_path(), &a)
+                .context("cannot save the analysis in .port/")?;
+            let mut files = serde_json::Map::new();
+            for f in &a.files {
+                if let Ok(bytes) = std::fs::read(f) {
+                    files.insert(f.clone(), json!(port_rewriter::patch::content_hash(&bytes)));
+                }
+            }
+            state::write_json(
+                &sources_path(),
+                &json!({"schema": "port.sources/1", "files": files}),
+            )?;
+            a
+        }
+        None => load_or_analyze(Source::State)?,
+    };
+    let report_fn = find_function(&analysis, &args.function)?;
+    let file = PathBuf::from(&report_fn.file);
+    let source = std::fs::read_to_string(&file)
+        .map_err(|e| UserError::new(format!("cannot read {}: {e}", file.display())))?;
+    let local_name = local_qualname(report_fn);
+    let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
+        .map_err(|e| UserError::new(e.to_string()))?;
+    let types = arg_types(args, report_fn, &params)?;
+    let facts = facts_of(&analysis);
+    let outcome = port_rewriter::migrate(&MigrationRequest {
+        source: &source,
+        file_name: &report_fn.file,
+        function: &local_name,
+        types: &types,
+        facts: &facts,
+        report: Some(report_fn),
+        fp32: args.fp32,
+    })
+    .map_err(|e| UserError::new(e.to_string()))?;
+
+    let mut report = Report {
+        function: local_name.clone(),
+        location: format!("{}:{}", report_fn.file, report_fn.line),
+        status: "refused",
+        reasons: Vec::new(),
+        kernels: Vec::new(),
+        patch: None,
+        verification: None,
+        rewrites: Vec::new(),
+        notes: Vec::new(),
+        python: None,
+        ir: None,
+        ptx: None,
+        kernel_signatures: HashMap::new(),
+        plan: None,
+    };
+    let stem = args.function.replace('.', "_");
+    match outcome {
+        Outcome::Refused(reasons) => {
+            report.reasons = reasons;
+        }
+        Outcome::Migrated(m) => {
+            report.rewrites = m.plan.rewrites.clone();
+            for k in &m.plan.module.kernels {
+                let sig: Vec<String> = k
+                    .params
+                    .iter()
+                    .map(|p| match p.ty {
+                        port_codegen::ir::Type::Scalar(s) => {
+                            port_rewriter::types::numba_scalar(s).to_string()
+                        }
+                        port_codegen::ir::Type::Array(a) => ArgType::Array(a).numba(),
+                    })
+                    .collect();
+                report
+                    .kernel_signatures
+                    .insert(k.name.clone(), sig.join(", "));
+            }
+            let (lo, hi) = port_verify::inputs::value_range(&m.plan);
+            report.plan = Some(json!({
+                "kind": match m.plan.kind {
+                    port_rewriter::PlanKind::Kernels => "kernels",
+                    port_rewriter::PlanKind::Ufunc => "ufunc",
+                },
+                "signature": types.iter().map(|t| t.numba()).collect::<Vec<_>>().join(", "),
+                "ufunc_outputs": m.plan.ufunc_outputs.iter().map(|t| port_rewriter::types::numba_scalar(*t)).collect::<Vec<_>>(),
+                "input_range": [lo, hi],
+                "fp32": m.plan.fp32,
+            }));
+            let ir_text = port_codegen::text::print_module(&m.plan.module);
+            let kernels_dir = state::dir().join("kernels");
+            state::write_atomic(&kernels_dir.join(format!("{stem}.pir")), ir_text.as_bytes())?;
+            report.ir = Some(ir_text);
+            report.python = Some(m.python.clone());
+            let ptx_path = kernels_dir.join(format!("{stem}.ptx"));
+            let opts = PtxOptions {
+                arch,
+                ..PtxOptions::default()
+            };
+            match compile_ptx(&m.plan.module, &opts) {
+                Ok(ptx) => {
+                    state::write_atomic(&ptx_path, ptx.as_bytes())?;
+                    let shown = ptx_path.display().to_string();
+                    report.kernels = m
+                        .plan
+                        .kernel_names()
+                        .into_iter()
+                        .map(|k| (k, shown.clone()))
+                        .collect();
+                    report.ptx = Some(ptx);
+                }
+                Err(e) => {
+                    report.status = "failed";
+                    let why = match e {
+                        CodegenError::LibdeviceNotFound { .. } => e.to_string(),
+                        other => format!("compiling the kernels to PTX failed: {other}"),
+                    };
+                    report
+                        .reasons
+                        .push(Reason::new("codegen", report_fn.line, why));
+                }
+            }
+            let patch_path = state::dir().join("patches").join(format!("{stem}.diff"));
+            state::write_atomic(&patch_path, m.diff.as_bytes())?;
+            report.patch = Some(patch_path.display().to_string());
+
+            if report.status != "failed" {
+                let vopts = VerifyOptions {
+                    backend,
+                    python: python.clone(),
+                    file: file.clone(),
+                    qualname: local_name.clone(),
+                    captured: captured_inputs(&analysis, report_fn),
+                };
+                match port_verify::verify_plan(&m.plan, &vopts) {
+                    Ok(v) => {
+                        report.status = if v.passed { "verified" } else { "mismatch" };
+                        if let Some(mm) = &v.mismatch {
+                            report.reasons.push(Reason::new(
+                                "verify",
+                                report_fn.line,
+                                format!("results differ: {mm}"),
+                            ));
+                        }
+                        report.verification = Some(v);
+                    }
+                    Err(VerifyError::NoPython { python, message }) => {
+                        return Err(UserError::new(format!(
+                            "cannot run the original with `{python}`: {message} (pass --python)"
+                        ))
+                        .into())
+                    }
+                    Err(VerifyError::NoGpu(m)) => return Err(UserError::new(m).into()),
+                    Err(e) => {
+                        report.status = "failed";
+                        let mut why = e.to_string();
+                        if matches!(e, VerifyError::OriginalFailed(_)) && vopts.captured.is_none() {
+                            why.push_str(
+                                " (on generated inputs, which give every array dimension the same extent; capture real inputs by profiling the program)",
+                            );
+                        }
+                        report
+                            .reasons
+                            .push(Reason::new("verify", report_fn.line, why));
+                    }
+                }
+            }
+            if args.fp32 {
+                report.notes.push(
+                    "--fp32: float64 lowered to float32; compared with rtol 1e-3, atol 1e-5".into(),
+                );
+            }
+            if args.write {
+                if report.status == "verified" {
+                    let written = write_patch(&file, &source, &m.new_source, args.path.is_some())?;
+                    report.notes.push(written);
+                } else {
+                    report.notes.push(format!(
+                        "not written: the migration is {}, not verified",
+                        report.status
+                    ));
+                }
+            } else if report.status == "verified" {
+                report.notes.push("apply it with --write".into());
+            }
+        }
+    }
+
+    let j = report.json();
+    state::write_json(&migrations_dir().join(format!("{stem}.json")), &j)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else if let Some(e) = args.emit {
+        let artifact = match e {
+            Emit::Numba => report.python.clone(),
+            Emit::Ir => report.ir.clone(),
+            Emit::Ptx => report.ptx.clone(),
+        };
+        if let Some(a) = artifact {
+            print!("{a}");
+        }
+        eprint!("{}", report.text());
+    } else {
+        print!("{}", report.text());
+    }
+    if report.status == "verified" {
+        Ok(())
+    } else {
+        Err(NotVerified {
+            status: report.status,
+        }
+        .into())
+    }
+}
+
+/// Applies the patch: refuses if the file changed since the analysis (its
+/// recorded hash, or its modification time against `.port/analysis.json`'s)
+/// or since it was read; writes a backup, then the new text atomically.
+fn write_patch(file: &Path, read: &str, new: &str, analysed_now: bool) -> Result<String> {
+    let shown = file.display().to_string();
+    let current =
+        std::fs::read(file).map_err(|e| UserError::new(format!("cannot read {shown}: {e}")))?;
+    let now = port_rewriter::patch::content_hash(&current);
+    let changed = |why: &str| -> anyhow::Error {
+        UserError::new(format!(
+            "{shown} changed since the analysis ({why}); not written: run `port migrate` again"
+        ))
+        .into()
+    };
+    if now != port_rewriter::patch::content_hash(read.as_bytes()) {
+        return Err(changed("it changed while port was migrating"));
+    }
+    if !analysed_now {
+        let sources = load_sources();
+        match sources.get(&shown) {
+            Some(h) if *h != now => return Err(changed("its content differs")),
+            Some(_) => {}
+            None => {
+                let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+                if let (Some(f), Some(a)) = (modified(file), modified(&analysis_path())) {
+                    if f > a {
+                        return Err(changed("it was modified after .port/analysis.json"));
+                    }
+                }
+            }
+        }
+    }
+    let backup = PathBuf::from(format!("{shown}.port-bak"));
+    std::fs::write(&backup, read)
+        .with_context(|| format!("cannot write the backup {}", backup.display()))?;
+    state::write_atomic(file, new.as_bytes())?;
+    // The patched file is the new baseline.
+    let mut sources = load_sources();
+    sources.insert(
+        shown.clone(),
+        port_rewriter::patch::content_hash(new.as_bytes()),
+    );
+    state::write_json(
+        &sources_path(),
+        &json!({"schema": "port.sources/1", "files": sources}),
+    )?;
+    Ok(format!("wrote {shown} (backup {})", backup.display()))
+}

@@ -1,0 +1,492 @@
+//! `port migrate`: refusals with the line, bad input as one line and exit 2,
+//! `--write` (round trip, and refusal when the file changed since the
+//! analysis), `--emit`, and the JSON report's shape.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fixture, repo, stderr, stdout};
+
+fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    let venv = repo().join(".venv");
+    let python = venv.join("bin/python");
+    let py = python.to_str().unwrap().to_string();
+    let mut all: Vec<&str> = vec!["migrate"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--python", &py]);
+    assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("VIRTUAL_ENV", &venv)
+        .args(&all)
+        .output()
+        .expect("port runs")
+}
+
+fn copy_fixture(dir: &Path, rel: &str) -> String {
+    let name = Path::new(rel)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    std::fs::copy(fixture(rel), dir.join(&name)).unwrap();
+    name
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
+}
+
+/// A one-line error and exit code 2.
+fn user_error(o: &std::process::Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(o), stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "`{needle}` not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_scan_is_refused_naming_the_variable_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "cumulative_sum",
+            &f,
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let r = &j["reasons"][0];
+    assert_eq!(r["line"], 10);
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("`total` carries a value"),
+        "{r}"
+    );
+    assert!(j["verification"].is_null());
+    assert!(j["patch"].is_null());
+    // Nothing written: no patch, the file untouched.
+    assert!(!tmp
+        .path()
+        .join(".port/patches/cumulative_sum.diff")
+        .exists());
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join(&f)).unwrap(),
+        std::fs::read_to_string(fixture("migrate/refused.py")).unwrap()
+    );
+}
+
+#[test]
+fn a_recurrence_is_refused_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &["--function", "recurrence", &f, "--signature", "float64[:]"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("→ refused"), "{out}");
+    assert!(
+        out.contains("line 16:") && out.contains("recurrence"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_caller_of_an_object_mode_helper_is_refused_naming_the_callee() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "scale_and_hash",
+            &f,
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let r = &j["reasons"][0];
+    assert_eq!(r["line"], 26);
+    assert!(r["message"].as_str().unwrap().contains("`checksum`"), "{r}");
+}
+
+#[test]
+fn control_flow_at_the_top_level_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "top_level_branch",
+            &f,
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    assert_eq!(j["reasons"][0]["line"], 37);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let sig = "float64, float64[:], float64[:], float64[:]";
+    user_error(
+        &migrate_in(tmp.path(), &["--function", "nope", &f, "--signature", sig]),
+        "no function `nope`",
+    );
+    user_error(
+        &migrate_in(tmp.path(), &["--function", "saxpy", &f]),
+        "no type for argument `a` of `saxpy`: pass --signature \"float64, float64[:], float64[:], float64[:]\"",
+    );
+    user_error(
+        &migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "saxpy",
+                &f,
+                "--signature",
+                "complex128, float64[:]",
+            ],
+        ),
+        "bad --signature `complex128`",
+    );
+    user_error(
+        &migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "saxpy",
+                &f,
+                "--signature",
+                "float64, float64[:]",
+            ],
+        ),
+        "--signature gives 2 type(s) but `saxpy` takes 4 argument(s) (a, x, y, out)",
+    );
+    user_error(
+        &migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "saxpy",
+                &f,
+                "--signature",
+                sig,
+                "--arch",
+                "sm_10",
+            ],
+        ),
+        "unknown --arch `sm_10`",
+    );
+    user_error(
+        &migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "saxpy",
+                &f,
+                "--signature",
+                sig,
+                "--backend",
+                "gpu",
+            ],
+        ),
+        "--backend gpu",
+    );
+    let pkg = fixture("migrate/pkg");
+    let pkg = pkg.to_str().unwrap();
+    user_error(
+        &migrate_in(tmp.path(), &["--function", "scale", pkg]),
+        "`scale` is ambiguous: it names one.scale",
+    );
+    let empty = tempfile::tempdir().unwrap();
+    user_error(
+        &migrate_in(empty.path(), &["--function", "saxpy", "--signature", sig]),
+        "no analysis in",
+    );
+}
+
+#[test]
+fn a_qualified_name_picks_one_of_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    for f in ["one.py", "two.py"] {
+        std::fs::copy(fixture(&format!("migrate/pkg/{f}")), pkg.join(f)).unwrap();
+    }
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "two.scale",
+            "pkg",
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert!(tmp.path().join(".port/patches/two_scale.diff").exists());
+}
+
+#[test]
+fn the_last_analysis_is_used_without_a_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let a = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["analyze", "--static", &f])
+        .output()
+        .unwrap();
+    assert!(a.status.success());
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "vector_add",
+            "--signature",
+            "float64[:], float64[:], float64[:]",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn write_round_trip_runs_under_the_cuda_simulator() {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let original = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "normalize",
+            &f,
+            "--signature",
+            "float64[:, :]",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("wrote seeds.py (backup seeds.py.port-bak)"),
+        "{}",
+        stdout(&o)
+    );
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert_ne!(patched, original);
+    assert!(patched.contains("@cuda.jit") && patched.contains("cuda.grid(1)"));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("seeds.py.port-bak")).unwrap(),
+        original
+    );
+    // The diff is the change that was written.
+    let diff = std::fs::read_to_string(tmp.path().join(".port/patches/normalize.diff")).unwrap();
+    assert!(diff.contains("+def normalize_kernel(x):"), "{diff}");
+    // The patched program's own __main__ prints what the original printed.
+    let run = |python: &Path, file: &str, sim: bool| {
+        let mut c = Command::new(python);
+        c.arg(file).current_dir(tmp.path());
+        if sim {
+            c.env("NUMBA_ENABLE_CUDASIM", "1");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let before = run(&repo().join(".venv/bin/python"), "seeds.py.port-bak", false);
+    let after = run(&oracle, "seeds.py", true);
+    assert_eq!(
+        before.lines().nth(1),
+        after.lines().nth(1),
+        "normalize's printed row sums"
+    );
+}
+
+#[test]
+fn a_file_edited_after_the_analysis_is_refused_and_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let sig = "float64, float64[:], float64[:], float64[:]";
+    let o = migrate_in(tmp.path(), &["--function", "saxpy", &f, "--signature", sig]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let path = tmp.path().join(&f);
+    let edited = format!(
+        "{}\n# edited after the analysis\n",
+        std::fs::read_to_string(&path).unwrap()
+    );
+    std::fs::write(&path, &edited).unwrap();
+    let o = migrate_in(
+        tmp.path(),
+        &["--function", "saxpy", "--signature", sig, "--write"],
+    );
+    user_error(&o, "changed since the analysis");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        edited,
+        "left untouched"
+    );
+    assert!(!tmp.path().join("seeds.py.port-bak").exists());
+}
+
+#[test]
+fn emit_prints_the_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let sig = "float64[:, :]";
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "go_fast",
+            &f,
+            "--signature",
+            sig,
+            "--emit",
+            "numba",
+        ],
+    );
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(
+        out.contains("def go_fast_trace(a, trace_acc):") && out.contains("cuda.atomic.add"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cuda.syncthreads()") && out.contains("def go_fast(a):"),
+        "{out}"
+    );
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "go_fast",
+            &f,
+            "--signature",
+            sig,
+            "--emit",
+            "ir",
+        ],
+    );
+    assert!(
+        stdout(&o).contains("kernel go_fast_trace("),
+        "{}",
+        stdout(&o)
+    );
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "go_fast",
+            &f,
+            "--signature",
+            sig,
+            "--emit",
+            "ptx",
+            "--arch",
+            "sm_80",
+        ],
+    );
+    let ptx = stdout(&o);
+    assert!(
+        ptx.contains(".target sm_80") && ptx.contains(".entry go_fast_result"),
+        "{ptx}"
+    );
+}
+
+#[test]
+fn json_report_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "go_fast",
+            &f,
+            "--signature",
+            "float64[:, :]",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    for key in [
+        "schema",
+        "function",
+        "status",
+        "reasons",
+        "kernels",
+        "patch",
+        "verification",
+    ] {
+        assert!(j.get(key).is_some(), "missing {key}: {j}");
+    }
+    let v = &j["verification"];
+    for key in ["backend", "inputs", "passed", "max_abs_err", "max_rel_err"] {
+        assert!(v.get(key).is_some(), "missing verification.{key}: {v}");
+    }
+    let names: Vec<&str> = j["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["go_fast_trace", "go_fast_result"]);
+    let applied: Vec<&str> = j["rewrites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["applied"] == true)
+        .map(|r| r["rewrite"].as_str().unwrap())
+        .collect();
+    for r in [
+        "grid_stride",
+        "whole_reduction",
+        "array_expr",
+        "hoist_alloc",
+        "math_calls",
+    ] {
+        assert!(applied.contains(&r), "{r} not applied: {applied:?}");
+    }
+    // The state file holds the same report.
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join(".port/migrations/go_fast.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["status"], "verified");
+}

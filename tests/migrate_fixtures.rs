@@ -1,0 +1,324 @@
+//! `port migrate` end to end on every fixture of `fixtures/migrate/`: the
+//! migration is verified on the simulator, the patch is written (`--write`),
+//! and the emitted Numba-CUDA source is checked with real Numba (the oracle
+//! venv): every kernel compiles with `numba.cuda.compile_ptx`, and under
+//! Numba's CUDA simulator the patched function gives the original's results.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{fixture, repo, stderr, stdout};
+
+/// The oracle venv's Python (numba + numba-cuda), made by `make test`.
+fn oracle_python() -> PathBuf {
+    let p = repo().join(".venv-oracle/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run make test (it installs the Numba oracle venv)",
+        p.display()
+    );
+    p
+}
+
+/// `port migrate` in `dir` with the project's .venv for the original.
+pub fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    let venv = repo().join(".venv");
+    let python = venv.join("bin/python");
+    let mut all: Vec<&str> = vec!["migrate"];
+    all.extend_from_slice(args);
+    let py = python.to_str().unwrap().to_string();
+    all.extend_from_slice(&["--python", &py]);
+    assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("VIRTUAL_ENV", &venv)
+        .args(&all)
+        .output()
+        .expect("port runs")
+}
+
+/// Migrates `function` of a copy of `file` with `--write --json`, asserts
+/// it is verified, then checks the patched file with real Numba.
+fn verified(file: &str, function: &str, signature: &str, extra: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+    let copy = tmp.path().join(name);
+    std::fs::copy(fixture(file), &copy).unwrap();
+    let mut args = vec![
+        "--function",
+        function,
+        name,
+        "--signature",
+        signature,
+        "--json",
+        "--write",
+    ];
+    args.extend_from_slice(extra);
+    let o = migrate_in(tmp.path(), &args);
+    let out = stdout(&o);
+    assert!(
+        o.status.success(),
+        "{function}: exit {:?}\n{out}\n{}",
+        o.status.code(),
+        stderr(&o)
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(j["schema"], "port.migration/1");
+    assert_eq!(j["status"], "verified", "{out}");
+    assert_eq!(j["verification"]["passed"], true);
+    assert_eq!(j["verification"]["backend"], "simulator");
+    assert_eq!(j["verification"]["inputs"], "generated");
+    assert!(!j["kernels"].as_array().unwrap().is_empty());
+    for k in j["kernels"].as_array().unwrap() {
+        let ptx = tmp.path().join(k["ptx"].as_str().unwrap());
+        let text = std::fs::read_to_string(&ptx).unwrap();
+        assert!(
+            text.contains(&format!(".entry {}", k["name"].as_str().unwrap())),
+            "{}",
+            ptx.display()
+        );
+    }
+    let patch = std::fs::read_to_string(tmp.path().join(j["patch"].as_str().unwrap())).unwrap();
+    assert!(
+        patch.starts_with(&format!("--- a/{name}\n+++ b/{name}\n")),
+        "{patch}"
+    );
+    let backup = tmp.path().join(format!("{name}.port-bak"));
+    assert_eq!(
+        std::fs::read_to_string(&backup).unwrap(),
+        std::fs::read_to_string(fixture(file)).unwrap(),
+        "the backup holds the original"
+    );
+    let migration = tmp.path().join(format!(
+        ".port/migrations/{}.json",
+        function.replace('.', "_")
+    ));
+
+    let oracle = oracle_python();
+    let checker = repo().join("verify/tests/numba_check.py");
+    let o = Command::new(&oracle)
+        .arg(&checker)
+        .args(["ptx".as_ref(), copy.as_os_str(), migration.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{function}: compile_ptx failed:\n{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = Command::new(&oracle)
+        .arg(&checker)
+        .args([
+            "sim".as_ref(),
+            backup.as_os_str(),
+            copy.as_os_str(),
+            migration.as_os_str(),
+        ])
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{function}: CUDA simulator check failed:\n{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("ok cudasim"));
+}
+
+// The seeds.
+
+#[test]
+fn saxpy() {
+    verified(
+        "migrate/seeds.py",
+        "saxpy",
+        "float64, float64[:], float64[:], float64[:]",
+        &[],
+    );
+}
+
+#[test]
+fn vector_add_float32() {
+    verified(
+        "migrate/seeds.py",
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+        &[],
+    );
+}
+
+#[test]
+fn hypot_scalar_function() {
+    verified("migrate/seeds.py", "hypot", "float64, float64", &[]);
+}
+
+#[test]
+fn gaussian_pdf_over_an_array() {
+    verified(
+        "migrate/seeds.py",
+        "gaussian_pdf",
+        "float64[:], float64, float64",
+        &[],
+    );
+}
+
+#[test]
+fn polar_distance_calls_a_device_function() {
+    verified(
+        "migrate/seeds.py",
+        "polar_distance",
+        "float64[:], float64[:], float64[:], float64[:]",
+        &[],
+    );
+}
+
+#[test]
+fn normalize_rows() {
+    verified("migrate/seeds.py", "normalize", "float64[:, :]", &[]);
+}
+
+#[test]
+fn go_fast_two_kernels() {
+    verified("migrate/seeds.py", "go_fast", "float64[:, :]", &[]);
+}
+
+// Softmax, stencils, matmul.
+
+#[test]
+fn softmax_rows() {
+    verified("migrate/kernels.py", "softmax_rows", "float64[:, :]", &[]);
+}
+
+#[test]
+fn stencil_1d() {
+    verified(
+        "migrate/kernels.py",
+        "stencil_1d",
+        "float64[:], float64[:]",
+        &[],
+    );
+}
+
+#[test]
+fn stencil_2d() {
+    verified(
+        "migrate/kernels.py",
+        "stencil_2d",
+        "float64[:, :], float64[:, :]",
+        &[],
+    );
+}
+
+#[test]
+fn matmul_triple_loop() {
+    verified(
+        "migrate/kernels.py",
+        "matmul",
+        "float64[:, :], float64[:, :], float64[:, :]",
+        &[],
+    );
+}
+
+// Beyond the list: generality.
+
+#[test]
+fn distance_matrix() {
+    verified(
+        "migrate/general.py",
+        "distance_matrix",
+        "float64[:], float64[:], float64[:, :]",
+        &[],
+    );
+}
+
+#[test]
+fn clipped_relu() {
+    verified(
+        "migrate/general.py",
+        "clipped_relu",
+        "float64[:], float64",
+        &[],
+    );
+}
+
+#[test]
+fn dot_reduction_returns_a_scalar() {
+    verified("migrate/general.py", "dot", "float64[:], float64[:]", &[]);
+}
+
+#[test]
+fn variance_two_reductions() {
+    verified("migrate/general.py", "variance", "float64[:]", &[]);
+}
+
+#[test]
+fn row_norms() {
+    verified("migrate/general.py", "row_norms", "float64[:, :]", &[]);
+}
+
+#[test]
+fn max_abs_two_stage_reduction() {
+    verified("migrate/general.py", "max_abs", "float64[:]", &[]);
+}
+
+#[test]
+fn leaky_relu_float32_2d() {
+    verified("migrate/general.py", "leaky_relu", "float32[:, :]", &[]);
+}
+
+#[test]
+fn axpy_on_slices() {
+    verified(
+        "migrate/general.py",
+        "axpy_slices",
+        "float64, float64[:], float64[:]",
+        &[],
+    );
+}
+
+#[test]
+fn logistic_with_a_branch() {
+    verified(
+        "migrate/general.py",
+        "logistic",
+        "float64[:], float64[:]",
+        &[],
+    );
+}
+
+#[test]
+fn mandel_early_return() {
+    verified(
+        "migrate/general.py",
+        "mandel",
+        "float64, float64, int64",
+        &[],
+    );
+}
+
+#[test]
+fn col_center_column_views() {
+    verified("migrate/general.py", "col_center", "float64[:, :]", &[]);
+}
+
+// --fp32.
+
+#[test]
+fn fp32_normalize() {
+    verified(
+        "migrate/seeds.py",
+        "normalize",
+        "float64[:, :]",
+        &["--fp32"],
+    );
+}
+
+#[test]
+fn fp32_go_fast() {
+    verified("migrate/seeds.py", "go_fast", "float64[:, :]", &["--fp32"]);
+}
