@@ -10,6 +10,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Parsing a large program allocates millions of small AST nodes from two
+/// threads at once; mimalloc handles that markedly better than glibc's malloc
+/// (see scripts/bench-analyze.sh).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// An error the user caused and can fix: printed as one line, exit code 2.
 #[derive(Debug)]
 pub struct UserError {

@@ -78,18 +78,22 @@ pub fn analyze_bytes(name: &str, bytes: &[u8]) -> Analysis {
 }
 
 fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) -> Analysis {
-    let syms = symbols::SymbolTable::build(&program.modules);
+    let loader::Program {
+        modules,
+        parse_errors,
+        ..
+    } = program;
+    let syms = symbols::SymbolTable::build(&modules);
 
     let facts: Vec<classify::FunctionFacts> = (0..syms.functions.len())
         .into_par_iter()
         .map(|fi| {
             let f = &syms.functions[fi];
-            let m = &program.modules[f.module];
+            let m = &modules[f.module];
             let captured = opts.captured.get(&f.key).map(Vec::as_slice);
             classify::Checker::new(m, &syms, fi, captured).run()
         })
         .collect();
-
     let keys: Vec<String> = syms.functions.iter().map(|f| f.key.clone()).collect();
     let app_calls: Vec<Vec<(usize, u32)>> = facts.iter().map(|f| f.app_calls.clone()).collect();
     let ext_calls: Vec<Vec<(String, u32)>> =
@@ -135,7 +139,7 @@ fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) 
             } else {
                 Vec::new()
             };
-            let m = &program.modules[f.module];
+            let m = &modules[f.module];
             FunctionReport {
                 name: f.name.clone(),
                 qualname: f.qualname.clone(),
@@ -154,18 +158,23 @@ fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) 
         .collect();
     functions.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
 
-    let mut files: Vec<String> = program.modules.iter().map(|m| m.display.clone()).collect();
+    let mut files: Vec<String> = modules.iter().map(|m| m.display.clone()).collect();
     files.sort();
     let coverage = Analysis::static_coverage(&functions);
-    let mut parse_errors = program.parse_errors;
+    let mut parse_errors = parse_errors;
     parse_errors.sort_by(|a, b| a.file.cmp(&b.file));
+    let call_graph = graph.report();
+    // Freeing a large program's syntax trees takes a while: do it on every
+    // thread of the pool rather than on one.
+    drop(syms);
+    modules.into_par_iter().for_each(drop);
     Analysis {
         schema: model::ANALYSIS_SCHEMA.into(),
         root: root.to_string(),
         profiled: false,
         files,
         functions,
-        call_graph: graph.report(),
+        call_graph,
         coverage,
         parse_errors,
         profile: None,

@@ -203,12 +203,19 @@ fn progress_spinner(json: bool) -> Option<ProgressBar> {
 }
 
 fn report(args: &AnalyzeArgs, analysis: &Analysis) -> Result<()> {
-    state::write_json(&analysis_path(), analysis).context("cannot save the analysis in .port/")?;
+    // Serialised once, compact (a large program's analysis runs to tens of
+    // megabytes): the saved file and `--json` are the same bytes.
+    let mut json = serde_json::to_vec(analysis)?;
+    json.push(b'\n');
+    state::write_atomic(&analysis_path(), &json).context("cannot save the analysis in .port/")?;
     for e in &analysis.parse_errors {
         eprintln!("{e}");
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&analysis)?);
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(&json)?;
+        out.flush()?;
         return Ok(());
     }
     let stdout = std::io::stdout();
