@@ -194,6 +194,13 @@ pub fn libdevice_candidates() -> Vec<PathBuf> {
             venvs.push(dir.join(".venv"));
         }
     }
+    // A port built in its checkout (`target/release/port`) finds the
+    // checkout's .venv wherever it is run from.
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1) {
+            venvs.push(dir.join(".venv"));
+        }
+    }
     for v in venvs {
         out.extend(site_package_libdevice(&v));
     }
@@ -201,6 +208,15 @@ pub fn libdevice_candidates() -> Vec<PathBuf> {
         "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
     ));
     out
+}
+
+/// libdevice in the virtual environment of `python` (`VENV/bin/python`), if
+/// its nvidia-cuda-nvcc-cu12 package is installed there.
+pub fn libdevice_near_python(python: &Path) -> Option<PathBuf> {
+    let venv = python.parent()?.parent()?;
+    site_package_libdevice(venv)
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 fn site_package_libdevice(venv: &Path) -> Vec<PathBuf> {

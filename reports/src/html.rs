@@ -261,7 +261,7 @@ fn migrations(s: &mut String, r: &Report) {
         };
         let mut status = m.status.to_string();
         if !m.reasons.is_empty() {
-            status = format!("{status}: {}", m.reasons.join("; "));
+            status = format!("{status}: {}", m.reasons_line());
         }
         let status = message_html(&status);
         let _ = write!(

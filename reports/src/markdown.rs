@@ -232,7 +232,7 @@ fn migrations(s: &mut String, r: &Report) {
         } else if m.reasons.is_empty() {
             m.status.to_string()
         } else {
-            format!("{}: {}", m.status, m.reasons.join("; "))
+            format!("{}: {}", m.status, m.reasons_line())
         };
         let (k, e2e) = match &m.timing {
             Some(t) => (speedup(t.speedup_kernel), speedup(t.speedup_end_to_end)),

@@ -97,7 +97,7 @@ pub struct Migration {
     pub function: String,
     pub status: MigrationStatus,
     #[serde(default)]
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     #[serde(default)]
     pub kernels: Vec<Kernel>,
     /// Path of the patch, relative to `.port/`.
@@ -113,7 +113,41 @@ pub struct Migration {
     pub device: Option<Device>,
 }
 
+/// Why a migration was refused or failed: `port migrate` writes the line
+/// with the message; a plain text is read too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Reason {
+    Located {
+        #[serde(default)]
+        line: Option<u32>,
+        message: String,
+    },
+    Text(String),
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Located {
+                line: Some(line),
+                message,
+            } => write!(f, "line {line}: {message}"),
+            Reason::Located { message, .. } | Reason::Text(message) => f.write_str(message),
+        }
+    }
+}
+
 impl Migration {
+    /// The reasons as one line, `; `-separated.
+    pub fn reasons_line(&self) -> String {
+        self.reasons
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// Verified, and the verification it rests on passed.
     pub fn is_verified(&self) -> bool {
         self.status == MigrationStatus::Verified

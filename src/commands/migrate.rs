@@ -120,19 +120,10 @@ impl std::fmt::Display for NotVerified {
 
 impl std::error::Error for NotVerified {}
 
-/// The interpreter that runs the original: `--python`, else
-/// `$VIRTUAL_ENV/bin/python`, else `python3`.
+/// The interpreter that runs the original: the same rule `port analyze`
+/// uses (`--python`, else `$VIRTUAL_ENV/bin/python`, else `python3`).
 pub fn python_for(arg: Option<&Path>) -> PathBuf {
-    if let Some(p) = arg {
-        return p.to_path_buf();
-    }
-    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
-        let p = PathBuf::from(v).join("bin").join("python");
-        if p.exists() {
-            return p;
-        }
-    }
-    PathBuf::from("python3")
+    port_profiler::resolve_python(arg.map(Path::to_path_buf))
 }
 
 fn migrations_dir() -> PathBuf {
@@ -526,6 +517,12 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             let ptx_path = kernels_dir.join(format!("{stem}.ptx"));
             let opts = PtxOptions {
                 arch,
+                // The Python that runs the original usually lives in the venv
+                // that holds libdevice; $PORT_LIBDEVICE still wins.
+                libdevice: std::env::var_os("PORT_LIBDEVICE")
+                    .is_none()
+                    .then(|| port_codegen::ptx::libdevice_near_python(&python))
+                    .flatten(),
                 ..PtxOptions::default()
             };
             match compile_ptx(&m.plan.module, &opts) {
