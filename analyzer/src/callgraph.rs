@@ -48,15 +48,19 @@ impl CallGraph {
         }
     }
 
-    /// Functions on a call cycle (recursion), with the line of a call that
-    /// closes it.
-    pub fn recursive(&self) -> Vec<(usize, u32, String)> {
-        let index: HashMap<NodeIndex, usize> = self
-            .app_nodes
+    /// Function index of each app node.
+    fn app_index(&self) -> HashMap<NodeIndex, usize> {
+        self.app_nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (*n, i))
-            .collect();
+            .collect()
+    }
+
+    /// Functions on a call cycle (recursion), with the line of a call that
+    /// closes it.
+    pub fn recursive(&self) -> Vec<(usize, u32, String)> {
+        let index = self.app_index();
         let mut out = Vec::new();
         for scc in tarjan_scc(&self.graph) {
             let cyclic = scc.len() > 1 || self.graph.find_edge(scc[0], scc[0]).is_some();
@@ -93,12 +97,7 @@ impl CallGraph {
         findings: &mut [Vec<Finding>],
         names: &[String],
     ) {
-        let index: HashMap<NodeIndex, usize> = self
-            .app_nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (*n, i))
-            .collect();
+        let index = self.app_index();
         loop {
             let mut changed = false;
             for (f, &node) in self.app_nodes.iter().enumerate() {

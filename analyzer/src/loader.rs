@@ -328,15 +328,15 @@ fn parse_all(jobs: Vec<(String, PathBuf)>) -> (Vec<Module>, Vec<ParseErrorReport
 
 /// Read and parse one file; every failure becomes a `file:line:col: message`.
 pub fn parse_file(name: String, path: PathBuf) -> Result<Module, ParseErrorReport> {
-    let display = path.display().to_string();
-    let err = |line: u32, column: u32, message: String| ParseErrorReport {
-        file: display.clone(),
-        line,
-        column,
-        message,
-    };
-    let bytes = std::fs::read(&path).map_err(|e| err(1, 1, format!("cannot read: {e}")))?;
-    parse_bytes(name, path, &bytes)
+    match std::fs::read(&path) {
+        Ok(bytes) => parse_bytes(name, path, &bytes),
+        Err(e) => Err(ParseErrorReport {
+            file: path.display().to_string(),
+            line: 1,
+            column: 1,
+            message: format!("cannot read: {e}"),
+        }),
+    }
 }
 
 /// Decode and parse source bytes as the module `name` at `path`.
