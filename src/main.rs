@@ -70,6 +70,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `port report | head` must end quietly when the reader goes away, as
+    // Unix tools do, not panic in println!: restore the default SIGPIPE
+    // action that Rust's runtime sets to "ignore".
+    // SAFETY: called first thing in main, before any thread exists; it only
+    // changes this process's disposition of one signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Analyze(a) => commands::analyze::run(a),

@@ -123,3 +123,35 @@ fn ten_thousand_deep_nesting_does_not_overflow() {
         assert!(a["functions"].as_array().unwrap().len() >= 2);
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // `port analyze big.py | head -c 16`: the pipe closes early. The table
+    // must be far larger than a pipe's buffer for port to notice.
+    let cwd = tempfile::tempdir().unwrap();
+    let big: String = (0..3000)
+        .map(|i| format!("def f{i}(x):\n    return x * {i}\n\n"))
+        .collect();
+    let app = cwd.path().join("big.py");
+    std::fs::write(&app, big).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("port"))
+        .args(["analyze", "--static"])
+        .arg(&app)
+        .current_dir(cwd.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is dropped (closed) here, before port has written everything.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.trim().is_empty() || err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
