@@ -343,21 +343,7 @@ impl<'a> Lowerer<'a> {
     /// (element loops): `i`, `j`, … unless in scope, a host name, or
     /// mentioned by `exprs`.
     pub fn loop_vars(&self, r: &Region, first: usize, n: usize, exprs: &[&Expr]) -> Vec<String> {
-        let mut taken: HashSet<String> = HashSet::new();
-        for e in exprs {
-            port_codegen::ir::walk_expr(e, &mut |x| match x {
-                Expr::Var(v) => {
-                    taken.insert(v.clone());
-                }
-                Expr::Shape { array, .. } => {
-                    taken.insert(array.clone());
-                }
-                Expr::Load(er) => {
-                    taken.insert(er.array.clone());
-                }
-                _ => {}
-            });
-        }
+        let taken = names_used(exprs);
         let mut out: Vec<String> = Vec::new();
         for k in first..first + n {
             let base = loop_var_name(k);
@@ -380,21 +366,7 @@ impl<'a> Lowerer<'a> {
     /// Loop variables for a kernel built from templates: `i`, `j`, … unless
     /// the expressions already use those names.
     pub fn element_vars(&mut self, n: usize, exprs: &[&Expr]) -> Vec<String> {
-        let mut taken: HashSet<String> = HashSet::new();
-        for e in exprs {
-            port_codegen::ir::walk_expr(e, &mut |x| match x {
-                Expr::Var(v) => {
-                    taken.insert(v.clone());
-                }
-                Expr::Shape { array, .. } => {
-                    taken.insert(array.clone());
-                }
-                Expr::Load(r) => {
-                    taken.insert(r.array.clone());
-                }
-                _ => {}
-            });
-        }
+        let taken = names_used(exprs);
         let mut out: Vec<String> = Vec::new();
         for k in 0..n {
             let mut name = loop_var_name(k).to_string();
@@ -2146,4 +2118,25 @@ pub fn const_val(c: Const) -> Val {
         Const::Float32(f) => Val::scalar(f32(f), ScalarType::F32),
         Const::Bool(b) => Val::Scalar(bool(b), ScalarType::Bool, true),
     }
+}
+
+/// Every variable and array name the expressions mention: loop variables
+/// chosen for new loops must avoid them.
+fn names_used(exprs: &[&Expr]) -> HashSet<String> {
+    let mut taken = HashSet::new();
+    for e in exprs {
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Var(v) => {
+                taken.insert(v.clone());
+            }
+            Expr::Shape { array, .. } => {
+                taken.insert(array.clone());
+            }
+            Expr::Load(r) => {
+                taken.insert(r.array.clone());
+            }
+            _ => {}
+        });
+    }
+    taken
 }
