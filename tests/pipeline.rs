@@ -49,3 +49,52 @@ fn analyze_migrate_report_from_outside_the_checkout() {
     let migrated = j["coverage"]["migrated_pct"].as_f64().unwrap();
     assert!(migrated > 0.0, "{}", j["coverage"]);
 }
+
+#[test]
+fn a_profiled_run_supplies_the_types_and_inputs_of_a_migration() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("apps/mixed_app.py"),
+        tmp.path().join("mixed_app.py"),
+    )
+    .unwrap();
+    let py = repo().join(".venv/bin/python");
+    assert!(py.exists(), "no .venv: run `make test` first");
+    let py = py.to_str().unwrap();
+
+    let o = port_in(
+        tmp.path(),
+        &["analyze", "--python", py, "mixed_app.py", "--", "1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // No --signature: the captured call gives the types and the inputs.
+    let o = port_in(
+        tmp.path(),
+        &[
+            "migrate",
+            "--function",
+            "shade",
+            "--json",
+            "--python",
+            py,
+            "mixed_app.py",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&o), stderr(&o)));
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(
+        j["verification"]["inputs"], "captured",
+        "{}",
+        j["verification"]
+    );
+
+    // Re-analysing for the migration kept the profile.
+    let a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join(".port/analysis.json")).unwrap())
+            .unwrap();
+    assert_eq!(a["profiled"], true);
+    assert_eq!(a["coverage"]["basis"], "samples");
+    assert!(function(&a, "shade")["types"].is_array());
+}

@@ -100,6 +100,32 @@ pub fn load_or_analyze(src: Source) -> Result<Analysis> {
     }
 }
 
+/// A fresh static analysis of `path` that keeps what the last profiled run of
+/// the same program learnt: its captured types (so verdicts use them) and its
+/// sampled time. Commands that re-analyse (`port migrate PATH`) use it so
+/// they never throw a profile away.
+pub fn reanalyze_keeping_profile(path: &Path) -> Result<Analysis> {
+    let same_program = |root: &str| {
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        canon(Path::new(root)) == canon(path)
+    };
+    let profile: Option<port_profiler::Profile> = std::fs::read_to_string(analysis_path())
+        .ok()
+        .and_then(|t| serde_json::from_str::<Analysis>(&t).ok())
+        .filter(|a| a.profiled && same_program(&a.root))
+        .and_then(|a| a.profile)
+        .and_then(|v| serde_json::from_value(v).ok());
+    let Some(profile) = profile else {
+        return run_static(path);
+    };
+    let opts = AnalyzeOptions {
+        captured: captured_types(&profile),
+    };
+    let mut a = analyze(path, &opts).map_err(|e| UserError::new(e.to_string()))?;
+    merge(&mut a, &profile);
+    Ok(a)
+}
+
 fn run_static(path: &Path) -> Result<Analysis> {
     let a = analyze(path, &AnalyzeOptions::default()).map_err(|e| UserError::new(e.to_string()))?;
     if a.functions.is_empty() && a.files.is_empty() && !a.parse_errors.is_empty() {

@@ -23,7 +23,7 @@ use port_rewriter::{AppFacts, ArgType, MigrationRequest, Outcome, Reason};
 use port_verify::{Backend, VerifyError, VerifyOptions};
 use serde_json::json;
 
-use crate::commands::analyze::{analysis_path, load_or_analyze, Source};
+use crate::commands::analyze::{analysis_path, load_or_analyze, reanalyze_keeping_profile, Source};
 use crate::state;
 use crate::UserError;
 
@@ -272,8 +272,12 @@ fn facts_of(a: &Analysis) -> AppFacts {
 fn captured_inputs(a: &Analysis, f: &FunctionReport) -> Option<PathBuf> {
     let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
     caps.iter().find_map(|c| {
+        // `port analyze` keys captures as `module.qualname`.
         let func = c.get("function")?.as_str()?;
-        if func != f.qualname && func != f.name {
+        if func != crate::profile_merge::key_of(&f.module, &f.qualname)
+            && func != f.qualname
+            && func != f.name
+        {
             return None;
         }
         let p = PathBuf::from(c.get("inputs_npz")?.as_str()?);
@@ -423,7 +427,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
 
     let analysis = match &args.path {
         Some(p) => {
-            let a = load_or_analyze(Source::Path(p))?;
+            let a = reanalyze_keeping_profile(p)?;
             state::write_json(&analysis_path(), &a)
                 .context("cannot save the analysis in .port/")?;
             let mut files = serde_json::Map::new();
