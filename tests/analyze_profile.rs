@@ -56,7 +56,7 @@ fn mixed_app_is_ranked_and_weighted_by_time() {
     assert_eq!(function(&a, "fingerprint")["verdict"], "object");
     assert_eq!(function(&a, "running_total")["verdict"], "nopython");
     let main_total = function(&a, "main")["total_pct"].as_f64().unwrap();
-    assert!(main_total > 80.0, "main's total {main_total}");
+    assert!(main_total > 60.0, "main's total {main_total}");
 
     // Coverage is the share of samples by verdict, not of functions.
     let c = &a["coverage"];

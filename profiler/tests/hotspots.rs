@@ -48,8 +48,15 @@ fn mixed_app_ranks_the_three_kinds_of_hot_code_in_known_shares() {
         share(fingerprint)
     );
     assert!((8.0..=40.0).contains(&share(scan)), "scan {}", share(scan));
-    // Leaf functions: total equals self. Drivers: total covers their callees.
-    assert_eq!(shade.total_samples, shade.self_samples);
+    // Leaf functions: total equals self, but for the rare read torn by the
+    // running app (a stale deeper frame): 3 points of slack, as below.
+    // Drivers: total covers their callees.
+    assert!(
+        shade.total_pct - shade.self_pct <= 3.0,
+        "shade total {} vs self {}",
+        shade.total_pct,
+        shade.self_pct
+    );
     let main = function(&p, "main");
     assert!(main.total_pct >= 85.0, "main total {}", main.total_pct);
     // (A read torn by the running app may lose a frame now and then: 3 points of slack.)
