@@ -428,6 +428,24 @@ impl<'ctx> Lowerer<'ctx, '_> {
         self.builder.position_at_end(bb);
     }
 
+    /// A bool stored as a byte (in memory and in kernel parameters) as an
+    /// `i1`: any non-zero byte is true.
+    fn bool_from_byte(
+        &self,
+        raw: BasicValueEnum<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>, CodegenError> {
+        Ok(self
+            .builder
+            .build_int_compare(
+                IntPredicate::NE,
+                raw.into_int_value(),
+                self.ctx.i8_type().const_zero(),
+                "b",
+            )
+            .ll()?
+            .as_basic_value_enum())
+    }
+
     /// A stack slot for a local, placed in the entry block so that mem2reg
     /// (run by every optimisation level) turns it into a register.
     fn alloca(
@@ -476,15 +494,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                     let raw = self.param(function, next)?;
                     next += 1;
                     let v = if kernel.is_some() && s == ScalarType::Bool {
-                        self.builder
-                            .build_int_compare(
-                                IntPredicate::NE,
-                                raw.into_int_value(),
-                                self.ctx.i8_type().const_zero(),
-                                "b",
-                            )
-                            .ll()?
-                            .as_basic_value_enum()
+                        self.bool_from_byte(raw)?
                     } else {
                         raw
                     };
@@ -1112,15 +1122,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
             .build_load(self.mem_type(elem), ptr, "ld")
             .ll()?;
         let v = if elem == ScalarType::Bool {
-            self.builder
-                .build_int_compare(
-                    IntPredicate::NE,
-                    raw.into_int_value(),
-                    self.ctx.i8_type().const_zero(),
-                    "b",
-                )
-                .ll()?
-                .as_basic_value_enum()
+            self.bool_from_byte(raw)?
         } else {
             raw
         };
