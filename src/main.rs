@@ -67,6 +67,8 @@ enum Command {
     Compile(commands::compile::CompileArgs),
     /// Rewrite a function into verified GPU kernels and a patch, or say why not.
     Migrate(commands::migrate::MigrateArgs),
+    /// Run migrated kernels again on the GPU (or the simulator), time them, project the gain.
+    Verify(commands::verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -86,12 +88,14 @@ fn main() -> ExitCode {
         Command::Compile(a) => commands::compile::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Migrate(a) => commands::migrate::run(a),
+        Command::Verify(a) => commands::verify::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if e.downcast_ref::<commands::migrate::NotVerified>().is_some() {
-                // Already reported on stdout: refused, mismatch or failed.
+                // Already reported on stdout: refused, mismatch or failed
+                // (migrate), or a function that did not verify (verify).
                 ExitCode::from(1)
             } else if let Some(g) = e.downcast_ref::<commands::report::GateFailure>() {
                 eprintln!("port: {g}");

@@ -353,7 +353,16 @@ fn a_file_edited_after_the_analysis_is_refused_and_untouched() {
     std::fs::write(&path, &edited).unwrap();
     let o = migrate_in(
         tmp.path(),
-        &["--function", "saxpy", "--signature", sig, "--write"],
+        &[
+            "--function",
+            "saxpy",
+            "--signature",
+            sig,
+            "--write",
+            // explicit: no "no GPU here" note beside the one-line error
+            "--backend",
+            "simulator",
+        ],
     );
     user_error(&o, "changed since the analysis");
     assert_eq!(

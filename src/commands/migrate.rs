@@ -20,10 +20,11 @@ use anyhow::{Context, Result};
 use port_analyzer::{Analysis, FunctionReport, Verdict};
 use port_codegen::{compile_ptx, Arch, CodegenError, PtxOptions};
 use port_rewriter::{AppFacts, ArgType, MigrationRequest, Outcome, Reason};
-use port_verify::{Backend, VerifyError, VerifyOptions};
+use port_verify::{VerifyError, VerifyOptions};
 use serde_json::json;
 
 use crate::commands::analyze::{analysis_path, load_or_analyze, reanalyze_keeping_profile, Source};
+use crate::commands::verify::{outcome_json, outcome_text, say_fallback, RunArgs};
 use crate::state;
 use crate::UserError;
 
@@ -69,14 +70,8 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub fp32: bool,
 
-    /// Where the kernels run for verification.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
-
-    /// The Python that runs the original (default: $VIRTUAL_ENV/bin/python,
-    /// else python3).
-    #[arg(long)]
-    pub python: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
 
     /// Apply the patch to the file (only when verified): atomically, after
     /// a backup FILE.port-bak, refusing if the file changed since the analysis.
@@ -96,14 +91,6 @@ pub enum Emit {
     Ir,
     /// The PTX.
     Ptx,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendArg {
-    /// The GPU when port can use one, else the host simulator.
-    Auto,
-    Gpu,
-    Simulator,
 }
 
 /// A migration that ended other than `verified`: already reported, exits 1.
@@ -296,7 +283,10 @@ struct Report {
     reasons: Vec<Reason>,
     kernels: Vec<(String, String)>,
     patch: Option<String>,
-    verification: Option<port_verify::Verification>,
+    outcome: Option<port_verify::Outcome>,
+    /// Where `port verify` finds what it needs: the file, the function, the
+    /// file to import the original from, the saved plan, the inputs.
+    origin: serde_json::Map<String, serde_json::Value>,
     rewrites: Vec<port_rewriter::plan::RewriteRecord>,
     notes: Vec<String>,
     python: Option<String>,
@@ -309,7 +299,7 @@ struct Report {
 
 impl Report {
     fn json(&self) -> serde_json::Value {
-        json!({
+        let mut j = json!({
             "schema": MIGRATION_SCHEMA,
             "function": self.function,
             "status": self.status,
@@ -320,21 +310,18 @@ impl Report {
                 "signature": self.kernel_signatures.get(n),
             })).collect::<Vec<_>>(),
             "patch": self.patch,
-            "verification": self.verification.as_ref().map(|v| json!({
-                "backend": v.backend,
-                "inputs": v.inputs,
-                "passed": v.passed,
-                "max_abs_err": finite(v.max_abs_err),
-                "max_rel_err": finite(v.max_rel_err),
-                "rtol": v.tolerance.rtol,
-                "atol": v.tolerance.atol,
-                "compared": v.compared,
-                "mismatch": v.mismatch,
-            })),
             "rewrites": self.rewrites,
             "notes": self.notes,
             "plan": self.plan,
-        })
+            "verification": null,
+        });
+        if let Some(obj) = j.as_object_mut() {
+            if let Some(o) = &self.outcome {
+                obj.extend(outcome_json(o));
+            }
+            obj.extend(self.origin.clone());
+        }
+        j
     }
 
     fn text(&self) -> String {
@@ -373,7 +360,8 @@ impl Report {
                 out.push_str(&format!("    {a}\n"));
             }
         }
-        if let Some(v) = &self.verification {
+        if let Some(o) = &self.outcome {
+            let v = &o.verification;
             out.push_str(&format!(
                 "  verification: {} on {} inputs: {} (max abs err {:.3e}, max rel err {:.3e}; rtol {:e}, atol {:e})\n",
                 v.backend,
@@ -387,6 +375,7 @@ impl Report {
             if let Some(m) = &v.mismatch {
                 out.push_str(&format!("    first difference: {m}\n"));
             }
+            out.push_str(&outcome_text(o));
         }
         if let Some(p) = &self.patch {
             out.push_str(&format!("  patch: {p}\n"));
@@ -398,32 +387,15 @@ impl Report {
     }
 }
 
-fn finite(x: f64) -> serde_json::Value {
-    if x.is_finite() {
-        json!(x)
-    } else {
-        serde_json::Value::Null
-    }
-}
-
 pub fn run(args: &MigrateArgs) -> Result<()> {
     // Bad input first, before any work.
     let arch = match &args.arch {
         Some(a) => Arch::parse(a).map_err(|e| UserError::new(e.to_string()))?,
         None => Arch::default_for_this_machine(),
     };
-    let backend = match args.backend {
-        BackendArg::Simulator | BackendArg::Auto => Backend::Simulator,
-        BackendArg::Gpu => {
-            return Err(UserError::new(if Backend::gpu_available() {
-                "--backend gpu: running kernels on the GPU is not built yet in this version; use --backend simulator"
-            } else {
-                "--backend gpu: no CUDA GPU on this machine (no NVIDIA driver found); use --backend simulator or auto"
-            })
-            .into())
-        }
-    };
-    let python = python_for(args.python.as_deref());
+    args.run.check()?;
+    let selected = args.run.select()?;
+    let python = python_for(args.run.python.as_deref());
 
     let analysis = match &args.path {
         Some(p) => {
@@ -471,7 +443,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         reasons: Vec::new(),
         kernels: Vec::new(),
         patch: None,
-        verification: None,
+        outcome: None,
+        origin: serde_json::Map::new(),
         rewrites: Vec::new(),
         notes: Vec::new(),
         python: None,
@@ -515,6 +488,9 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             }));
             let ir_text = port_codegen::text::print_module(&m.plan.module);
             let kernels_dir = state::dir().join("kernels");
+            // The whole plan, for `port verify` to run again later.
+            let plan_path = kernels_dir.join(format!("{stem}.plan.json"));
+            state::write_json(&plan_path, &m.plan)?;
             state::write_atomic(&kernels_dir.join(format!("{stem}.pir")), ir_text.as_bytes())?;
             report.ir = Some(ir_text);
             report.python = Some(m.python.clone());
@@ -556,16 +532,36 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             state::write_atomic(&patch_path, m.diff.as_bytes())?;
             report.patch = Some(patch_path.display().to_string());
 
+            let captured = captured_inputs(&analysis, report_fn);
+            report.origin = json!({
+                "file": report_fn.file,
+                "line": report_fn.line,
+                "qualname": local_name,
+                "original": report_fn.file,
+                "plan_file": plan_path.display().to_string(),
+                "inputs_npz": captured.as_ref().map(|p| p.display().to_string()),
+                "size": args.run.size,
+            })
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
             if report.status != "failed" {
+                say_fallback(&selected);
                 let vopts = VerifyOptions {
-                    backend,
+                    selected: selected.clone(),
                     python: python.clone(),
                     file: file.clone(),
                     qualname: local_name.clone(),
-                    captured: captured_inputs(&analysis, report_fn),
+                    captured,
+                    given: args.run.inputs.clone(),
+                    size: args.run.size,
+                    repeats: args.run.repeats,
+                    ptx: opts.clone(),
+                    hotspot_pct: report_fn.total_pct,
                 };
                 match port_verify::verify_plan(&m.plan, &vopts) {
-                    Ok(v) => {
+                    Ok(o) => {
+                        let v = &o.verification;
                         report.status = if v.passed { "verified" } else { "mismatch" };
                         if let Some(mm) = &v.mismatch {
                             report.reasons.push(Reason::new(
@@ -574,7 +570,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                                 format!("results differ: {mm}"),
                             ));
                         }
-                        report.verification = Some(v);
+                        report.outcome = Some(o);
                     }
                     Err(VerifyError::NoPython { python, message }) => {
                         return Err(UserError::new(format!(
@@ -606,6 +602,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 if report.status == "verified" {
                     let written = write_patch(&file, &source, &m.new_source, args.path.is_some())?;
                     report.notes.push(written);
+                    // The original now lives in the backup.
+                    report.origin.insert(
+                        "original".into(),
+                        json!(format!("{}.port-bak", file.display())),
+                    );
                 } else {
                     report.notes.push(format!(
                         "not written: the migration is {}, not verified",

@@ -6,3 +6,4 @@ pub mod explain;
 pub mod graph;
 pub mod migrate;
 pub mod report;
+pub mod verify;

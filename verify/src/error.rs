@@ -14,6 +14,10 @@ pub enum VerifyError {
     Simulator(String),
     #[error("{0}")]
     NoGpu(String),
+    /// A CUDA driver error, naming the kernel and launch configuration
+    /// when a launch (or the data for one) failed.
+    #[error("CUDA error: {0}")]
+    Cuda(String),
     #[error("the plan cannot run: {0}")]
     BadPlan(String),
 }

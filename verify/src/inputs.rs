@@ -33,7 +33,10 @@ pub enum InputValue {
 /// Where the inputs came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputOrigin {
+    /// The profiler's snapshot of a real call.
     Captured,
+    /// An `.npz` the user gave (`--inputs`).
+    Given,
     Generated,
 }
 
@@ -41,6 +44,7 @@ impl InputOrigin {
     pub fn as_str(self) -> &'static str {
         match self {
             InputOrigin::Captured => "captured",
+            InputOrigin::Given => "given",
             InputOrigin::Generated => "generated",
         }
     }
@@ -127,6 +131,12 @@ fn needs_positive(m: &Module) -> bool {
 
 /// The extent of every generated array dimension for this plan.
 pub fn extent(plan: &KernelPlan) -> usize {
+    extent_for(plan, None)
+}
+
+/// The extent of every generated dimension when the innermost loops should
+/// run about `budget` iterations in all (`None`: a size quick to verify).
+pub fn extent_for(plan: &KernelPlan, budget: Option<usize>) -> usize {
     let loops = plan
         .module
         .kernels
@@ -144,7 +154,10 @@ pub fn extent(plan: &KernelPlan) -> usize {
         .max()
         .unwrap_or(1);
     let d = loops.max(rank).max(1) as f64;
-    (BUDGET.powf(1.0 / d).round() as usize).clamp(8, MAX_1D)
+    match budget {
+        Some(b) => ((b.max(1) as f64).powf(1.0 / d).round() as usize).max(1),
+        None => (BUDGET.powf(1.0 / d).round() as usize).clamp(8, MAX_1D),
+    }
 }
 
 /// The range generated float values come from.
@@ -158,7 +171,13 @@ pub fn value_range(plan: &KernelPlan) -> (f64, f64) {
 
 /// Deterministic inputs for the plan's argument types.
 pub fn generate(plan: &KernelPlan) -> Inputs {
-    let n = extent(plan);
+    generate_sized(plan, None)
+}
+
+/// Deterministic inputs with about `budget` loop iterations in all: a
+/// 1-D loop gets arrays of `budget` elements, a 2-D one `√budget` per side.
+pub fn generate_sized(plan: &KernelPlan, budget: Option<usize>) -> Inputs {
+    let n = extent_for(plan, budget);
     let (lo, hi) = value_range(plan);
     let mut rng = Rng(SEED);
     let mut values = Vec::new();

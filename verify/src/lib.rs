@@ -1,34 +1,47 @@
 //! Verification and timing: runs the original function under CPython and the
-//! migrated kernels on the GPU (cudarc) or on the host simulator, compares the
-//! results with `allclose`, and times them the way Numba's maintainers teach
-//! (no compile time, warm-up, data on the device, events, median of repeats).
+//! migrated kernels on a CUDA GPU (cudarc) or on the host simulator, compares
+//! the results with `allclose`, and times them the way Numba's maintainers
+//! teach: never the compilation, a warm-up first, data on the device before
+//! the kernel is timed, CUDA events, the median of at least 10 repeats.
 //!
-//! Today: [`verify_plan`] runs the original in a Python subprocess
-//! ([`original`], the embedded helper script), the plan on codegen's
-//! simulator ([`simulator`]), and compares every array argument after the
-//! call and every returned value ([`compare`]), on captured or generated
-//! inputs ([`inputs`]). The [`Backend`] seam is where the GPU path (cudarc,
-//! timing) lands; asking for it today is a clear error.
+//! [`verify_plan`] is the whole job for one migrated function: inputs
+//! (captured, given or generated: [`inputs`]), the original in a Python
+//! subprocess ([`original`]), the plan's host program on a [`exec::Device`]
+//! ([`exec`]; [`simulator`] or [`gpu`]), the comparison ([`compare`]), then
+//! on a GPU the timed runs and what they mean ([`timing`]). [`select_backend`]
+//! turns `--backend auto|gpu|simulator` into a backend, saying why when
+//! `auto` falls back to the simulator.
 //!
 //! Modules, one idea each: [`npy`] (the exchange format), [`inputs`],
-//! [`original`] (the CPython edge), [`simulator`], [`compare`], [`error`].
+//! [`original`] (the CPython edge), [`exec`] (the host program),
+//! [`simulator`], [`gpu`] (the CUDA edge), [`compare`], [`timing`], [`error`].
 
 pub mod compare;
 pub mod error;
+pub mod exec;
+pub mod gpu;
 pub mod inputs;
 pub mod npy;
 pub mod original;
 pub mod simulator;
+pub mod timing;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
+use cudarc::driver::CudaContext;
 use port_codegen::ir::ScalarType;
+use port_codegen::{compile_ptx, Arch, PtxOptions};
 use port_rewriter::{KernelPlan, PlanKind};
 use serde::Serialize;
 
 pub use compare::Tolerance;
 pub use error::VerifyError;
+pub use exec::{Launch, LaunchConfig};
+pub use gpu::DeviceInfo;
 pub use inputs::{InputOrigin, Inputs};
+pub use timing::{Bandwidth, Projection, Timing};
 
 /// Where the kernels run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,33 +59,94 @@ impl Backend {
             Backend::Gpu => "gpu",
         }
     }
+}
 
-    /// Whether a CUDA driver is present on this machine.
-    pub fn gpu_available() -> bool {
-        ["/dev/nvidiactl", "/proc/driver/nvidia/version"]
-            .iter()
-            .any(|p| Path::new(p).exists())
+/// What the user asked for (`--backend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The GPU when libcuda loads and device 0 answers, else the simulator.
+    Auto,
+    Gpu,
+    Simulator,
+}
+
+/// The backend chosen, with the GPU's context when it is one.
+#[derive(Clone)]
+pub struct Selected {
+    pub backend: Backend,
+    pub gpu: Option<Arc<CudaContext>>,
+    /// Why `auto` fell back to the simulator (one line), if it did.
+    pub fallback: Option<String>,
+}
+
+/// Picks the backend. `gpu` without a usable GPU is an error (one line);
+/// `auto` falls back to the simulator and says why.
+pub fn select_backend(choice: BackendChoice) -> Result<Selected, VerifyError> {
+    let simulator = |fallback| Selected {
+        backend: Backend::Simulator,
+        gpu: None,
+        fallback,
+    };
+    match choice {
+        BackendChoice::Simulator => Ok(simulator(None)),
+        BackendChoice::Gpu => {
+            let ctx = gpu::open().map_err(|e| match e {
+                VerifyError::NoGpu(m) => VerifyError::NoGpu(format!(
+                    "--backend gpu: {m}; use --backend simulator (or auto)"
+                )),
+                other => other,
+            })?;
+            Ok(Selected {
+                backend: Backend::Gpu,
+                gpu: Some(ctx),
+                fallback: None,
+            })
+        }
+        BackendChoice::Auto => match gpu::open() {
+            Ok(ctx) => Ok(Selected {
+                backend: Backend::Gpu,
+                gpu: Some(ctx),
+                fallback: None,
+            }),
+            Err(e) => Ok(simulator(Some(format!(
+                "{e}; verifying on the host simulator (results only, no GPU timing)"
+            )))),
+        },
     }
 }
 
 /// How to verify.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct VerifyOptions {
-    pub backend: Backend,
+    pub selected: Selected,
     /// The Python that runs the original.
     pub python: PathBuf,
-    /// The user's file and the function's qualified name in it.
+    /// The file to import the original from, and the function's qualified
+    /// name in it.
     pub file: PathBuf,
     pub qualname: String,
     /// A captured `.npz` of the arguments, when the profiler saved one.
     pub captured: Option<PathBuf>,
+    /// An `.npz` the user gave (`--inputs`); wins over `captured`.
+    pub given: Option<PathBuf>,
+    /// Loop iterations generated inputs aim at (`--size`).
+    pub size: Option<usize>,
+    /// Timed repeats (at least [`MIN_REPEATS`] on a GPU); 0 times nothing.
+    pub repeats: usize,
+    /// PTX options; on a GPU the architecture is the device's.
+    pub ptx: PtxOptions,
+    /// The function's share of the profile (`total_pct`), when profiled.
+    pub hotspot_pct: Option<f64>,
 }
+
+/// The fewest repeats a median is taken of.
+pub const MIN_REPEATS: usize = 10;
 
 /// The outcome of one verification (what `--json` reports).
 #[derive(Clone, Debug, Serialize)]
 pub struct Verification {
     pub backend: String,
-    /// `"captured"` or `"generated"`.
+    /// `"captured"`, `"given"` or `"generated"`.
     pub inputs: String,
     pub passed: bool,
     pub max_abs_err: f64,
@@ -80,11 +154,24 @@ pub struct Verification {
     pub tolerance: Tolerance,
     /// What was compared: `x` (an argument after the call), `return`.
     pub compared: Vec<String>,
-    /// The first difference: which output, which element, both values.
+    /// The first difference: which output, which element, both values, and
+    /// the kernels that produced it with their launch configurations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<String>,
     /// Seconds the original took (one call, for information).
     pub original_seconds: f64,
+}
+
+/// Everything one verification found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub verification: Verification,
+    pub timing: Timing,
+    pub projection: Projection,
+    pub device: DeviceInfo,
+    pub bandwidth: Option<Bandwidth>,
+    /// The launches of the verified run, in order.
+    pub launches: Vec<Launch>,
 }
 
 /// The tolerance for this plan's results.
@@ -113,51 +200,49 @@ fn dtype_name(t: ScalarType) -> &'static str {
     }
 }
 
-/// Runs the original and the kernels on the same inputs and compares them.
-pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Verification, VerifyError> {
-    if opts.backend == Backend::Gpu {
-        return Err(VerifyError::NoGpu(if Backend::gpu_available() {
-            "--backend gpu: running kernels on the GPU is not built yet in this version; use --backend simulator".into()
-        } else {
-            "--backend gpu: no CUDA GPU on this machine (no NVIDIA driver); use --backend simulator"
-                .into()
-        }));
-    }
-    let work = tempfile::tempdir()
-        .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
-    let input_dir = work.path().join("inputs");
+/// The inputs for this verification, written for the original's helper.
+fn prepare_inputs(
+    plan: &KernelPlan,
+    opts: &VerifyOptions,
+    work: &std::path::Path,
+    input_dir: &std::path::Path,
+) -> Result<Inputs, VerifyError> {
     let names: Vec<String> = plan.params.iter().map(|p| p.name.clone()).collect();
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
-    let inputs = match &opts.captured {
-        Some(npz) => {
-            original::unpack_capture(&opts.python, npz, &names, work.path(), &input_dir)?;
-            let mut i = inputs::read(&input_dir, InputOrigin::Captured)?;
+    let npz = opts
+        .given
+        .as_ref()
+        .map(|p| (p, InputOrigin::Given))
+        .or_else(|| opts.captured.as_ref().map(|p| (p, InputOrigin::Captured)));
+    Ok(match npz {
+        Some((npz, origin)) => {
+            original::unpack_capture(&opts.python, npz, &names, work, input_dir)?;
+            let mut i = inputs::read(input_dir, origin)?;
             // The ufunc's output types are part of the manifest.
-            inputs::write(&input_dir, &i, &otypes)?;
-            i.origin = InputOrigin::Captured;
+            inputs::write(input_dir, &i, &otypes)?;
+            i.origin = origin;
             i
         }
         None => {
-            let i = inputs::generate(plan);
-            inputs::write(&input_dir, &i, &otypes)?;
+            let i = inputs::generate_sized(plan, opts.size);
+            inputs::write(input_dir, &i, &otypes)?;
             i
         }
-    };
-    let ufunc = plan.kind == PlanKind::Ufunc;
-    let orig = original::run_original(
-        &opts.python,
-        &opts.file,
-        &opts.qualname,
-        &input_dir,
-        work.path(),
-        ufunc,
-    )?;
-    let ours = simulator::run_plan(plan, &inputs)?;
-    let tol = tolerance(plan);
+    })
+}
 
+/// Compares the kernels' run with the original's.
+fn compare_runs(
+    plan: &KernelPlan,
+    orig: &original::OriginalRun,
+    ours: &exec::KernelRun,
+    backend: Backend,
+    origin: InputOrigin,
+) -> Verification {
+    let tol = tolerance(plan);
     let mut v = Verification {
-        backend: opts.backend.as_str().into(),
-        inputs: inputs.origin.as_str().into(),
+        backend: backend.as_str().into(),
+        inputs: origin.as_str().into(),
         passed: true,
         max_abs_err: 0.0,
         max_rel_err: 0.0,
@@ -202,5 +287,201 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Verificati
             ));
         }
     }
-    Ok(v)
+    if let Some(m) = v.mismatch.as_mut() {
+        let launched: Vec<String> = ours.launches.iter().map(ToString::to_string).collect();
+        m.push_str(&format!(" — from kernel(s) {}", launched.join(", ")));
+    }
+    v
+}
+
+fn traffic(run: &exec::KernelRun, inputs: &Inputs) -> timing::Traffic {
+    let elements = inputs
+        .values
+        .iter()
+        .map(|(_, v)| match v {
+            inputs::InputValue::Array(a) => a.len(),
+            inputs::InputValue::Scalar(..) => 1,
+        })
+        .max()
+        .unwrap_or(0);
+    timing::Traffic {
+        bytes_to_device: run.bytes_to_device,
+        bytes_to_host: run.bytes_to_host,
+        launches: run.launches.len(),
+        elements,
+    }
+}
+
+fn seconds_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// Runs the original and the kernels on the same inputs, compares them, and
+/// on a GPU times both.
+pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, VerifyError> {
+    let work = tempfile::tempdir()
+        .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
+    let input_dir = work.path().join("inputs");
+    let inputs = prepare_inputs(plan, opts, work.path(), &input_dir)?;
+    let orig = original::run_original(
+        &opts.python,
+        &opts.file,
+        &opts.qualname,
+        &input_dir,
+        work.path(),
+        plan.kind == PlanKind::Ufunc,
+        opts.repeats,
+    )?;
+    let mut cpython_times = orig.times.clone();
+    let cpython_s = timing::median(&mut cpython_times);
+    let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len());
+
+    match (&opts.selected.backend, &opts.selected.gpu) {
+        (Backend::Gpu, Some(ctx)) => {
+            let ctx = ctx.clone();
+            gpu_no_panic(|| on_gpu(plan, opts, &ctx, &inputs, &orig, cpython_s, repeats_cpython))
+        }
+        _ => {
+            let t = Instant::now();
+            compile_ptx(&plan.module, &opts.ptx)
+                .map_err(|e| VerifyError::BadPlan(e.to_string()))?;
+            let compile_s = seconds_since(t);
+            let mut dev = simulator::SimDevice::new(plan)?;
+            let ours = exec::run_plan(plan, &inputs, &mut dev, exec::Outputs::All)?;
+            let verification = compare_runs(plan, &orig, &ours, Backend::Simulator, inputs.origin);
+            let timing = Timing {
+                compile_s: Some(compile_s),
+                cpython_s,
+                repeats: timing::Repeats {
+                    cpython: repeats_cpython,
+                    ..Default::default()
+                },
+                ..Timing::default()
+            }
+            .with_speedups();
+            let projection =
+                timing::project(opts.hotspot_pct, &timing, traffic(&ours, &inputs), None);
+            Ok(Outcome {
+                verification,
+                timing,
+                projection,
+                device: DeviceInfo::simulator(),
+                bandwidth: None,
+                launches: ours.launches,
+            })
+        }
+    }
+}
+
+/// cudarc panics in a few driver states; a panic becomes an error line.
+fn gpu_no_panic<T>(f: impl FnOnce() -> Result<T, VerifyError>) -> Result<T, VerifyError> {
+    gpu::catch_panic(f).unwrap_or_else(|m| {
+        Err(VerifyError::Cuda(format!(
+            "the CUDA driver library panicked: {m}"
+        )))
+    })
+}
+
+/// The PTX architecture for a device of compute capability `cc` ("9.0"):
+/// the newest port supports not above it.
+fn arch_for(cc: Option<&str>, fallback: Arch) -> Arch {
+    let Some((major, minor)) = cc.and_then(|c| c.split_once('.')) else {
+        return fallback;
+    };
+    let (Ok(major), Ok(minor)) = (major.parse::<u32>(), minor.parse::<u32>()) else {
+        return fallback;
+    };
+    let n = major * 10 + minor;
+    Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|&&s| s <= n)
+        .and_then(|s| Arch::parse(&format!("sm_{s}")).ok())
+        .unwrap_or(fallback)
+}
+
+fn on_gpu(
+    plan: &KernelPlan,
+    opts: &VerifyOptions,
+    ctx: &Arc<CudaContext>,
+    inputs: &Inputs,
+    orig: &original::OriginalRun,
+    cpython_s: Option<f64>,
+    repeats_cpython: Option<usize>,
+) -> Result<Outcome, VerifyError> {
+    let device = gpu::info(ctx)?;
+    let ptx_opts = PtxOptions {
+        arch: arch_for(device.compute_capability.as_deref(), opts.ptx.arch),
+        debug: false,
+        ..opts.ptx.clone()
+    };
+    // Compilation: IR → PTX, and the driver loading it. Timed apart.
+    let t = Instant::now();
+    let ptx =
+        compile_ptx(&plan.module, &ptx_opts).map_err(|e| VerifyError::BadPlan(e.to_string()))?;
+    let mut dev = gpu::GpuDevice::new(ctx, &plan.module, &ptx, device.sms.unwrap_or(1))?;
+    let compile_s = seconds_since(t);
+
+    // The verified run: synchronized after each launch, so that a fault
+    // names its kernel. It is also the first warm-up.
+    dev.sync_each_launch = true;
+    let ours = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::All)?;
+    let verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs.origin);
+    let mut timing = Timing {
+        compile_s: Some(compile_s),
+        cpython_s,
+        repeats: timing::Repeats {
+            cpython: repeats_cpython,
+            ..Default::default()
+        },
+        ..Timing::default()
+    };
+    let mut bandwidth = None;
+    let mut h2d = None;
+    if verification.passed && opts.repeats > 0 {
+        // One more warm-up as timed runs go (no per-launch sync), then the
+        // timed repeats: end to end on the host clock after a synchronize,
+        // the kernels alone with events (data already on the device).
+        dev.sync_each_launch = false;
+        exec::run_plan(plan, inputs, &mut dev, exec::Outputs::Wrapper)?;
+        dev.synchronize()?;
+        let repeats = opts.repeats.max(MIN_REPEATS);
+        let (mut e2e, mut kernel) = (Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for _ in 0..repeats {
+            dev.start_timing();
+            let t = Instant::now();
+            let run = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::Wrapper)?;
+            dev.synchronize()?;
+            e2e.push(seconds_since(t));
+            kernel.push(dev.kernel_seconds()?);
+            bytes = run.launches.iter().map(|l| l.array_bytes).sum();
+        }
+        timing.kernel_s = timing::median(&mut kernel);
+        timing.end_to_end_s = timing::median(&mut e2e);
+        timing.repeats.kernel = Some(repeats);
+        timing.repeats.end_to_end = Some(repeats);
+        h2d = Some(gpu::host_to_device_bandwidth(dev.stream())?);
+        bandwidth = timing.kernel_s.and_then(|k| {
+            timing::bandwidth(
+                bytes,
+                k,
+                device.peak_bandwidth_gb_s,
+                gpu::memory_bound(&plan.module),
+            )
+        });
+    }
+    let timing = timing.with_speedups();
+    let mut projection = timing::project(opts.hotspot_pct, &timing, traffic(&ours, inputs), h2d);
+    if !verification.passed {
+        projection.why = "not timed: the kernels' results differ from the original's".into();
+    }
+    Ok(Outcome {
+        verification,
+        timing,
+        projection,
+        device,
+        bandwidth,
+        launches: ours.launches,
+    })
 }

@@ -21,6 +21,8 @@ pub struct OriginalRun {
     pub returns: Option<Vec<NdArray>>,
     /// Wall time of the call.
     pub seconds: f64,
+    /// Wall times of the timed calls after it (fresh inputs each).
+    pub times: Vec<f64>,
 }
 
 fn helper_path(dir: &Path) -> Result<PathBuf, VerifyError> {
@@ -50,7 +52,8 @@ fn last_line(bytes: &[u8]) -> String {
 }
 
 /// Runs `qualname` of `file` on the inputs in `input_dir`
-/// (`manifest.json`, see the helper); `ufunc` applies it element by element.
+/// (`manifest.json`, see the helper); `ufunc` applies it element by element;
+/// `repeats` more calls are timed.
 pub fn run_original(
     python: &Path,
     file: &Path,
@@ -58,12 +61,14 @@ pub fn run_original(
     input_dir: &Path,
     work: &Path,
     ufunc: bool,
+    repeats: usize,
 ) -> Result<OriginalRun, VerifyError> {
     let helper = helper_path(work)?;
     let out = work.join("original");
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
     let mode = if ufunc { "ufunc" } else { "call" };
+    let repeats = repeats.to_string();
     let o = python_cmd(
         python,
         &[
@@ -73,6 +78,7 @@ pub fn run_original(
             qualname.as_ref(),
             input_dir.as_os_str(),
             out.as_os_str(),
+            repeats.as_ref(),
         ],
     )?;
     if !o.status.success() {
@@ -118,6 +124,10 @@ pub fn run_original(
         args,
         returns,
         seconds: v["seconds"].as_f64().unwrap_or(0.0),
+        times: v["times"]
+            .as_array()
+            .map(|t| t.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default(),
     })
 }
 

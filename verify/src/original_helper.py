@@ -2,8 +2,8 @@
 returns and the arrays it was given (after the call). Written by port's
 verify crate to a temporary folder and run with the user's Python.
 
-    python original_helper.py call   FILE QUALNAME INPUT_DIR OUTPUT_DIR
-    python original_helper.py ufunc  FILE QUALNAME INPUT_DIR OUTPUT_DIR
+    python original_helper.py call   FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
+    python original_helper.py ufunc  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
     python original_helper.py npz    NPZ  NAMES    OUTPUT_DIR
 
 INPUT_DIR/manifest.json lists the arguments in order:
@@ -11,7 +11,12 @@ INPUT_DIR/manifest.json lists the arguments in order:
  "otypes": ["float64", ...]}            # ufunc mode: the output dtypes
 The module is imported by path under another name, so its
 `if __name__ == "__main__":` block does not run.
+
+With REPEATS, the first call (whose results are saved) is the warm-up, and
+REPEATS more calls are timed, each on fresh copies of the inputs (the copy
+is not timed); timing stops early once it has taken TIME_BUDGET seconds.
 """
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -21,12 +26,16 @@ import traceback
 
 import numpy as np
 
+TIME_BUDGET = 30.0
+
 
 def load_module(path):
     folder = os.path.dirname(os.path.abspath(path))
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location("_port_original", path)
+    # A loader named explicitly also imports a backup (`x.py.port-bak`).
+    loader = importlib.machinery.SourceFileLoader("_port_original", path)
+    spec = importlib.util.spec_from_file_location("_port_original", path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["_port_original"] = mod
     spec.loader.exec_module(mod)
@@ -64,17 +73,35 @@ def save(folder, name, value):
     raise TypeError("cannot compare a value of type %s" % type(value).__name__)
 
 
-def run(mode, path, qualname, inp, out):
+def fresh(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def timed_calls(fn, pristine, repeats):
+    times = []
+    for _ in range(repeats):
+        args = fresh(pristine)
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+        if sum(times) > TIME_BUDGET and len(times) >= 3:
+            break
+    return times
+
+
+def run(mode, path, qualname, inp, out, repeats=0):
     mod = load_module(path)
     fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
     if mode == "ufunc":
         otypes = [np.dtype(t) for t in manifest["otypes"]]
         fn = np.vectorize(fn, otypes=otypes)
+    pristine = fresh(args) if repeats else None
     start = time.perf_counter()
     ret = fn(*args)
     elapsed = time.perf_counter() - start
-    result = {"args": [], "returns": None, "seconds": elapsed}
+    times = timed_calls(fn, pristine, repeats) if repeats else []
+    result = {"args": [], "returns": None, "seconds": elapsed, "times": times}
     for k, a in enumerate(args):
         result["args"].append(save(out, "arg%d" % k, a) if isinstance(a, np.ndarray) else None)
     if ret is not None:
@@ -106,7 +133,8 @@ def main():
         if sys.argv[1] == "npz":
             unpack_npz(sys.argv[2], sys.argv[3], sys.argv[4])
         else:
-            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+            repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats)
     except Exception as e:  # the user's code failed: say where
         tb = traceback.extract_tb(sys.exc_info()[2])
         where = next((f for f in reversed(tb) if f.name != "<module>" and "original_helper" not in f.filename), None)

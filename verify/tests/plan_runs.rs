@@ -1,12 +1,17 @@
 //! verify as a library: the original under CPython against the plan on the
-//! simulator — agreement, a mismatch reported with its first index, captured
-//! inputs, an original that raises, and the GPU backend's clear error.
+//! simulator — agreement, a mismatch reported with its first index and the
+//! kernel's launch, captured and given inputs, an original that raises,
+//! backend selection without a GPU, and the timing fields the simulator can
+//! and cannot fill.
 
 use std::path::{Path, PathBuf};
 
 use port_codegen::ir::{BinOp, Expr, Stmt};
+use port_codegen::PtxOptions;
 use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
-use port_verify::{verify_plan, Backend, VerifyError, VerifyOptions};
+use port_verify::{
+    select_backend, verify_plan, Backend, BackendChoice, VerifyError, VerifyOptions,
+};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -39,11 +44,16 @@ fn plan_of(file: &Path, function: &str, sig: &str) -> KernelPlan {
 
 fn opts(file: &Path, function: &str) -> VerifyOptions {
     VerifyOptions {
-        backend: Backend::Simulator,
+        selected: select_backend(BackendChoice::Simulator).unwrap(),
         python: python(),
         file: file.to_path_buf(),
         qualname: function.into(),
         captured: None,
+        given: None,
+        size: None,
+        repeats: 0,
+        ptx: PtxOptions::default(),
+        hotspot_pct: None,
     }
 }
 
@@ -56,7 +66,9 @@ const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
 #[test]
 fn a_correct_plan_passes() {
     let plan = plan_of(&seeds(), "saxpy", SAXPY);
-    let v = verify_plan(&plan, &opts(&seeds(), "saxpy")).unwrap();
+    let v = verify_plan(&plan, &opts(&seeds(), "saxpy"))
+        .unwrap()
+        .verification;
     assert!(v.passed, "{v:?}");
     assert_eq!(v.inputs, "generated");
     assert_eq!(v.compared, ["`x`", "`y`", "`out`"]);
@@ -77,11 +89,19 @@ fn a_wrong_kernel_is_a_mismatch_with_the_first_index() {
         panic!()
     };
     *op = BinOp::Sub;
-    let v = verify_plan(&plan, &opts(&seeds(), "saxpy")).unwrap();
+    let v = verify_plan(&plan, &opts(&seeds(), "saxpy"))
+        .unwrap()
+        .verification;
     assert!(!v.passed);
     let m = v.mismatch.unwrap();
     assert!(m.starts_with("`out` index [0]: expected "), "{m}");
     assert!(m.contains(", got "), "{m}");
+    // The kernel that produced it, and how it was launched (100,000
+    // elements at 256 threads, capped at 32 blocks per simulated SM).
+    assert!(
+        m.ends_with("— from kernel(s) `saxpy_kernel` (grid (64, 1), block (256, 1))"),
+        "{m}"
+    );
     assert!(v.max_abs_err > 0.1);
 }
 
@@ -101,9 +121,15 @@ fn captured_inputs_are_used_when_given() {
     let plan = plan_of(&seeds(), "saxpy", SAXPY);
     let mut op = opts(&seeds(), "saxpy");
     op.captured = Some(npz);
-    let v = verify_plan(&plan, &op).unwrap();
+    let v = verify_plan(&plan, &op).unwrap().verification;
     assert!(v.passed, "{v:?}");
     assert_eq!(v.inputs, "captured");
+    // The same file given with --inputs wins over a capture, and says so.
+    op.given = op.captured.clone();
+    op.captured = Some(PathBuf::from("/nonexistent.npz"));
+    let v = verify_plan(&plan, &op).unwrap().verification;
+    assert!(v.passed, "{v:?}");
+    assert_eq!(v.inputs, "given");
 }
 
 #[test]
@@ -123,15 +149,72 @@ fn an_original_that_raises_is_reported_with_its_line() {
     assert_eq!(m, "ValueError: boom (bad.py:2 in saxpy)");
 }
 
+/// Whether this machine has an NVIDIA driver (the tests below are about
+/// machines without one; with PORT_GPU=1 the GPU tests cover the rest).
+fn has_driver() -> bool {
+    Path::new("/dev/nvidiactl").exists() || std::env::var("PORT_GPU").as_deref() == Ok("1")
+}
+
 #[test]
-fn the_gpu_backend_says_why_it_cannot_run() {
+fn without_a_driver_gpu_is_an_error_and_auto_falls_back() {
+    if has_driver() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let Err(e) = select_backend(BackendChoice::Gpu) else {
+        panic!("a GPU backend without a driver")
+    };
+    let text = e.to_string();
+    assert!(text.starts_with("--backend gpu: no CUDA driver"), "{text}");
+    assert!(
+        text.ends_with("use --backend simulator (or auto)"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1);
+
+    let auto = select_backend(BackendChoice::Auto).unwrap();
+    assert_eq!(auto.backend, Backend::Simulator);
+    let why = auto.fallback.unwrap();
+    assert!(why.starts_with("no CUDA driver"), "{why}");
+    assert!(why.contains("verifying on the host simulator"), "{why}");
+    assert!(select_backend(BackendChoice::Simulator)
+        .unwrap()
+        .fallback
+        .is_none());
+}
+
+/// On the simulator: CPython and compilation are timed, the GPU's figures
+/// are absent (not zero), and the projection says why it has no verdict.
+#[test]
+fn the_simulator_times_cpython_and_leaves_gpu_figures_empty() {
     let plan = plan_of(&seeds(), "saxpy", SAXPY);
     let mut op = opts(&seeds(), "saxpy");
-    op.backend = Backend::Gpu;
-    let e = verify_plan(&plan, &op).unwrap_err();
-    let text = e.to_string();
-    assert!(text.starts_with("--backend gpu: "), "{text}");
-    assert_eq!(text.lines().count(), 1);
+    op.repeats = 10;
+    op.hotspot_pct = Some(40.0);
+    op.size = Some(5000);
+    let o = verify_plan(&plan, &op).unwrap();
+    assert!(o.verification.passed);
+    assert_eq!(o.device.name, "simulator");
+    assert_eq!(o.device.compute_capability, None);
+    let t = &o.timing;
+    assert!(t.compile_s.unwrap() > 0.0);
+    assert!(t.cpython_s.unwrap() > 0.0);
+    assert_eq!(t.repeats.cpython, Some(10));
+    assert_eq!((t.kernel_s, t.end_to_end_s), (None, None));
+    assert_eq!((t.speedup_kernel, t.speedup_end_to_end), (None, None));
+    assert_eq!(t.repeats.kernel, None);
+    let p = &o.projection;
+    assert_eq!(p.hotspot_pct, Some(40.0));
+    assert_eq!(
+        (p.profitable, p.program_speedup, p.transfer_s),
+        (None, None, None)
+    );
+    assert!(p.why.contains("simulator"), "{}", p.why);
+    assert!(o.bandwidth.is_none());
+    // --size: a 1-D loop gets arrays of that many elements.
+    assert_eq!(o.launches.len(), 1);
+    assert_eq!(o.launches[0].array_bytes, 3 * 5000 * 8);
+    assert_eq!(o.launches[0].config.grid, [20, 1]);
 }
 
 #[test]

@@ -1,0 +1,348 @@
+//! `port verify` and the timing half of `port migrate`, on the simulator
+//! backend (CI has no GPU; `verify/tests/gpu_verify.rs` runs the same
+//! machinery on a real device with PORT_GPU=1): backend selection and its
+//! one-line reasons, the JSON fields and which of them are null without a
+//! GPU, an edited original caught as a mismatch naming the kernel and its
+//! launch, records updated in place, the backup used after `--write`, and
+//! exit codes.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fixture, repo, stderr, stdout};
+
+/// Whether this machine has an NVIDIA driver: the fallback lines below are
+/// only said where there is none.
+fn has_driver() -> bool {
+    Path::new("/dev/nvidiactl").exists()
+}
+
+fn port(dir: &Path, args: &[&str]) -> std::process::Output {
+    let venv = repo().join(".venv");
+    assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("VIRTUAL_ENV", &venv)
+        .args(args)
+        .output()
+        .expect("port runs")
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
+}
+
+const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
+
+/// A scratch folder with seeds.py, saxpy migrated (auto backend).
+fn migrated_saxpy() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/seeds.py"), tmp.path().join("seeds.py")).unwrap();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "seeds.py",
+            "--function",
+            "saxpy",
+            "--signature",
+            SAXPY,
+            "--size",
+            "20000",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    if !has_driver() {
+        // auto fell back, and said why in one line.
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("port: no CUDA driver"), "{err}");
+        assert!(err.contains("verifying on the host simulator"), "{err}");
+    }
+    tmp
+}
+
+/// The simulator fills what it can measure and leaves GPU figures null.
+fn assert_simulator_fields(r: &serde_json::Value) {
+    assert_eq!(r["device"]["name"], "simulator", "{r}");
+    assert!(r["device"]["compute_capability"].is_null());
+    let t = &r["timing"];
+    assert!(t["compile_s"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(t["cpython_s"].as_f64().unwrap() > 0.0, "{t}");
+    assert_eq!(t["repeats"]["cpython"], 20, "{t}");
+    for k in [
+        "kernel_s",
+        "end_to_end_s",
+        "speedup_kernel",
+        "speedup_end_to_end",
+    ] {
+        assert!(t[k].is_null(), "{k} should be null on the simulator: {t}");
+    }
+    let p = &r["projection"];
+    for k in [
+        "hotspot_pct",
+        "program_speedup",
+        "transfer_s",
+        "profitable",
+        "why",
+    ] {
+        assert!(p.get(k).is_some(), "projection.{k} missing: {p}");
+    }
+    assert!(p["profitable"].is_null());
+    assert!(p["why"].as_str().unwrap().contains("simulator"));
+    assert!(r["bandwidth"].is_null());
+}
+
+#[test]
+fn migrate_reports_timing_projection_and_device() {
+    let tmp = migrated_saxpy();
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join(".port/migrations/saxpy.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "verified");
+    assert_simulator_fields(&rec);
+    assert_eq!(rec["launches"][0]["kernel"], "saxpy_kernel");
+    // 20,000 elements at 256 threads a block would be 79 blocks; the launch
+    // policy caps a grid at 32 blocks per SM, and the simulator has 2.
+    assert_eq!(rec["launches"][0]["grid"], serde_json::json!([64, 1]));
+    assert!(tmp.path().join(".port/kernels/saxpy.plan.json").exists());
+}
+
+#[test]
+fn verify_reruns_every_migration_and_keeps_the_records_current() {
+    let tmp = migrated_saxpy();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "seeds.py",
+            "--function",
+            "go_fast",
+            "--signature",
+            "float64[:, :]",
+            "--backend",
+            "simulator",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = std::fs::read_to_string(tmp.path().join(".port/migrations/go_fast.json")).unwrap();
+
+    let o = port(tmp.path(), &["verify", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["schema"], "port.verify/1");
+    if !has_driver() {
+        assert_eq!(j["backend"], "simulator");
+        assert!(j["fallback"]
+            .as_str()
+            .unwrap()
+            .starts_with("no CUDA driver"));
+    }
+    let results = j["results"].as_array().unwrap();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["go_fast", "saxpy"]);
+    for r in results {
+        assert_eq!(r["status"], "verified", "{r}");
+        assert_simulator_fields(r);
+    }
+    // The record was written again (new timings), and --size was kept.
+    let after = std::fs::read_to_string(tmp.path().join(".port/migrations/go_fast.json")).unwrap();
+    assert_ne!(before, after);
+    let saxpy = results.iter().find(|r| r["function"] == "saxpy").unwrap();
+    assert_eq!(saxpy["size"], 20000);
+    assert_eq!(saxpy["launches"][0]["grid"], serde_json::json!([64, 1]));
+
+    // The table: one row per function, every figure column.
+    let o = port(tmp.path(), &["verify", "--function", "saxpy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for col in [
+        "function",
+        "backend",
+        "max rel err",
+        "compile",
+        "kernel",
+        "end-to-end",
+        "CPython",
+        "speedup kernel",
+        "speedup e2e",
+        "program",
+    ] {
+        assert!(out.contains(col), "{col} missing:\n{out}");
+    }
+    assert!(out.contains("saxpy"), "{out}");
+    assert!(!out.contains("go_fast"), "--function filters: {out}");
+    assert!(out.contains("no GPU timing"), "{out}");
+}
+
+/// The user changed the original after migrating: the kernels no longer
+/// compute what it computes. Found, located, and the record says so.
+#[test]
+fn an_edited_original_is_a_mismatch_naming_the_kernel_and_launch() {
+    let tmp = migrated_saxpy();
+    let path = tmp.path().join("seeds.py");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let edited = src.replace("out[i] = a * x[i] + y[i]", "out[i] = a * x[i] - y[i]");
+    assert_ne!(src, edited);
+    std::fs::write(&path, edited).unwrap();
+
+    let o = port(tmp.path(), &["verify", "--backend", "simulator"]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("MISMATCH"), "{out}");
+    assert!(
+        out.contains("saxpy: results differ: `out` index [0]: expected"),
+        "{out}"
+    );
+    assert!(
+        out.contains("from kernel(s) `saxpy_kernel` (grid (64, 1), block (256, 1))"),
+        "{out}"
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join(".port/migrations/saxpy.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "mismatch");
+    assert_eq!(rec["verification"]["passed"], false);
+}
+
+/// After `--write` the original lives in the backup; verify runs that.
+#[test]
+fn after_write_the_backup_is_the_original() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/seeds.py"), tmp.path().join("seeds.py")).unwrap();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "seeds.py",
+            "--function",
+            "saxpy",
+            "--signature",
+            SAXPY,
+            "--write",
+            "--backend",
+            "simulator",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = port(tmp.path(), &["verify", "--backend", "simulator", "--json"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["status"], "verified");
+    assert!(r["original"]
+        .as_str()
+        .unwrap()
+        .ends_with("seeds.py.port-bak"));
+}
+
+/// Inputs the user gives win over generated ones, and are named so.
+#[test]
+fn given_inputs_are_used_and_named() {
+    let tmp = migrated_saxpy();
+    let npz = tmp.path().join("in.npz");
+    let script = format!(
+        "import numpy as np; x = np.linspace(0, 1, 3000); np.savez({:?}, a=2.0, x=x, y=x * 3, out=np.zeros(3000))",
+        npz.display().to_string()
+    );
+    let o = std::process::Command::new(repo().join(".venv/bin/python"))
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = port(
+        tmp.path(),
+        &[
+            "verify",
+            "--backend",
+            "simulator",
+            "--inputs",
+            "in.npz",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["verification"]["inputs"], "given");
+    // 3000 elements: 12 blocks of 256.
+    assert_eq!(r["launches"][0]["grid"], serde_json::json!([12, 1]));
+}
+
+#[test]
+fn a_refused_migration_is_skipped_not_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/refused.py"), tmp.path().join("refused.py")).unwrap();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "refused.py",
+            "--function",
+            "cumulative_sum",
+            "--signature",
+            "float64[:], float64[:]",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = port(tmp.path(), &["verify", "--backend", "simulator"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("skipped"), "{}", stdout(&o));
+}
+
+/// One line on stderr, exit 2, nothing else.
+fn user_error(o: &std::process::Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(o), stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "`{needle}` not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let empty = tempfile::tempdir().unwrap();
+    user_error(&port(empty.path(), &["verify"]), "no migrations in");
+
+    let tmp = migrated_saxpy();
+    user_error(
+        &port(tmp.path(), &["verify", "--function", "nope"]),
+        "no migration of `nope` in .port/migrations (there are: saxpy)",
+    );
+    user_error(
+        &port(tmp.path(), &["verify", "--repeats", "5"]),
+        "--repeats 5: at least 10",
+    );
+    user_error(
+        &port(tmp.path(), &["verify", "--inputs", "missing.npz"]),
+        "--inputs missing.npz: no such file",
+    );
+    if !has_driver() {
+        user_error(
+            &port(tmp.path(), &["verify", "--backend", "gpu"]),
+            "--backend gpu: no CUDA driver: libcuda.so could not be loaded",
+        );
+        user_error(
+            &port(
+                tmp.path(),
+                &[
+                    "migrate",
+                    "seeds.py",
+                    "--function",
+                    "saxpy",
+                    "--signature",
+                    SAXPY,
+                    "--backend",
+                    "gpu",
+                ],
+            ),
+            "--backend gpu: no CUDA driver",
+        );
+    }
+}

@@ -1,0 +1,767 @@
+//! Runs a [`KernelPlan`]'s host program — the wrapper's steps in order: host
+//! scalars, allocations, launches with the same launch policy as the
+//! emitted Python, reads of reduction results — on a [`Device`]: codegen's
+//! host simulator ([`crate::simulator`]) or a CUDA GPU ([`crate::gpu`]).
+//! One interpreter serves both, so the backends can differ only in where the
+//! kernels run, never in what the wrapper does.
+
+use std::collections::HashMap;
+
+use port_codegen::ir::{BinOp, CmpOp, Expr, Literal, MathFn, ScalarType, Type, UnaryOp};
+use port_codegen::ArrayData;
+use port_rewriter::launch::{
+    blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
+};
+use port_rewriter::plan::Fill;
+use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape};
+use serde::Serialize;
+
+use crate::error::VerifyError;
+use crate::inputs::{InputValue, Inputs};
+use crate::npy::NdArray;
+
+/// A host scalar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HVal {
+    B(bool),
+    I(i64),
+    F(f64),
+}
+
+impl HVal {
+    pub fn f(self) -> f64 {
+        match self {
+            HVal::B(b) => f64::from(u8::from(b)),
+            HVal::I(i) => i as f64,
+            HVal::F(f) => f,
+        }
+    }
+
+    pub fn i(self) -> i64 {
+        match self {
+            HVal::B(b) => i64::from(b),
+            HVal::I(i) => i,
+            HVal::F(f) => f as i64,
+        }
+    }
+
+    pub fn b(self) -> bool {
+        match self {
+            HVal::B(b) => b,
+            HVal::I(i) => i != 0,
+            HVal::F(f) => f != 0.0,
+        }
+    }
+
+    pub fn cast(self, t: ScalarType) -> HVal {
+        match t {
+            ScalarType::Bool => HVal::B(self.b()),
+            ScalarType::I32 => HVal::I(self.i() as i32 as i64),
+            ScalarType::I64 => HVal::I(self.i()),
+            ScalarType::F32 => HVal::F(self.f() as f32 as f64),
+            ScalarType::F64 => HVal::F(self.f()),
+        }
+    }
+}
+
+/// An array where the kernels run: the backend's buffer, its shape and
+/// element type (always C-contiguous).
+#[derive(Debug)]
+pub struct DevArray<B> {
+    pub buf: B,
+    pub shape: Vec<usize>,
+    pub elem: ScalarType,
+}
+
+impl<B> DevArray<B> {
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.len() * elem_size(self.elem)
+    }
+}
+
+/// Bytes per element as the kernels store it (`bool` is one byte).
+pub fn elem_size(t: ScalarType) -> usize {
+    match t {
+        ScalarType::Bool => 1,
+        ScalarType::I32 | ScalarType::F32 => 4,
+        ScalarType::I64 | ScalarType::F64 => 8,
+    }
+}
+
+/// `n` elements of type `t`, each `fill`.
+pub fn filled(t: ScalarType, n: usize, fill: f64) -> ArrayData {
+    match t {
+        ScalarType::Bool => ArrayData::Bool(vec![fill != 0.0; n]),
+        ScalarType::I32 => ArrayData::I32(vec![fill as i32; n]),
+        ScalarType::I64 => ArrayData::I64(vec![fill as i64; n]),
+        ScalarType::F32 => ArrayData::F32(vec![fill as f32; n]),
+        ScalarType::F64 => ArrayData::F64(vec![fill; n]),
+    }
+}
+
+/// One kernel argument, in the kernel's parameter order.
+#[derive(Debug)]
+pub enum KArg<B> {
+    Array(DevArray<B>),
+    Scalar(ScalarType, HVal),
+}
+
+/// A launch's grid and block (x, y), as `kernel[grid, block]` gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LaunchConfig {
+    pub grid: [u32; 2],
+    pub block: [u32; 2],
+}
+
+impl std::fmt::Display for LaunchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "grid ({}, {}), block ({}, {})",
+            self.grid[0], self.grid[1], self.block[0], self.block[1]
+        )
+    }
+}
+
+/// One launch of a run: which kernel, how, and the bytes of the arrays it
+/// was given (each counted once: the traffic a streaming kernel makes).
+#[derive(Clone, Debug, Serialize)]
+pub struct Launch {
+    pub kernel: String,
+    pub config: LaunchConfig,
+    pub array_bytes: usize,
+}
+
+impl std::fmt::Display for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` ({})", self.kernel, self.config)
+    }
+}
+
+/// Where kernels run. The interpreter owns the order of work; a device
+/// only moves data and launches.
+pub trait Device {
+    type Buf;
+    /// Multiprocessors the launch policy fills.
+    fn sms(&self) -> u64;
+    /// Copies a host array (already of the kernel's element type) to the device.
+    fn upload(&mut self, a: &NdArray) -> Result<Self::Buf, VerifyError>;
+    /// A new array of `shape`, every element `fill`.
+    fn alloc(
+        &mut self,
+        elem: ScalarType,
+        shape: &[usize],
+        fill: f64,
+    ) -> Result<Self::Buf, VerifyError>;
+    /// Element `k` (flat) of an array, read back to the host.
+    fn element(&mut self, a: &DevArray<Self::Buf>, k: usize) -> Result<HVal, VerifyError>;
+    /// Launches `kernel`; arrays come back in `args` after the launch.
+    fn launch(
+        &mut self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &mut Vec<KArg<Self::Buf>>,
+    ) -> Result<(), VerifyError>;
+    /// Copies an array back to the host.
+    fn download(&mut self, a: &DevArray<Self::Buf>) -> Result<NdArray, VerifyError>;
+}
+
+/// Which arrays a run brings back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outputs {
+    /// Every argument array and the returned values: for verification
+    /// (an argument the original leaves alone must stay unchanged).
+    All,
+    /// What the emitted wrapper copies back: the arrays the function writes
+    /// and the returned values. For timing.
+    Wrapper,
+}
+
+/// What the kernels produced: the argument arrays after the run and the
+/// returned values, as the original's would be compared.
+#[derive(Clone, Debug)]
+pub struct KernelRun {
+    pub args: Vec<Option<NdArray>>,
+    pub returns: Option<Vec<NdArray>>,
+    /// Every launch, in order.
+    pub launches: Vec<Launch>,
+    /// Bytes copied to the device (arguments) and back (results).
+    pub bytes_to_device: usize,
+    pub bytes_to_host: usize,
+}
+
+struct State<B> {
+    arrays: HashMap<String, DevArray<B>>,
+    scalars: HashMap<String, HVal>,
+}
+
+impl<B> State<B> {
+    fn eval<D: Device<Buf = B>>(&self, dev: &mut D, e: &Expr) -> Result<HVal, VerifyError> {
+        Ok(match e {
+            Expr::Lit(l) => match *l {
+                Literal::Bool(b) => HVal::B(b),
+                Literal::I32(i) => HVal::I(i64::from(i)),
+                Literal::I64(i) => HVal::I(i),
+                Literal::F32(f) => HVal::F(f64::from(f)),
+                Literal::F64(f) => HVal::F(f),
+            },
+            Expr::Var(n) => *self
+                .scalars
+                .get(n)
+                .ok_or_else(|| VerifyError::BadPlan(format!("no host value `{n}`")))?,
+            Expr::Shape { array, axis } => {
+                let a = self
+                    .arrays
+                    .get(array)
+                    .ok_or_else(|| VerifyError::BadPlan(format!("no array `{array}`")))?;
+                HVal::I(*a.shape.get(*axis as usize).unwrap_or(&1) as i64)
+            }
+            Expr::Unary(op, a) => {
+                let v = self.eval(dev, a)?;
+                match (op, v) {
+                    (UnaryOp::Neg, HVal::F(f)) => HVal::F(-f),
+                    (UnaryOp::Neg, v) => HVal::I(-v.i()),
+                    (UnaryOp::Not, HVal::B(b)) => HVal::B(!b),
+                    (UnaryOp::Not, v) => HVal::I(!v.i()),
+                }
+            }
+            Expr::Cast(t, a) => self.eval(dev, a)?.cast(*t),
+            Expr::Binary(op, a, b) => {
+                let (x, y) = (self.eval(dev, a)?, self.eval(dev, b)?);
+                let float = matches!(x, HVal::F(_)) || matches!(y, HVal::F(_));
+                if float {
+                    let (x, y) = (x.f(), y.f());
+                    HVal::F(match op {
+                        BinOp::Add => x + y,
+                        BinOp::Sub => x - y,
+                        BinOp::Mul => x * y,
+                        BinOp::Div => x / y,
+                        BinOp::FloorDiv => (x / y).floor(),
+                        BinOp::Rem => x % y,
+                        BinOp::Min => x.min(y),
+                        BinOp::Max => x.max(y),
+                        _ => return Err(VerifyError::BadPlan("bit operation on floats".into())),
+                    })
+                } else if matches!(op, BinOp::And | BinOp::Or) {
+                    HVal::B(if *op == BinOp::And {
+                        x.b() && y.b()
+                    } else {
+                        x.b() || y.b()
+                    })
+                } else {
+                    let (x, y) = (x.i(), y.i());
+                    let d = if y == 0 { 1 } else { y };
+                    HVal::I(match op {
+                        BinOp::Add => x.wrapping_add(y),
+                        BinOp::Sub => x.wrapping_sub(y),
+                        BinOp::Mul => x.wrapping_mul(y),
+                        BinOp::Div => x.wrapping_div(d),
+                        BinOp::FloorDiv => {
+                            x.div_euclid(d) - i64::from(d < 0 && x.rem_euclid(d) != 0)
+                        }
+                        BinOp::Rem => x.wrapping_rem(d),
+                        BinOp::Min => x.min(y),
+                        BinOp::Max => x.max(y),
+                        BinOp::BitAnd => x & y,
+                        BinOp::BitOr => x | y,
+                        BinOp::BitXor => x ^ y,
+                        BinOp::Shl => x.wrapping_shl(y as u32),
+                        BinOp::Shr => x.wrapping_shr(y as u32),
+                        BinOp::And | BinOp::Or => unreachable!("handled above"),
+                    })
+                }
+            }
+            Expr::Cmp(op, a, b) => {
+                let (x, y) = (self.eval(dev, a)?.f(), self.eval(dev, b)?.f());
+                HVal::B(match op {
+                    CmpOp::Eq => x == y,
+                    CmpOp::Ne => x != y,
+                    CmpOp::Lt => x < y,
+                    CmpOp::Le => x <= y,
+                    CmpOp::Gt => x > y,
+                    CmpOp::Ge => x >= y,
+                })
+            }
+            Expr::Select(c, a, b) => {
+                if self.eval(dev, c)?.b() {
+                    self.eval(dev, a)?
+                } else {
+                    self.eval(dev, b)?
+                }
+            }
+            Expr::Math(f, args) => {
+                let x = self.eval(dev, &args[0])?.f();
+                let y = args
+                    .get(1)
+                    .map(|a| self.eval(dev, a))
+                    .transpose()?
+                    .map(HVal::f)
+                    .unwrap_or(0.0);
+                HVal::F(match f {
+                    MathFn::Sqrt => x.sqrt(),
+                    MathFn::Exp => x.exp(),
+                    MathFn::Log => x.ln(),
+                    MathFn::Fabs => x.abs(),
+                    MathFn::Floor => x.floor(),
+                    MathFn::Ceil => x.ceil(),
+                    MathFn::Trunc => x.trunc(),
+                    MathFn::Pow => x.powf(y),
+                    MathFn::Sin => x.sin(),
+                    MathFn::Cos => x.cos(),
+                    MathFn::Tanh => x.tanh(),
+                    other => {
+                        return Err(VerifyError::BadPlan(format!(
+                            "host code calls {}",
+                            other.name()
+                        )))
+                    }
+                })
+            }
+            Expr::Load(r) => {
+                let a = self
+                    .arrays
+                    .get(&r.array)
+                    .ok_or_else(|| VerifyError::BadPlan(format!("no array `{}`", r.array)))?;
+                let k = self.eval(dev, &r.indices[0])?.i() as usize;
+                if k >= a.len() {
+                    return Err(VerifyError::BadPlan(format!(
+                        "host code reads `{}[{k}]` of {} elements",
+                        r.array,
+                        a.len()
+                    )));
+                }
+                dev.element(a, k)?
+            }
+            other => {
+                return Err(VerifyError::BadPlan(format!(
+                    "host code cannot evaluate `{}`",
+                    port_codegen::text::expr_text(other)
+                )))
+            }
+        })
+    }
+}
+
+impl<B> State<B> {
+    /// The launch configuration of a launch step: the emitted Python's
+    /// policy (`_port_blocks`) on a device with `dev.sms()` multiprocessors.
+    fn launch_config<D: Device<Buf = B>>(
+        &self,
+        dev: &mut D,
+        shape: &LaunchShape,
+    ) -> Result<LaunchConfig, VerifyError> {
+        let sms = dev.sms();
+        Ok(match shape {
+            LaunchShape::Grid1 { n } => LaunchConfig {
+                grid: [blocks_for(self.eval(dev, n)?.i(), THREADS_1D, sms), 1],
+                block: [THREADS_1D, 1],
+            },
+            LaunchShape::Grid2 { rows, cols } => {
+                let r = self.eval(dev, rows)?.i().max(1);
+                let c = self.eval(dev, cols)?.i().max(1);
+                let t = i64::from(THREADS_2D);
+                LaunchConfig {
+                    grid: [
+                        ((c + t - 1) / t).min(65_535) as u32,
+                        ((r + t - 1) / t).min(65_535) as u32,
+                    ],
+                    block: [THREADS_2D, THREADS_2D],
+                }
+            }
+            LaunchShape::Reduce { n } => LaunchConfig {
+                grid: [reduce_blocks_for(self.eval(dev, n)?.i(), sms), 1],
+                block: [THREADS_REDUCE, 1],
+            },
+            LaunchShape::OneBlock => LaunchConfig {
+                grid: [1, 1],
+                block: [THREADS_REDUCE, 1],
+            },
+        })
+    }
+
+    fn array(&self, name: &str) -> Result<&DevArray<B>, VerifyError> {
+        self.arrays
+            .get(name)
+            .ok_or_else(|| VerifyError::BadPlan(format!("no array `{name}`")))
+    }
+}
+
+/// The first launch after step `from` that takes array `name`, with its
+/// configuration when it can be worked out already: what a failed
+/// allocation or copy was for.
+fn user_of<B, D: Device<Buf = B>>(
+    plan: &KernelPlan,
+    st: &State<B>,
+    dev: &mut D,
+    from: usize,
+    name: &str,
+) -> String {
+    for s in &plan.steps[from..] {
+        if let HostStep::Launch {
+            kernel,
+            args,
+            shape,
+        } = s
+        {
+            if args.iter().any(|a| a == name) {
+                return match st.launch_config(dev, shape) {
+                    Ok(c) => format!(" for kernel `{kernel}` ({c})"),
+                    Err(_) => format!(" for kernel `{kernel}`"),
+                };
+            }
+        }
+    }
+    String::new()
+}
+
+/// Adds what the data was for to a failed allocation or copy.
+fn for_kernel(e: VerifyError, what: String) -> VerifyError {
+    match e {
+        VerifyError::Cuda(m) => VerifyError::Cuda(format!("{what}: {m}")),
+        other => other,
+    }
+}
+
+/// Runs the plan's host program and kernels on `dev` over `inputs`.
+pub fn run_plan<D: Device>(
+    plan: &KernelPlan,
+    inputs: &Inputs,
+    dev: &mut D,
+    outputs: Outputs,
+) -> Result<KernelRun, VerifyError> {
+    let mut st: State<D::Buf> = State {
+        arrays: HashMap::new(),
+        scalars: HashMap::new(),
+    };
+    let mut run = KernelRun {
+        args: Vec::new(),
+        returns: None,
+        launches: Vec::new(),
+        bytes_to_device: 0,
+        bytes_to_host: 0,
+    };
+    if inputs.values.len() != plan.params.len() {
+        return Err(VerifyError::BadData(format!(
+            "{} inputs for {} arguments",
+            inputs.values.len(),
+            plan.params.len()
+        )));
+    }
+    // A ufunc's element-wise inputs are broadcast together (NumPy's rule),
+    // and its result has the broadcast shape.
+    let mut ufunc_shape: Option<Vec<usize>> = None;
+    let mut shapes: Vec<Vec<usize>> = Vec::new();
+    for (p, (_, v)) in plan.params.iter().zip(&inputs.values) {
+        if let (true, InputValue::Array(a)) = (p.elementwise, v) {
+            shapes.push(a.shape.clone());
+        }
+    }
+    let common = broadcast_shape(&shapes)?;
+    for (p, (_, v)) in plan.params.iter().zip(&inputs.values) {
+        let broadcast;
+        let v = match (p.elementwise, v, &common) {
+            (true, InputValue::Array(a), Some(shape)) => {
+                broadcast = InputValue::Array(broadcast_to(a, shape));
+                &broadcast
+            }
+            _ => v,
+        };
+        match (p.kernel_ty, v) {
+            (ArgType::Array(at), InputValue::Array(a)) => {
+                if p.elementwise
+                    && ufunc_shape
+                        .as_ref()
+                        .is_none_or(|s| s.iter().product::<usize>() < a.len())
+                {
+                    ufunc_shape = Some(a.shape.clone());
+                }
+                let mut a = a.convert(at.elem);
+                if p.elementwise || a.shape.is_empty() {
+                    // A ufunc's argument: flattened.
+                    a.shape = vec![a.len()];
+                }
+                if a.shape.len() != at.ndim as usize {
+                    return Err(VerifyError::BadData(format!(
+                        "`{}` has {} dimensions, its type {} has {}",
+                        p.name,
+                        a.shape.len(),
+                        p.ty,
+                        at.ndim
+                    )));
+                }
+                let buf = dev.upload(&a).map_err(|e| {
+                    let why = user_of(plan, &st, dev, 0, &p.name);
+                    for_kernel(e, format!("copying `{}` to the device{why}", p.name))
+                })?;
+                let d = DevArray {
+                    buf,
+                    shape: a.shape.clone(),
+                    elem: at.elem,
+                };
+                run.bytes_to_device += d.bytes();
+                st.arrays.insert(p.name.clone(), d);
+            }
+            (ArgType::Array(at), InputValue::Scalar(_, x)) => {
+                if ufunc_shape.is_none() {
+                    ufunc_shape = Some(Vec::new());
+                }
+                let buf = dev.alloc(at.elem, &[1], *x)?;
+                run.bytes_to_device += elem_size(at.elem);
+                st.arrays.insert(
+                    p.name.clone(),
+                    DevArray {
+                        buf,
+                        shape: vec![1],
+                        elem: at.elem,
+                    },
+                );
+            }
+            (ArgType::Scalar(t), InputValue::Scalar(_, x)) => {
+                st.scalars.insert(p.name.clone(), HVal::F(*x).cast(t));
+            }
+            (ArgType::Scalar(_), InputValue::Array(_)) => {
+                return Err(VerifyError::BadData(format!(
+                    "`{}` is typed {} but the input is an array",
+                    p.name, p.ty
+                )))
+            }
+        }
+    }
+    for (index, s) in plan.steps.iter().enumerate() {
+        match s {
+            HostStep::Scalar { name, ty, value } => {
+                let v = st.eval(dev, value)?.cast(*ty);
+                st.scalars.insert(name.clone(), v);
+            }
+            HostStep::Alloc {
+                name,
+                elem,
+                shape,
+                fill,
+            } => {
+                let mut dims = Vec::new();
+                for d in shape {
+                    dims.push(st.eval(dev, d)?.i().max(0) as usize);
+                }
+                let v = match fill {
+                    Fill::Empty => 0.0,
+                    Fill::Value(e) => st.eval(dev, e)?.f(),
+                };
+                let buf = dev.alloc(*elem, &dims, v).map_err(|e| {
+                    let n: usize = dims.iter().product();
+                    let why = user_of(plan, &st, dev, index, name);
+                    for_kernel(
+                        e,
+                        format!("allocating `{name}` ({} bytes){why}", n * elem_size(*elem)),
+                    )
+                })?;
+                st.arrays.insert(
+                    name.clone(),
+                    DevArray {
+                        buf,
+                        shape: dims,
+                        elem: *elem,
+                    },
+                );
+            }
+            HostStep::ReadBack { name, ty, array } => {
+                let a = st.array(array)?;
+                let v = dev.element(a, 0)?.cast(*ty);
+                run.bytes_to_host += elem_size(a.elem);
+                st.scalars.insert(name.clone(), v);
+            }
+            HostStep::Launch {
+                kernel,
+                args,
+                shape,
+            } => {
+                let k = plan
+                    .module
+                    .kernel(kernel)
+                    .ok_or_else(|| VerifyError::BadPlan(format!("no kernel `{kernel}`")))?;
+                let config = st.launch_config(dev, shape)?;
+                let mut kargs = Vec::new();
+                let mut array_bytes = 0;
+                for (a, p) in args.iter().zip(&k.params) {
+                    match p.ty {
+                        Type::Array(_) => {
+                            let arr = st.arrays.remove(a).ok_or_else(|| {
+                                VerifyError::BadPlan(format!("no array `{a}` for `{kernel}`"))
+                            })?;
+                            array_bytes += arr.bytes();
+                            kargs.push(KArg::Array(arr));
+                        }
+                        Type::Scalar(t) => {
+                            let v = st.scalars.get(a).copied().ok_or_else(|| {
+                                VerifyError::BadPlan(format!("no value `{a}` for `{kernel}`"))
+                            })?;
+                            kargs.push(KArg::Scalar(t, v.cast(t)));
+                        }
+                    }
+                }
+                let res = dev.launch(kernel, config, &mut kargs);
+                for (a, v) in args.iter().zip(kargs) {
+                    if let KArg::Array(arr) = v {
+                        st.arrays.insert(a.clone(), arr);
+                    }
+                }
+                res?;
+                run.launches.push(Launch {
+                    kernel: kernel.clone(),
+                    config,
+                    array_bytes,
+                });
+            }
+        }
+    }
+    for p in &plan.params {
+        let wanted = match outputs {
+            Outputs::All => true,
+            Outputs::Wrapper => plan.mutated.contains(&p.name),
+        };
+        run.args.push(match p.kernel_ty {
+            ArgType::Array(_) if !p.elementwise && wanted => match st.arrays.get(&p.name) {
+                Some(a) => {
+                    run.bytes_to_host += a.bytes();
+                    Some(dev.download(a)?.convert(p.ty.elem()))
+                }
+                None => None,
+            },
+            _ => None,
+        });
+    }
+    let shape_out = |mut nd: NdArray| {
+        if let Some(s) = &ufunc_shape {
+            if s.iter().product::<usize>() == nd.len() {
+                nd.shape = s.clone();
+            }
+        }
+        nd
+    };
+    run.returns = match &plan.ret {
+        None => None,
+        Some(HostValue::Tuple(items)) => {
+            let mut v = Vec::new();
+            for it in items {
+                v.push(shape_out(value(&st, dev, plan, it, &mut run)?));
+            }
+            Some(v)
+        }
+        Some(one) => Some(vec![shape_out(value(&st, dev, plan, one, &mut run)?)]),
+    };
+    Ok(run)
+}
+
+/// NumPy's broadcast shape of several shapes (`None` for none).
+fn broadcast_shape(shapes: &[Vec<usize>]) -> Result<Option<Vec<usize>>, VerifyError> {
+    if shapes.is_empty() {
+        return Ok(None);
+    }
+    let nd = shapes.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = vec![1usize; nd];
+    for s in shapes {
+        for (k, &d) in s.iter().enumerate() {
+            let o = &mut out[nd - s.len() + k];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                return Err(VerifyError::BadData(format!(
+                    "arguments of shapes {shapes:?} do not broadcast together"
+                )));
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `a` repeated to `shape` (which it broadcasts to), in C order.
+fn broadcast_to(a: &NdArray, shape: &[usize]) -> NdArray {
+    if a.shape == shape {
+        return a.clone();
+    }
+    let n: usize = shape.iter().product();
+    let off = shape.len() - a.shape.len();
+    let mut strides = vec![0usize; shape.len()];
+    let mut s = 1usize;
+    for k in (0..a.shape.len()).rev() {
+        strides[off + k] = if a.shape[k] == 1 { 0 } else { s };
+        s *= a.shape[k];
+    }
+    let index = |mut flat: usize| {
+        let mut src = 0;
+        for d in (0..shape.len()).rev() {
+            src += (flat % shape[d]) * strides[d];
+            flat /= shape[d];
+        }
+        src
+    };
+    let data = match &a.data {
+        ArrayData::Bool(v) => ArrayData::Bool((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::I32(v) => ArrayData::I32((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::I64(v) => ArrayData::I64((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::F32(v) => ArrayData::F32((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::F64(v) => ArrayData::F64((0..n).map(|k| v[index(k)]).collect()),
+    };
+    NdArray {
+        shape: shape.to_vec(),
+        data,
+    }
+}
+
+fn value<B, D: Device<Buf = B>>(
+    st: &State<B>,
+    dev: &mut D,
+    plan: &KernelPlan,
+    v: &HostValue,
+    run: &mut KernelRun,
+) -> Result<NdArray, VerifyError> {
+    match v {
+        HostValue::Array(n) => {
+            // An argument array the run already brought back is not copied twice.
+            let copied = plan
+                .params
+                .iter()
+                .position(|p| p.name == *n)
+                .and_then(|k| run.args.get(k).cloned().flatten());
+            if let Some(nd) = copied {
+                return Ok(nd);
+            }
+            let a = st.array(n)?;
+            run.bytes_to_host += a.bytes();
+            let mut nd = dev.download(a)?;
+            if plan.fp32 && nd.elem() == ScalarType::F32 {
+                nd = nd.convert(ScalarType::F64);
+            }
+            if let Some(p) = plan.params.iter().find(|p| p.name == *n) {
+                nd = nd.convert(p.ty.elem());
+            }
+            Ok(nd)
+        }
+        HostValue::Scalar(n, t) => {
+            let x = st
+                .scalars
+                .get(n)
+                .copied()
+                .ok_or_else(|| VerifyError::BadPlan(format!("no value `{n}`")))?;
+            let data = match t {
+                ScalarType::Bool => ArrayData::Bool(vec![x.b()]),
+                ScalarType::I32 => ArrayData::I32(vec![x.i() as i32]),
+                ScalarType::I64 => ArrayData::I64(vec![x.i()]),
+                ScalarType::F32 | ScalarType::F64 => ArrayData::F64(vec![x.f()]),
+            };
+            Ok(NdArray {
+                shape: vec![],
+                data,
+            })
+        }
+        HostValue::Tuple(_) => Err(VerifyError::BadPlan("nested tuple result".into())),
+    }
+}

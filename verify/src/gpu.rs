@@ -1,0 +1,496 @@
+//! A CUDA GPU as a [`Device`], through cudarc's driver API: one context and
+//! stream, the plan's PTX loaded as a module, arrays as raw device buffers
+//! laid out as the kernels expect (C order, `bool` as one byte), arguments
+//! pushed in [`port_codegen::kernel_abi`] order, and CUDA events around
+//! every launch when a run is timed.
+//!
+//! Nothing here may panic on a machine without a driver: [`open`] checks
+//! that libcuda loads before cudarc touches it (cudarc panics otherwise) and
+//! keeps `catch_unwind` as a backstop. Every driver error becomes one line
+//! naming the kernel and its launch configuration.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DriverError, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use port_codegen::ir::{Module, ScalarType, Type};
+use port_codegen::{kernel_abi, ArrayData};
+use serde::Serialize;
+
+use crate::error::VerifyError;
+use crate::exec::{elem_size, filled, DevArray, Device, HVal, KArg, LaunchConfig};
+use crate::npy::NdArray;
+
+/// What the device is (the `device` object of `--json`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DeviceInfo {
+    /// The driver's name for it, or `"simulator"`.
+    pub name: String,
+    /// `"9.0"`; `None` on the simulator.
+    pub compute_capability: Option<String>,
+    pub sms: Option<u64>,
+    /// Peak DRAM bandwidth from the memory clock and bus width, GB/s.
+    pub peak_bandwidth_gb_s: Option<f64>,
+}
+
+impl DeviceInfo {
+    pub fn simulator() -> DeviceInfo {
+        DeviceInfo {
+            name: "simulator".into(),
+            compute_capability: None,
+            sms: None,
+            peak_bandwidth_gb_s: None,
+        }
+    }
+}
+
+/// Peak DRAM bandwidth in GB/s: double data rate × clock × bus width.
+/// `memory_clock_khz` and `bus_width_bits` are the driver's
+/// `CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE` and `..._GLOBAL_MEMORY_BUS_WIDTH`.
+pub fn peak_bandwidth_gb_s(memory_clock_khz: i64, bus_width_bits: i64) -> Option<f64> {
+    (memory_clock_khz > 0 && bus_width_bits > 0)
+        .then(|| 2.0 * memory_clock_khz as f64 * 1e3 * (bus_width_bits as f64 / 8.0) / 1e9)
+}
+
+/// The name of a driver result (`CUDA_ERROR_ILLEGAL_ADDRESS`) and what it
+/// usually means for a port kernel. Never calls the driver, so it works
+/// when the driver is gone.
+pub fn describe(r: CUresult) -> String {
+    let name = format!("{r:?}");
+    let hint = match r {
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS => {
+            "the kernel read or wrote outside its arrays (run with --debug on the simulator to find the thread)"
+        }
+        CUresult::CUDA_ERROR_LAUNCH_FAILED => "the kernel faulted while running",
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => "the device has too little free memory for these arrays",
+        CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
+            "too many registers or too much shared memory for this block size"
+        }
+        CUresult::CUDA_ERROR_LAUNCH_TIMEOUT => "the kernel ran past the watchdog's limit",
+        CUresult::CUDA_ERROR_INVALID_PTX | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
+            "the driver cannot compile this PTX: pass an older --arch, or update the NVIDIA driver"
+        }
+        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU => "the PTX targets a newer GPU than this one",
+        CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
+        CUresult::CUDA_ERROR_INVALID_VALUE => "a launch argument or size is invalid",
+        _ => "",
+    };
+    if hint.is_empty() {
+        name
+    } else {
+        format!("{name} ({hint})")
+    }
+}
+
+fn cuda(e: DriverError) -> VerifyError {
+    VerifyError::Cuda(describe(e.0))
+}
+
+/// Runs `f` with panics caught and the default hook silenced: cudarc panics
+/// in some no-driver cases, and a panic must become an error line. The
+/// error is the panic's message.
+pub(crate) fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    r.map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "no message".into())
+    })
+}
+
+fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, VerifyError> {
+    catch_panic(f).map_err(|m| {
+        VerifyError::NoGpu(format!("the CUDA driver library failed while {what}: {m}"))
+    })
+}
+
+/// A CUDA context on device 0, or why there is none (one line).
+pub fn open() -> Result<Arc<CudaContext>, VerifyError> {
+    // SAFETY: only tries to dlopen libcuda and reports whether it loaded.
+    let present = no_panic("loading", || unsafe {
+        cudarc::driver::sys::is_culib_present()
+    })?;
+    if !present {
+        return Err(VerifyError::NoGpu(
+            "no CUDA driver: libcuda.so could not be loaded (no NVIDIA driver on this machine)"
+                .into(),
+        ));
+    }
+    match no_panic("opening device 0", || CudaContext::new(0))? {
+        Ok(ctx) => Ok(ctx),
+        Err(e) => Err(VerifyError::NoGpu(format!(
+            "the CUDA driver loaded but device 0 did not answer: {}",
+            describe(e.0)
+        ))),
+    }
+}
+
+/// The device's name, compute capability, SM count and peak bandwidth.
+pub fn info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, VerifyError> {
+    let (major, minor) = ctx.compute_capability().map_err(cuda)?;
+    let attr = |a| ctx.attribute(a).map(i64::from).map_err(cuda);
+    let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let clock = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?;
+    let bus = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?;
+    Ok(DeviceInfo {
+        name: ctx.name().map_err(cuda)?,
+        compute_capability: Some(format!("{major}.{minor}")),
+        sms: Some(sms.max(1) as u64),
+        peak_bandwidth_gb_s: peak_bandwidth_gb_s(clock, bus),
+    })
+}
+
+/// Host-to-device bandwidth in bytes per second, as the emitted wrapper
+/// sees it (pageable host memory, `cuda.to_device`): the median of 5 copies
+/// of 64 MiB after one warm-up copy.
+pub fn host_to_device_bandwidth(stream: &Arc<CudaStream>) -> Result<f64, VerifyError> {
+    const BYTES: usize = 64 << 20;
+    let host = vec![1u8; BYTES];
+    let mut dev = stream.alloc_zeros::<u8>(BYTES).map_err(cuda)?;
+    stream.memcpy_htod(&host, &mut dev).map_err(cuda)?;
+    stream.synchronize().map_err(cuda)?;
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        stream.memcpy_htod(&host, &mut dev).map_err(cuda)?;
+        stream.synchronize().map_err(cuda)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let s = crate::timing::median(&mut times).unwrap_or(f64::NAN);
+    Ok(BYTES as f64 / s)
+}
+
+/// The GPU, loaded with one plan's PTX.
+pub struct GpuDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    functions: HashMap<String, CudaFunction>,
+    /// Each kernel's parameter types, and how many slots the PTX entry
+    /// takes for them (`kernel_abi`).
+    params: HashMap<String, Vec<Type>>,
+    abi_len: HashMap<String, usize>,
+    sms: u64,
+    /// Synchronize after every launch, so that a fault is pinned on the
+    /// kernel that made it (verification runs); off for timed runs.
+    pub sync_each_launch: bool,
+    /// Start and end events of each launch of a timed run.
+    events: Option<Vec<(CudaEvent, CudaEvent)>>,
+}
+
+impl GpuDevice {
+    /// Loads `ptx` (compiled from `module`) into a new stream of `ctx`.
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        module: &Module,
+        ptx: &str,
+        sms: u64,
+    ) -> Result<GpuDevice, VerifyError> {
+        let stream = ctx.new_stream().map_err(cuda)?;
+        let loaded = ctx
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|e| VerifyError::Cuda(format!("loading the PTX: {}", describe(e.0))))?;
+        let mut functions = HashMap::new();
+        let mut params = HashMap::new();
+        let mut abi_len = HashMap::new();
+        for k in &module.kernels {
+            let f = loaded.load_function(&k.name).map_err(|e| {
+                VerifyError::Cuda(format!("kernel `{}` in the PTX: {}", k.name, describe(e.0)))
+            })?;
+            functions.insert(k.name.clone(), f);
+            params.insert(k.name.clone(), k.params.iter().map(|p| p.ty).collect());
+            abi_len.insert(k.name.clone(), kernel_abi(k, false).len());
+        }
+        Ok(GpuDevice {
+            ctx: ctx.clone(),
+            stream,
+            functions,
+            params,
+            abi_len,
+            sms,
+            sync_each_launch: true,
+            events: None,
+        })
+    }
+
+    /// Starts recording an event pair around every launch.
+    pub fn start_timing(&mut self) {
+        self.events = Some(Vec::new());
+    }
+
+    /// Waits for the stream, and gives the seconds the launches since
+    /// [`Self::start_timing`] took on the device (their sum).
+    pub fn kernel_seconds(&mut self) -> Result<f64, VerifyError> {
+        self.synchronize()?;
+        let mut total = 0.0;
+        for (start, end) in self.events.take().unwrap_or_default() {
+            total += f64::from(start.elapsed_ms(&end).map_err(cuda)?) / 1e3;
+        }
+        Ok(total)
+    }
+
+    pub fn synchronize(&self) -> Result<(), VerifyError> {
+        self.stream.synchronize().map_err(cuda)
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    fn event(&self) -> Result<CudaEvent, VerifyError> {
+        self.ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda)
+    }
+}
+
+fn host_bytes(a: &NdArray) -> Vec<u8> {
+    match &a.data {
+        ArrayData::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+        ArrayData::I32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+    }
+}
+
+fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
+    fn chunks<const N: usize, T>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        b.chunks_exact(N)
+            .map(|c| f(c.try_into().expect("exact chunk")))
+            .collect()
+    }
+    match elem {
+        ScalarType::Bool => ArrayData::Bool(b.iter().map(|&x| x != 0).collect()),
+        ScalarType::I32 => ArrayData::I32(chunks(b, i32::from_ne_bytes)),
+        ScalarType::I64 => ArrayData::I64(chunks(b, i64::from_ne_bytes)),
+        ScalarType::F32 => ArrayData::F32(chunks(b, f32::from_ne_bytes)),
+        ScalarType::F64 => ArrayData::F64(chunks(b, f64::from_ne_bytes)),
+    }
+}
+
+/// A kernel argument slot, owned until the launch.
+enum Slot {
+    Buffer,
+    U8(u8),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Device for GpuDevice {
+    type Buf = CudaSlice<u8>;
+
+    fn sms(&self) -> u64 {
+        self.sms
+    }
+
+    fn upload(&mut self, a: &NdArray) -> Result<CudaSlice<u8>, VerifyError> {
+        let bytes = host_bytes(a);
+        // A zero-length array still gets a (one-byte) buffer: kernels take
+        // a pointer either way.
+        if bytes.is_empty() {
+            return self.stream.alloc_zeros::<u8>(1).map_err(cuda);
+        }
+        self.stream.clone_htod(&bytes).map_err(cuda)
+    }
+
+    fn alloc(
+        &mut self,
+        elem: ScalarType,
+        shape: &[usize],
+        fill: f64,
+    ) -> Result<CudaSlice<u8>, VerifyError> {
+        let n: usize = shape.iter().product();
+        let len = (n * elem_size(elem)).max(1);
+        let mut buf = self.stream.alloc_zeros::<u8>(len).map_err(cuda)?;
+        if fill != 0.0 && n > 0 {
+            let a = NdArray {
+                shape: vec![n],
+                data: filled(elem, n, fill),
+            };
+            self.stream
+                .memcpy_htod(&host_bytes(&a), &mut buf)
+                .map_err(cuda)?;
+        }
+        Ok(buf)
+    }
+
+    fn element(&mut self, a: &DevArray<CudaSlice<u8>>, k: usize) -> Result<HVal, VerifyError> {
+        let size = elem_size(a.elem);
+        let view = a.buf.slice(k * size..(k + 1) * size);
+        let b = self.stream.clone_dtoh(&view).map_err(cuda)?;
+        Ok(match from_bytes(a.elem, &b) {
+            ArrayData::Bool(v) => HVal::B(v[0]),
+            ArrayData::I32(v) => HVal::I(i64::from(v[0])),
+            ArrayData::I64(v) => HVal::I(v[0]),
+            ArrayData::F32(v) => HVal::F(f64::from(v[0])),
+            ArrayData::F64(v) => HVal::F(v[0]),
+        })
+    }
+
+    fn launch(
+        &mut self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &mut Vec<KArg<CudaSlice<u8>>>,
+    ) -> Result<(), VerifyError> {
+        let failed = |m: String| VerifyError::Cuda(format!("kernel `{kernel}` ({config}): {m}"));
+        let f = self
+            .functions
+            .get(kernel)
+            .ok_or_else(|| failed("not in the loaded PTX".into()))?
+            .clone();
+        let abi = self.abi_len.get(kernel).copied().unwrap_or_default();
+        // The flattened arguments (kernel_abi's order): a pointer and the
+        // shape of each array, then its C-order strides when the kernel
+        // takes any layout; scalars as stored.
+        let params = self.params.get(kernel).cloned().unwrap_or_default();
+        if params.len() != args.len() {
+            return Err(failed(format!(
+                "{} arguments for a kernel of {} parameters",
+                args.len(),
+                params.len()
+            )));
+        }
+        let mut slots = Vec::new();
+        for (a, ty) in args.iter().zip(&params) {
+            match (a, ty) {
+                (KArg::Array(d), Type::Array(at)) => {
+                    slots.push(Slot::Buffer);
+                    slots.extend(d.shape.iter().map(|&n| Slot::I64(n as i64)));
+                    if !at.contiguous {
+                        let mut strides = vec![1i64; d.shape.len()];
+                        for k in (0..d.shape.len().saturating_sub(1)).rev() {
+                            strides[k] = strides[k + 1] * d.shape[k + 1] as i64;
+                        }
+                        slots.extend(strides.into_iter().map(Slot::I64));
+                    }
+                }
+                (KArg::Scalar(t, v), Type::Scalar(_)) => slots.push(match t {
+                    ScalarType::Bool => Slot::U8(u8::from(v.b())),
+                    ScalarType::I32 => Slot::I32(v.i() as i32),
+                    ScalarType::I64 => Slot::I64(v.i()),
+                    ScalarType::F32 => Slot::F32(v.f() as f32),
+                    ScalarType::F64 => Slot::F64(v.f()),
+                }),
+                _ => return Err(failed("an array where a scalar goes, or back".into())),
+            }
+        }
+        if slots.len() != abi {
+            return Err(failed(format!(
+                "{} argument slots for a kernel that takes {abi}",
+                slots.len()
+            )));
+        }
+        let timed = match self.events {
+            Some(_) => Some(self.event()?),
+            None => None,
+        };
+        if let Some(start) = &timed {
+            start.record(&self.stream).map_err(cuda)?;
+        }
+        {
+            let mut buffers = args.iter_mut().filter_map(|a| match a {
+                KArg::Array(d) => Some(&mut d.buf),
+                KArg::Scalar(..) => None,
+            });
+            let mut l = self.stream.launch_builder(&f);
+            for s in &slots {
+                match s {
+                    Slot::Buffer => {
+                        let b = buffers
+                            .next()
+                            .ok_or_else(|| failed("fewer arrays than pointers".into()))?;
+                        l.arg(b);
+                    }
+                    Slot::U8(v) => {
+                        l.arg(v);
+                    }
+                    Slot::I32(v) => {
+                        l.arg(v);
+                    }
+                    Slot::I64(v) => {
+                        l.arg(v);
+                    }
+                    Slot::F32(v) => {
+                        l.arg(v);
+                    }
+                    Slot::F64(v) => {
+                        l.arg(v);
+                    }
+                }
+            }
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (config.grid[0], config.grid[1], 1),
+                block_dim: (config.block[0], config.block[1], 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the arguments follow the kernel's ABI (checked above:
+            // one slot per parameter, pointers to buffers holding the
+            // shapes given), and the kernels index only within the shapes
+            // they are given (grid-stride loops bounded by them).
+            unsafe { l.launch(cfg) }.map_err(|e| failed(describe(e.0)))?;
+        }
+        if let Some(start) = timed {
+            let end = self.event()?;
+            end.record(&self.stream).map_err(cuda)?;
+            if let Some(ev) = self.events.as_mut() {
+                ev.push((start, end));
+            }
+        }
+        if self.sync_each_launch {
+            self.stream
+                .synchronize()
+                .map_err(|e| failed(describe(e.0)))?;
+        }
+        Ok(())
+    }
+
+    fn download(&mut self, a: &DevArray<CudaSlice<u8>>) -> Result<NdArray, VerifyError> {
+        let bytes = a.bytes();
+        let b = if bytes == 0 {
+            Vec::new()
+        } else {
+            self.stream
+                .clone_dtoh(&a.buf.slice(0..bytes))
+                .map_err(cuda)?
+        };
+        Ok(NdArray {
+            shape: a.shape.clone(),
+            data: from_bytes(a.elem, &b),
+        })
+    }
+}
+
+/// Whether the kernels stream through memory: no loop runs inside any
+/// parallel loop (per element), in the kernels or the device functions
+/// they call. Such kernels are judged against the device's peak bandwidth.
+pub fn memory_bound(m: &Module) -> bool {
+    use port_codegen::ir::Stmt;
+    fn has_loop(body: &[Stmt], inside_parallel: bool) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::For { body, .. } | Stmt::While { body, .. } => {
+                inside_parallel || has_loop(body, inside_parallel)
+            }
+            Stmt::ParallelFor(p) => has_loop(&p.body, true),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => has_loop(then_body, inside_parallel) || has_loop(else_body, inside_parallel),
+            _ => false,
+        })
+    }
+    !m.kernels.iter().any(|k| has_loop(&k.body, false))
+        && !m.device_functions.iter().any(|f| has_loop(&f.body, true))
+}

@@ -1,0 +1,358 @@
+//! Timing figures and what they mean for the program: medians, the speedups
+//! over CPython, the Amdahl projection from the profile, the transfer cost,
+//! the "not profitable" verdict with its reason, and the achieved fraction
+//! of peak bandwidth. Pure functions of measured numbers, so the rules are
+//! tested without a GPU.
+
+use serde::Serialize;
+
+/// The median of `xs` (sorted in place); `None` when empty.
+pub fn median(xs: &mut [f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    Some(if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    })
+}
+
+/// How many timed runs each median is of (after one warm-up).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Repeats {
+    pub kernel: Option<usize>,
+    pub end_to_end: Option<usize>,
+    pub cpython: Option<usize>,
+}
+
+/// The `timing` object of `--json`, in seconds. Fields the backend cannot
+/// measure (anything on the GPU, on the simulator) are `None` (`null`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Timing {
+    /// PTX from the IR, plus the driver loading it on a GPU; never part of
+    /// any other figure.
+    pub compile_s: Option<f64>,
+    /// The kernels alone (CUDA events around each launch, summed), with
+    /// the data already on the device.
+    pub kernel_s: Option<f64>,
+    /// What the emitted wrapper does: allocation, copies both ways,
+    /// launches, reads of reduction results.
+    pub end_to_end_s: Option<f64>,
+    /// The original function under CPython, in a separate process.
+    pub cpython_s: Option<f64>,
+    pub speedup_kernel: Option<f64>,
+    pub speedup_end_to_end: Option<f64>,
+    pub repeats: Repeats,
+}
+
+impl Timing {
+    /// Fills in the speedups from the times.
+    pub fn with_speedups(mut self) -> Timing {
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 && a > 0.0 => Some(a / b),
+            _ => None,
+        };
+        self.speedup_kernel = ratio(self.cpython_s, self.kernel_s);
+        self.speedup_end_to_end = ratio(self.cpython_s, self.end_to_end_s);
+        self
+    }
+}
+
+/// The `projection` object: what the migration is worth to the program.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Projection {
+    /// The function's share of the program's samples (its `total_pct`).
+    pub hotspot_pct: Option<f64>,
+    /// Amdahl's law: 1 / ((1 - p) + p / speedup_end_to_end).
+    pub program_speedup: Option<f64>,
+    /// Bytes copied both ways over the measured host-to-device bandwidth.
+    pub transfer_s: Option<f64>,
+    /// End-to-end speedup at least 1; `None` without GPU timing.
+    pub profitable: Option<bool>,
+    /// Why (not) offloaded, one sentence.
+    pub why: String,
+}
+
+/// The `bandwidth` object: memory traffic of the kernels against the peak.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Bandwidth {
+    /// Bytes of the arrays each launch was given, summed over launches.
+    pub bytes: usize,
+    pub achieved_gb_s: f64,
+    pub peak_gb_s: Option<f64>,
+    /// Only for memory-bound kernels (see `gpu::memory_bound`).
+    pub pct_of_peak: Option<f64>,
+    pub memory_bound: bool,
+}
+
+/// What a run moved and launched, for the projection's reasons.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Traffic {
+    pub bytes_to_device: usize,
+    pub bytes_to_host: usize,
+    pub launches: usize,
+    /// Elements of the largest array.
+    pub elements: usize,
+}
+
+/// Below this many elements an array is "small" for a GPU.
+pub const SMALL_ARRAY: usize = 100_000;
+
+/// Amdahl's law for a part `pct` percent of the run, sped up `speedup` times.
+pub fn amdahl(pct: f64, speedup: f64) -> f64 {
+    let p = (pct / 100.0).clamp(0.0, 1.0);
+    1.0 / ((1.0 - p) + p / speedup)
+}
+
+fn secs(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+fn megabytes(b: usize) -> String {
+    format!("{:.1} MB", b as f64 / 1e6)
+}
+
+/// The projection from measured figures. `h2d_bytes_per_s` is the measured
+/// host-to-device bandwidth (`None` on the simulator).
+pub fn project(
+    hotspot_pct: Option<f64>,
+    t: &Timing,
+    traffic: Traffic,
+    h2d_bytes_per_s: Option<f64>,
+) -> Projection {
+    let moved = traffic.bytes_to_device + traffic.bytes_to_host;
+    let transfer_s = h2d_bytes_per_s
+        .filter(|b| *b > 0.0)
+        .map(|b| moved as f64 / b);
+    let mut p = Projection {
+        hotspot_pct,
+        transfer_s,
+        ..Projection::default()
+    };
+    let (Some(e2e), Some(speedup), Some(cpython), Some(kernel)) = (
+        t.end_to_end_s,
+        t.speedup_end_to_end,
+        t.cpython_s,
+        t.kernel_s,
+    ) else {
+        p.why = "no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock".into();
+        return p;
+    };
+    p.program_speedup = hotspot_pct.map(|pct| amdahl(pct, speedup));
+    p.profitable = Some(speedup >= 1.0);
+    let transfer_share = transfer_s.map(|x| (x / e2e).min(1.0)).unwrap_or(0.0);
+    let launch_bound = e2e - kernel - transfer_s.unwrap_or(0.0);
+    p.why = if speedup >= 1.0 {
+        let mut why = format!(
+            "the kernels are {:.1}x and the whole call {:.1}x faster than CPython",
+            t.speedup_kernel.unwrap_or(0.0),
+            speedup
+        );
+        if transfer_s.is_some() {
+            why.push_str(&format!(
+                "; transfers are {:.0}% of the call",
+                transfer_share * 100.0
+            ));
+        }
+        if let Some(pct) = hotspot_pct {
+            why.push_str(&format!(
+                "; the function is {pct:.1}% of the program, so the program gains at most {:.2}x",
+                amdahl(pct, f64::INFINITY)
+            ));
+        }
+        why
+    } else if transfer_share >= 0.5 {
+        format!(
+            "not profitable: transfers dominate — {} moved take {} of the {} call, while CPython takes {}; keep the arrays on the GPU across calls",
+            megabytes(moved),
+            secs(transfer_s.unwrap_or(0.0)),
+            secs(e2e),
+            secs(cpython)
+        )
+    } else if traffic.elements < SMALL_ARRAY {
+        format!(
+            "not profitable: arrays too small — {} elements; {} launch(es) and their set-up cost {} while CPython takes {}",
+            traffic.elements,
+            traffic.launches,
+            secs(e2e),
+            secs(cpython)
+        )
+    } else if launch_bound > kernel {
+        format!(
+            "not profitable: launch overhead — {} launch(es), allocation and reads of results take {} of the {} call, the kernels {}",
+            traffic.launches,
+            secs(launch_bound.max(0.0)),
+            secs(e2e),
+            secs(kernel)
+        )
+    } else {
+        format!(
+            "not profitable: the kernels themselves take {} against CPython's {}",
+            secs(kernel),
+            secs(cpython)
+        )
+    };
+    p
+}
+
+/// Achieved bandwidth of the kernels against the device's peak.
+pub fn bandwidth(
+    bytes: usize,
+    kernel_s: f64,
+    peak_gb_s: Option<f64>,
+    memory_bound: bool,
+) -> Option<Bandwidth> {
+    (kernel_s > 0.0 && bytes > 0).then(|| {
+        let achieved = bytes as f64 / kernel_s / 1e9;
+        Bandwidth {
+            bytes,
+            achieved_gb_s: achieved,
+            peak_gb_s,
+            pct_of_peak: peak_gb_s
+                .filter(|p| *p > 0.0 && memory_bound)
+                .map(|p| 100.0 * achieved / p),
+            memory_bound,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu_timing(kernel: f64, e2e: f64, cpython: f64) -> Timing {
+        Timing {
+            compile_s: Some(0.01),
+            kernel_s: Some(kernel),
+            end_to_end_s: Some(e2e),
+            cpython_s: Some(cpython),
+            ..Timing::default()
+        }
+        .with_speedups()
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn amdahl_limits() {
+        assert!((amdahl(50.0, 2.0) - 1.0 / 0.75).abs() < 1e-12);
+        assert!((amdahl(50.0, f64::INFINITY) - 2.0).abs() < 1e-12);
+        assert_eq!(amdahl(0.0, 100.0), 1.0);
+    }
+
+    #[test]
+    fn profitable_call_projects_with_amdahl() {
+        let t = gpu_timing(1e-4, 1e-3, 0.1);
+        assert_eq!(t.speedup_kernel, Some(1000.0));
+        let traffic = Traffic {
+            bytes_to_device: 8_000_000,
+            bytes_to_host: 8_000_000,
+            launches: 1,
+            elements: 1_000_000,
+        };
+        let p = project(Some(40.0), &t, traffic, Some(16e9));
+        assert_eq!(p.profitable, Some(true));
+        assert!((p.transfer_s.unwrap() - 1e-3).abs() < 1e-12);
+        assert!((p.program_speedup.unwrap() - amdahl(40.0, 100.0)).abs() < 1e-12);
+        assert!(p.why.contains("at most 1.67x"), "{}", p.why);
+    }
+
+    #[test]
+    fn transfers_dominating_is_the_reason() {
+        let t = gpu_timing(1e-5, 4e-3, 2e-3);
+        let traffic = Traffic {
+            bytes_to_device: 40_000_000,
+            bytes_to_host: 20_000_000,
+            launches: 1,
+            elements: 5_000_000,
+        };
+        let p = project(Some(10.0), &t, traffic, Some(20e9));
+        assert_eq!(p.profitable, Some(false));
+        assert!(
+            p.why.starts_with("not profitable: transfers dominate"),
+            "{}",
+            p.why
+        );
+        assert!(p.program_speedup.unwrap() < 1.0);
+    }
+
+    #[test]
+    fn small_arrays_are_the_reason() {
+        let t = gpu_timing(5e-6, 6e-5, 1e-5);
+        let traffic = Traffic {
+            bytes_to_device: 8000,
+            bytes_to_host: 8000,
+            launches: 2,
+            elements: 1000,
+        };
+        let p = project(None, &t, traffic, Some(20e9));
+        assert_eq!(p.profitable, Some(false));
+        assert!(
+            p.why.contains("arrays too small — 1000 elements"),
+            "{}",
+            p.why
+        );
+        assert_eq!(p.program_speedup, None);
+    }
+
+    #[test]
+    fn launch_overhead_is_the_reason() {
+        let t = gpu_timing(1e-4, 2e-2, 1e-2);
+        let traffic = Traffic {
+            bytes_to_device: 1_000_000,
+            bytes_to_host: 8,
+            launches: 40,
+            elements: 1_000_000,
+        };
+        let p = project(None, &t, traffic, Some(20e9));
+        assert!(p.why.contains("launch overhead"), "{}", p.why);
+    }
+
+    #[test]
+    fn simulator_has_no_verdict() {
+        let t = Timing {
+            compile_s: Some(0.01),
+            cpython_s: Some(0.2),
+            ..Timing::default()
+        }
+        .with_speedups();
+        assert_eq!(t.speedup_kernel, None);
+        let p = project(Some(30.0), &t, Traffic::default(), None);
+        assert_eq!(p.profitable, None);
+        assert_eq!(p.program_speedup, None);
+        assert_eq!(p.transfer_s, None);
+        assert_eq!(p.hotspot_pct, Some(30.0));
+        assert!(p.why.contains("simulator"));
+    }
+
+    #[test]
+    fn bandwidth_against_peak() {
+        // H100 SXM: 2619 MHz HBM3 on a 5120-bit bus.
+        let peak = crate::gpu::peak_bandwidth_gb_s(2_619_000, 5120).unwrap();
+        assert!((peak - 3352.32).abs() < 0.01, "{peak}");
+        let b = bandwidth(3 * 4 * (1 << 24), 7.2e-5, Some(peak), true).unwrap();
+        assert!(
+            (b.achieved_gb_s - 2796.2).abs() < 1.0,
+            "{}",
+            b.achieved_gb_s
+        );
+        assert!((b.pct_of_peak.unwrap() - 83.4).abs() < 0.1);
+        let c = bandwidth(1000, 1e-3, Some(peak), false).unwrap();
+        assert_eq!(c.pct_of_peak, None);
+        assert!(bandwidth(0, 1e-3, Some(peak), true).is_none());
+    }
+}
