@@ -13,9 +13,10 @@ use port_analyzer::model::{FunctionReport, Severity, Verdict};
 use port_analyzer::rules;
 
 use crate::coverage::Basis;
-use crate::markdown::{basis_sentence, delta, figures, pct, speedup};
+use crate::markdown::{basis_sentence, delta, figures, pct};
 use crate::profile::ProfileView;
 use crate::report::Report;
+use crate::timing::{self, Speedups};
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(s: &str) -> String {
@@ -238,27 +239,68 @@ fn migrations(s: &mut String, r: &Report) {
         return;
     }
     s.push_str(
-        "<table><thead><tr><th>function</th><th>status</th><th>backend</th><th>inputs</th>\
+        "<table id=\"migration-table\"><thead><tr><th>function</th><th>status</th><th>device</th><th>inputs</th>\
                 <th>max rel. error</th><th>kernel speedup</th><th>end-to-end speedup</th>\
-                <th>whole program (projected)</th></tr></thead><tbody>",
+                <th>CPython</th><th>whole program (projected)</th><th>bandwidth</th></tr></thead><tbody>",
     );
     for e in &r.migrations {
         let m = &e.migration;
         let v = m.verification.as_ref();
-        let (k, e2e) = match &m.timing {
-            Some(t) => (speedup(t.speedup_kernel), speedup(t.speedup_end_to_end)),
-            None => ("-".into(), "-".into()),
+        let t = m.timing.as_ref();
+        let repeats = t.and_then(|t| t.repeats.as_ref());
+        // "median of 20 runs" for a cell's title, when the record says.
+        let runs = |n: Option<u64>| {
+            n.map(|n| format!("median of {n} run{}", if n == 1 { "" } else { "s" }))
         };
-        let backend = match (v, &m.device) {
-            (Some(v), Some(d)) => format!(
-                "{} ({}, sm_{})",
-                v.backend,
-                d.name,
-                d.compute_capability.replace('.', "")
+        let speedups = match timing::speedups(m) {
+            Speedups::None => "<td class=\"num\">-</td><td class=\"num\">-</td>".to_string(),
+            Speedups::Simulator => format!(
+                "<td colspan=\"2\" class=\"no-gpu\">{}</td>",
+                escape(timing::NO_GPU_TIMING)
             ),
-            (Some(v), None) => v.backend.clone(),
-            (None, _) => "-".into(),
+            Speedups::Gpu { kernel, end_to_end } => {
+                let kernel_title = [
+                    t.and_then(|t| t.kernel_s)
+                        .map(|x| format!("kernel {}", timing::seconds(x))),
+                    runs(repeats.and_then(|r| r.kernel)),
+                ];
+                let e2e_title = [
+                    t.and_then(|t| t.end_to_end_s)
+                        .map(|x| format!("end to end {}", timing::seconds(x))),
+                    m.projection
+                        .as_ref()
+                        .and_then(|p| p.transfer_s)
+                        .map(|x| format!("transfers {}", timing::seconds(x))),
+                    runs(repeats.and_then(|r| r.end_to_end)),
+                ];
+                format!(
+                    "{}{}",
+                    speedup_cell(kernel, &kernel_title),
+                    speedup_cell(end_to_end, &e2e_title)
+                )
+            }
         };
+        let mut device = escape(&timing::device_text(m));
+        let detail = timing::device_detail(m);
+        if !detail.is_empty() {
+            let _ = write!(device, " <span class=\"note\">({})</span>", escape(&detail));
+        }
+        let cpython_title = runs(repeats.and_then(|r| r.cpython))
+            .map(|x| format!(" title=\"{}\"", escape(&x)))
+            .unwrap_or_default();
+        let projection_class = if timing::not_profitable(m) {
+            " class=\"not-profitable\""
+        } else {
+            ""
+        };
+        let bandwidth = timing::bandwidth_text(m).unwrap_or_else(|| "-".into());
+        let bandwidth_title = m
+            .bandwidth
+            .as_ref()
+            .filter(|_| !m.on_simulator())
+            .and_then(|b| b.bytes)
+            .map(|b| format!(" title=\"{} bytes moved per call\"", b))
+            .unwrap_or_default();
         let mut status = m.status.to_string();
         if !m.reasons.is_empty() {
             status = format!("{status}: {}", m.reasons_line());
@@ -266,23 +308,35 @@ fn migrations(s: &mut String, r: &Report) {
         let status = message_html(&status);
         let _ = write!(
             s,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{k}</td><td class=\"num\">{e2e}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{device}</td><td>{}</td><td class=\"num\">{}</td>\
+             {speedups}<td class=\"num\"{cpython_title}>{}</td><td{projection_class}>{}</td>\
+             <td{bandwidth_title}>{}</td></tr>",
             escape(&m.function),
             status,
-            escape(&backend),
             escape(v.map(|v| v.inputs.as_str()).unwrap_or("-")),
             v.and_then(|v| v.max_rel_err)
                 .map(|x| format!("{x:.1e}"))
                 .unwrap_or_else(|| "-".into()),
-            m.projection
-                .as_ref()
-                .and_then(|p| p.whole_program_speedup)
-                .map(speedup)
-                .unwrap_or_else(|| "-".into()),
+            escape(&timing::cpython_text(m)),
+            escape(&timing::projection_text(m)),
+            escape(&bandwidth),
         );
     }
     s.push_str("</tbody></table></section>\n");
+}
+
+/// A speedup cell, with what it rests on as its title.
+fn speedup_cell(v: Option<f64>, title: &[Option<String>]) -> String {
+    let title: Vec<&str> = title.iter().flatten().map(String::as_str).collect();
+    let title = if title.is_empty() {
+        String::new()
+    } else {
+        format!(" title=\"{}\"", escape(&title.join(" · ")))
+    };
+    format!(
+        "<td class=\"num\"{title}>{}</td>",
+        v.map(timing::speedup).unwrap_or_else(|| "-".into())
+    )
 }
 
 /// The flame graph as an inline SVG (drawn by inferno, without its script,
@@ -590,6 +644,7 @@ code,pre{font-family:"DejaVu Sans Mono",ui-monospace,Menlo,Consolas,monospace;fo
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.no-gpu{color:var(--mute);text-align:center;font-style:italic}td.not-profitable{color:var(--obj-b)}
 table.sortable th{cursor:pointer;user-select:none;white-space:nowrap}
 table.sortable th[aria-sort=ascending]::after{content:" ▲"}table.sortable th[aria-sort=descending]::after{content:" ▼"}
 .badge{display:inline-block;padding:0 6px;border-radius:4px;font-size:12px;font-weight:600;border:1px solid}

@@ -8,6 +8,7 @@ use port_analyzer::model::Verdict;
 use crate::coverage::{Basis, CoverageFigures};
 use crate::migration::MigrationStatus;
 use crate::report::{FunctionEntry, Report, TOP_HOTSPOTS};
+use crate::timing;
 
 /// How many blocker codes the summary lists.
 pub const TOP_BLOCKERS: usize = 5;
@@ -207,10 +208,6 @@ fn hotspots(s: &mut String, r: &Report) {
     }
 }
 
-pub(crate) fn speedup(v: f64) -> String {
-    format!("{v:.1}×")
-}
-
 fn migrations(s: &mut String, r: &Report) {
     let _ = writeln!(s, "\n### Migrated functions\n");
     if r.migrations.is_empty() {
@@ -219,14 +216,9 @@ fn migrations(s: &mut String, r: &Report) {
         );
         return;
     }
-    s.push_str("| function | status | backend | kernel speedup | end-to-end speedup | whole program (projected) |\n|---|---|---|---:|---:|---:|\n");
+    s.push_str("| function | status | device | speedup | CPython | whole program (projected) | bandwidth |\n|---|---|---|---|---:|---|---|\n");
     for e in &r.migrations {
         let m = &e.migration;
-        let backend = match (&m.verification, &m.device) {
-            (Some(v), Some(d)) => format!("{} ({})", v.backend, d.name),
-            (Some(v), None) => v.backend.clone(),
-            (None, _) => "-".into(),
-        };
         let status = if m.status == MigrationStatus::Verified && !m.is_verified() {
             "verified, but its check failed".to_string()
         } else if m.reasons.is_empty() {
@@ -234,22 +226,16 @@ fn migrations(s: &mut String, r: &Report) {
         } else {
             format!("{}: {}", m.status, m.reasons_line())
         };
-        let (k, e2e) = match &m.timing {
-            Some(t) => (speedup(t.speedup_kernel), speedup(t.speedup_end_to_end)),
-            None => ("-".into(), "-".into()),
-        };
-        let whole = m
-            .projection
-            .as_ref()
-            .and_then(|p| p.whole_program_speedup)
-            .map(speedup)
-            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {k} | {e2e} | {whole} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
             cell(&m.function),
             cell(&status),
-            cell(&backend)
+            cell(&timing::device_text(m)),
+            cell(&timing::speedups_text(m)),
+            timing::cpython_text(m),
+            cell(&timing::projection_text(m)),
+            timing::bandwidth_text(m).unwrap_or_else(|| "-".into()),
         );
     }
 }

@@ -56,37 +56,117 @@ pub struct Verification {
     pub max_rel_err: Option<f64>,
 }
 
-/// Medians of repeated runs, in seconds; compilation is never timed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What `port verify` timed, in seconds: medians of repeated runs, except
+/// `compile_s` (one compilation). On the simulator backend the GPU-only
+/// fields (`kernel_s`, `end_to_end_s`, `speedup_*`) are null: the host JIT
+/// says nothing about a GPU's speed. Every field is optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Timing {
-    pub compile_s: f64,
-    pub kernel_s: f64,
-    pub end_to_end_s: f64,
-    pub cpython_s: f64,
-    pub speedup_kernel: f64,
-    pub speedup_end_to_end: f64,
+    pub compile_s: Option<f64>,
+    /// The kernels alone, on the device.
+    pub kernel_s: Option<f64>,
+    /// The kernels with the copies to and from the device and the launches.
+    pub end_to_end_s: Option<f64>,
+    /// The original function under CPython.
+    pub cpython_s: Option<f64>,
+    /// `cpython_s / kernel_s`.
+    pub speedup_kernel: Option<f64>,
+    /// `cpython_s / end_to_end_s`.
+    pub speedup_end_to_end: Option<f64>,
+    pub repeats: Option<Repeats>,
 }
 
-/// The whole-program speedup projected from the hotspot's share of sampled
-/// time (Amdahl's law). Every field is optional: the projection says what it
-/// could work out.
+/// How many runs each median in [`Timing`] is taken over.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Repeats {
+    pub kernel: Option<u64>,
+    pub end_to_end: Option<u64>,
+    pub cpython: Option<u64>,
+}
+
+/// Whether offloading the function pays for the whole program: the speedup
+/// projected from the hotspot's share of sampled time (Amdahl's law), and
+/// port's verdict with its reason. Every field is optional: the projection
+/// says what it could work out.
+///
+/// Records written before the final `port.migration/1` named `hotspot_pct`
+/// `share_pct`, `program_speedup` `whole_program_speedup` and `why` `note`;
+/// both spellings are read (the new one wins when a record has both).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ProjectionRecord")]
 pub struct Projection {
     /// The function's share of sampled time, in percent.
-    #[serde(default)]
-    pub share_pct: Option<f64>,
+    pub hotspot_pct: Option<f64>,
     /// Projected speedup of the whole program.
-    #[serde(default)]
-    pub whole_program_speedup: Option<f64>,
-    /// Why offloading does or does not pay (transfers, launch overhead).
-    #[serde(default)]
-    pub note: Option<String>,
+    pub program_speedup: Option<f64>,
+    /// Seconds spent copying to and from the device per call.
+    pub transfer_s: Option<f64>,
+    /// `None` when port could not tell (no GPU timing, no profile).
+    pub profitable: Option<bool>,
+    /// Why offloading does or does not pay (transfers, launch overhead), or
+    /// why port could not tell.
+    pub why: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// [`Projection`] as stored, old field names included.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ProjectionRecord {
+    hotspot_pct: Option<f64>,
+    share_pct: Option<f64>,
+    program_speedup: Option<f64>,
+    whole_program_speedup: Option<f64>,
+    transfer_s: Option<f64>,
+    profitable: Option<bool>,
+    why: Option<String>,
+    note: Option<String>,
+}
+
+impl From<ProjectionRecord> for Projection {
+    fn from(r: ProjectionRecord) -> Projection {
+        Projection {
+            hotspot_pct: r.hotspot_pct.or(r.share_pct),
+            program_speedup: r.program_speedup.or(r.whole_program_speedup),
+            transfer_s: r.transfer_s,
+            profitable: r.profitable,
+            why: r.why.or(r.note),
+        }
+    }
+}
+
+/// Where the kernels ran: a GPU, or `"simulator"` (the host JIT) with the
+/// other fields null. Every field is optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Device {
+    /// `"NVIDIA H100 80GB HBM3"`, or `"simulator"`; empty when not recorded.
     pub name: String,
-    pub compute_capability: String,
+    /// `"9.0"`.
+    pub compute_capability: Option<String>,
+    /// Streaming multiprocessors.
+    pub sms: Option<u64>,
+    /// The device memory's peak bandwidth, GB/s.
+    pub peak_bandwidth_gb_s: Option<f64>,
+}
+
+/// The name `device.name` has on the simulator backend.
+pub const SIMULATOR: &str = "simulator";
+
+/// The memory bandwidth the kernels achieved; null on the simulator. Every
+/// field is optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Bandwidth {
+    /// Bytes the kernels read and wrote per call.
+    pub bytes: Option<u64>,
+    pub achieved_gb_s: Option<f64>,
+    pub peak_gb_s: Option<f64>,
+    pub pct_of_peak: Option<f64>,
+    /// The kernels are limited by memory bandwidth, so `pct_of_peak` says
+    /// how close to the hardware they are.
+    pub memory_bound: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +191,8 @@ pub struct Migration {
     pub projection: Option<Projection>,
     #[serde(default)]
     pub device: Option<Device>,
+    #[serde(default)]
+    pub bandwidth: Option<Bandwidth>,
 }
 
 /// Why a migration was refused or failed: `port migrate` writes the line
@@ -146,6 +228,15 @@ impl Migration {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; ")
+    }
+
+    /// The kernels ran on the simulator (the host JIT): there is no GPU
+    /// timing to show, whatever the record holds.
+    pub fn on_simulator(&self) -> bool {
+        self.verification
+            .as_ref()
+            .is_some_and(|v| v.backend == SIMULATOR)
+            || self.device.as_ref().is_some_and(|d| d.name == SIMULATOR)
     }
 
     /// Verified, and the verification it rests on passed.

@@ -174,7 +174,8 @@ pub fn hot_lines_table(a: &Analysis, style: Style, limit: usize) -> Option<Strin
 /// when there is one), every function, the migrations, the top blockers and
 /// the gate's decision.
 pub fn report_table(r: &crate::report::Report, style: Style) -> String {
-    use crate::markdown::{basis_sentence, delta, figures, pct, speedup};
+    use crate::markdown::{basis_sentence, delta, figures, pct};
+    use crate::timing;
     let mut out = String::new();
 
     let mut t = new_table(style);
@@ -261,27 +262,26 @@ pub fn report_table(r: &crate::report::Report, style: Style) -> String {
         t.set_header(vec![
             "migrated function",
             "status",
-            "backend",
-            "kernel speedup",
-            "end-to-end speedup",
+            "device",
+            "speedup",
+            "CPython",
+            "whole program (projected)",
+            "bandwidth",
         ]);
         for e in &r.migrations {
             let m = &e.migration;
-            let (k, e2e) = match &m.timing {
-                Some(x) => (speedup(x.speedup_kernel), speedup(x.speedup_end_to_end)),
-                None => ("-".into(), "-".into()),
-            };
+            let mut projection = Cell::new(timing::projection_text(m));
+            if style.color && timing::not_profitable(m) {
+                projection = projection.fg(Color::Red);
+            }
             t.add_row(vec![
                 Cell::new(&m.function),
                 Cell::new(m.status.as_str()),
-                Cell::new(
-                    m.verification
-                        .as_ref()
-                        .map(|v| v.backend.as_str())
-                        .unwrap_or("-"),
-                ),
-                Cell::new(k).set_alignment(CellAlignment::Right),
-                Cell::new(e2e).set_alignment(CellAlignment::Right),
+                Cell::new(timing::device_text(m)),
+                Cell::new(timing::speedups_text(m)),
+                Cell::new(timing::cpython_text(m)).set_alignment(CellAlignment::Right),
+                projection,
+                Cell::new(timing::bandwidth_text(m).unwrap_or_else(|| "-".into())),
             ]);
         }
         out.push('\n');

@@ -46,6 +46,14 @@ fn table_of_a_profiled_app_with_migrations() {
 }
 
 #[test]
+fn table_of_a_simulator_and_a_not_profitable_migration() {
+    // seeds: saxpy ran on the simulator (no GPU timing); vector_add ran on
+    // a GPU and does not pay (transfers dominate).
+    let r = report("seeds");
+    insta::assert_snapshot!(render(&r, Format::Table, "seeds"));
+}
+
+#[test]
 fn table_of_a_static_analysis_with_passed_gate() {
     let mut r = report("multimodule");
     r.gate = Some(gate::check(
