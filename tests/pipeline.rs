@@ -90,6 +90,18 @@ fn a_profiled_run_supplies_the_types_and_inputs_of_a_migration() {
         j["verification"]
     );
 
+    // The profile's share of `shade` carries into the projection.
+    let share = j["projection"]["hotspot_pct"].as_f64().unwrap_or(0.0);
+    assert!(share > 5.0 && share <= 100.0, "{}", j["projection"]);
+
+    // port verify runs it again on the same captured inputs.
+    let o = port_in(tmp.path(), &["verify", "--python", py, "--json"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["verification"]["inputs"], "captured", "{r}");
+    assert_eq!(r["projection"]["hotspot_pct"], j["projection"]["hotspot_pct"]);
+
     // Re-analysing for the migration kept the profile.
     let a: serde_json::Value =
         serde_json::from_slice(&std::fs::read(tmp.path().join(".port/analysis.json")).unwrap())
