@@ -3,15 +3,17 @@
 //! refuse, with the reason and its line.
 //!
 //! Reads: the analysis (of PATH now, or the last one in `.port/`), the
-//! user's file. Writes: `.port/kernels/NAME.ptx` (and `.pir`, the kernel IR),
+//! user's file. Writes: `.port/kernels/NAME.ptx` (and `.pir`, the kernel IR, and
+//! `.plan.json`, the whole plan `port verify` runs again),
 //! `.port/patches/NAME.diff`, `.port/migrations/NAME.json`; with `--write`
 //! and a verified migration, the user's file (atomically, after a backup
 //! `FILE.port-bak`, refusing if it changed since the analysis).
 //!
-//! Exit codes: 0 verified · 1 refused, mismatch or failed (reported on
-//! stdout, the error carries no extra text: see [`NotVerified`]) · 2 bad
-//! input (unknown function, ambiguous name, no types, bad --signature,
-//! unknown --arch, --backend gpu without a GPU).
+//! Exit codes: 0 verified · 1 refused, mismatch or failed — a CUDA error
+//! included, named with its kernel and launch (reported on stdout, the
+//! error carries no extra text: see [`NotVerified`]) · 2 bad input (unknown
+//! function, ambiguous name, no types, bad --signature, unknown --arch,
+//! --repeats below 10, --backend gpu without a GPU).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,9 +38,11 @@ pub const MIGRATION_SCHEMA: &str = "port.migration/1";
 /// port turns loops with independent iterations into grid-stride kernels,
 /// NumPy array expressions into element loops, reductions into reduction
 /// kernels, and scalar functions into device functions applied over
-/// arrays; it compiles the kernels to PTX, runs them on the host simulator
-/// against the original (run by CPython) on captured or generated inputs,
-/// and writes the migrated source as a patch. Or it refuses, with the line.
+/// arrays; it compiles the kernels to PTX, runs them on the GPU (or, with
+/// none, the host simulator) against the original (run by CPython) on
+/// captured, given or generated inputs, times both, projects the gain for
+/// the whole program, and writes the migrated source as a patch. Or it
+/// refuses, with the line. `port verify` runs it all again later.
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
     /// The function: `name`, or qualified `module.name` / `Class.method`

@@ -18,8 +18,8 @@ use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DriverError, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
-use port_codegen::ir::{Module, ScalarType, Type};
-use port_codegen::{kernel_abi, ArrayData};
+use port_codegen::ir::{Kernel, Module, ScalarType, Type};
+use port_codegen::{kernel_abi, AbiKind, ArrayData};
 use serde::Serialize;
 
 use crate::error::VerifyError;
@@ -174,10 +174,8 @@ pub struct GpuDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     functions: HashMap<String, CudaFunction>,
-    /// Each kernel's parameter types, and how many slots the PTX entry
-    /// takes for them (`kernel_abi`).
-    params: HashMap<String, Vec<Type>>,
-    abi_len: HashMap<String, usize>,
+    /// The plan's kernels, for their parameter lists.
+    kernels: HashMap<String, Kernel>,
     sms: u64,
     /// Synchronize after every launch, so that a fault is pinned on the
     /// kernel that made it (verification runs); off for timed runs.
@@ -199,22 +197,19 @@ impl GpuDevice {
             .load_module(Ptx::from_src(ptx))
             .map_err(|e| VerifyError::Cuda(format!("loading the PTX: {}", describe(e.0))))?;
         let mut functions = HashMap::new();
-        let mut params = HashMap::new();
-        let mut abi_len = HashMap::new();
+        let mut kernels = HashMap::new();
         for k in &module.kernels {
             let f = loaded.load_function(&k.name).map_err(|e| {
                 VerifyError::Cuda(format!("kernel `{}` in the PTX: {}", k.name, describe(e.0)))
             })?;
             functions.insert(k.name.clone(), f);
-            params.insert(k.name.clone(), k.params.iter().map(|p| p.ty).collect());
-            abi_len.insert(k.name.clone(), kernel_abi(k, false).len());
+            kernels.insert(k.name.clone(), k.clone());
         }
         Ok(GpuDevice {
             ctx: ctx.clone(),
             stream,
             functions,
-            params,
-            abi_len,
+            kernels,
             sms,
             sync_each_launch: true,
             events: None,
@@ -278,6 +273,7 @@ fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
 }
 
 /// A kernel argument slot, owned until the launch.
+#[derive(Debug, PartialEq)]
 enum Slot {
     Buffer,
     U8(u8),
@@ -285,6 +281,85 @@ enum Slot {
     I64(i64),
     F32(f32),
     F64(f64),
+}
+
+/// The flattened arguments of one launch, in [`kernel_abi`]'s order (the
+/// PTX entry's parameters, without the debug record): a pointer and the
+/// shape of each array, then its C-order strides (in elements) when the
+/// kernel takes any layout; scalars as stored (`bool` as one byte). Checked
+/// slot by slot against the ABI, so a mismatch is an error, never a launch
+/// with misread arguments.
+fn arg_slots<B>(k: &Kernel, args: &[KArg<B>]) -> Result<Vec<Slot>, String> {
+    if k.params.len() != args.len() {
+        return Err(format!(
+            "{} arguments for a kernel of {} parameters",
+            args.len(),
+            k.params.len()
+        ));
+    }
+    let mut slots = Vec::new();
+    for (a, p) in args.iter().zip(&k.params) {
+        match (a, p.ty) {
+            (KArg::Array(d), Type::Array(at)) => {
+                if d.shape.len() != at.ndim as usize || d.elem != at.elem {
+                    return Err(format!(
+                        "`{}` is a {:?} array of {} dimensions, the kernel takes {:?} of {}",
+                        p.name,
+                        d.elem,
+                        d.shape.len(),
+                        at.elem,
+                        at.ndim
+                    ));
+                }
+                slots.push(Slot::Buffer);
+                slots.extend(d.shape.iter().map(|&n| Slot::I64(n as i64)));
+                if !at.contiguous {
+                    let mut strides = vec![1i64; d.shape.len()];
+                    for k in (0..d.shape.len().saturating_sub(1)).rev() {
+                        strides[k] = strides[k + 1] * d.shape[k + 1] as i64;
+                    }
+                    slots.extend(strides.into_iter().map(Slot::I64));
+                }
+            }
+            (KArg::Scalar(_, v), Type::Scalar(t)) => slots.push(match t {
+                ScalarType::Bool => Slot::U8(u8::from(v.b())),
+                ScalarType::I32 => Slot::I32(v.i() as i32),
+                ScalarType::I64 => Slot::I64(v.i()),
+                ScalarType::F32 => Slot::F32(v.f() as f32),
+                ScalarType::F64 => Slot::F64(v.f()),
+            }),
+            _ => {
+                return Err(format!(
+                    "`{}`: an array where a scalar goes, or back",
+                    p.name
+                ))
+            }
+        }
+    }
+    let abi = kernel_abi(k, false);
+    if abi.len() != slots.len() {
+        return Err(format!(
+            "{} argument slots for a kernel that takes {}",
+            slots.len(),
+            abi.len()
+        ));
+    }
+    for (s, a) in slots.iter().zip(&abi) {
+        let fits = matches!(
+            (s, &a.kind),
+            (Slot::Buffer, AbiKind::Pointer(_))
+                | (Slot::I64(_), AbiKind::Shape | AbiKind::Stride)
+                | (Slot::U8(_), AbiKind::Scalar(ScalarType::Bool))
+                | (Slot::I32(_), AbiKind::Scalar(ScalarType::I32))
+                | (Slot::I64(_), AbiKind::Scalar(ScalarType::I64))
+                | (Slot::F32(_), AbiKind::Scalar(ScalarType::F32))
+                | (Slot::F64(_), AbiKind::Scalar(ScalarType::F64))
+        );
+        if !fits {
+            return Err(format!("argument `{}` would be passed as {s:?}", a.name));
+        }
+    }
+    Ok(slots)
 }
 
 impl Device for GpuDevice {
@@ -350,48 +425,11 @@ impl Device for GpuDevice {
             .get(kernel)
             .ok_or_else(|| failed("not in the loaded PTX".into()))?
             .clone();
-        let abi = self.abi_len.get(kernel).copied().unwrap_or_default();
-        // The flattened arguments (kernel_abi's order): a pointer and the
-        // shape of each array, then its C-order strides when the kernel
-        // takes any layout; scalars as stored.
-        let params = self.params.get(kernel).cloned().unwrap_or_default();
-        if params.len() != args.len() {
-            return Err(failed(format!(
-                "{} arguments for a kernel of {} parameters",
-                args.len(),
-                params.len()
-            )));
-        }
-        let mut slots = Vec::new();
-        for (a, ty) in args.iter().zip(&params) {
-            match (a, ty) {
-                (KArg::Array(d), Type::Array(at)) => {
-                    slots.push(Slot::Buffer);
-                    slots.extend(d.shape.iter().map(|&n| Slot::I64(n as i64)));
-                    if !at.contiguous {
-                        let mut strides = vec![1i64; d.shape.len()];
-                        for k in (0..d.shape.len().saturating_sub(1)).rev() {
-                            strides[k] = strides[k + 1] * d.shape[k + 1] as i64;
-                        }
-                        slots.extend(strides.into_iter().map(Slot::I64));
-                    }
-                }
-                (KArg::Scalar(t, v), Type::Scalar(_)) => slots.push(match t {
-                    ScalarType::Bool => Slot::U8(u8::from(v.b())),
-                    ScalarType::I32 => Slot::I32(v.i() as i32),
-                    ScalarType::I64 => Slot::I64(v.i()),
-                    ScalarType::F32 => Slot::F32(v.f() as f32),
-                    ScalarType::F64 => Slot::F64(v.f()),
-                }),
-                _ => return Err(failed("an array where a scalar goes, or back".into())),
-            }
-        }
-        if slots.len() != abi {
-            return Err(failed(format!(
-                "{} argument slots for a kernel that takes {abi}",
-                slots.len()
-            )));
-        }
+        let k = self
+            .kernels
+            .get(kernel)
+            .ok_or_else(|| failed("not in the plan".into()))?;
+        let slots = arg_slots(k, args).map_err(failed)?;
         let timed = match self.events {
             Some(_) => Some(self.event()?),
             None => None,
@@ -493,4 +531,183 @@ pub fn memory_bound(m: &Module) -> bool {
     }
     !m.kernels.iter().any(|k| has_loop(&k.body, false))
         && !m.device_functions.iter().any(|f| has_loop(&f.body, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(src: &str) -> Module {
+        port_codegen::text::parse_module(src).expect("valid IR")
+    }
+
+    fn array(shape: &[usize], elem: ScalarType) -> KArg<()> {
+        KArg::Array(DevArray {
+            buf: (),
+            shape: shape.to_vec(),
+            elem,
+        })
+    }
+
+    /// Each kernel the codegen tests compile gets arguments in its ABI's
+    /// order and kinds, strides in elements, `bool` as a byte.
+    #[test]
+    fn arguments_follow_the_kernel_abi() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/tests/kernels");
+        let saxpy = module(&std::fs::read_to_string(dir.join("saxpy.pir")).unwrap());
+        let k = &saxpy.kernels[0];
+        let args: Vec<KArg<()>> = k
+            .params
+            .iter()
+            .map(|p| match p.ty {
+                Type::Array(a) => array(&vec![7; a.ndim as usize], a.elem),
+                Type::Scalar(t) => KArg::Scalar(t, HVal::F(1.75)),
+            })
+            .collect();
+        let slots = arg_slots(k, &args).unwrap();
+        assert_eq!(slots.len(), kernel_abi(k, false).len());
+
+        let m = module("kernel k(a: f64[:, :], b: f32[::1], flag: bool, n: i32) {\n}\n");
+        let args = vec![
+            array(&[3, 5], ScalarType::F64),
+            array(&[4], ScalarType::F32),
+            KArg::Scalar(ScalarType::Bool, HVal::B(true)),
+            KArg::Scalar(ScalarType::I32, HVal::I(9)),
+        ];
+        assert_eq!(
+            arg_slots(&m.kernels[0], &args).unwrap(),
+            vec![
+                Slot::Buffer,
+                Slot::I64(3),
+                Slot::I64(5),
+                Slot::I64(5),
+                Slot::I64(1),
+                Slot::Buffer,
+                Slot::I64(4),
+                Slot::U8(1),
+                Slot::I32(9),
+            ]
+        );
+        // The wrong element type or rank is refused, not launched.
+        let wrong = vec![
+            array(&[15], ScalarType::F64),
+            array(&[4], ScalarType::F32),
+            KArg::Scalar(ScalarType::Bool, HVal::B(true)),
+            KArg::Scalar(ScalarType::I32, HVal::I(9)),
+        ];
+        let e = arg_slots(&m.kernels[0], &wrong).unwrap_err();
+        assert!(e.contains("1 dimensions"), "{e}");
+        assert!(arg_slots(&m.kernels[0], &wrong[..2]).is_err());
+    }
+
+    /// The simulator, checking each launch's arguments against the ABI the
+    /// GPU path would marshal them into.
+    struct AbiChecked {
+        sim: crate::simulator::SimDevice,
+        plan: port_rewriter::KernelPlan,
+        launches: usize,
+    }
+
+    impl Device for AbiChecked {
+        type Buf = port_codegen::SimArray;
+        fn sms(&self) -> u64 {
+            self.sim.sms()
+        }
+        fn upload(&mut self, a: &NdArray) -> Result<Self::Buf, VerifyError> {
+            self.sim.upload(a)
+        }
+        fn alloc(&mut self, e: ScalarType, s: &[usize], f: f64) -> Result<Self::Buf, VerifyError> {
+            self.sim.alloc(e, s, f)
+        }
+        fn element(&mut self, a: &DevArray<Self::Buf>, k: usize) -> Result<HVal, VerifyError> {
+            self.sim.element(a, k)
+        }
+        fn launch(
+            &mut self,
+            kernel: &str,
+            config: LaunchConfig,
+            args: &mut Vec<KArg<Self::Buf>>,
+        ) -> Result<(), VerifyError> {
+            let k = self.plan.module.kernel(kernel).unwrap();
+            arg_slots(k, args).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            self.launches += 1;
+            self.sim.launch(kernel, config, args)
+        }
+        fn download(&mut self, a: &DevArray<Self::Buf>) -> Result<NdArray, VerifyError> {
+            self.sim.download(a)
+        }
+    }
+
+    /// Real plans (reductions, 2-D grids, ufuncs, --fp32) marshal cleanly.
+    #[test]
+    fn migrated_plans_marshal_to_the_abi() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/migrate");
+        for (file, function, sig, fp32) in [
+            (
+                "seeds.py",
+                "saxpy",
+                "float64, float64[:], float64[:], float64[:]",
+                false,
+            ),
+            ("seeds.py", "hypot", "float64, float64", false),
+            ("seeds.py", "go_fast", "float64[:, :]", false),
+            ("seeds.py", "go_fast", "float64[:, :]", true),
+            ("kernels.py", "softmax_rows", "float64[:, :]", false),
+            ("general.py", "max_abs", "float64[:]", false),
+            ("general.py", "leaky_relu", "float32[:, :]", false),
+            ("general.py", "mandel", "float64, float64, int64", false),
+        ] {
+            let source = std::fs::read_to_string(dir.join(file)).unwrap();
+            let types = port_rewriter::parse_signature(sig).unwrap();
+            let plan = match port_rewriter::migrate(&port_rewriter::MigrationRequest {
+                source: &source,
+                file_name: file,
+                function,
+                types: &types,
+                facts: &port_rewriter::AppFacts::default(),
+                report: None,
+                fp32,
+            })
+            .unwrap()
+            {
+                port_rewriter::Outcome::Migrated(m) => m.plan,
+                port_rewriter::Outcome::Refused(r) => panic!("{function}: {r:?}"),
+            };
+            let inputs = crate::inputs::generate_sized(&plan, Some(3000));
+            let mut dev = AbiChecked {
+                sim: crate::simulator::SimDevice::new(&plan).unwrap(),
+                plan: plan.clone(),
+                launches: 0,
+            };
+            crate::exec::run_plan(&plan, &inputs, &mut dev, crate::exec::Outputs::All).unwrap();
+            assert!(dev.launches > 0, "{function}");
+        }
+    }
+
+    #[test]
+    fn driver_errors_are_named_with_a_hint() {
+        let d = describe(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        assert!(d.starts_with("CUDA_ERROR_ILLEGAL_ADDRESS (the kernel read or wrote outside"));
+        assert!(describe(CUresult::CUDA_ERROR_OUT_OF_MEMORY).contains("too little free memory"));
+        assert_eq!(describe(CUresult::CUDA_ERROR_UNKNOWN), "CUDA_ERROR_UNKNOWN");
+    }
+
+    #[test]
+    fn bytes_round_trip_as_the_kernels_store_them() {
+        for data in [
+            ArrayData::Bool(vec![true, false, true]),
+            ArrayData::I32(vec![-1, 2, 3]),
+            ArrayData::I64(vec![i64::MIN, 0, 5]),
+            ArrayData::F32(vec![1.5, -0.0, f32::INFINITY]),
+            ArrayData::F64(vec![0.1, 2.0, -3.25]),
+        ] {
+            let a = NdArray {
+                shape: vec![3],
+                data: data.clone(),
+            };
+            let b = host_bytes(&a);
+            assert_eq!(b.len(), 3 * elem_size(a.elem()));
+            assert_eq!(from_bytes(a.elem(), &b), data);
+        }
+    }
 }
