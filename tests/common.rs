@@ -63,3 +63,12 @@ pub fn codes(f: &serde_json::Value) -> Vec<String> {
         .map(|x| x["code"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// A user error: one line on stderr, exit code 2, no panic.
+pub fn user_error(o: &Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(o), stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "`{needle}` not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

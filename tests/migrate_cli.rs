@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixture, repo, stderr, stdout};
+use common::{fixture, repo, stderr, stdout, user_error};
 
 fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
     let venv = repo().join(".venv");
@@ -40,15 +40,6 @@ fn copy_fixture(dir: &Path, rel: &str) -> String {
 fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
-}
-
-/// A one-line error and exit code 2.
-fn user_error(o: &std::process::Output, needle: &str) {
-    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(o), stderr(o));
-    let err = stderr(o);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(err.contains(needle), "`{needle}` not in: {err}");
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

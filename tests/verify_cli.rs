@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixture, repo, stderr, stdout};
+use common::{fixture, repo, stderr, stdout, user_error};
 
 /// Whether this machine has an NVIDIA driver: the fallback lines below are
 /// only said where there is none.
@@ -294,15 +294,6 @@ fn a_refused_migration_is_skipped_not_failed() {
     let o = port(tmp.path(), &["verify", "--backend", "simulator"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("skipped"), "{}", stdout(&o));
-}
-
-/// One line on stderr, exit 2, nothing else.
-fn user_error(o: &std::process::Output, needle: &str) {
-    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(o), stderr(o));
-    let err = stderr(o);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(err.contains(needle), "`{needle}` not in: {err}");
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -9,26 +9,21 @@
 //! and a kernel whose result differs — each an error or a mismatch naming
 //! the kernel and its launch configuration, never a panic.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{plan_of, python, repo, seeds, SAXPY};
+use std::path::Path;
 
 use port_codegen::ir::{BinOp, Expr, Literal, Stmt};
 use port_codegen::PtxOptions;
 use port_rewriter::plan::HostStep;
-use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
+use port_rewriter::KernelPlan;
 use port_verify::exec::{run_plan, Outputs};
 use port_verify::gpu::GpuDevice;
 use port_verify::simulator::SimDevice;
 use port_verify::{
     compare, select_backend, verify_plan, Backend, BackendChoice, VerifyError, VerifyOptions,
 };
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn python() -> PathBuf {
-    repo().join(".venv/bin/python")
-}
 
 /// Whether the test is asked for; panics when asked for without a GPU.
 fn asked() -> bool {
@@ -37,25 +32,6 @@ fn asked() -> bool {
         return false;
     }
     true
-}
-
-fn plan_of(file: &Path, function: &str, sig: &str, fp32: bool) -> KernelPlan {
-    let source = std::fs::read_to_string(file).unwrap();
-    let types = parse_signature(sig).unwrap();
-    match migrate(&MigrationRequest {
-        source: &source,
-        file_name: "f.py",
-        function,
-        types: &types,
-        facts: &AppFacts::default(),
-        report: None,
-        fp32,
-    })
-    .unwrap()
-    {
-        Outcome::Migrated(m) => m.plan,
-        Outcome::Refused(r) => panic!("{function}: {r:?}"),
-    }
 }
 
 fn gpu_opts(file: &Path, function: &str) -> VerifyOptions {
@@ -221,12 +197,6 @@ fn every_migrate_fixture_verifies_on_the_gpu_and_agrees_with_the_simulator() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
-
-fn seeds() -> PathBuf {
-    repo().join("fixtures/migrate/seeds.py")
-}
-
-const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
 
 /// The store of saxpy's kernel, to tamper with.
 fn saxpy_store(plan: &mut KernelPlan) -> (&mut port_codegen::ir::ElemRef, &mut Expr) {

@@ -4,43 +4,16 @@
 //! backend selection without a GPU, and the timing fields the simulator can
 //! and cannot fill.
 
+mod common;
+
+use common::{plan_of, python, repo, seeds, SAXPY};
 use std::path::{Path, PathBuf};
 
 use port_codegen::ir::{BinOp, Expr, Stmt};
 use port_codegen::PtxOptions;
-use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
 use port_verify::{
     select_backend, verify_plan, Backend, BackendChoice, VerifyError, VerifyOptions,
 };
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn python() -> PathBuf {
-    let p = repo().join(".venv/bin/python");
-    assert!(p.exists(), "{} is missing: run make test", p.display());
-    p
-}
-
-fn plan_of(file: &Path, function: &str, sig: &str) -> KernelPlan {
-    let source = std::fs::read_to_string(file).unwrap();
-    let types = parse_signature(sig).unwrap();
-    match migrate(&MigrationRequest {
-        source: &source,
-        file_name: "f.py",
-        function,
-        types: &types,
-        facts: &AppFacts::default(),
-        report: None,
-        fp32: false,
-    })
-    .unwrap()
-    {
-        Outcome::Migrated(m) => m.plan,
-        Outcome::Refused(r) => panic!("{r:?}"),
-    }
-}
 
 fn opts(file: &Path, function: &str) -> VerifyOptions {
     VerifyOptions {
@@ -57,15 +30,9 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
     }
 }
 
-fn seeds() -> PathBuf {
-    repo().join("fixtures/migrate/seeds.py")
-}
-
-const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
-
 #[test]
 fn a_correct_plan_passes() {
-    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let v = verify_plan(&plan, &opts(&seeds(), "saxpy"))
         .unwrap()
         .verification;
@@ -78,7 +45,7 @@ fn a_correct_plan_passes() {
 /// `+` becomes `-` in the kernel: the difference is found and located.
 #[test]
 fn a_wrong_kernel_is_a_mismatch_with_the_first_index() {
-    let mut plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let mut plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let Stmt::ParallelFor(p) = &mut plan.module.kernels[0].body[0] else {
         panic!()
     };
@@ -118,7 +85,7 @@ fn captured_inputs_are_used_when_given() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let mut op = opts(&seeds(), "saxpy");
     op.captured = Some(npz);
     let v = verify_plan(&plan, &op).unwrap().verification;
@@ -141,7 +108,7 @@ fn an_original_that_raises_is_reported_with_its_line() {
         "def saxpy(a, x, y, out):\n    raise ValueError('boom')\n\nif __name__ == '__main__':\n    raise SystemExit(9)\n",
     )
     .unwrap();
-    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let e = verify_plan(&plan, &opts(&bad, "saxpy")).unwrap_err();
     let VerifyError::OriginalFailed(m) = e else {
         panic!("{e}")
@@ -187,7 +154,7 @@ fn without_a_driver_gpu_is_an_error_and_auto_falls_back() {
 /// are absent (not zero), and the projection says why it has no verdict.
 #[test]
 fn the_simulator_times_cpython_and_leaves_gpu_figures_empty() {
-    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let mut op = opts(&seeds(), "saxpy");
     op.repeats = 10;
     op.hotspot_pct = Some(40.0);
@@ -219,7 +186,7 @@ fn the_simulator_times_cpython_and_leaves_gpu_figures_empty() {
 
 #[test]
 fn a_missing_python_is_a_clear_error() {
-    let plan = plan_of(&seeds(), "saxpy", SAXPY);
+    let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let mut op = opts(&seeds(), "saxpy");
     op.python = PathBuf::from("/nonexistent/python");
     let e = verify_plan(&plan, &op).unwrap_err();
@@ -228,14 +195,15 @@ fn a_missing_python_is_a_clear_error() {
 
 #[test]
 fn generated_inputs_are_deterministic_and_sized_by_loop_depth() {
-    let saxpy = plan_of(&seeds(), "saxpy", SAXPY);
+    let saxpy = plan_of(&seeds(), "saxpy", SAXPY, false);
     assert_eq!(port_verify::inputs::extent(&saxpy), 100_000);
-    let normalize = plan_of(&seeds(), "normalize", "float64[:, :]");
+    let normalize = plan_of(&seeds(), "normalize", "float64[:, :]", false);
     assert_eq!(port_verify::inputs::extent(&normalize), 512);
     let matmul = plan_of(
         &repo().join("fixtures/migrate/kernels.py"),
         "matmul",
         "float64[:, :], float64[:, :], float64[:, :]",
+        false,
     );
     assert_eq!(port_verify::inputs::extent(&matmul), 64);
     let a = port_verify::inputs::generate(&saxpy);

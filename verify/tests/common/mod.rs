@@ -1,0 +1,45 @@
+//! Helpers shared by verify's integration tests: the repository, its
+//! Python, and a fixture function migrated into a plan.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv `make test` makes (numpy).
+pub fn python() -> PathBuf {
+    let p = repo().join(".venv/bin/python");
+    assert!(p.exists(), "{} is missing: run make test", p.display());
+    p
+}
+
+/// `function` of `file` migrated for `sig` (Numba's signature syntax).
+pub fn plan_of(file: &Path, function: &str, sig: &str, fp32: bool) -> KernelPlan {
+    let source = std::fs::read_to_string(file).unwrap();
+    let types = parse_signature(sig).unwrap();
+    match migrate(&MigrationRequest {
+        source: &source,
+        file_name: "f.py",
+        function,
+        types: &types,
+        facts: &AppFacts::default(),
+        report: None,
+        fp32,
+    })
+    .unwrap()
+    {
+        Outcome::Migrated(m) => m.plan,
+        Outcome::Refused(r) => panic!("{function}: {r:?}"),
+    }
+}
+
+pub fn seeds() -> PathBuf {
+    repo().join("fixtures/migrate/seeds.py")
+}
+
+pub const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
