@@ -6,7 +6,7 @@ CARGO ?= cargo
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export CARGO_TERM_PROGRESS_WHEN ?= never
 
-.PHONY: setup setup-test demo test lint bench fuzz
+.PHONY: setup setup-test demo test lint bench bench-gpu fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +34,10 @@ lint:
 ## make bench: analyzer throughput on a large real codebase
 bench: setup
 	@bash scripts/bench-analyze.sh
+
+## make bench-gpu: port's kernels against numba-cuda, @njit and CPython on this GPU (ARGS="--simulate --quick" without one)
+bench-gpu: setup-test
+	@bash scripts/bench-gpu.sh $(ARGS)
 
 ## make fuzz: run the parse → analyse → classify fuzz target (nightly, cargo-fuzz)
 fuzz:
