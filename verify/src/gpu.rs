@@ -434,9 +434,6 @@ impl Device for GpuDevice {
             Some(_) => Some(self.event()?),
             None => None,
         };
-        if let Some(start) = &timed {
-            start.record(&self.stream).map_err(cuda)?;
-        }
         {
             let mut buffers = args.iter_mut().filter_map(|a| match a {
                 KArg::Array(d) => Some(&mut d.buf),
@@ -473,6 +470,11 @@ impl Device for GpuDevice {
                 block_dim: (config.block[0], config.block[1], 1),
                 shared_mem_bytes: 0,
             };
+            // The start event as late as it can be: only the driver's own
+            // launch call lies between it and the kernel.
+            if let Some(start) = &timed {
+                start.record(&self.stream).map_err(cuda)?;
+            }
             // SAFETY: the arguments follow the kernel's ABI (checked above:
             // one slot per parameter, pointers to buffers holding the
             // shapes given), and the kernels index only within the shapes
