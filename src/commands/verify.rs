@@ -160,14 +160,9 @@ pub fn finite(x: f64) -> Value {
     }
 }
 
-/// Seconds for people: `1.23 ms`; `—` when not measured.
+/// Seconds for people (`port_verify::timing::secs`); `—` when not measured.
 pub fn secs(s: Option<f64>) -> String {
-    match s {
-        None => "—".into(),
-        Some(s) if s >= 1.0 => format!("{s:.2} s"),
-        Some(s) if s >= 1e-3 => format!("{:.2} ms", s * 1e3),
-        Some(s) => format!("{:.1} µs", s * 1e6),
-    }
+    s.map_or_else(|| "—".into(), port_verify::timing::secs)
 }
 
 fn times(x: Option<f64>) -> String {

@@ -107,7 +107,8 @@ pub fn amdahl(pct: f64, speedup: f64) -> f64 {
     1.0 / ((1.0 - p) + p / speedup)
 }
 
-fn secs(s: f64) -> String {
+/// Seconds for people: `1.23 s`, `4.56 ms`, `7.8 µs`.
+pub fn secs(s: f64) -> String {
     if s >= 1.0 {
         format!("{s:.2} s")
     } else if s >= 1e-3 {
