@@ -123,7 +123,7 @@ fn a_caller_of_an_object_mode_helper_is_refused_naming_the_callee() {
 }
 
 #[test]
-fn control_flow_at_the_top_level_is_refused() {
+fn an_if_at_the_top_level_is_decided_on_the_host() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/refused.py");
     let o = migrate_in(
@@ -138,8 +138,41 @@ fn control_flow_at_the_top_level_is_refused() {
         ],
     );
     let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let py = std::fs::read_to_string(tmp.path().join(j["patch"].as_str().unwrap())).unwrap();
+    assert!(
+        py.contains("\n     if x.shape[0] > 10:\n")
+            && py.contains("\n+        top_level_branch_kernel["),
+        "the launch sits inside the host's `if`, indented: {py}"
+    );
+}
+
+#[test]
+fn an_early_return_inside_a_host_loop_is_refused_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "early_return_in_loop",
+            &f,
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
     assert_eq!(j["status"], "refused");
-    assert_eq!(j["reasons"][0]["line"], 37);
+    assert_eq!(j["reasons"][0]["line"], 47, "{j}");
+    assert!(
+        j["reasons"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`return` inside a host loop"),
+        "{j}"
+    );
 }
 
 #[test]

@@ -17,6 +17,17 @@ impl Lowerer<'_> {
     /// Lowers the function body; gives what it returns.
     pub(crate) fn host_body(&mut self, body: &[ast::Stmt]) -> Lower<Option<HostValue>> {
         let mut r = Region::new(RegionKind::Host, "");
+        self.host_block(&mut r, body)
+    }
+
+    /// Lowers statements at host level (the function's top level, or the
+    /// body of a host loop or `if`); gives what a `return` returns.
+    pub(crate) fn host_block(
+        &mut self,
+        r: &mut Region,
+        body: &[ast::Stmt],
+    ) -> Lower<Option<HostValue>> {
+        let r = &mut *r;
         for s in body {
             let line = self.src.line(s);
             if pyast::is_docstring(s) {
@@ -24,25 +35,32 @@ impl Lowerer<'_> {
             }
             match s {
                 ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
+                ast::Stmt::Return(_) if self.host_depth > 0 => {
+                    return refuse(
+                        crate::rewrites::host_schedule::NAME,
+                        line,
+                        "a `return` inside a host loop or `if`: port's host schedule returns once, at the end of the function",
+                    )
+                }
                 ast::Stmt::Return(ret) => {
                     return match &ret.value {
                         None => Ok(None),
                         Some(v) => {
-                            let val = self.expr(&mut r, v)?;
+                            let val = self.expr(r, v)?;
                             self.host_value(val, line).map(Some)
                         }
                     };
                 }
                 ast::Stmt::Assign(a) if a.targets.len() == 1 => {
-                    self.host_assign_stmt(&mut r, &a.targets[0], &a.value, line)?
+                    self.host_assign_stmt(r, &a.targets[0], &a.value, line)?
                 }
                 ast::Stmt::AnnAssign(a) if a.value.is_some() => {
                     let v = a.value.as_ref().expect("checked");
-                    self.host_assign_stmt(&mut r, &a.target, v, line)?
+                    self.host_assign_stmt(r, &a.target, v, line)?
                 }
                 ast::Stmt::AugAssign(a) => {
-                    let cur = self.expr(&mut r, &a.target)?;
-                    let rhs = self.expr(&mut r, &a.value)?;
+                    let cur = self.expr(r, &a.target)?;
+                    let rhs = self.expr(r, &a.value)?;
                     let new = self.binop(a.op, &cur, &rhs, line)?;
                     match (a.target.as_ref(), &cur) {
                         (ast::Expr::Name(n), Val::Scalar(..)) => {
@@ -52,26 +70,26 @@ impl Lowerer<'_> {
                             let hint = pyast::subscript_base(&a.target).unwrap_or_default();
                             self.store_kernel(tv, &new, &hint, line)?
                         }
-                        _ => {
-                            return refuse(
-                                "frontend",
-                                line,
-                                "a single element updated outside any loop",
-                            )
+                        (_, Val::Scalar(Expr::Load(er), t, _)) => {
+                            self.store_element(er.clone(), *t, new, line)?
                         }
+                        _ => return refuse("frontend", line, self.single_element_reason()),
                     }
                 }
-                ast::Stmt::For(f) => self.parallel_loop(f)?,
+                ast::Stmt::For(f) => self.host_for(r, f)?,
+                ast::Stmt::While(w) => self.host_while(r, w)?,
+                ast::Stmt::If(i) => self.host_if(r, i)?,
+                ast::Stmt::Break(_) => self.host_break(line)?,
                 ast::Stmt::Expr(e) => {
                     let ast::Expr::Call(c) = e.value.as_ref() else {
                         return refuse("frontend", line, "an expression statement with no effect a kernel could have");
                     };
                     match c.func.as_ref() {
                         ast::Expr::Attribute(a) if a.attr.as_str() == "fill" && c.args.len() == 1 => {
-                            let Val::Array(tv) = self.expr(&mut r, &a.value)? else {
+                            let Val::Array(tv) = self.expr(r, &a.value)? else {
                                 return refuse("frontend", line, "`.fill` of a non-array");
                             };
-                            let v = self.expr(&mut r, &c.args[0])?;
+                            let v = self.expr(r, &c.args[0])?;
                             let hint = pyast::subscript_base(&a.value).unwrap_or_default();
                             self.store_kernel(&tv, &v, &hint, line)?
                         }
@@ -126,6 +144,9 @@ impl Lowerer<'_> {
                 if items.len() != t.elts.len() {
                     return refuse("frontend", line, "unpacking the wrong number of values");
                 }
+                if self.tuple_rebind(&t.elts, &items, line)? {
+                    return Ok(());
+                }
                 for (tgt, v) in t.elts.iter().zip(items) {
                     let ast::Expr::Name(n) = tgt else {
                         return refuse(
@@ -145,11 +166,8 @@ impl Lowerer<'_> {
                         let hint = pyast::subscript_base(target).unwrap_or_default();
                         self.store_kernel(&tv, &v, &hint, line)
                     }
-                    _ => refuse(
-                        "frontend",
-                        line,
-                        "a single element written outside any loop: put it in the loop or compute it on the host",
-                    ),
+                    Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
+                    _ => refuse("frontend", line, self.single_element_reason()),
                 }
             }
             _ => refuse(
@@ -177,7 +195,7 @@ impl Lowerer<'_> {
                     }
                 }
                 let ty = self.declare_type(name, t);
-                let value = self.hostify(cast_to(e, t, ty));
+                let value = self.host_scalar(cast_to(e, t, ty), line)?;
                 self.used.insert(name.to_string());
                 self.steps.push(HostStep::Scalar {
                     name: name.to_string(),
@@ -189,19 +207,22 @@ impl Lowerer<'_> {
             }
             Val::Array(av) => {
                 if !av.computed {
+                    if self.host_depth > 0 {
+                        if let Some(src) = whole_array(&av) {
+                            if self.tuple_rebind_names(&[name.to_string()], &[src], line)? {
+                                return Ok(());
+                            }
+                        }
+                    }
                     self.host.insert(name.to_string(), HostBind::View(av));
                     return Ok(());
                 }
                 let arr = self.materialise(name, &av, line)?;
-                if arr != name {
-                    let ty = match self.host.get(&arr) {
-                        Some(HostBind::Array(t)) => *t,
-                        _ => unreachable!("materialise binds the array"),
-                    };
-                    self.host
-                        .insert(name.to_string(), HostBind::View(ArrVal::named(&arr, ty)));
-                }
-                Ok(())
+                let ty = match self.host.get(&arr) {
+                    Some(HostBind::Array(t)) => *t,
+                    _ => unreachable!("materialise binds the array"),
+                };
+                self.bind_new_array(name, &arr, ty, line)
             }
             Val::Tuple(_) => refuse(
                 "frontend",
@@ -219,7 +240,7 @@ impl Lowerer<'_> {
     pub(crate) fn host_value(&mut self, v: Val, line: u32) -> Lower<HostValue> {
         match v {
             Val::Scalar(e, t, _) => {
-                let e = self.hostify(e);
+                let e = self.host_scalar(e, line)?;
                 if let Expr::Var(n) = &e {
                     if matches!(self.host.get(n), Some(HostBind::Scalar(_))) {
                         return Ok(HostValue::Scalar(n.clone(), t));

@@ -165,10 +165,20 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
     }
     let line = src.line(def);
 
-    // The analysis decides first: object- and nopython-mode functions are refused
-    // with its findings.
+    // Object mode is decided by the analysis: such a function is refused
+    // with its findings. A nopython verdict is the analysis' view of what a
+    // single kernel can take; the host schedule may still take the
+    // function, so the planner tries, and its refusal comes first.
+    let mut nopython: Vec<Reason> = Vec::new();
     if let Some(rep) = req.report {
-        if rep.verdict != Verdict::Cuda {
+        if rep.verdict == Verdict::Nopython {
+            nopython = rep
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Blocker)
+                .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
+                .collect();
+        } else if rep.verdict != Verdict::Cuda {
             let wanted = if rep.verdict == Verdict::Object {
                 Severity::Object
             } else {
@@ -247,8 +257,18 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
     }
     let l = match last.expect("at least one pass") {
         Ok(l) => l,
-        Err(reason) => return Ok(Outcome::Refused(vec![*reason])),
+        Err(reason) => {
+            let first = *reason;
+            let mut all: Vec<Reason> = nopython
+                .into_iter()
+                .filter(|n| n.line != first.line)
+                .collect();
+            all.insert(0, first);
+            return Ok(Outcome::Refused(all));
+        }
     };
+    let mut l = l;
+    l.finish_mutated();
     let mut plan = finish(l, &names, req.types);
     if req.fp32 {
         rewrites::fp32::lower_plan(&mut plan);

@@ -54,6 +54,8 @@ pub(crate) enum HostBind {
     /// Assigned inside a parallel loop: its value after the loop is the
     /// last iteration's, which a kernel does not have.
     Private { line: u32 },
+    /// The branches of the `if` at `line` bind it differently.
+    Diverged { line: u32 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +256,19 @@ pub(crate) struct Lowerer<'a> {
     pub ret: Option<HostValue>,
     /// Scalar functions: parameters, outputs, their types.
     pub ufunc: Option<(Vec<crate::plan::PlanParam>, HostValue, Vec<ScalarType>)>,
+    /// How many host loops and `if`s enclose the statement being lowered.
+    pub host_depth: usize,
+    /// The host loops being lowered, innermost last: line, and why the
+    /// loop stays on the host.
+    pub loop_lines: Vec<(u32, String)>,
+    /// Every device array a kernel writes (parameters or not).
+    pub written: BTreeSet<String>,
+    /// Device-array names rebound at run time: (target, source).
+    pub rebinds: Vec<(String, String)>,
+    /// Temporaries of one statement, which a loop may allocate once.
+    pub scratch: HashSet<String>,
+    /// Kernels of one thread writing one element: kernel → line.
+    pub tiny: HashMap<String, u32>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -303,6 +318,12 @@ impl<'a> Lowerer<'a> {
             docs: Default::default(),
             ret: None,
             ufunc: None,
+            host_depth: 0,
+            loop_lines: Vec::new(),
+            written: BTreeSet::new(),
+            rebinds: Vec::new(),
+            scratch: HashSet::new(),
+            tiny: HashMap::new(),
         }
     }
 
@@ -445,6 +466,13 @@ impl<'a> Lowerer<'a> {
                     }
                     HostBind::Array(t) => Ok(Val::Array(ArrVal::named(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),
+                    HostBind::Diverged { line: l } => refuse(
+                        crate::rewrites::host_schedule::NAME,
+                        line,
+                        format!(
+                            "`{name}` is read after the `if` at line {l}, whose branches bind it differently (or only one does): give it one value before the `if`"
+                        ),
+                    ),
                     HostBind::Private { line: l } => refuse(
                         crate::rewrites::dependences::NAME,
                         line,
@@ -1559,6 +1587,7 @@ impl<'a> Lowerer<'a> {
 
     pub fn note_write(&mut self, r: &mut Region, array: &str) {
         r.bump_write(array);
+        self.written.insert(array.to_string());
         if self.params.iter().any(|(p, _)| p == array) {
             self.mutated.insert(array.to_string());
         }
@@ -1803,6 +1832,36 @@ impl<'a> Lowerer<'a> {
             L::Reduce { n } => L::Reduce { n: self.hostify(n) },
             L::OneBlock => L::OneBlock,
         }
+    }
+
+    /// `hostify` for a value the user's code computes on the host: an
+    /// element of a device array read there (not a reduction's result) is
+    /// refused, since it would be one transfer per element.
+    pub fn host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
+        let mut bad: Option<String> = None;
+        port_codegen::ir::walk_expr(&e, &mut |x| {
+            if let Expr::Load(er) = x {
+                let is_acc = self.accs.contains(&er.array)
+                    || self.host.values().any(
+                        |b| matches!(b, HostBind::DeviceScalar { acc, .. } if *acc == er.array),
+                    );
+                if !is_acc && bad.is_none() {
+                    bad = Some(er.array.clone());
+                }
+            }
+        });
+        if let Some(a) = bad {
+            let why = match self.loop_lines.last() {
+                Some((l, why)) => format!(
+                    "an element of `{a}` read on the host in each iteration of the loop at line {l} ({why}): one transfer per element — a scan or recurrence port does not map to the GPU"
+                ),
+                None => format!(
+                    "an element of `{a}` read on the host, outside any loop: port reads back only reductions; compute it inside a loop or a reduction"
+                ),
+            };
+            return refuse(crate::rewrites::host_schedule::NAME, line, why);
+        }
+        Ok(self.hostify(e))
     }
 
     /// A host expression: device scalars it reads are brought back first.

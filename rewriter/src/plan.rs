@@ -76,6 +76,79 @@ pub enum HostStep {
         ty: ScalarType,
         array: String,
     },
+    /// `for var in range(start, stop, step): body` kept on the host: its
+    /// iterations depend on each other (a time loop, a sweep), and the
+    /// data-parallel statements of its body are kernels launched in turn.
+    /// After the loop `var` holds its last value, as in Python.
+    Loop {
+        var: String,
+        start: ir::Expr,
+        stop: ir::Expr,
+        step: ir::Expr,
+        body: Vec<HostStep>,
+    },
+    /// `while cond: body` on the host: `test` (reductions, read-backs)
+    /// runs before each evaluation of `cond`.
+    While {
+        test: Vec<HostStep>,
+        cond: ir::Expr,
+        body: Vec<HostStep>,
+    },
+    /// `if cond: then else: orelse` on the host.
+    If {
+        cond: ir::Expr,
+        then: Vec<HostStep>,
+        orelse: Vec<HostStep>,
+    },
+    /// `break` out of the innermost host loop.
+    Break,
+    /// `a, b = c, d`: device-array names rebound at once to the arrays the
+    /// sources name (no copy), as Python rebinds names to objects.
+    Rebind {
+        targets: Vec<String>,
+        sources: Vec<String>,
+    },
+}
+
+impl HostStep {
+    /// Calls `f` on every step, nested ones included, outer first.
+    pub fn walk<'a>(steps: &'a [HostStep], f: &mut dyn FnMut(&'a HostStep)) {
+        for s in steps {
+            f(s);
+            for b in s.bodies() {
+                HostStep::walk(b, f);
+            }
+        }
+    }
+
+    /// Calls `f` on every step, nested ones included, to change it.
+    pub fn walk_mut(steps: &mut [HostStep], f: &mut dyn FnMut(&mut HostStep)) {
+        for s in steps {
+            f(s);
+            match s {
+                HostStep::Loop { body, .. } => HostStep::walk_mut(body, f),
+                HostStep::While { test, body, .. } => {
+                    HostStep::walk_mut(test, f);
+                    HostStep::walk_mut(body, f);
+                }
+                HostStep::If { then, orelse, .. } => {
+                    HostStep::walk_mut(then, f);
+                    HostStep::walk_mut(orelse, f);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The step lists nested in this one.
+    pub fn bodies(&self) -> Vec<&[HostStep]> {
+        match self {
+            HostStep::Loop { body, .. } => vec![body],
+            HostStep::While { test, body, .. } => vec![test, body],
+            HostStep::If { then, orelse, .. } => vec![then, orelse],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// What the wrapper returns.

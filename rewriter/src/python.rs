@@ -565,6 +565,8 @@ struct Host<'p> {
     plan: &'p KernelPlan,
     /// Host names that hold device arrays.
     device: BTreeSet<String>,
+    /// Names a host loop rebinds to other device arrays.
+    rebound: BTreeSet<String>,
 }
 
 impl Host<'_> {
@@ -575,7 +577,11 @@ impl Host<'_> {
     /// A host expression in Python.
     fn expr(&self, e: &Expr) -> String {
         let renamed = crate::ir_util::map_expr(e, &|x| match x {
-            Expr::Shape { array, axis } if self.is_param(array) && !self.is_ufunc_input(array) => {
+            Expr::Shape { array, axis }
+                if self.is_param(array)
+                    && !self.is_ufunc_input(array)
+                    && !self.rebound.contains(array) =>
+            {
                 Some(Expr::Shape {
                     array: array.clone(),
                     axis: *axis,
@@ -610,9 +616,16 @@ impl Host<'_> {
 }
 
 fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String {
+    let mut rebound = BTreeSet::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        if let HostStep::Rebind { targets, .. } = s {
+            rebound.extend(targets.iter().cloned());
+        }
+    });
     let mut h = Host {
         plan,
         device: BTreeSet::new(),
+        rebound,
     };
     let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
     let mut out = String::new();
@@ -684,7 +697,38 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
             }
         }
     }
-    for s in &plan.steps {
+    for p in &plan.params {
+        if h.rebound.contains(&p.name) && plan.mutated.contains(&p.name) {
+            // The argument's own device array, whatever name holds it later.
+            let _ = writeln!(out, "{ind}{0}_in = {0}", h.array(&p.name));
+        }
+    }
+    emit_steps(&mut h, &plan.steps, 1, &mut out);
+    // Copy back what the original mutated.
+    for m in &plan.mutated {
+        let src = if h.rebound.contains(m) {
+            format!("{}_in", h.array(m))
+        } else {
+            h.array(m)
+        };
+        let _ = writeln!(out, "{ind}{m}[...] = {src}.copy_to_host()");
+    }
+    match &plan.ret {
+        None => {}
+        Some(v) => {
+            let r = host_value(&h, v);
+            let _ = writeln!(out, "{ind}return {r}");
+        }
+    }
+    out
+}
+
+/// The wrapper's steps at indentation `depth`, host loops and ifs as the
+/// user wrote them.
+fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) {
+    let ind = "    ".repeat(depth);
+    let plan = h.plan;
+    for s in steps {
         match s {
             HostStep::Scalar { name, ty, value } => {
                 let v = h.expr(value);
@@ -767,25 +811,70 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
                     h.array(array)
                 );
             }
+            HostStep::Loop {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => {
+                let range = match (start, step) {
+                    (Expr::Lit(Literal::I64(0)), Expr::Lit(Literal::I64(1))) => h.expr(stop),
+                    (_, Expr::Lit(Literal::I64(1))) => {
+                        format!("{}, {}", h.expr(start), h.expr(stop))
+                    }
+                    _ => format!("{}, {}, {}", h.expr(start), h.expr(stop), h.expr(step)),
+                };
+                let _ = writeln!(out, "{ind}for {var} in range({range}):");
+                emit_body(h, body, depth + 1, out);
+            }
+            HostStep::While { test, cond, body } => {
+                if test.is_empty() {
+                    let _ = writeln!(out, "{ind}while {}:", h.expr(cond));
+                    emit_body(h, body, depth + 1, out);
+                } else {
+                    let _ = writeln!(out, "{ind}while True:");
+                    emit_steps(h, test, depth + 1, out);
+                    let _ = writeln!(out, "{ind}    if not ({}):", h.expr(cond));
+                    let _ = writeln!(out, "{ind}        break");
+                    emit_steps(h, body, depth + 1, out);
+                }
+            }
+            HostStep::If { cond, then, orelse } => {
+                let _ = writeln!(out, "{ind}if {}:", h.expr(cond));
+                emit_body(h, then, depth + 1, out);
+                if !orelse.is_empty() {
+                    let _ = writeln!(out, "{ind}else:");
+                    emit_body(h, orelse, depth + 1, out);
+                }
+            }
+            HostStep::Break => {
+                let _ = writeln!(out, "{ind}break");
+            }
+            HostStep::Rebind { targets, sources } => {
+                let t: Vec<String> = targets.iter().map(|n| h.array(n)).collect();
+                let s: Vec<String> = sources.iter().map(|n| h.array(n)).collect();
+                let _ = writeln!(out, "{ind}{} = {}", t.join(", "), s.join(", "));
+                for n in targets {
+                    h.device.insert(n.clone());
+                }
+            }
         }
     }
-    // Copy back what the original mutated.
-    for m in &plan.mutated {
-        let _ = writeln!(out, "{ind}{m}[...] = {}.copy_to_host()", h.array(m));
+}
+
+/// A block of a host loop or `if`: `pass` when it has no steps.
+fn emit_body(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) {
+    if steps.is_empty() {
+        let _ = writeln!(out, "{}pass", "    ".repeat(depth));
+    } else {
+        emit_steps(h, steps, depth, out);
     }
-    match &plan.ret {
-        None => {}
-        Some(v) => {
-            let r = host_value(&h, v);
-            let _ = writeln!(out, "{ind}return {r}");
-        }
-    }
-    out
 }
 
 fn host_value(h: &Host, v: &HostValue) -> String {
     match v {
-        HostValue::Array(n) if h.is_param(n) => n.clone(),
+        HostValue::Array(n) if h.is_param(n) && !h.rebound.contains(n) => n.clone(),
         HostValue::Array(n) => {
             let plan = h.plan;
             let mut s = format!("{}.copy_to_host()", h.array(n));

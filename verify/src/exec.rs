@@ -198,8 +198,91 @@ pub struct KernelRun {
     pub bytes_to_host: usize,
 }
 
+/// Device arrays by Python name. Names refer to arrays as Python names
+/// refer to objects: several names may share one array (after `a = b` or a
+/// rebinding in a host loop), and an array lives while a name holds it.
+struct Arrays<B> {
+    names: HashMap<String, usize>,
+    bufs: HashMap<usize, DevArray<B>>,
+    next: usize,
+    /// Arrays below this id are the arguments': never freed.
+    pinned: usize,
+}
+
+impl<B> Arrays<B> {
+    fn new() -> Arrays<B> {
+        Arrays {
+            names: HashMap::new(),
+            bufs: HashMap::new(),
+            next: 0,
+            pinned: 0,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&DevArray<B>> {
+        self.names.get(name).and_then(|id| self.bufs.get(id))
+    }
+
+    fn id(&self, name: &str) -> Option<usize> {
+        self.names.get(name).copied()
+    }
+
+    fn by_id(&self, id: usize) -> Option<&DevArray<B>> {
+        self.bufs.get(&id)
+    }
+
+    /// Binds `name` to a new array (the one it held goes when no name holds it).
+    fn insert(&mut self, name: String, a: DevArray<B>) -> usize {
+        let id = self.next;
+        self.next += 1;
+        self.bufs.insert(id, a);
+        if let Some(old) = self.names.insert(name, id) {
+            self.collect(old);
+        }
+        id
+    }
+
+    /// Takes the array out for a launch; [`Arrays::restore`] puts it back.
+    fn take(&mut self, name: &str) -> Option<(usize, DevArray<B>)> {
+        let id = self.id(name)?;
+        self.bufs.remove(&id).map(|a| (id, a))
+    }
+
+    fn restore(&mut self, id: usize, a: DevArray<B>) {
+        self.bufs.insert(id, a);
+    }
+
+    /// `targets = sources`, all at once.
+    fn rebind(&mut self, targets: &[String], sources: &[String]) -> Result<(), VerifyError> {
+        let mut ids = Vec::new();
+        for s in sources {
+            ids.push(
+                self.id(s)
+                    .ok_or_else(|| VerifyError::BadPlan(format!("no array `{s}` to rebind")))?,
+            );
+        }
+        let mut old = Vec::new();
+        for (t, id) in targets.iter().zip(ids) {
+            if let Some(o) = self.names.insert(t.clone(), id) {
+                old.push(o);
+            }
+        }
+        for o in old {
+            self.collect(o);
+        }
+        Ok(())
+    }
+
+    /// Frees array `id` when no name holds it (and it is not a parameter's).
+    fn collect(&mut self, id: usize) {
+        if !self.names.values().any(|&k| k == id) && id >= self.pinned {
+            self.bufs.remove(&id);
+        }
+    }
+}
+
 struct State<B> {
-    arrays: HashMap<String, DevArray<B>>,
+    arrays: Arrays<B>,
     scalars: HashMap<String, HVal>,
 }
 
@@ -394,32 +477,34 @@ impl<B> State<B> {
     }
 }
 
-/// The first launch after step `from` that takes array `name`, with its
-/// configuration when it can be worked out already: what a failed
-/// allocation or copy was for.
+/// The first launch that takes array `name`, with its configuration when
+/// it can be worked out already: what a failed allocation or copy was for.
 fn user_of<B, D: Device<Buf = B>>(
     plan: &KernelPlan,
     st: &State<B>,
     dev: &mut D,
-    from: usize,
     name: &str,
 ) -> String {
-    for s in &plan.steps[from..] {
+    let mut found: Option<(&String, &LaunchShape)> = None;
+    HostStep::walk(&plan.steps, &mut |s| {
         if let HostStep::Launch {
             kernel,
             args,
             shape,
         } = s
         {
-            if args.iter().any(|a| a == name) {
-                return match st.launch_config(dev, shape) {
-                    Ok(c) => format!(" for kernel `{kernel}` ({c})"),
-                    Err(_) => format!(" for kernel `{kernel}`"),
-                };
+            if found.is_none() && args.iter().any(|a| a == name) {
+                found = Some((kernel, shape));
             }
         }
+    });
+    match found {
+        Some((kernel, shape)) => match st.launch_config(dev, shape) {
+            Ok(c) => format!(" for kernel `{kernel}` ({c})"),
+            Err(_) => format!(" for kernel `{kernel}`"),
+        },
+        None => String::new(),
     }
-    String::new()
 }
 
 /// Adds what the data was for to a failed allocation or copy.
@@ -438,7 +523,7 @@ pub fn run_plan<D: Device>(
     outputs: Outputs,
 ) -> Result<KernelRun, VerifyError> {
     let mut st: State<D::Buf> = State {
-        arrays: HashMap::new(),
+        arrays: Arrays::new(),
         scalars: HashMap::new(),
     };
     let mut run = KernelRun {
@@ -498,7 +583,7 @@ pub fn run_plan<D: Device>(
                     )));
                 }
                 let buf = dev.upload(&a).map_err(|e| {
-                    let why = user_of(plan, &st, dev, 0, &p.name);
+                    let why = user_of(plan, &st, dev, &p.name);
                     for_kernel(e, format!("copying `{}` to the device{why}", p.name))
                 })?;
                 let d = DevArray {
@@ -535,7 +620,72 @@ pub fn run_plan<D: Device>(
             }
         }
     }
-    for (index, s) in plan.steps.iter().enumerate() {
+    st.arrays.pinned = st.arrays.next;
+    let homes: Vec<Option<usize>> = plan.params.iter().map(|p| st.arrays.id(&p.name)).collect();
+    let mut budget = STEP_BUDGET;
+    exec_steps(plan, &plan.steps, &mut st, dev, &mut run, &mut budget)?;
+    for (k, p) in plan.params.iter().enumerate() {
+        let wanted = match outputs {
+            Outputs::All => true,
+            Outputs::Wrapper => plan.mutated.contains(&p.name),
+        };
+        run.args.push(match p.kernel_ty {
+            ArgType::Array(_) if !p.elementwise && wanted => {
+                match homes[k].and_then(|id| st.arrays.by_id(id)) {
+                    Some(a) => {
+                        run.bytes_to_host += a.bytes();
+                        Some(dev.download(a)?.convert(p.ty.elem()))
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        });
+    }
+    let shape_out = |mut nd: NdArray| {
+        if let Some(s) = &ufunc_shape {
+            if s.iter().product::<usize>() == nd.len() {
+                nd.shape = s.clone();
+            }
+        }
+        nd
+    };
+    run.returns = match &plan.ret {
+        None => None,
+        Some(HostValue::Tuple(items)) => {
+            let mut v = Vec::new();
+            for it in items {
+                v.push(shape_out(value(&st, dev, plan, &homes, it, &mut run)?));
+            }
+            Some(v)
+        }
+        Some(one) => Some(vec![shape_out(value(
+            &st, dev, plan, &homes, one, &mut run,
+        )?)]),
+    };
+    Ok(run)
+}
+
+/// Host-loop iterations a run may take in all: a plan whose loops never end
+/// (a `while` whose condition a mismatch keeps true) stops with an error.
+const STEP_BUDGET: u64 = 50_000_000;
+
+/// How a list of steps ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Normal,
+    Break,
+}
+
+fn exec_steps<D: Device>(
+    plan: &KernelPlan,
+    steps: &[HostStep],
+    st: &mut State<D::Buf>,
+    dev: &mut D,
+    run: &mut KernelRun,
+    budget: &mut u64,
+) -> Result<Flow, VerifyError> {
+    for s in steps {
         match s {
             HostStep::Scalar { name, ty, value } => {
                 let v = st.eval(dev, value)?.cast(*ty);
@@ -557,7 +707,7 @@ pub fn run_plan<D: Device>(
                 };
                 let buf = dev.alloc(*elem, &dims, v).map_err(|e| {
                     let n: usize = dims.iter().product();
-                    let why = user_of(plan, &st, dev, index, name);
+                    let why = user_of(plan, st, dev, name);
                     for_kernel(
                         e,
                         format!("allocating `{name}` ({} bytes){why}", n * elem_size(*elem)),
@@ -589,28 +739,44 @@ pub fn run_plan<D: Device>(
                     .ok_or_else(|| VerifyError::BadPlan(format!("no kernel `{kernel}`")))?;
                 let config = st.launch_config(dev, shape)?;
                 let mut kargs = Vec::new();
+                let mut ids = Vec::new();
                 let mut array_bytes = 0;
+                let mut missing = None;
                 for (a, p) in args.iter().zip(&k.params) {
                     match p.ty {
-                        Type::Array(_) => {
-                            let arr = st.arrays.remove(a).ok_or_else(|| {
-                                VerifyError::BadPlan(format!("no array `{a}` for `{kernel}`"))
-                            })?;
-                            array_bytes += arr.bytes();
-                            kargs.push(KArg::Array(arr));
-                        }
-                        Type::Scalar(t) => {
-                            let v = st.scalars.get(a).copied().ok_or_else(|| {
-                                VerifyError::BadPlan(format!("no value `{a}` for `{kernel}`"))
-                            })?;
-                            kargs.push(KArg::Scalar(t, v.cast(t)));
-                        }
+                        Type::Array(_) => match st.arrays.take(a) {
+                            Some((id, arr)) => {
+                                array_bytes += arr.bytes();
+                                ids.push(id);
+                                kargs.push(KArg::Array(arr));
+                            }
+                            None => {
+                                missing = Some(if st.arrays.id(a).is_some() {
+                                    format!("`{a}` is passed twice to `{kernel}` (two names of one array)")
+                                } else {
+                                    format!("no array `{a}` for `{kernel}`")
+                                });
+                                break;
+                            }
+                        },
+                        Type::Scalar(t) => match st.scalars.get(a).copied() {
+                            Some(v) => kargs.push(KArg::Scalar(t, v.cast(t))),
+                            None => {
+                                missing = Some(format!("no value `{a}` for `{kernel}`"));
+                                break;
+                            }
+                        },
                     }
                 }
-                let res = dev.launch(kernel, config, &mut kargs);
-                for (a, v) in args.iter().zip(kargs) {
+                let res = match missing {
+                    None => dev.launch(kernel, config, &mut kargs),
+                    Some(m) => Err(VerifyError::BadPlan(m)),
+                };
+                let mut ids = ids.into_iter();
+                for v in kargs {
                     if let KArg::Array(arr) = v {
-                        st.arrays.insert(a.clone(), arr);
+                        st.arrays
+                            .restore(ids.next().expect("one id per array"), arr);
                     }
                 }
                 res?;
@@ -620,44 +786,70 @@ pub fn run_plan<D: Device>(
                     array_bytes,
                 });
             }
-        }
-    }
-    for p in &plan.params {
-        let wanted = match outputs {
-            Outputs::All => true,
-            Outputs::Wrapper => plan.mutated.contains(&p.name),
-        };
-        run.args.push(match p.kernel_ty {
-            ArgType::Array(_) if !p.elementwise && wanted => match st.arrays.get(&p.name) {
-                Some(a) => {
-                    run.bytes_to_host += a.bytes();
-                    Some(dev.download(a)?.convert(p.ty.elem()))
+            HostStep::Loop {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => {
+                let (a, b, c) = (
+                    st.eval(dev, start)?.i(),
+                    st.eval(dev, stop)?.i(),
+                    st.eval(dev, step)?.i(),
+                );
+                if c == 0 {
+                    return Err(VerifyError::BadData(format!(
+                        "the host loop over `{var}` has a step of 0 (Python raises ValueError)"
+                    )));
                 }
-                None => None,
+                let mut i = a;
+                while (c > 0 && i < b) || (c < 0 && i > b) {
+                    spend(budget, var)?;
+                    st.scalars.insert(var.clone(), HVal::I(i));
+                    if exec_steps(plan, body, st, dev, run, budget)? == Flow::Break {
+                        break;
+                    }
+                    i += c;
+                }
+            }
+            HostStep::While { test, cond, body } => loop {
+                spend(budget, "while")?;
+                if exec_steps(plan, test, st, dev, run, budget)? == Flow::Break {
+                    return Err(VerifyError::BadPlan("`break` in a loop condition".into()));
+                }
+                if !st.eval(dev, cond)?.b() {
+                    break;
+                }
+                if exec_steps(plan, body, st, dev, run, budget)? == Flow::Break {
+                    break;
+                }
             },
-            _ => None,
-        });
+            HostStep::If { cond, then, orelse } => {
+                let branch = if st.eval(dev, cond)?.b() {
+                    then
+                } else {
+                    orelse
+                };
+                if exec_steps(plan, branch, st, dev, run, budget)? == Flow::Break {
+                    return Ok(Flow::Break);
+                }
+            }
+            HostStep::Break => return Ok(Flow::Break),
+            HostStep::Rebind { targets, sources } => st.arrays.rebind(targets, sources)?,
+        }
     }
-    let shape_out = |mut nd: NdArray| {
-        if let Some(s) = &ufunc_shape {
-            if s.iter().product::<usize>() == nd.len() {
-                nd.shape = s.clone();
-            }
-        }
-        nd
-    };
-    run.returns = match &plan.ret {
-        None => None,
-        Some(HostValue::Tuple(items)) => {
-            let mut v = Vec::new();
-            for it in items {
-                v.push(shape_out(value(&st, dev, plan, it, &mut run)?));
-            }
-            Some(v)
-        }
-        Some(one) => Some(vec![shape_out(value(&st, dev, plan, one, &mut run)?)]),
-    };
-    Ok(run)
+    Ok(Flow::Normal)
+}
+
+fn spend(budget: &mut u64, what: &str) -> Result<(), VerifyError> {
+    if *budget == 0 {
+        return Err(VerifyError::BadData(format!(
+            "the host loop over `{what}` ran past {STEP_BUDGET} iterations in all: stopped"
+        )));
+    }
+    *budget -= 1;
+    Ok(())
 }
 
 /// NumPy's broadcast shape of several shapes (`None` for none).
@@ -720,16 +912,19 @@ fn value<B, D: Device<Buf = B>>(
     st: &State<B>,
     dev: &mut D,
     plan: &KernelPlan,
+    homes: &[Option<usize>],
     v: &HostValue,
     run: &mut KernelRun,
 ) -> Result<NdArray, VerifyError> {
     match v {
         HostValue::Array(n) => {
-            // An argument array the run already brought back is not copied twice.
+            // An argument array the run already brought back is not copied
+            // twice (unless the name now holds another array).
             let copied = plan
                 .params
                 .iter()
                 .position(|p| p.name == *n)
+                .filter(|&k| homes[k].is_some() && homes[k] == st.arrays.id(n))
                 .and_then(|k| run.args.get(k).cloned().flatten());
             if let Some(nd) = copied {
                 return Ok(nd);

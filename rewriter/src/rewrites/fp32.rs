@@ -121,25 +121,31 @@ pub fn lower_plan(plan: &mut KernelPlan) {
     for p in &mut plan.params {
         p.kernel_ty = arg(p.kernel_ty);
     }
-    for s in &mut plan.steps {
-        match s {
-            HostStep::Scalar { ty, value, .. } => {
-                *ty = st(*ty);
-                *value = expr(value);
-            }
-            HostStep::Alloc {
-                elem, fill, shape, ..
-            } => {
-                *elem = st(*elem);
-                *shape = shape.iter().map(expr).collect();
-                if let Fill::Value(v) = fill {
-                    *v = expr(v);
-                }
-            }
-            HostStep::ReadBack { ty, .. } => *ty = st(*ty),
-            HostStep::Launch { .. } => {}
+    HostStep::walk_mut(&mut plan.steps, &mut |s| match s {
+        HostStep::Scalar { ty, value, .. } => {
+            *ty = st(*ty);
+            *value = expr(value);
         }
-    }
+        HostStep::Alloc {
+            elem, fill, shape, ..
+        } => {
+            *elem = st(*elem);
+            *shape = shape.iter().map(expr).collect();
+            if let Fill::Value(v) = fill {
+                *v = expr(v);
+            }
+        }
+        HostStep::ReadBack { ty, .. } => *ty = st(*ty),
+        HostStep::Loop {
+            start, stop, step, ..
+        } => {
+            *start = expr(start);
+            *stop = expr(stop);
+            *step = expr(step);
+        }
+        HostStep::While { cond, .. } | HostStep::If { cond, .. } => *cond = expr(cond),
+        HostStep::Launch { .. } | HostStep::Break | HostStep::Rebind { .. } => {}
+    });
     if let Some(r) = &mut plan.ret {
         host_value(r);
     }

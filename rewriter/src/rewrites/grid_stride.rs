@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
+use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast::{self, Ranged};
 
 use crate::error::{refuse, Lower};
@@ -342,15 +342,34 @@ impl Lowerer<'_> {
         };
         let v = array_expr::tidy(&v);
         if !array_expr::reads_only_own_element(&tgt, &v) {
-            return refuse(
+            // NumPy evaluates the whole right-hand side before it assigns:
+            // through a shifted window (`u[1:-1] = u[:-2] + u[2:]`) that
+            // needs the old values, so they go to a temporary first.
+            let Val::Array(va) = value else {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!(
+                        "the right-hand side reads `{}` at other elements than those written: threads would read elements other threads overwrite",
+                        tgt.array
+                    ),
+                );
+            };
+            let tmp = self.fresh(&format!("{}_tmp", sanitize(hint)));
+            self.scratch.insert(tmp.clone());
+            let tmp = self.materialise(&tmp, va, line)?;
+            let ty = ArrayType {
+                elem: va.elem,
+                ndim: va.ndim() as u8,
+                contiguous: true,
+            };
+            self.log.applied(
                 array_expr::NAME,
-                line,
-                format!(
-                    "the right-hand side reads `{}` at other elements than those written: threads would read elements other threads overwrite",
-                    tgt.array
-                ),
+                format!("line {line} reads the array it writes through a shifted window: the right-hand side goes to a temporary first, as NumPy evaluates it before assigning"),
             );
+            return self.store_kernel(target, &Val::Array(ArrVal::named(&tmp, ty)), hint, line);
         }
+        self.written.insert(er.array.clone());
         if self.params.iter().any(|(p, _)| *p == er.array) {
             self.mutated.insert(er.array.clone());
         }

@@ -167,7 +167,7 @@ impl Lowerer<'_> {
                 let Val::Scalar(e, t, _) = self.expr(r, v)? else {
                     return refuse(NAME, line, "the fill value must be a number");
                 };
-                let e = self.hostify(cast_to(e, t, elem));
+                let e = self.host_scalar(cast_to(e, t, elem), line)?;
                 Fill::Value(e)
             }
             _ => Fill::Empty,
@@ -191,10 +191,6 @@ impl Lowerer<'_> {
             fill,
         });
         self.host.insert(arr.clone(), HostBind::Array(ty));
-        if arr != name {
-            self.host
-                .insert(name.to_string(), HostBind::View(ArrVal::named(&arr, ty)));
-        }
         self.log.applied(
             NAME,
             format!("`{short}` at line {line} allocated by the wrapper"),
@@ -202,6 +198,7 @@ impl Lowerer<'_> {
         if let Some(src) = copy_of {
             self.store_kernel(&ArrVal::named(&arr, ty), &Val::Array(src), name, line)?;
         }
+        self.bind_new_array(name, &arr, ty, line)?;
         Ok(true)
     }
 

@@ -9,6 +9,7 @@ pub mod dependences;
 pub mod fp32;
 pub mod grid_stride;
 pub mod hoist_alloc;
+pub mod host_schedule;
 pub mod math_calls;
 pub mod row_reduction;
 pub mod scalar_function;
@@ -18,7 +19,7 @@ use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 10] = [
+pub const ALL: [(&str, &str); 11] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -34,6 +35,10 @@ pub const ALL: [(&str, &str); 10] = [
         "no other function of the program is called",
     ),
     (dependences::NAME, "no loop to check"),
+    (
+        host_schedule::NAME,
+        "no sequential loop or `if` around the kernels",
+    ),
     (fp32::NAME, "not requested (pass --fp32)"),
 ];
 
