@@ -217,12 +217,19 @@ impl Lowerer<'_> {
                     self.host.insert(name.to_string(), HostBind::View(av));
                     return Ok(());
                 }
-                let arr = self.materialise(name, &av, line)?;
+                // A value with broadcast (extent-1) dimensions is kept in an
+                // array of its own, and the name is a view that broadcasts.
+                let hint = if av.has_unit_dims() {
+                    self.fresh(name)
+                } else {
+                    name.to_string()
+                };
+                let arr = self.materialise(&hint, &av, line)?;
                 let ty = match self.host.get(&arr) {
                     Some(HostBind::Array(t)) => *t,
                     _ => unreachable!("materialise binds the array"),
                 };
-                self.bind_new_array(name, &arr, ty, line)
+                self.bind_new_array(name, &arr, ArrVal::named_like(&arr, ty, &av), line)
             }
             Val::Tuple(_) => refuse(
                 "frontend",

@@ -527,6 +527,9 @@ impl<'a> Lowerer<'a> {
             ast::Expr::BinOp(b) => {
                 let a = self.expr(r, &b.left)?;
                 let c = self.expr(r, &b.right)?;
+                if b.op == ast::Operator::MatMult {
+                    return self.matmul(r, a, c, line);
+                }
                 self.binop(b.op, &a, &c, line)
             }
             ast::Expr::UnaryOp(u) => {
@@ -840,21 +843,51 @@ impl<'a> Lowerer<'a> {
                     ast::Expr::Tuple(t) => t.elts.iter().collect(),
                     e => vec![e],
                 };
-                if comps.len() > av.ndim() {
+                let is_new = |c: &ast::Expr| {
+                    matches!(c, ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::None))
+                        || self.src.resolve(c).as_deref() == Some("numpy.newaxis")
+                };
+                let is_ellipsis = |c: &ast::Expr| matches!(c, ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::Ellipsis));
+                let consuming = comps
+                    .iter()
+                    .filter(|c| !is_new(c) && !is_ellipsis(c))
+                    .count();
+                if consuming > av.ndim() {
                     return refuse(
                         array_expr::NAME,
                         line,
                         format!(
-                            "too many indices ({}) for an array of {} dimensions (or `None`/np.newaxis, which port does not support)",
-                            comps.len(),
+                            "too many indices ({consuming}) for an array of {} dimensions",
                             av.ndim()
                         ),
                     );
                 }
+                if comps.iter().filter(|c| is_ellipsis(c)).count() > 1 {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "an index can only have a single ellipsis ('...')",
+                    );
+                }
                 let mut items = Vec::new();
-                for (k, c) in comps.iter().enumerate() {
-                    let extent = av.shape[k].clone();
-                    items.push(self.index_item(r, c, extent, line)?);
+                let mut k = 0;
+                for c in &comps {
+                    if is_new(c) {
+                        items.push(array_expr::IndexItem::NewAxis);
+                    } else if is_ellipsis(c) {
+                        for _ in 0..av.ndim() - consuming {
+                            items.push(array_expr::IndexItem::Range {
+                                start: i64(0),
+                                step: 1,
+                                len: av.shape[k].clone(),
+                            });
+                            k += 1;
+                        }
+                    } else {
+                        let extent = av.shape[k].clone();
+                        items.push(self.index_item(r, c, extent, line)?);
+                        k += 1;
+                    }
                 }
                 let out = array_expr::index(&av, items);
                 if matches!(out, Val::Array(_)) {
@@ -959,11 +992,10 @@ impl<'a> Lowerer<'a> {
                 };
                 Ok(IndexItem::Range { start, step, len })
             }
-            ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::None) => refuse(
-                array_expr::NAME,
-                line,
-                "`None` / np.newaxis in an index: reshaping views are not supported",
-            ),
+            ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::None) => {
+                Ok(IndexItem::NewAxis)
+            }
+            e if self.src.resolve(e).as_deref() == Some("numpy.newaxis") => Ok(IndexItem::NewAxis),
             e => Ok(IndexItem::At(norm(self, r, e)?)),
         }
     }
@@ -990,18 +1022,35 @@ impl<'a> Lowerer<'a> {
 
         // Reductions.
         if let Some(op) = reduce_name(&name) {
-            if c.args.len() != 1 || !c.keywords.is_empty() {
-                return refuse(
-                    crate::rewrites::row_reduction::NAME,
-                    line,
-                    format!(
-                        "`{}`: reductions with `axis=` or extra arguments are not supported",
-                        self.src.text_of(c)
-                    ),
-                );
+            if c.args.len() == 1 && c.keywords.is_empty() {
+                let v = self.expr(r, &c.args[0])?;
+                return self.reduce(r, op, v, line);
             }
-            let v = self.expr(r, &c.args[0])?;
-            return self.reduce(r, op, v, line);
+        }
+        if name.starts_with("numpy.") {
+            if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(&name) {
+                let Some(first) = c.args.first() else {
+                    return refuse("frontend", line, format!("`{short}` needs an array"));
+                };
+                let v = self.expr(r, first)?;
+                let nd = match &v {
+                    Val::Array(a) => a.ndim(),
+                    _ => 0,
+                };
+                let args = self.reduction_args(c, 1, nd, op, line)?;
+                let hint = pyast::subscript_base(first).unwrap_or_else(|| "r".into());
+                return self.reduce_with(r, op, v, args, &hint, line);
+            }
+        }
+        if matches!(name.as_str(), "numpy.matmul") && c.args.len() == 2 && c.keywords.is_empty() {
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return self.matmul(r, a, b, line);
+        }
+        if name == "numpy.outer" && c.args.len() == 2 && c.keywords.is_empty() {
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return self.outer(a, b, line);
         }
         if matches!(name.as_str(), "numpy.dot" | "numpy.vdot" | "numpy.inner") && c.args.len() == 2
         {
@@ -1093,14 +1142,18 @@ impl<'a> Lowerer<'a> {
         line: u32,
     ) -> Lower<Val> {
         if let Some(op) = reduce_name(&format!("numpy.{method}")) {
-            if !c.args.is_empty() || !c.keywords.is_empty() {
-                return refuse(
-                    crate::rewrites::row_reduction::NAME,
-                    line,
-                    format!("`.{method}(...)` with `axis=` or arguments is not supported"),
-                );
+            if c.args.is_empty() && c.keywords.is_empty() {
+                return self.reduce(r, op, Val::Array(av.clone()), line);
             }
-            return self.reduce(r, op, Val::Array(av.clone()), line);
+        }
+        if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(method) {
+            let args = self.reduction_args(c, 0, av.ndim(), op, line)?;
+            let hint = match c.func.as_ref() {
+                ast::Expr::Attribute(a) => pyast::subscript_base(&a.value),
+                _ => None,
+            }
+            .unwrap_or_else(|| "r".into());
+            return self.reduce_with(r, op, Val::Array(av.clone()), args, &hint, line);
         }
         match method {
             "copy" if c.args.is_empty() => {
@@ -1141,6 +1194,12 @@ impl<'a> Lowerer<'a> {
             (Val::Array(x), Val::Array(y)) if x.ndim() == 1 && y.ndim() == 1 => {
                 let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
                 self.reduce(r, Reduce::Sum, prod, line)
+            }
+            (Val::Array(x), Val::Array(y)) if x.ndim() <= 2 && y.ndim() <= 2 => {
+                self.matmul(r, a, b, line)
+            }
+            (Val::Scalar(..), _) | (_, Val::Scalar(..)) => {
+                self.binop(ast::Operator::Mult, &a, &b, line)
             }
             _ => refuse(
                 array_expr::NAME,

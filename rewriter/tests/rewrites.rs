@@ -344,7 +344,7 @@ fn every_rewrite_reports_itself() {
         "saxpy",
         "float64, float64[:], float64[:], float64[:]",
     );
-    assert_eq!(m.plan.rewrites.len(), 11);
+    assert_eq!(m.plan.rewrites.len(), 12);
     let fp32 = m
         .plan
         .rewrites

@@ -73,6 +73,38 @@ impl ArrVal {
         self.shape.len()
     }
 
+    /// A named array holding `like`'s values: where `like` has a
+    /// dimension of literal extent 1 (`keepdims`, `None`), so does the
+    /// view, indexed at 0, so that it keeps broadcasting.
+    pub fn named_like(name: &str, ty: ArrayType, like: &ArrVal) -> ArrVal {
+        let mut v = ArrVal::named(name, ty);
+        let one = i64(1);
+        if !like.shape.contains(&one) {
+            return v;
+        }
+        let idx: Vec<Expr> = (0..v.ndim())
+            .map(|k| {
+                if like.shape[k] == one {
+                    i64(0)
+                } else {
+                    var(&ph(k))
+                }
+            })
+            .collect();
+        for (k, e) in like.shape.iter().enumerate() {
+            if *e == one {
+                v.shape[k] = one.clone();
+            }
+        }
+        v.body = load(name, idx);
+        v
+    }
+
+    /// Whether a dimension has literal extent 1 (a broadcast dimension).
+    pub fn has_unit_dims(&self) -> bool {
+        self.shape.contains(&i64(1))
+    }
+
     /// The element at `idx` (one index per dimension).
     pub fn element(&self, idx: &[Expr]) -> Expr {
         let map: HashMap<String, Expr> = idx
@@ -145,14 +177,25 @@ fn tmp(k: usize) -> String {
     format!("__t{k}")
 }
 
-/// The result shape and the two element bodies of `a op b`.
+/// The result shape and the two element bodies of `a op b`: NumPy's
+/// broadcasting, right-aligned. A dimension of literal extent 1 (from
+/// `None`/np.newaxis or `keepdims=True`) stretches to the other operand's;
+/// other extents are assumed to agree, as NumPy would otherwise raise.
 pub fn broadcast(a: &ArrVal, b: &ArrVal) -> (Vec<Expr>, Expr, Expr) {
     let r = a.ndim().max(b.ndim());
-    let shape = if a.ndim() >= b.ndim() {
-        a.shape.clone()
-    } else {
-        b.shape.clone()
-    };
+    let one = i64(1);
+    let mut shape = Vec::with_capacity(r);
+    for k in 0..r {
+        let ea = (k + a.ndim()).checked_sub(r).map(|j| &a.shape[j]);
+        let eb = (k + b.ndim()).checked_sub(r).map(|j| &b.shape[j]);
+        shape.push(match (ea, eb) {
+            (Some(x), Some(y)) if *x == one => y.clone(),
+            (Some(x), Some(_)) => x.clone(),
+            (Some(x), None) => x.clone(),
+            (None, Some(y)) => y.clone(),
+            (None, None) => one.clone(),
+        });
+    }
     (shape, a.body_in(r), b.body_in(r))
 }
 
@@ -163,6 +206,8 @@ pub enum IndexItem {
     At(Expr),
     /// `start, start + step, …` (`len` elements).
     Range { start: Expr, step: i64, len: Expr },
+    /// `None` / `np.newaxis`: a new dimension of extent 1.
+    NewAxis,
 }
 
 /// `a[items]`: missing trailing items are full slices. Gives a scalar when
@@ -171,17 +216,23 @@ pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
     let n = a.ndim();
     let mut map: HashMap<String, Expr> = HashMap::new();
     let mut new_shape = Vec::new();
+    let mut items = items.into_iter().peekable();
     for k in 0..n {
-        match items.get(k) {
+        while items.peek() == Some(&IndexItem::NewAxis) {
+            items.next();
+            new_shape.push(i64(1));
+        }
+        match items.next() {
+            Some(IndexItem::NewAxis) => unreachable!("taken above"),
             Some(IndexItem::At(e)) => {
                 map.insert(ph(k), e.clone());
             }
             Some(IndexItem::Range { start, step, len }) => {
                 let r = new_shape.len();
-                let pos = if *step == 1 {
+                let pos = if step == 1 {
                     var(&tmp(r))
                 } else {
-                    mul(var(&tmp(r)), i64(*step))
+                    mul(var(&tmp(r)), i64(step))
                 };
                 let pos = match start {
                     Expr::Lit(port_codegen::ir::Literal::I64(0)) => pos,
@@ -195,6 +246,11 @@ pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
                 map.insert(ph(k), var(&tmp(r)));
                 new_shape.push(a.shape[k].clone());
             }
+        }
+    }
+    for rest in items {
+        if rest == IndexItem::NewAxis {
+            new_shape.push(i64(1));
         }
     }
     let back: HashMap<String, Expr> = (0..new_shape.len())

@@ -198,7 +198,7 @@ impl Lowerer<'_> {
         if let Some(src) = copy_of {
             self.store_kernel(&ArrVal::named(&arr, ty), &Val::Array(src), name, line)?;
         }
-        self.bind_new_array(name, &arr, ty, line)?;
+        self.bind_new_array(name, &arr, ArrVal::named(&arr, ty), line)?;
         Ok(true)
     }
 

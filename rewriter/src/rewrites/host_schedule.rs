@@ -408,13 +408,27 @@ impl Lowerer<'_> {
         &mut self,
         name: &str,
         arr: &str,
-        ty: port_codegen::ir::ArrayType,
+        view: ArrVal,
         line: u32,
     ) -> Lower<()> {
         if arr == name {
             return Ok(());
         }
+        let ty = port_codegen::ir::ArrayType {
+            elem: view.elem,
+            ndim: view.ndim() as u8,
+            contiguous: true,
+        };
         if self.host_depth > 0 {
+            if view.has_unit_dims() {
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "`{name}` is bound inside a loop or `if` to an array with broadcast (extent-1) dimensions: port cannot rebind it at run time yet; compute it before the loop"
+                    ),
+                );
+            }
             match self.host.get(name) {
                 Some(HostBind::Array(t)) if t.elem == ty.elem && t.ndim == ty.ndim => {
                     self.rebind(vec![name.to_string()], vec![arr.to_string()]);
@@ -436,8 +450,7 @@ impl Lowerer<'_> {
                 }
             }
         }
-        self.host
-            .insert(name.to_string(), HostBind::View(ArrVal::named(arr, ty)));
+        self.host.insert(name.to_string(), HostBind::View(view));
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 
 pub mod app_calls;
 pub mod array_expr;
+pub mod axis_reduction;
 pub mod dependences;
 pub mod fp32;
 pub mod grid_stride;
@@ -19,12 +20,13 @@ use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 11] = [
+pub const ALL: [(&str, &str); 12] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
     (row_reduction::NAME, "no reduction inside per-thread work"),
     (whole_reduction::NAME, "no reduction across the whole data"),
+    (axis_reduction::NAME, "no reduction along an axis"),
     (
         scalar_function::NAME,
         "the function works on arrays, not on one element",

@@ -1,0 +1,628 @@
+//! **axis_reduction**: `x.sum(axis=1)`, `np.max(x, axis=0, keepdims=True)`,
+//! `x.std(axis=(0, 1))`, `np.argmax(x, axis=1)` and the like, at host level.
+//!
+//! A reduction along some axes is a kernel with one thread per element of
+//! the result, each looping over the reduced axes: the result goes to a new
+//! device array. `keepdims=True` gives a view of it with extent-1
+//! dimensions, which broadcast back against the input as NumPy's do
+//! (`x - x.max(axis=1, keepdims=True)`). `mean` divides by the count, `var`
+//! and `std` take the mean first and then the mean of squared deviations
+//! (`ddof` honoured), `any`/`all` reduce truth values. Over every axis the
+//! reduction is a whole-array reduction ([`super::whole_reduction`]).
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{ArrayType, CmpOp, Expr, MathFn, ParallelFor, ScalarType, Stmt};
+use rustpython_parser::ast;
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::cast_to;
+use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Reduce, Region, RegionKind};
+use crate::plan::{Fill, HostStep, LaunchShape};
+use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
+use crate::rewrites::dependences::RedOp;
+use crate::source::Const;
+
+pub const NAME: &str = "axis_reduction";
+
+/// A reduction port takes along axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisOp {
+    Plain(Reduce),
+    Any,
+    All,
+    Var,
+    Std,
+    ArgMax,
+    ArgMin,
+}
+
+impl AxisOp {
+    /// `numpy.sum`, `numpy.std`, … (or the bare method name).
+    pub fn from_name(name: &str) -> Option<AxisOp> {
+        let short = name.strip_prefix("numpy.").unwrap_or(name);
+        Some(match short {
+            "sum" | "nansum" => AxisOp::Plain(Reduce::Sum),
+            "mean" | "average" => AxisOp::Plain(Reduce::Mean),
+            "max" | "amax" => AxisOp::Plain(Reduce::Max),
+            "min" | "amin" => AxisOp::Plain(Reduce::Min),
+            "prod" => AxisOp::Plain(Reduce::Prod),
+            "any" => AxisOp::Any,
+            "all" => AxisOp::All,
+            "var" => AxisOp::Var,
+            "std" => AxisOp::Std,
+            "argmax" => AxisOp::ArgMax,
+            "argmin" => AxisOp::ArgMin,
+            _ => return None,
+        })
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            AxisOp::Plain(r) => r.word(),
+            AxisOp::Any => "any",
+            AxisOp::All => "all",
+            AxisOp::Var => "var",
+            AxisOp::Std => "std",
+            AxisOp::ArgMax => "argmax",
+            AxisOp::ArgMin => "argmin",
+        }
+    }
+}
+
+/// The arguments of a reduction call besides the array.
+#[derive(Clone, Debug, Default)]
+pub struct RedArgs {
+    /// `None`: every axis.
+    pub axes: Option<Vec<usize>>,
+    pub keepdims: bool,
+    pub ddof: i64,
+}
+
+impl Lowerer<'_> {
+    /// Reads `axis`, `keepdims` and `ddof` (positional `axis` after `skip`
+    /// leading arguments) for an array of `ndim` dimensions.
+    pub(crate) fn reduction_args(
+        &mut self,
+        c: &ast::ExprCall,
+        skip: usize,
+        ndim: usize,
+        op: AxisOp,
+        line: u32,
+    ) -> Lower<RedArgs> {
+        let mut out = RedArgs::default();
+        let mut axis_expr: Option<&ast::Expr> = c.args.get(skip);
+        if c.args.len() > skip + 1 {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: only the array and `axis` may be positional",
+                    self.src.text_of(c)
+                ),
+            );
+        }
+        for k in &c.keywords {
+            match k.arg.as_ref().map(|a| a.as_str()) {
+                Some("axis") => axis_expr = Some(&k.value),
+                Some("keepdims") => match self.src.eval_const(&k.value) {
+                    Some(Const::Bool(b)) => out.keepdims = b,
+                    _ => return refuse(NAME, line, "`keepdims=` must be True or False"),
+                },
+                Some("ddof") if matches!(op, AxisOp::Var | AxisOp::Std) => {
+                    match self.src.eval_const(&k.value) {
+                        Some(Const::Int(d)) => out.ddof = d,
+                        _ => return refuse(NAME, line, "`ddof=` must be an integer constant"),
+                    }
+                }
+                _ => {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{}`: keyword `{}` of `{}` is not supported",
+                            self.src.text_of(c),
+                            k.arg.as_ref().map(|a| a.as_str()).unwrap_or("**"),
+                            op.word()
+                        ),
+                    )
+                }
+            }
+        }
+        let Some(ax) = axis_expr else {
+            return Ok(out);
+        };
+        if matches!(ax, ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::None)) {
+            return Ok(out);
+        }
+        let items: Vec<&ast::Expr> = match ax {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            e => vec![e],
+        };
+        let mut axes = Vec::new();
+        for it in items {
+            let Some(Const::Int(a)) = self.src.eval_const(it) else {
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "`axis={}`: the axis must be an integer constant or a tuple of them",
+                        self.src.text_of(ax)
+                    ),
+                );
+            };
+            let n = ndim as i64;
+            let a = if a < 0 { a + n } else { a };
+            if !(0..n).contains(&a) {
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "axis {a} is out of bounds for an array of dimension {ndim} (NumPy raises)"
+                    ),
+                );
+            }
+            if axes.contains(&(a as usize)) {
+                return refuse(NAME, line, "repeated axis (NumPy raises)");
+            }
+            axes.push(a as usize);
+        }
+        axes.sort_unstable();
+        out.axes = Some(axes);
+        Ok(out)
+    }
+
+    /// A reduction with its arguments: along axes, or of the whole array.
+    pub(crate) fn reduce_with(
+        &mut self,
+        r: &mut Region,
+        op: AxisOp,
+        v: Val,
+        args: RedArgs,
+        hint: &str,
+        line: u32,
+    ) -> Lower<Val> {
+        let av = match v {
+            Val::Array(av) => av,
+            other => {
+                return match op {
+                    AxisOp::Plain(p) => self.reduce(r, p, other, line),
+                    _ => refuse(NAME, line, format!("`{}` of a scalar", op.word())),
+                }
+            }
+        };
+        let nd = av.ndim();
+        let axes = args.axes.clone().unwrap_or_else(|| (0..nd).collect());
+        if axes.len() == nd {
+            // Every axis: a whole-array reduction, a scalar (which
+            // broadcasts as the keepdims array would).
+            return self.whole_with(r, op, av, args.ddof, line);
+        }
+        if r.kind != RegionKind::Host {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}` along an axis inside a loop: reduce the whole row (`np.{0}(x[i, :])`) or move it out of the loop",
+                    op.word()
+                ),
+            );
+        }
+        match op {
+            AxisOp::Var | AxisOp::Std => {
+                let mean =
+                    self.axis_kernel(AxisOp::Plain(Reduce::Mean), &av, &axes, true, hint, line)?;
+                let Val::Array(mean) = mean else {
+                    unreachable!("an array")
+                };
+                let d = self.binop(
+                    ast::Operator::Sub,
+                    &Val::Array(av.clone()),
+                    &Val::Array(mean),
+                    line,
+                )?;
+                let sq = self.binop(ast::Operator::Mult, &d, &d, line)?;
+                let Val::Array(sq) = sq else {
+                    unreachable!("an array")
+                };
+                let s = self.axis_kernel(
+                    AxisOp::Plain(Reduce::Sum),
+                    &sq,
+                    &axes,
+                    args.keepdims,
+                    hint,
+                    line,
+                )?;
+                let Val::Array(s) = s else {
+                    unreachable!("an array")
+                };
+                let count = axes
+                    .iter()
+                    .map(|&a| av.shape[a].clone())
+                    .reduce(mul)
+                    .expect("an axis");
+                let t = s.elem;
+                let denom = cast(t, sub(count, i64(args.ddof)));
+                let var = s.map(t, |e| div(e, denom));
+                Ok(Val::Array(if op == AxisOp::Std {
+                    var.map(t, |e| math(MathFn::Sqrt, vec![e]))
+                } else {
+                    var
+                }))
+            }
+            _ => self.axis_kernel(op, &av, &axes, args.keepdims, hint, line),
+        }
+    }
+
+    /// `any`, `all`, `var`, `std` of a whole array, by composition.
+    fn whole_with(
+        &mut self,
+        r: &mut Region,
+        op: AxisOp,
+        av: ArrVal,
+        ddof: i64,
+        line: u32,
+    ) -> Lower<Val> {
+        match op {
+            AxisOp::Plain(p) => self.reduce(r, p, Val::Array(av), line),
+            AxisOp::Any | AxisOp::All => {
+                let truth = av.map(ScalarType::I64, |e| {
+                    cast(
+                        ScalarType::I64,
+                        crate::rewrites::math_calls::truthy(e, av.elem),
+                    )
+                });
+                let p = if op == AxisOp::Any {
+                    Reduce::Max
+                } else {
+                    Reduce::Min
+                };
+                match self.reduce(r, p, Val::Array(truth), line)? {
+                    Val::Scalar(e, _, _) => Ok(Val::scalar(
+                        cmp(CmpOp::Ne, e, i64(0)),
+                        ScalarType::Bool,
+                    )),
+                    other => Ok(other),
+                }
+            }
+            AxisOp::Var | AxisOp::Std => {
+                let n = av.size();
+                let m = self.reduce(r, Reduce::Mean, Val::Array(av.clone()), line)?;
+                let d = self.binop(ast::Operator::Sub, &Val::Array(av), &m, line)?;
+                let sq = self.binop(ast::Operator::Mult, &d, &d, line)?;
+                let s = self.reduce(r, Reduce::Sum, sq, line)?;
+                let Val::Scalar(s, t, _) = s else {
+                    return refuse(NAME, line, "a variance that is not a scalar");
+                };
+                let t = if t.is_float() { t } else { ScalarType::F64 };
+                let var = div(cast(t, s), cast(t, sub(n, i64(ddof))));
+                Ok(Val::scalar(
+                    if op == AxisOp::Std {
+                        math(MathFn::Sqrt, vec![var])
+                    } else {
+                        var
+                    },
+                    t,
+                ))
+            }
+            AxisOp::ArgMax | AxisOp::ArgMin if av.ndim() > 1 => refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}` without `axis=` on a {}-D array gives a flat index, which port does not compute yet: pass `axis=`",
+                    op.word(),
+                    av.ndim()
+                ),
+            ),
+            AxisOp::ArgMax | AxisOp::ArgMin => refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}` of a whole 1-D array (a parallel arg-reduction) is not supported yet",
+                    op.word()
+                ),
+            ),
+        }
+    }
+
+    /// The kernel of one reduction along `axes`: a new device array of the
+    /// remaining dimensions; with `keepdims`, a view of it with extent-1
+    /// dimensions where the axes were.
+    fn axis_kernel(
+        &mut self,
+        op: AxisOp,
+        av: &ArrVal,
+        axes: &[usize],
+        keepdims: bool,
+        hint: &str,
+        line: u32,
+    ) -> Lower<Val> {
+        if matches!(op, AxisOp::ArgMax | AxisOp::ArgMin) && axes.len() != 1 {
+            return refuse(NAME, line, format!("`{}` takes one axis", op.word()));
+        }
+        let nd = av.ndim();
+        let out_dims: Vec<usize> = (0..nd).filter(|d| !axes.contains(d)).collect();
+        let out_shape: Vec<Expr> = out_dims.iter().map(|&d| av.shape[d].clone()).collect();
+        if out_shape.len() > 3 {
+            return refuse(NAME, line, "a reduction result of more than 3 dimensions");
+        }
+        let acc_t = match op {
+            AxisOp::Plain(Reduce::Mean) => {
+                if av.elem == ScalarType::F32 {
+                    ScalarType::F32
+                } else {
+                    ScalarType::F64
+                }
+            }
+            AxisOp::Plain(Reduce::Sum | Reduce::Prod) if !av.elem.is_float() => ScalarType::I64,
+            AxisOp::Any | AxisOp::All => ScalarType::I64,
+            _ => av.elem,
+        };
+        let out_t = match op {
+            AxisOp::Any | AxisOp::All => ScalarType::Bool,
+            AxisOp::ArgMax | AxisOp::ArgMin => ScalarType::I64,
+            _ => acc_t,
+        };
+        let name = self.fresh(&format!("{}_{}", sanitize(hint), op.word()));
+        let ty = ArrayType {
+            elem: out_t,
+            ndim: out_shape.len() as u8,
+            contiguous: true,
+        };
+        let host_shape: Vec<Expr> = out_shape.iter().map(|s| self.hostify(s.clone())).collect();
+        self.steps.push(HostStep::Alloc {
+            name: name.clone(),
+            elem: out_t,
+            shape: host_shape,
+            fill: Fill::Empty,
+        });
+        self.host.insert(name.clone(), HostBind::Array(ty));
+
+        let mut seen: Vec<&Expr> = vec![&av.body];
+        seen.extend(av.shape.iter());
+        let vars = self.element_vars(nd, &seen);
+        // vars[d] indexes dimension d of the input.
+        let ovars: Vec<String> = out_dims.iter().map(|&d| vars[d].clone()).collect();
+        let idx: Vec<Expr> = (0..nd).map(|d| var(&vars[d])).collect();
+        let x = av.element(&idx);
+        let acc = self.fresh("acc");
+        let mut inner: Vec<Stmt> = Vec::new();
+        let (init, update, result): (Vec<Stmt>, Vec<Stmt>, Expr) = match op {
+            AxisOp::ArgMax | AxisOp::ArgMin => {
+                let best = self.fresh("best");
+                let (red, cmpop) = if op == AxisOp::ArgMax {
+                    (RedOp::Max, CmpOp::Gt)
+                } else {
+                    (RedOp::Min, CmpOp::Lt)
+                };
+                let a = axes[0];
+                (
+                    vec![
+                        let_(&best, av.elem, identity(red, av.elem)),
+                        let_(&acc, ScalarType::I64, i64(0)),
+                    ],
+                    vec![if_(
+                        cmp(cmpop, x.clone(), var(&best)),
+                        vec![assign(&best, x.clone()), assign(&acc, var(&vars[a]))],
+                        vec![],
+                    )],
+                    var(&acc),
+                )
+            }
+            _ => {
+                let (red, elem) = match op {
+                    AxisOp::Any => (
+                        RedOp::Max,
+                        cast(
+                            ScalarType::I64,
+                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                        ),
+                    ),
+                    AxisOp::All => (
+                        RedOp::Min,
+                        cast(
+                            ScalarType::I64,
+                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                        ),
+                    ),
+                    AxisOp::Plain(p) => (p.op(), cast_to(x.clone(), av.elem, acc_t)),
+                    _ => unreachable!("handled above"),
+                };
+                let result = match op {
+                    AxisOp::Plain(Reduce::Mean) => {
+                        let count = axes
+                            .iter()
+                            .map(|&a| av.shape[a].clone())
+                            .reduce(mul)
+                            .expect("an axis");
+                        div(var(&acc), cast(acc_t, count))
+                    }
+                    AxisOp::Any | AxisOp::All => cmp(CmpOp::Ne, var(&acc), i64(0)),
+                    _ => var(&acc),
+                };
+                (
+                    vec![let_(&acc, acc_t, identity(red, acc_t))],
+                    vec![assign(&acc, combine(red, var(&acc), elem))],
+                    result,
+                )
+            }
+        };
+        let mut loop_body = update;
+        for &a in axes.iter().rev() {
+            loop_body = vec![for_range(
+                &vars[a],
+                i64(0),
+                av.shape[a].clone(),
+                i64(1),
+                loop_body,
+            )];
+        }
+        inner.extend(init);
+        inner.extend(loop_body);
+        inner.push(Stmt::Store {
+            target: port_codegen::ir::ElemRef {
+                array: name.clone(),
+                indices: ovars.iter().map(|v| var(v)).collect(),
+            },
+            value: result,
+        });
+        let on = out_shape.len();
+        let par = on.min(2);
+        let body = array_expr::element_loops(&ovars[par..], &out_shape[par..], inner);
+        let pfor = Stmt::ParallelFor(ParallelFor {
+            vars: ovars[..par].to_vec(),
+            extents: out_shape[..par].to_vec(),
+            body,
+        });
+        let launch = if par == 2 {
+            LaunchShape::Grid2 {
+                rows: out_shape[0].clone(),
+                cols: out_shape[1].clone(),
+            }
+        } else {
+            LaunchShape::Grid1 {
+                n: out_shape[0].clone(),
+            }
+        };
+        let kname = self.kernel_name(&name);
+        let fname = self.fn_name.clone();
+        let axes_txt: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
+        self.log.applied(
+            NAME,
+            format!(
+                "`{}` along axis {} at line {line}: one thread per result element",
+                op.word(),
+                axes_txt.join(", ")
+            ),
+        );
+        self.add_kernel(
+            kname,
+            vec![pfor],
+            vec![],
+            launch,
+            format!(
+                "Line {line} of `{fname}`: `{}` along axis {}.",
+                op.word(),
+                axes_txt.join(", ")
+            ),
+        )?;
+        let named = ArrVal::named(&name, ty);
+        if !keepdims {
+            return Ok(Val::Array(named));
+        }
+        let mut shape = Vec::new();
+        let mut idx = Vec::new();
+        for d in 0..nd {
+            if axes.contains(&d) {
+                shape.push(i64(1));
+            } else {
+                shape.push(av.shape[d].clone());
+                idx.push(var(&ph(d)));
+            }
+        }
+        Ok(Val::Array(ArrVal {
+            shape,
+            elem: out_t,
+            body: load(&name, idx),
+            computed: false,
+        }))
+    }
+}
+
+impl Lowerer<'_> {
+    /// `a @ b` (`np.matmul`, `np.dot` of matrices): the product broadcast
+    /// over a new axis, summed along it by one thread per result element —
+    /// `a[:, :, None] * b[None, :, :]` summed over axis 1.
+    pub(crate) fn matmul(&mut self, r: &mut Region, a: Val, b: Val, line: u32) -> Lower<Val> {
+        let (Val::Array(x), Val::Array(y)) = (&a, &b) else {
+            return refuse(
+                NAME,
+                line,
+                "matmul: input operand does not have enough dimensions (NumPy raises for a scalar)",
+            );
+        };
+        let (m, n) = (x.ndim(), y.ndim());
+        if m > 2 || n > 2 {
+            return refuse(
+                NAME,
+                line,
+                format!("`@` of {m}-D by {n}-D arrays (batched matmul) is not supported yet"),
+            );
+        }
+        if m == 1 && n == 1 {
+            let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
+            return self.reduce(r, Reduce::Sum, prod, line);
+        }
+        if r.kind != RegionKind::Host {
+            return refuse(
+                NAME,
+                line,
+                "`@` of matrices inside a loop: move it out of the loop",
+            );
+        }
+        // The product broadcast over the summed axis `k`:
+        // (rows, k, 1) * (1, k, cols), (rows, k) * (1, k) or (k, 1) * (k, cols).
+        let (l, rr, axis) = match (m, n) {
+            (2, 2) => (with_unit_dim(x, 2), with_unit_dim(y, 0), 1),
+            (2, 1) => (x.clone(), with_unit_dim(y, 0), 1),
+            _ => (with_unit_dim(x, 1), y.clone(), 0),
+        };
+        let prod = self.binop(ast::Operator::Mult, &Val::Array(l), &Val::Array(rr), line)?;
+        let Val::Array(prod) = prod else {
+            unreachable!("a product of arrays")
+        };
+        self.log.applied(
+            NAME,
+            format!("`@` at line {line}: one thread per result element, a dot product each (no cuBLAS yet)"),
+        );
+        self.axis_kernel(
+            AxisOp::Plain(Reduce::Sum),
+            &prod,
+            &[axis],
+            false,
+            "matmul",
+            line,
+        )
+    }
+
+    /// `np.outer(a, b)`: `a.ravel()[:, None] * b.ravel()[None, :]`, a template.
+    pub(crate) fn outer(&mut self, a: Val, b: Val, line: u32) -> Lower<Val> {
+        let (Val::Array(x), Val::Array(y)) = (&a, &b) else {
+            return self.binop(ast::Operator::Mult, &a, &b, line);
+        };
+        if x.ndim() != 1 || y.ndim() != 1 {
+            return refuse(NAME, line, "`np.outer` of arrays that are not vectors");
+        }
+        self.binop(
+            ast::Operator::Mult,
+            &Val::Array(with_unit_dim(x, 1)),
+            &Val::Array(with_unit_dim(y, 0)),
+            line,
+        )
+    }
+}
+
+/// `v` with a new dimension of extent 1 inserted at position `at`
+/// (`v[:, None]` for `at = 1`).
+fn with_unit_dim(v: &ArrVal, at: usize) -> ArrVal {
+    let n = v.ndim();
+    // Old placeholder k moves to k (before `at`) or k + 1 (after).
+    let map: std::collections::HashMap<String, Expr> = (0..n)
+        .map(|k| {
+            (
+                ph(k),
+                var(&format!("__u{}", if k < at { k } else { k + 1 })),
+            )
+        })
+        .collect();
+    let back: std::collections::HashMap<String, Expr> =
+        (0..=n).map(|k| (format!("__u{k}"), var(&ph(k)))).collect();
+    let body = crate::ir_util::subst(&crate::ir_util::subst(&v.body, &map), &back);
+    let mut shape = v.shape.clone();
+    shape.insert(at, i64(1));
+    ArrVal {
+        shape,
+        elem: v.elem,
+        body,
+        computed: v.computed,
+    }
+}
