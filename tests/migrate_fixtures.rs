@@ -322,3 +322,76 @@ fn fp32_normalize() {
 fn fp32_go_fast() {
     verified("migrate/seeds.py", "go_fast", "float64[:, :]", &["--fp32"]);
 }
+
+// Whole array programs (fixtures/migrate/programs.py): host schedules that
+// launch kernels — time loops, sweeps, convergence loops, offset slices,
+// broadcasting, axis reductions, `@`.
+
+macro_rules! program {
+    ($($name:ident: $sig:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                verified("migrate/programs.py", stringify!($name), $sig, &[]);
+            }
+        )*
+    };
+}
+
+mod programs {
+    use super::verified;
+
+    program! {
+        heat_1d: "float64[:], int64, float64",
+        diffusion_1d: "float64[:], int64, float64, float64, float64",
+        burgers_1d: "float64[:], int64, float64, float64, float64",
+        jacobi_1d: "float64[:], float64[:], int64",
+        jacobi_2d: "float64[:,:], float64[:,:], int64",
+        heat_3d: "float64[:,:,:], float64[:,:,:], int64",
+        convection_2d: "float64[:,:], int64, float64, float64, float64, float64",
+        burgers_2d: "float64[:,:], float64[:,:], int64, float64, float64, float64, float64",
+        wave_1d: "float64[:], float64[:], float64, int64",
+        ping_pong: "float64[:], int64",
+        fdtd_2d: "int64, float64[:,:], float64[:,:], float64[:,:], float64[:]",
+        heat_1d_float32: "float32[:], int64, float32",
+        laplace_2d: "float64[:,:], float64, float64, float64, float64",
+        poisson_pressure: "float64[:,:], float64[:,:], float64, float64, int64",
+        relax_until: "float64[:,:], float64, int64",
+        smooth_to_tolerance: "float64[:], float64",
+        line_sweep: "float64[:,:], int64",
+        column_march: "float64[:,:], float64[:,:], float64, float64, float64",
+        advect_pair: "float64[:,:], float64[:,:], int64",
+        softmax: "float64[:,:]",
+        softmax_3d: "float32[:,:,:]",
+        layer_norm: "float64[:,:], float64[:], float64[:], float64",
+        standardize_columns: "float64[:,:]",
+        zscore: "float64[:]",
+        column_argmax: "float64[:,:]",
+        rows_with_negatives: "float64[:,:]",
+        frobenius_per_slice: "float64[:,:,:]",
+        asian_payoff: "float64[:,:], float64",
+        gemm: "float64, float64, float64[:,:], float64[:,:], float64[:,:]",
+        gemver: "float64, float64, float64[:,:], float64[:], float64[:], float64[:], float64[:], float64[:], float64[:], float64[:], float64[:]",
+        atax: "float64[:,:], float64[:]",
+        bicg: "float64[:,:], float64[:], float64[:]",
+        mvt: "float64[:], float64[:], float64[:], float64[:], float64[:,:]",
+        two_mm: "float64, float64, float64[:,:], float64[:,:], float64[:,:], float64[:,:]",
+        covariance: "float64[:,:], float64",
+        dense_relu: "float64[:,:], float64[:,:], float64[:]",
+        mlp2: "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:]",
+        attention: "float32[:,:], float32[:,:], float32[:,:]",
+        power_iteration: "float64[:,:], float64[:], int64",
+        rank_one_update: "float64[:,:], float64[:], float64[:], float64",
+        nbody_accel: "float64[:,:], float64[:], float64",
+        nbody_steps: "float64[:,:], float64[:,:], float64[:], float64, int64",
+        arc_distance: "float64[:], float64[:], float64[:], float64[:]",
+        pairwise_distances: "float64[:], float64[:]",
+        conv2d_valid: "float64[:,:], float64[:,:]",
+        box_blur: "float64[:,:], int64",
+        sobel_magnitude: "float64[:,:]",
+        grayscale: "float64[:,:,:]",
+        game_of_life: "int64[:,:], int64",
+        xorshift_rounds: "int64[:], int64",
+        parity_bits: "int32[:]",
+    }
+}
