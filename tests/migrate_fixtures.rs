@@ -393,5 +393,12 @@ mod programs {
         game_of_life: "int64[:,:], int64",
         xorshift_rounds: "int64[:], int64",
         parity_bits: "int32[:]",
+        sine_table: "int64, float64",
+        grid_function: "int64",
+        shifted_identity: "float64[:,:]",
+        pair_sums: "float64[:]",
+        mirrored_difference: "float64[:,:]",
+        axes_swapped: "float64[:,:,:]",
+        countdown: "int64",
     }
 }

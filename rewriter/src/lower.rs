@@ -1065,6 +1065,11 @@ impl<'a> Lowerer<'a> {
                 _ => refuse("frontend", line, "`len` of a scalar"),
             };
         }
+        if r.kind == RegionKind::Host && is_numpy {
+            if let Some(v) = self.creation_call(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
         if crate::rewrites::hoist_alloc::is_allocation(&name) {
             return refuse(
                 crate::rewrites::hoist_alloc::NAME,
@@ -1181,6 +1186,9 @@ impl<'a> Lowerer<'a> {
                 self.dot(r, Val::Array(av.clone()), b, line)
             }
             "transpose" if c.args.is_empty() => Ok(Val::Array(av.transpose())),
+            "reshape" | "ravel" | "flatten" | "swapaxes" | "transpose" => {
+                self.shape_method(r, av, method, &c.args, c, line)
+            }
             _ => refuse(
                 array_expr::NAME,
                 line,

@@ -6,6 +6,7 @@
 pub mod app_calls;
 pub mod array_expr;
 pub mod axis_reduction;
+pub mod creation;
 pub mod dependences;
 pub mod fp32;
 pub mod grid_stride;

@@ -32,6 +32,23 @@ pub const NAME: &str = "scalar_function";
 /// over array arguments is an array expression instead (kernels mode), which
 /// keeps the arguments' shapes and broadcasting.
 pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &[ArgType]) -> bool {
+    // A function that builds arrays (`np.arange(n)`, `np.zeros(...)`) works
+    // on arrays even when its arguments are numbers.
+    let mut creates = false;
+    pyast::walk_stmts(&def.body, &mut |s| {
+        for e in pyast::stmt_exprs(s) {
+            pyast::walk_expr(e, &mut |x| {
+                if let ast::Expr::Call(c) = x {
+                    let name = src.resolve(&c.func).unwrap_or_default();
+                    creates |= crate::rewrites::hoist_alloc::is_allocation(&name)
+                        || matches!(name.as_str(), "numpy.eye" | "numpy.identity");
+                }
+            });
+        }
+    });
+    if creates {
+        return false;
+    }
     if types.iter().all(|t| !t.is_array()) {
         return true;
     }

@@ -1,0 +1,490 @@
+//! Array creation and shape operations as element templates (part of
+//! **array_expr**): `np.zeros/ones/full/empty(_like)` inside an
+//! expression, `np.arange`, `np.linspace`, `np.eye`, and the views
+//! `reshape`/`ravel`/`flatten`, `np.flip`, `np.swapaxes`, `transpose`. A
+//! template costs nothing until it is stored: `np.arange(n) * dx` is one
+//! element kernel, not an allocation and a multiplication.
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, Expr, ScalarType};
+use rustpython_parser::ast;
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::{cast_to, select};
+use crate::lower::{Lowerer, Region};
+use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
+use crate::rewrites::hoist_alloc::dtype_of;
+
+impl Lowerer<'_> {
+    /// A shape argument: an integer, or a tuple or list of integers.
+    pub(crate) fn shape_arg(
+        &mut self,
+        r: &mut Region,
+        e: &ast::Expr,
+        line: u32,
+    ) -> Lower<Vec<Expr>> {
+        let items: Vec<Val> = match e {
+            ast::Expr::List(l) => {
+                let mut v = Vec::new();
+                for x in &l.elts {
+                    v.push(self.expr(r, x)?);
+                }
+                v
+            }
+            _ => match self.expr(r, e)? {
+                Val::Tuple(t) => t,
+                one => vec![one],
+            },
+        };
+        let mut out = Vec::new();
+        for it in items {
+            match it {
+                Val::Scalar(x, t, _) if t.is_int() => out.push(cast_to(x, t, ScalarType::I64)),
+                _ => return refuse(array_expr::NAME, line, "a shape must be integers"),
+            }
+        }
+        if out.is_empty() || out.len() > 3 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "arrays have 1 to 3 dimensions in kernels",
+            );
+        }
+        Ok(out)
+    }
+
+    /// `dtype=` of a creation call, if given.
+    fn dtype_kw(&self, c: &ast::ExprCall, line: u32) -> Lower<Option<ScalarType>> {
+        for k in &c.keywords {
+            match k.arg.as_ref().map(|a| a.as_str()) {
+                Some("dtype") => {
+                    return match dtype_of(self.src, &k.value) {
+                        Some(t) => Ok(Some(t)),
+                        None => refuse(
+                            array_expr::NAME,
+                            line,
+                            format!("dtype `{}` is not supported", self.src.text_of(&k.value)),
+                        ),
+                    }
+                }
+                Some("order") => {}
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!("`{}`: unsupported keyword argument", self.src.text_of(c)),
+                    )
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A creation or shape function of NumPy at host level, as a template;
+    /// `None` when `name` is not one.
+    pub(crate) fn creation_call(
+        &mut self,
+        r: &mut Region,
+        name: &str,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let short = name.strip_prefix("numpy.").unwrap_or(name);
+        let filled = |shape: Vec<Expr>, elem: ScalarType, v: Expr| {
+            Val::Array(ArrVal {
+                shape,
+                elem,
+                body: v,
+                computed: true,
+            })
+        };
+        let out = match short {
+            "zeros" | "ones" | "empty" | "full" => {
+                let Some(first) = c.args.first() else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` needs a shape"));
+                };
+                let shape = self.shape_arg(r, first, line)?;
+                let mut dtype = self.dtype_kw(c, line)?;
+                let value = if short == "full" {
+                    let Some(v) = c.args.get(1) else {
+                        return refuse(array_expr::NAME, line, "`full` needs a fill value");
+                    };
+                    match self.expr(r, v)? {
+                        Val::Scalar(e, t, _) => {
+                            let t = *dtype.get_or_insert(t);
+                            Some((e, t))
+                        }
+                        _ => {
+                            return refuse(
+                                array_expr::NAME,
+                                line,
+                                "the fill value must be a number",
+                            )
+                        }
+                    }
+                } else {
+                    None
+                };
+                let elem = dtype.unwrap_or(ScalarType::F64);
+                let v = match (short, value) {
+                    ("ones", _) => crate::ir_util::lit(elem, 1.0),
+                    (_, Some((e, t))) => cast_to(e, t, elem),
+                    _ => crate::ir_util::lit(elem, 0.0),
+                };
+                filled(shape, elem, v)
+            }
+            "zeros_like" | "ones_like" | "empty_like" | "full_like" => {
+                let Some(Val::Array(like)) = c.args.first().map(|a| self.expr(r, a)).transpose()?
+                else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
+                };
+                let elem = self.dtype_kw(c, line)?.unwrap_or(like.elem);
+                let v = if short == "full_like" {
+                    match c.args.get(1).map(|a| self.expr(r, a)).transpose()? {
+                        Some(Val::Scalar(e, t, _)) => cast_to(e, t, elem),
+                        _ => {
+                            return refuse(
+                                array_expr::NAME,
+                                line,
+                                "the fill value must be a number",
+                            )
+                        }
+                    }
+                } else {
+                    crate::ir_util::lit(elem, if short == "ones_like" { 1.0 } else { 0.0 })
+                };
+                filled(like.shape.clone(), elem, v)
+            }
+            "arange" => {
+                let mut ints = Vec::new();
+                for a in &c.args {
+                    match self.expr(r, a)? {
+                        Val::Scalar(e, t, _) => ints.push((e, t)),
+                        _ => return refuse(array_expr::NAME, line, "`arange` of arrays"),
+                    }
+                }
+                let dtype = self.dtype_kw(c, line)?;
+                let any_float = ints.iter().any(|(_, t)| t.is_float());
+                let t = dtype.unwrap_or(if any_float {
+                    ScalarType::F64
+                } else {
+                    ScalarType::I64
+                });
+                let (start, stop, step) = match ints.len() {
+                    1 => (i64(0), ints[0].0.clone(), i64(1)),
+                    2 => (ints[0].0.clone(), ints[1].0.clone(), i64(1)),
+                    3 => (ints[0].0.clone(), ints[1].0.clone(), ints[2].0.clone()),
+                    _ => return refuse(array_expr::NAME, line, "`arange` takes 1 to 3 arguments"),
+                };
+                if any_float {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "`np.arange` with float bounds (its length is rounding-sensitive): use np.linspace",
+                    );
+                }
+                let step_i = step.clone();
+                // len = max(0, ceil((stop - start) / step)), for either sign of step.
+                let sign = select(
+                    cmp(port_codegen::ir::CmpOp::Gt, step_i.clone(), i64(0)),
+                    i64(1),
+                    i64(-1),
+                );
+                let len = array_expr::nonneg(binary(
+                    BinOp::FloorDiv,
+                    sub(add(sub(stop, start.clone()), step_i.clone()), sign),
+                    step_i.clone(),
+                ));
+                let len = array_expr::tidy(&len);
+                let v = add(start, mul(var(&ph(0)), step_i));
+                filled(vec![len], t, cast_to(v, ScalarType::I64, t))
+            }
+            "linspace" => {
+                if c.args.len() != 3 {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "`linspace(start, stop, num)` with three arguments",
+                    );
+                }
+                let mut v = Vec::new();
+                for a in &c.args {
+                    match self.expr(r, a)? {
+                        Val::Scalar(e, t, _) => v.push((e, t)),
+                        _ => return refuse(array_expr::NAME, line, "`linspace` of arrays"),
+                    }
+                }
+                let t = self.dtype_kw(c, line)?.unwrap_or(ScalarType::F64);
+                let f = |(e, t0): &(Expr, ScalarType)| cast_to(e.clone(), *t0, ScalarType::F64);
+                let (a, b) = (f(&v[0]), f(&v[1]));
+                let n = cast_to(v[2].0.clone(), v[2].1, ScalarType::I64);
+                // NumPy: start + k * (stop - start) / (num - 1); the last is stop.
+                let k = cast(ScalarType::F64, var(&ph(0)));
+                let denom = cast(
+                    ScalarType::F64,
+                    binary(BinOp::Max, sub(n.clone(), i64(1)), i64(1)),
+                );
+                let x = add(a, div(mul(k, sub(b.clone(), f(&v[0]))), denom));
+                let last = cmp(
+                    port_codegen::ir::CmpOp::Eq,
+                    var(&ph(0)),
+                    sub(n.clone(), i64(1)),
+                );
+                let x = select(
+                    binary(
+                        BinOp::And,
+                        last,
+                        cmp(port_codegen::ir::CmpOp::Gt, n.clone(), i64(1)),
+                    ),
+                    b,
+                    x,
+                );
+                filled(vec![n], t, cast_to(x, ScalarType::F64, t))
+            }
+            "eye" | "identity" => {
+                let Some(Val::Scalar(n, nt, _)) =
+                    c.args.first().map(|a| self.expr(r, a)).transpose()?
+                else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` needs a size"));
+                };
+                if c.args.len() > 1 {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!("`{short}` with more than a size"),
+                    );
+                }
+                let n = cast_to(n, nt, ScalarType::I64);
+                let t = self.dtype_kw(c, line)?.unwrap_or(ScalarType::F64);
+                let one = cmp(port_codegen::ir::CmpOp::Eq, var(&ph(0)), var(&ph(1)));
+                filled(vec![n.clone(), n], t, cast_to(one, ScalarType::Bool, t))
+            }
+            "reshape" | "ravel" | "flip" | "swapaxes" | "transpose" => {
+                let Some(first) = c.args.first() else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
+                };
+                let Val::Array(av) = self.expr(r, first)? else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` of a scalar"));
+                };
+                let rest = &c.args[1..];
+                return self.shape_method(r, &av, short, rest, c, line).map(Some);
+            }
+            _ => return Ok(None),
+        };
+        self.log.applied(
+            array_expr::NAME,
+            format!("`np.{short}` as an element template (line {line})"),
+        );
+        Ok(Some(out))
+    }
+
+    /// `reshape`, `ravel`/`flatten`, `flip`, `swapaxes`, `transpose` of an
+    /// array value, as views of its template.
+    pub(crate) fn shape_method(
+        &mut self,
+        r: &mut Region,
+        av: &ArrVal,
+        method: &str,
+        args: &[ast::Expr],
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Val> {
+        let axis_of = |this: &Self, e: &ast::Expr| -> Lower<usize> {
+            match this.src.eval_const(e) {
+                Some(crate::source::Const::Int(a)) => {
+                    let n = av.ndim() as i64;
+                    let a = if a < 0 { a + n } else { a };
+                    if (0..n).contains(&a) {
+                        Ok(a as usize)
+                    } else {
+                        refuse(array_expr::NAME, line, format!("axis {a} is out of bounds"))
+                    }
+                }
+                _ => refuse(
+                    array_expr::NAME,
+                    line,
+                    "an axis must be an integer constant",
+                ),
+            }
+        };
+        let out = match method {
+            "ravel" | "flatten" if args.is_empty() => reshape(av, vec![av.size()]),
+            "reshape" => {
+                let shape = match args {
+                    [one] => self.shape_arg(r, one, line)?,
+                    many => {
+                        let mut v = Vec::new();
+                        for a in many {
+                            v.extend(self.shape_arg(r, a, line)?);
+                        }
+                        v
+                    }
+                };
+                // One extent may be -1: what the others leave.
+                let unknown: Vec<usize> = shape
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| is_minus_one(e))
+                    .map(|(k, _)| k)
+                    .collect();
+                let mut shape = shape;
+                match unknown.as_slice() {
+                    [] => {}
+                    [k] => {
+                        let others = shape
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| j != k)
+                            .map(|(_, e)| e.clone())
+                            .reduce(mul)
+                            .unwrap_or(i64(1));
+                        shape[*k] = binary(BinOp::FloorDiv, av.size(), others);
+                    }
+                    _ => {
+                        return refuse(
+                            array_expr::NAME,
+                            line,
+                            "can only specify one unknown dimension",
+                        )
+                    }
+                }
+                reshape(av, shape)
+            }
+            "flip" => {
+                let axes: Vec<usize> = match args.first() {
+                    None => (0..av.ndim()).collect(),
+                    Some(a) => vec![axis_of(self, a)?],
+                };
+                let idx: Vec<Expr> = (0..av.ndim())
+                    .map(|k| {
+                        if axes.contains(&k) {
+                            sub(sub(av.shape[k].clone(), i64(1)), var(&ph(k)))
+                        } else {
+                            var(&ph(k))
+                        }
+                    })
+                    .collect();
+                ArrVal {
+                    shape: av.shape.clone(),
+                    elem: av.elem,
+                    body: av.element(&idx),
+                    computed: av.computed,
+                }
+            }
+            "swapaxes" if args.len() == 2 => {
+                let (a, b) = (axis_of(self, &args[0])?, axis_of(self, &args[1])?);
+                let mut perm: Vec<usize> = (0..av.ndim()).collect();
+                perm.swap(a, b);
+                permute(av, &perm)
+            }
+            "transpose" => {
+                let perm: Vec<usize> = if args.is_empty() {
+                    (0..av.ndim()).rev().collect()
+                } else {
+                    let items: Vec<&ast::Expr> = match args {
+                        [ast::Expr::Tuple(t)] => t.elts.iter().collect(),
+                        many => many.iter().collect(),
+                    };
+                    let mut p = Vec::new();
+                    for e in items {
+                        p.push(axis_of(self, e)?);
+                    }
+                    p
+                };
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if sorted != (0..av.ndim()).collect::<Vec<_>>() {
+                    return refuse(array_expr::NAME, line, "axes don't match array");
+                }
+                permute(av, &perm)
+            }
+            _ => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{}` is not supported", self.src.text_of(c)),
+                )
+            }
+        };
+        if out.ndim() > 3 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "arrays have 1 to 3 dimensions in kernels",
+            );
+        }
+        self.log.applied(
+            array_expr::NAME,
+            format!("`{method}` as a view of the element template (line {line})"),
+        );
+        Ok(Val::Array(out))
+    }
+}
+
+/// `av` read in C order as an array of `shape` (same number of elements).
+fn reshape(av: &ArrVal, shape: Vec<Expr>) -> ArrVal {
+    // The flat index of the new element, then the old indices from it.
+    let mut flat = var(&ph(0));
+    for (k, e) in shape.iter().enumerate().skip(1) {
+        flat = add(mul(flat, e.clone()), var(&ph(k)));
+    }
+    let n = av.ndim();
+    let mut idx = vec![i64(0); n];
+    let mut rest = flat;
+    for k in (0..n).rev() {
+        if k == 0 {
+            idx[0] = rest.clone();
+        } else {
+            idx[k] = binary(BinOp::Rem, rest.clone(), av.shape[k].clone());
+            rest = binary(BinOp::FloorDiv, rest, av.shape[k].clone());
+        }
+    }
+    // The old template reads placeholders of its own: rename the new ones
+    // first so the substitution does not capture them.
+    let tmpmap: std::collections::HashMap<String, Expr> = (0..shape.len())
+        .map(|k| (ph(k), var(&format!("__r{k}"))))
+        .collect();
+    let idx: Vec<Expr> = idx
+        .iter()
+        .map(|e| crate::ir_util::subst(e, &tmpmap))
+        .collect();
+    let body = av.element(&idx);
+    let back: std::collections::HashMap<String, Expr> = (0..shape.len())
+        .map(|k| (format!("__r{k}"), var(&ph(k))))
+        .collect();
+    ArrVal {
+        shape,
+        elem: av.elem,
+        body: crate::ir_util::subst(&body, &back),
+        computed: av.computed,
+    }
+}
+
+/// Dimension `k` of the result is dimension `perm[k]` of `av`.
+fn permute(av: &ArrVal, perm: &[usize]) -> ArrVal {
+    let mut idx = vec![i64(0); av.ndim()];
+    for (k, &p) in perm.iter().enumerate() {
+        idx[p] = var(&format!("__r{k}"));
+    }
+    let body = av.element(&idx);
+    let back: std::collections::HashMap<String, Expr> = (0..perm.len())
+        .map(|k| (format!("__r{k}"), var(&ph(k))))
+        .collect();
+    ArrVal {
+        shape: perm.iter().map(|&p| av.shape[p].clone()).collect(),
+        elem: av.elem,
+        body: crate::ir_util::subst(&body, &back),
+        computed: av.computed,
+    }
+}
+
+/// `-1` as a shape item (a literal, or `-(1)` as the parser gives it).
+fn is_minus_one(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(port_codegen::ir::Literal::I64(-1)) => true,
+        Expr::Unary(port_codegen::ir::UnaryOp::Neg, x) => {
+            matches!(x.as_ref(), Expr::Lit(port_codegen::ir::Literal::I64(1)))
+        }
+        _ => false,
+    }
+}
