@@ -560,6 +560,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     given: args.run.inputs.clone(),
                     size: args.run.size,
                     repeats: args.run.repeats,
+                    app_output: args.run.app_output.clone(),
                     ptx: opts.clone(),
                     hotspot_pct: report_fn.total_pct,
                 };

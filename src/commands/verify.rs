@@ -73,6 +73,12 @@ pub struct RunArgs {
     /// else python3).
     #[arg(long)]
     pub python: Option<PathBuf>,
+
+    /// Save what the original printed on stdout (importing its module and
+    /// calling it) to FILE. It never reaches port's stdout: without this
+    /// flag it is discarded.
+    #[arg(long, value_name = "FILE")]
+    pub app_output: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -366,6 +372,7 @@ fn verify_one(
                 .map(|n| n as usize)
         }),
         repeats: args.run.repeats,
+        app_output: args.run.app_output.clone(),
         ptx: PtxOptions {
             arch: Arch::default_for_this_machine(),
             libdevice: std::env::var_os("PORT_LIBDEVICE")

@@ -133,6 +133,9 @@ pub struct VerifyOptions {
     pub size: Option<usize>,
     /// Timed repeats (at least [`MIN_REPEATS`] on a GPU); 0 times nothing.
     pub repeats: usize,
+    /// Where what the original prints on stdout is saved (appended);
+    /// `None` discards it. It never reaches port's own stdout.
+    pub app_output: Option<PathBuf>,
     /// PTX options; on a GPU the architecture is the device's.
     pub ptx: PtxOptions,
     /// The function's share of the profile (`total_pct`), when profiled.
@@ -331,6 +334,7 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
         work.path(),
         plan.kind == PlanKind::Ufunc,
         opts.repeats,
+        opts.app_output.as_deref(),
     )?;
     let mut cpython_times = orig.times.clone();
     let cpython_s = timing::median(&mut cpython_times);

@@ -25,6 +25,7 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
         given: None,
         size: None,
         repeats: 0,
+        app_output: None,
         ptx: PtxOptions::default(),
         hotspot_pct: None,
     }
