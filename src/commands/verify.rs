@@ -23,6 +23,7 @@ use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_codegen::{Arch, PtxOptions};
 use port_rewriter::KernelPlan;
+use port_verify::toolchain::Libdevice;
 use port_verify::{BackendChoice, Outcome, Selected, VerifyError, VerifyOptions, MIN_REPEATS};
 use serde_json::{json, Value};
 
@@ -358,6 +359,14 @@ fn verify_one(
         .map(PathBuf::from)
         .filter(|p| p.exists());
     let file = r.str("file").unwrap_or(original);
+    // libdevice from the packages of the Python that runs the original.
+    let libdevice = plan
+        .module
+        .uses_math()
+        .then(|| port_verify::toolchain::libdevice_for(python));
+    if let Some(Libdevice::Missing(line)) = &libdevice {
+        return Ok(Result1::Failed(line.clone()));
+    }
     let opts = VerifyOptions {
         selected: selected.clone(),
         python: python.to_path_buf(),
@@ -375,10 +384,7 @@ fn verify_one(
         app_output: args.run.app_output.clone(),
         ptx: PtxOptions {
             arch: Arch::default_for_this_machine(),
-            libdevice: std::env::var_os("PORT_LIBDEVICE")
-                .is_none()
-                .then(|| port_codegen::ptx::libdevice_near_python(python))
-                .flatten(),
+            libdevice: libdevice.as_ref().and_then(Libdevice::path),
             ..PtxOptions::default()
         },
         hotspot_pct: hotspot_pct(file, qualname).or_else(|| {

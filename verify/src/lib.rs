@@ -25,6 +25,7 @@ pub mod npy;
 pub mod original;
 pub mod simulator;
 pub mod timing;
+pub mod toolchain;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,147 @@
+//! A real user's flow, outside this checkout: NumPy's Python reached only
+//! through PATH, inputs whose arrays differ in shape, tables in a pipe.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{fixture, repo, stderr, stdout};
+
+/// A scratch "machine": `bin/` holds `port` (a hard link to the built
+/// binary, so nothing near it is this checkout's `.venv`) and, when asked,
+/// a `python3` that is really `python` (a wrapper, as a conda or pyenv shim
+/// is); `work/` is the user's folder.
+struct Machine {
+    root: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new(python: Option<&Path>) -> Machine {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(root.path().join("work")).unwrap();
+        let exe = PathBuf::from(env!("CARGO_BIN_EXE_port"));
+        if std::fs::hard_link(&exe, bin.join("port")).is_err() {
+            std::fs::copy(&exe, bin.join("port")).unwrap();
+        }
+        if let Some(py) = python {
+            let wrapper = bin.join("python3");
+            std::fs::write(
+                &wrapper,
+                format!("#!/bin/sh\nexec '{}' \"$@\"\n", py.display()),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Machine { root }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    fn copy(&self, rel: &str) -> String {
+        let name = Path::new(rel).file_name().unwrap().to_str().unwrap();
+        std::fs::copy(fixture(rel), self.work().join(name)).unwrap();
+        name.to_string()
+    }
+
+    /// `port ARGS` with PATH = our bin, then the system's; no virtual
+    /// environment, no CUDA variables.
+    fn port(&self, args: &[&str]) -> Output {
+        std::process::Command::new(self.root.path().join("bin/port"))
+            .current_dir(self.work())
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.root.path().join("bin").display()),
+            )
+            .env("NO_COLOR", "1")
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("PORT_LIBDEVICE")
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH")
+            .args(args)
+            .output()
+            .expect("port runs")
+    }
+}
+
+fn venv_python() -> PathBuf {
+    let py = repo().join(".venv/bin/python");
+    assert!(py.exists(), "no .venv: run `make test` first");
+    py
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
+}
+
+#[test]
+fn math_kernels_find_libdevice_through_the_python_on_path() {
+    let m = Machine::new(Some(&venv_python()));
+    let f = m.copy("userflow/waves.py");
+    let o = m.port(&[
+        "migrate",
+        "--function",
+        "damped_wave",
+        &f,
+        "--signature",
+        "float64[:], float64[:]",
+        "--backend",
+        "simulator",
+        "--json",
+    ]);
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{}\n{}", stdout(&o), stderr(&o));
+    assert!(o.status.success());
+    let ptx = std::fs::read_to_string(m.work().join(j["kernels"][0]["ptx"].as_str().unwrap()))
+        .unwrap();
+    // libdevice was linked: tanh, sin and exp are defined in the PTX,
+    // none is left as an external call.
+    assert!(ptx.contains(".entry damped_wave_kernel"), "{ptx}");
+    assert!(!ptx.contains(".extern .func"), "unresolved libdevice call");
+
+    // `port verify` finds it the same way.
+    let o = m.port(&["verify", "--backend", "simulator", "--repeats", "10"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn a_python_without_the_package_is_named_with_what_to_install() {
+    // A python3 on PATH whose packages hold no nvidia-cuda-nvcc-cu12.
+    let system = ["/usr/bin/python3", "/bin/python3"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("a system python3");
+    let m = Machine::new(Some(&system));
+    let f = m.copy("userflow/waves.py");
+    let o = m.port(&[
+        "migrate",
+        "--function",
+        "damped_wave",
+        &f,
+        "--signature",
+        "float64[:], float64[:]",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "failed");
+    let why = j["reasons"][0]["message"].as_str().unwrap().to_string();
+    assert!(!why.contains('\n'), "{why}");
+    assert!(
+        why.contains("-m pip install nvidia-cuda-nvcc-cu12"),
+        "{why}"
+    );
+    // The Python named is the real interpreter behind the python3 on PATH.
+    let real = system.canonicalize().unwrap();
+    assert!(
+        why.contains(&system.display().to_string()) || why.contains(&real.display().to_string()),
+        "{why}"
+    );
+}
