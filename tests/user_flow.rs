@@ -145,3 +145,77 @@ fn a_python_without_the_package_is_named_with_what_to_install() {
         "{why}"
     );
 }
+
+/// `port migrate --function F stencils.py --signature SIG --json` in the
+/// user's folder, with the project's .venv Python.
+fn migrate_stencil(m: &Machine, function: &str, sig: &str, extra: &[&str]) -> Output {
+    let f = m.copy("userflow/stencils.py");
+    let py = venv_python();
+    let mut args = vec![
+        "migrate",
+        "--function",
+        function,
+        &f,
+        "--signature",
+        sig,
+        "--backend",
+        "simulator",
+        "--python",
+        py.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    m.port(&args)
+}
+
+#[test]
+fn stencils_whose_input_is_larger_verify_from_the_signature_alone() {
+    let m = Machine::new(None);
+    for (function, sig) in [
+        ("smooth4", "float64[:], float64[:]"),
+        ("hdiff", "float64[:, :], float64[:, :]"),
+        ("forward_diff", "float64[:], float64[:], float64[:]"),
+    ] {
+        let o = migrate_stencil(&m, function, sig, &[]);
+        let j = json(&o);
+        assert_eq!(j["status"], "verified", "{function}: {}", stdout(&o));
+        assert_eq!(j["verification"]["inputs"], "generated");
+        assert!(o.status.success());
+    }
+}
+
+#[test]
+fn inputs_the_generator_cannot_shape_say_so_and_inputs_npz_is_the_way_out() {
+    let m = Machine::new(None);
+    // decimate reads x[2 * i + 1] over out's range: no offset says x is
+    // twice as long, and the original raises on every generated shape.
+    let o = migrate_stencil(&m, "decimate", "float64[:], float64[:]", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "failed");
+    let why = j["reasons"][0]["message"].as_str().unwrap();
+    assert!(!why.contains('\n'), "{why}");
+    for needle in [
+        "raised on generated inputs",
+        "IndexError",
+        "--inputs FILE.npz",
+        "port analyze",
+    ] {
+        assert!(why.contains(needle), "`{needle}` not in: {why}");
+    }
+
+    // Real inputs, saved as a user would with NumPy.
+    let made = std::process::Command::new(venv_python())
+        .current_dir(m.work())
+        .args([
+            "-c",
+            "import numpy as np; np.savez('real.npz', x=np.linspace(0, 1, 4000), out=np.zeros(2000))",
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = migrate_stencil(&m, "decimate", "float64[:], float64[:]", &["--inputs", "real.npz"]);
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{}\n{}", stdout(&o), stderr(&o));
+    assert_eq!(j["verification"]["inputs"], "given");
+}

@@ -595,12 +595,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     Err(VerifyError::NoGpu(m)) => return Err(UserError::new(m).into()),
                     Err(e) => {
                         report.status = "failed";
-                        let mut why = e.to_string();
-                        if matches!(e, VerifyError::OriginalFailed(_)) && vopts.captured.is_none() {
-                            why.push_str(
-                                " (on generated inputs, which give every array dimension the same extent; capture real inputs by profiling the program)",
-                            );
-                        }
+                        let why = e.to_string();
                         report
                             .reasons
                             .push(Reason::new("verify", report_fn.line, why));
