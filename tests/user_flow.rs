@@ -219,3 +219,50 @@ fn inputs_the_generator_cannot_shape_say_so_and_inputs_npz_is_the_way_out() {
     assert_eq!(j["status"], "verified", "{}\n{}", stdout(&o), stderr(&o));
     assert_eq!(j["verification"]["inputs"], "given");
 }
+
+/// `port analyze --static FILE` into a pipe, with `$COLUMNS` as given.
+fn analyze_piped(file: &Path, columns: Option<&str>) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_port"));
+    cmd.current_dir(tmp.path())
+        .env("NO_COLOR", "1")
+        .env_remove("COLUMNS")
+        .args(["analyze", "--static", file.to_str().unwrap()]);
+    if let Some(c) = columns {
+        cmd.env("COLUMNS", c);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// The widest line of the table (its lines start with a border).
+fn widest(text: &str) -> usize {
+    let table: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(['│', '┌', '└', '╞', '├']))
+        .collect();
+    assert!(table.len() > 3, "no table in:\n{text}");
+    table.iter().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn piped_tables_fit_100_columns_or_columns_and_counts_are_pluralized() {
+    // seeds.py's reasons run to well over 100 characters.
+    let seeds = fixture("classify/seeds.py");
+    let out = analyze_piped(&seeds, None);
+    assert!(widest(&out) <= 100, "{} wide:\n{out}", widest(&out));
+    // Wrapped, not cut: a long reason's words are all still there.
+    let flat: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("PORT101"), "{out}");
+    assert!(out.contains("in 1 file\n") || out.trim_end().ends_with("in 1 file"), "{out}");
+    assert!(!out.contains("1 files"), "{out}");
+
+    let narrow = analyze_piped(&seeds, Some("72"));
+    assert!(widest(&narrow) <= 72, "{} wide:\n{narrow}", widest(&narrow));
+
+    // A folder of several files keeps the plural.
+    let many = analyze_piped(&fixture("multimodule"), None);
+    let last = many.trim_end().lines().last().unwrap();
+    assert!(last.ends_with(" files"), "{last}");
+}

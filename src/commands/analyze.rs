@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_analyzer::{analyze, Analysis, AnalyzeOptions};
 use port_profiler::{resolve_python, ProfileOptions};
-use port_reports::terminal::{self, Style};
+use port_reports::terminal;
 
 use crate::profile_merge::{captured_types, merge, AnalysisResolver};
 use crate::state;
@@ -220,9 +220,9 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
     report(args, &analysis)?;
     if !profile.exit.success() && !profile.exit.timed_out {
         return Err(AppFailed(format!(
-            "{}; the report of the {} samples taken was written to {}",
+            "{}; the report of the {} taken was written to {}",
             profile.exit.describe(),
-            profile.samples,
+            terminal::count(profile.samples as usize, "sample", "samples"),
             analysis_path().display()
         ))
         .into());
@@ -258,9 +258,7 @@ fn report(args: &AnalyzeArgs, analysis: &Analysis) -> Result<()> {
         out.flush()?;
         return Ok(());
     }
-    let stdout = std::io::stdout();
-    let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let style = Style { color, width: None };
+    let style = crate::tty::style(true);
     println!("{}", terminal::analysis_table(analysis, style));
     if analysis.profiled {
         if let Some(lines) = terminal::hot_lines_table(analysis, style, 12) {

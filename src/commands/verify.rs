@@ -451,8 +451,12 @@ fn results_table(rows: &[(String, Result1)]) -> String {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
-    if !std::io::stdout().is_terminal() {
+    let style = crate::tty::style(true);
+    if !style.color {
         t.force_no_tty();
+    }
+    if let Some(w) = style.width {
+        t.set_width(w);
     }
     t.set_header(vec![
         "function",
