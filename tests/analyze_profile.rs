@@ -51,7 +51,9 @@ fn app_output_goes_to_the_terminal_or_to_a_file() {
     let o = run(&[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let printed = out.find("1 rounds: checksum").expect("the app's print on stdout");
+    let printed = out
+        .find("1 rounds: checksum")
+        .expect("the app's print on stdout");
     assert!(printed < out.find("verdict").expect("the table"), "{out}");
 
     // --app-output FILE: the print lands in FILE, on neither stream.

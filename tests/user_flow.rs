@@ -56,7 +56,10 @@ impl Machine {
             .current_dir(self.work())
             .env(
                 "PATH",
-                format!("{}:/usr/local/bin:/usr/bin:/bin", self.root.path().join("bin").display()),
+                format!(
+                    "{}:/usr/local/bin:/usr/bin:/bin",
+                    self.root.path().join("bin").display()
+                ),
             )
             .env("NO_COLOR", "1")
             .env_remove("VIRTUAL_ENV")
@@ -98,8 +101,8 @@ fn math_kernels_find_libdevice_through_the_python_on_path() {
     let j = json(&o);
     assert_eq!(j["status"], "verified", "{}\n{}", stdout(&o), stderr(&o));
     assert!(o.status.success());
-    let ptx = std::fs::read_to_string(m.work().join(j["kernels"][0]["ptx"].as_str().unwrap()))
-        .unwrap();
+    let ptx =
+        std::fs::read_to_string(m.work().join(j["kernels"][0]["ptx"].as_str().unwrap())).unwrap();
     // libdevice was linked: tanh, sin and exp are defined in the PTX,
     // none is left as an external call.
     assert!(ptx.contains(".entry damped_wave_kernel"), "{ptx}");
@@ -214,7 +217,12 @@ fn inputs_the_generator_cannot_shape_say_so_and_inputs_npz_is_the_way_out() {
         .status()
         .unwrap();
     assert!(made.success());
-    let o = migrate_stencil(&m, "decimate", "float64[:], float64[:]", &["--inputs", "real.npz"]);
+    let o = migrate_stencil(
+        &m,
+        "decimate",
+        "float64[:], float64[:]",
+        &["--inputs", "real.npz"],
+    );
     let j = json(&o);
     assert_eq!(j["status"], "verified", "{}\n{}", stdout(&o), stderr(&o));
     assert_eq!(j["verification"]["inputs"], "given");
@@ -255,7 +263,10 @@ fn piped_tables_fit_100_columns_or_columns_and_counts_are_pluralized() {
     // Wrapped, not cut: a long reason's words are all still there.
     let flat: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("PORT101"), "{out}");
-    assert!(out.contains("in 1 file\n") || out.trim_end().ends_with("in 1 file"), "{out}");
+    assert!(
+        out.contains("in 1 file\n") || out.trim_end().ends_with("in 1 file"),
+        "{out}"
+    );
     assert!(!out.contains("1 files"), "{out}");
 
     let narrow = analyze_piped(&seeds, Some("72"));

@@ -141,7 +141,9 @@ mod tests {
 
     #[test]
     fn the_answer_of_python_is_parsed_and_garbage_is_empty() {
-        let s = parse_site(r#"{"executable": "/opt/conda/bin/python3", "dirs": ["/opt/conda/lib/python3.12/site-packages", "/root/.local/lib"]}"#);
+        let s = parse_site(
+            r#"{"executable": "/opt/conda/bin/python3", "dirs": ["/opt/conda/lib/python3.12/site-packages", "/root/.local/lib"]}"#,
+        );
         assert_eq!(
             s.executable.as_deref(),
             Some(Path::new("/opt/conda/bin/python3"))

@@ -41,7 +41,11 @@ fn a_stencil_input_is_as_much_larger_as_its_reads_reach() {
 
 #[test]
 fn a_slice_pair_grows_every_array_no_loop_bound_comes_from() {
-    let s = shapes("forward_diff", "float64[:], float64[:], float64[:]", STENCILS);
+    let s = shapes(
+        "forward_diff",
+        "float64[:], float64[:], float64[:]",
+        STENCILS,
+    );
     // b[1:] - a[:n - 1] lowered to b[i + 1] - a[i] over out: tightest first
     // (only b longer), then a grown alike, as the slice of a needs.
     assert_eq!(s[0], vec![vec![10_000], vec![10_001], vec![10_000]]);
@@ -51,13 +55,13 @@ fn a_slice_pair_grows_every_array_no_loop_bound_comes_from() {
 
 #[test]
 fn arrays_that_agree_keep_one_shape() {
-    let s = shapes(
-        "saxpy",
-        SAXPY,
-        "fixtures/migrate/seeds.py",
-    );
+    let s = shapes("saxpy", SAXPY, "fixtures/migrate/seeds.py");
     assert_eq!(s, vec![vec![vec![10_000]; 3]]);
     // A stencil inside its input's range needs nothing more.
-    let s = shapes("stencil_1d", "float64[:], float64[:]", "fixtures/migrate/kernels.py");
+    let s = shapes(
+        "stencil_1d",
+        "float64[:], float64[:]",
+        "fixtures/migrate/kernels.py",
+    );
     assert_eq!(s, vec![vec![vec![10_000]; 2]]);
 }

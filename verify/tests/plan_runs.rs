@@ -118,7 +118,10 @@ fn an_original_that_raises_is_reported_with_its_line() {
     // One line naming both ways out.
     let line = e.to_string();
     assert!(!line.contains('\n'));
-    assert!(line.contains("--inputs FILE.npz") && line.contains("port analyze"), "{line}");
+    assert!(
+        line.contains("--inputs FILE.npz") && line.contains("port analyze"),
+        "{line}"
+    );
 }
 
 /// Whether this machine has an NVIDIA driver (the tests below are about
