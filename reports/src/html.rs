@@ -378,12 +378,12 @@ fn flame_graph(s: &mut String, r: &Report) {
         &verdicts,
         &mut depth,
     );
-    let _ = write!(
+    let _ = writeln!(
         s,
         "<p class=\"note\">Callers above callees; width is the share of {} samples. \
          Hover a frame for its numbers, click it to keep them below.</p>\
          <div class=\"fg-wrap\"><div class=\"fg\" style=\"height:{}px\">{frames}</div></div>\
-         <p id=\"fg-detail\" class=\"note\">&nbsp;</p></section>\n",
+         <p id=\"fg-detail\" class=\"note\">&nbsp;</p></section>",
         tree.samples,
         (depth + 1) * FRAME_HEIGHT_PX
     );
