@@ -451,12 +451,10 @@ fn results_table(rows: &[(String, Result1)]) -> String {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
-    let style = crate::tty::style(true);
-    if !style.color {
+    // Eleven columns of figures: wrapped to a terminal's width they split
+    // words and numbers, so this table keeps its natural width.
+    if !crate::tty::style(true).color {
         t.force_no_tty();
-    }
-    if let Some(w) = style.width {
-        t.set_width(w);
     }
     t.set_header(vec![
         "function",
