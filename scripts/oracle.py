@@ -4,7 +4,7 @@ object vs nopython/cuda split.
 
 usage: oracle.py FIXTURE.py SPEC.json [--oracle-dir DIR]
 
-Runs shared/tools/numba-oracle/classify.py on a copy of FIXTURE whose
+Runs scripts/oracle/classify.py (this repository's copy of the oracle) on a copy of FIXTURE whose
 functions are all wrapped in lazy `numba.njit` first, the way a user who
 decorates everything would see them: a function calling another app function
 compiles exactly when the callee does too. Prints the oracle's JSON.
@@ -44,7 +44,7 @@ def main():
     ap.add_argument("fixture")
     ap.add_argument("spec")
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--oracle-dir", default=os.path.join(here, "..", "..", "shared", "tools", "numba-oracle"))
+    ap.add_argument("--oracle-dir", default=os.path.join(here, "oracle"))
     ap.add_argument("--python", default=os.path.join(here, "..", ".venv-oracle", "bin", "python"))
     a = ap.parse_args()
     src = open(a.fixture, encoding="utf-8").read()

@@ -38,12 +38,9 @@ if [ "${1:-}" = "--oracle" ] && ! command -v chromium >/dev/null 2>&1; then
 fi
 
 if [ "${1:-}" = "--oracle" ] && [ ! -f .venv-oracle/.port-ready ]; then
-  ORACLE=../shared/tools/numba-oracle/setup.sh
-  if [ -f "$ORACLE" ]; then
-    say "building the Numba oracle venv (.venv-oracle, under a minute)"
-    bash "$ORACLE" .venv-oracle >/dev/null
-    touch .venv-oracle/.port-ready
-  else
-    say "no $ORACLE: oracle tests will be skipped"
-  fi
+  # The oracle's set-up lives in this repository (scripts/oracle/), so a
+  # clone anywhere builds the same venv and runs the differential tests.
+  say "building the Numba oracle venv (.venv-oracle, under a minute)"
+  bash scripts/oracle/setup.sh .venv-oracle >/dev/null
+  touch .venv-oracle/.port-ready
 fi

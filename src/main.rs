@@ -5,6 +5,7 @@
 mod commands;
 mod profile_merge;
 mod state;
+mod tty;
 
 use std::process::ExitCode;
 

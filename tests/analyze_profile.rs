@@ -14,6 +14,61 @@ fn venv_python() -> String {
     py.to_string_lossy().into_owned()
 }
 
+/// stdout parsed as one JSON document, and accepted by `python -m
+/// json.tool` as a user's `port analyze app.py --json | python -m json.tool` is.
+fn json_stdout_only(o: &std::process::Output) -> serde_json::Value {
+    use std::io::Write;
+    let mut tool = std::process::Command::new(venv_python())
+        .args(["-m", "json.tool"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tool.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    let done = tool.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "json.tool: {}\nstdout began: {:?}",
+        String::from_utf8_lossy(&done.stderr),
+        stdout(o).chars().take(200).collect::<String>()
+    );
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn app_output_goes_to_the_terminal_or_to_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = fixture("apps/mixed_app.py");
+    let py = venv_python();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["analyze", "--no-capture", "--python", &py];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[app.to_str().unwrap(), "--", "1"]);
+        port_in(tmp.path(), &args)
+    };
+    // Without --json the program prints where it would alone, before the table.
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let printed = out
+        .find("1 rounds: checksum")
+        .expect("the app's print on stdout");
+    assert!(printed < out.find("verdict").expect("the table"), "{out}");
+
+    // --app-output FILE: the print lands in FILE, on neither stream.
+    let o = run(&["--json", "--app-output", "app.out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_stdout_only(&o);
+    assert!(!stderr(&o).contains("rounds: checksum"), "{}", stderr(&o));
+    let saved = std::fs::read_to_string(tmp.path().join("app.out")).unwrap();
+    assert!(saved.contains("1 rounds: checksum"), "{saved}");
+
+    // A file that cannot be created is one line, before anything runs.
+    let o = run(&["--app-output", "no/such/dir/app.out"]);
+    user_error(&o, "no/such/dir/app.out");
+}
+
 #[test]
 fn mixed_app_is_ranked_and_weighted_by_time() {
     let tmp = tempfile::tempdir().unwrap();
@@ -32,11 +87,11 @@ fn mixed_app_is_ranked_and_weighted_by_time() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    // The app's own output passes through unchanged.
-    let out = stdout(&o);
-    let (app_out, json) = out.split_once('{').expect("JSON after the app's output");
-    assert!(app_out.contains("3 rounds: checksum"), "{app_out}");
-    let a: serde_json::Value = serde_json::from_str(&format!("{{{json}")).unwrap();
+    // With --json, stdout is port's one JSON document, whole: the app's own
+    // print goes to stderr.
+    let a = json_stdout_only(&o);
+    assert!(!stdout(&o).contains("rounds: checksum"));
+    assert!(stderr(&o).contains("3 rounds: checksum"), "{}", stderr(&o));
 
     assert_eq!(a["profiled"], true);
     assert!(

@@ -2,7 +2,7 @@
 //! against. Sources: Numba's "Supported Python features" (`pysupported`),
 //! "Supported NumPy features" (`numpysupported`) and "Supported Python
 //! features in CUDA Python" (`cudapysupported`), checked against numba 0.68 /
-//! numba-cuda 0.30 with the oracle in `shared/tools/numba-oracle`.
+//! numba-cuda 0.30 with the oracle in `scripts/oracle/`.
 
 /// Modules nopython mode can use from inside a compiled function.
 pub const NOPYTHON_MODULES: &[&str] = &[

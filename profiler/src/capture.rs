@@ -137,6 +137,7 @@ pub fn run(
         req.args,
         &[("PORT_CAPTURE_CONFIG".to_string(), config)],
         Streams::Silent,
+        &crate::options::AppOutput::Inherit,
     )?;
     let mut last_tick = Instant::now();
     let status = loop {

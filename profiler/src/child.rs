@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use crate::error::ProfileError;
 use crate::model::AppExit;
+use crate::options::AppOutput;
 
 /// How the app's standard streams are connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Streams {
-    /// stdin, stdout and stderr are the user's own: output passes through unchanged.
+    /// stdin and stderr are the user's own; stdout goes where
+    /// [`AppOutput`] says.
     Inherit,
     /// All three go to /dev/null (the capture run).
     Silent,
@@ -27,16 +29,32 @@ pub fn spawn(
     args: &[String],
     env: &[(String, String)],
     streams: Streams,
+    output: &AppOutput,
 ) -> Result<Child, ProfileError> {
     let mut cmd = Command::new(python);
     cmd.args(leading).arg(app).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    if streams == Streams::Silent {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+    match streams {
+        Streams::Silent => {
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+        }
+        Streams::Inherit => match output {
+            AppOutput::Inherit => {}
+            AppOutput::Stderr => {
+                cmd.stdout(Stdio::from(std::io::stderr()));
+            }
+            AppOutput::File(path) => {
+                let file = std::fs::File::create(path).map_err(|source| ProfileError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                cmd.stdout(Stdio::from(file));
+            }
+        },
     }
     cmd.spawn().map_err(|source| ProfileError::PythonNotFound {
         python: python.to_path_buf(),

@@ -6,7 +6,9 @@
 //! # How a profile is made
 //!
 //! 1. **Sampled run.** [`profile`] starts `python APP ARGS` with the user's own
-//!    stdin/stdout/stderr, and py-spy (as a library) reads every thread's
+//!    stdin and stderr, and stdout where [`ProfileOptions::app_output`] says
+//!    (the user's own by default; stderr or a file when port's own stdout
+//!    carries JSON), and py-spy (as a library) reads every thread's
 //!    stack `rate_hz` times a second, on py-spy's jittered timer, until the
 //!    app exits, `duration` runs out, or the stop signal (Ctrl-C by default)
 //!    is raised. Then the app and its descendants get SIGTERM and, 2 s later,
@@ -84,7 +86,7 @@ pub use model::{
     SampledEdge, StackFrame,
 };
 pub use options::{
-    resolve_python, ProfileOptions, DEFAULT_CAPTURE_CAP_BYTES, DEFAULT_CAPTURE_FUNCTIONS,
+    resolve_python, AppOutput, ProfileOptions, DEFAULT_CAPTURE_CAP_BYTES, DEFAULT_CAPTURE_FUNCTIONS,
 };
 pub use progress::{Phase, ProgressTick};
 pub use resolver::{AppDirResolver, FrameResolver};
@@ -118,7 +120,15 @@ pub fn profile(
     stop.reset();
 
     let started = Instant::now();
-    let mut child = child::spawn(&python, &[], &app, &opts.args, &[], child::Streams::Inherit)?;
+    let mut child = child::spawn(
+        &python,
+        &[],
+        &app,
+        &opts.args,
+        &[],
+        child::Streams::Inherit,
+        &opts.app_output,
+    )?;
     let settings = sampler::SamplerSettings {
         rate_hz: opts.rate_hz,
         idle: opts.idle,

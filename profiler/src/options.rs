@@ -11,6 +11,19 @@ pub const DEFAULT_CAPTURE_CAP_BYTES: u64 = 256 * 1024 * 1024;
 /// Default number of hottest functions whose calls are captured.
 pub const DEFAULT_CAPTURE_FUNCTIONS: usize = 8;
 
+/// Where the app's standard output goes during the sampled run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AppOutput {
+    /// The user's own stdout (the app prints as it would alone).
+    #[default]
+    Inherit,
+    /// port's stderr: port's stdout then carries nothing but its own output
+    /// (`--json`).
+    Stderr,
+    /// A file, created or truncated (`--app-output FILE`).
+    File(PathBuf),
+}
+
 /// How to run and sample the app.
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
@@ -20,6 +33,8 @@ pub struct ProfileOptions {
     pub app: PathBuf,
     /// Arguments after `--`.
     pub args: Vec<String>,
+    /// Where the app's stdout goes.
+    pub app_output: AppOutput,
     /// Samples per second per process (1..=10000).
     pub rate_hz: u64,
     /// Stop sampling (and the app) after this long.
@@ -53,6 +68,7 @@ impl ProfileOptions {
             python: python.into(),
             app: app.into(),
             args: Vec::new(),
+            app_output: AppOutput::Inherit,
             rate_hz: 100,
             duration: None,
             idle: false,

@@ -27,9 +27,10 @@ impl ProgressTick {
     pub fn message(&self) -> String {
         match self.phase {
             Phase::Sampling => format!(
-                "sampling {:.1} s, {} samples",
+                "sampling {:.1} s, {} sample{}",
                 self.elapsed.as_secs_f64(),
-                self.samples
+                self.samples,
+                if self.samples == 1 { "" } else { "s" }
             ),
             Phase::Capturing => format!(
                 "capturing argument types and inputs {:.1} s",

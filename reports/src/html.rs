@@ -1,5 +1,5 @@
 //! `port report --format html`: one self-contained page (no network: the
-//! CSS, the script and the flame graph's SVG are inline) in the manner of
+//! CSS, the script and the flame graph are inline HTML) in the manner of
 //! Numba's `--annotate-html` and Cython's `-a`: every file's source with each
 //! line shaded by its function's verdict, liftable loops marked, findings
 //! inline with their explanation a click away, a heat bar per line from the
@@ -339,9 +339,12 @@ fn speedup_cell(v: Option<f64>, title: &[Option<String>]) -> String {
     )
 }
 
-/// The flame graph as an inline SVG (drawn by inferno, without its script,
-/// so the page stays one static document); app frames are coloured by
-/// their function's verdict.
+/// The flame graph, drawn as HTML: one row per stack depth, the root (all
+/// samples) on top spanning the full width, each frame as wide as its
+/// share of the samples (frames under 0.1% are left out, as inferno does).
+/// App functions are coloured by verdict. Hovering a frame shows its name
+/// and samples; clicking one shows them under the graph. Deep stacks
+/// (imports, libraries) scroll inside the graph instead of stretching it.
 fn flame_graph(s: &mut String, r: &Report) {
     s.push_str("<section id=\"flamegraph\"><h2>Flame graph</h2>");
     let stacks = r
@@ -349,7 +352,8 @@ fn flame_graph(s: &mut String, r: &Report) {
         .as_ref()
         .map(|p| p.folded_stacks.as_slice())
         .unwrap_or(&[]);
-    if stacks.is_empty() {
+    let tree = FlameNode::from_folded(stacks);
+    if tree.samples == 0 {
         let why = if r.profile.is_some() {
             "The profile has no sampled stacks"
         } else {
@@ -361,84 +365,162 @@ fn flame_graph(s: &mut String, r: &Report) {
         );
         return;
     }
-    match flame_graph_svg(r, stacks) {
-        Ok(svg) => {
-            s.push_str("<div class=\"flame\">");
-            s.push_str(&svg);
-            s.push_str("</div>");
-        }
-        Err(e) => {
-            let _ = write!(
-                s,
-                "<p class=\"note\">The flame graph could not be drawn: {}</p>",
-                escape(&e)
-            );
-        }
-    }
-    s.push_str("</section>\n");
+    let verdicts = frame_verdicts(r);
+    let mut frames = String::new();
+    let mut depth = 0;
+    tree.render(
+        &mut frames,
+        &FrameAt {
+            left: 0.0,
+            depth: 0,
+            total: tree.samples,
+        },
+        &verdicts,
+        &mut depth,
+    );
+    let _ = writeln!(
+        s,
+        "<p class=\"note\">Callers above callees; width is the share of {} samples. \
+         Hover a frame for its numbers, click it to keep them below.</p>\
+         <div class=\"fg-wrap\"><div class=\"fg\" style=\"height:{}px\">{frames}</div></div>\
+         <p id=\"fg-detail\" class=\"note\">&nbsp;</p></section>",
+        tree.samples,
+        (depth + 1) * FRAME_HEIGHT_PX
+    );
 }
 
-fn flame_graph_svg(r: &Report, stacks: &[String]) -> Result<String, String> {
-    use inferno::flamegraph::color::{BasicPalette, Color, Palette, PaletteMap};
-    let mut palette = PaletteMap::default();
+/// Height of one row of the flame graph.
+const FRAME_HEIGHT_PX: usize = 18;
+
+/// Frames narrower than this share of the samples are not drawn.
+const MIN_FRAME_SHARE: f64 = 0.001;
+
+/// One frame of the merged stacks: its samples (its own and its callees').
+#[derive(Default)]
+struct FlameNode {
+    samples: u64,
+    children: std::collections::BTreeMap<String, FlameNode>,
+}
+
+/// Where a frame is drawn.
+struct FrameAt {
+    /// Share of all samples to its left.
+    left: f64,
+    depth: usize,
+    total: u64,
+}
+
+impl FlameNode {
+    /// Merges folded stacks (`outer;inner;leaf COUNT`).
+    fn from_folded(stacks: &[String]) -> FlameNode {
+        let mut root = FlameNode::default();
+        for line in stacks {
+            let Some((path, count)) = line.trim().rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(count) = count.parse::<u64>() else {
+                continue;
+            };
+            root.samples += count;
+            let mut node = &mut root;
+            for name in path.split(';').filter(|n| !n.is_empty()) {
+                node = node.children.entry(name.to_string()).or_default();
+                node.samples += count;
+            }
+        }
+        root
+    }
+
+    /// Self samples: those not in any callee.
+    fn own(&self) -> u64 {
+        self.samples
+            - self
+                .children
+                .values()
+                .map(|c| c.samples)
+                .sum::<u64>()
+                .min(self.samples)
+    }
+
+    fn render(
+        &self,
+        out: &mut String,
+        at: &FrameAt,
+        verdicts: &HashMap<String, Verdict>,
+        deepest: &mut usize,
+    ) {
+        let name = if at.depth == 0 { "all" } else { "" };
+        self.render_named(out, name, at, verdicts, deepest);
+    }
+
+    fn render_named(
+        &self,
+        out: &mut String,
+        name: &str,
+        at: &FrameAt,
+        verdicts: &HashMap<String, Verdict>,
+        deepest: &mut usize,
+    ) {
+        let share = self.samples as f64 / at.total as f64;
+        if share < MIN_FRAME_SHARE {
+            return;
+        }
+        *deepest = (*deepest).max(at.depth);
+        let class = if at.depth == 0 {
+            "fg-root".to_string()
+        } else {
+            match verdicts.get(name) {
+                Some(v) => format!("v-{}", v.as_str()),
+                None => "fg-lib".to_string(),
+            }
+        };
+        let pct = 100.0 * share;
+        let _ = write!(
+            out,
+            "<div class=\"fg-frame {class}\" style=\"left:{:.4}%;width:{:.4}%;top:{}px\" \
+             title=\"{} — {} ({pct:.1}%), {} in the frame itself\" data-name=\"{}\" \
+             data-samples=\"{}\" data-self=\"{}\" data-pct=\"{pct:.2}\"><span>{}</span></div>",
+            100.0 * at.left,
+            pct,
+            at.depth * FRAME_HEIGHT_PX,
+            escape(name),
+            crate::terminal::count(self.samples as usize, "sample", "samples"),
+            self.own(),
+            escape(name),
+            self.samples,
+            self.own(),
+            escape(name)
+        );
+        let mut left = at.left;
+        for (child, node) in &self.children {
+            node.render_named(
+                out,
+                child,
+                &FrameAt {
+                    left,
+                    depth: at.depth + 1,
+                    total: at.total,
+                },
+                verdicts,
+                deepest,
+            );
+            left += node.samples as f64 / at.total as f64;
+        }
+    }
+}
+
+/// The verdict of each app function, by the frame label the profile gives
+/// it (`name (file.py)`, qualified or not).
+fn frame_verdicts(r: &Report) -> HashMap<String, Verdict> {
+    let mut m = HashMap::new();
     for e in &r.functions {
         let f = &e.function;
         let base = f.file.rsplit(['/', '\\']).next().unwrap_or(&f.file);
-        let color = match f.verdict {
-            Verdict::Cuda => Color {
-                r: 110,
-                g: 200,
-                b: 110,
-            },
-            Verdict::Nopython => Color {
-                r: 240,
-                g: 190,
-                b: 80,
-            },
-            Verdict::Object => Color {
-                r: 235,
-                g: 110,
-                b: 110,
-            },
-        };
         for name in [&f.qualname, &f.name] {
-            palette.insert(format!("{name} ({base})"), color);
+            m.insert(format!("{name} ({base})"), f.verdict);
         }
     }
-    let mut options = inferno::flamegraph::Options::default();
-    options.title = "Sampled stacks".into();
-    options.count_name = "samples".into();
-    options.no_javascript = true;
-    options.deterministic = true;
-    options.image_width = Some(1100);
-    options.colors = Palette::Basic(BasicPalette::Aqua);
-    options.palette_map = Some(&mut palette);
-    let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut options, stacks.iter().map(String::as_str), &mut out)
-        .map_err(|e| e.to_string())?;
-    let svg = String::from_utf8(out).map_err(|e| e.to_string())?;
-    // Inline in HTML, the XML prologue and doctype have no place; without
-    // inferno's script, neither have its `init` hook and its zoom and search
-    // buttons. Hovering a frame still shows its <title>.
-    let start = svg.find("<svg").ok_or("inferno wrote no <svg>")?;
-    let mut svg = svg[start..].replacen(" onload=\"init(evt)\"", "", 1);
-    for id in ["unzoom", "search"] {
-        svg = remove_element(&svg, "text", id);
-    }
-    Ok(svg)
-}
-
-/// `doc` without its first `<tag id="id" …>…</tag>` element.
-fn remove_element(doc: &str, tag: &str, id: &str) -> String {
-    let open = format!("<{tag} id=\"{id}\"");
-    let close = format!("</{tag}>");
-    match doc.find(&open) {
-        Some(a) => match doc[a..].find(&close) {
-            Some(b) => format!("{}{}", &doc[..a], &doc[a + b + close.len()..]),
-            None => doc.to_string(),
-        },
-        None => doc.to_string(),
-    }
+    m
 }
 
 /// For each line of a file, the innermost function that contains it.
@@ -651,7 +733,13 @@ table.sortable th[aria-sort=ascending]::after{content:" ▲"}table.sortable th[a
 .badge.v-cuda{background:var(--cuda);border-color:var(--cuda-b);color:#1f5f1f}
 .badge.v-nopython{background:var(--nop);border-color:var(--nop-b);color:#6b4c00}
 .badge.v-object{background:var(--obj);border-color:var(--obj-b);color:#7a1f1f}
-.flame{overflow-x:auto;border:1px solid var(--line);border-radius:8px;background:#fff}
+.fg-wrap{max-height:560px;overflow:auto;border:1px solid var(--line);border-radius:8px;background:#fff}
+.fg{position:relative;width:100%;font:12px/17px "DejaVu Sans Mono",ui-monospace,Menlo,Consolas,monospace}
+.fg-frame{position:absolute;height:17px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;padding:0 3px;border:1px solid #fff;border-width:0 1px 1px 0;cursor:pointer;background:#a9c7e0;color:#14202c}
+.fg-frame span{pointer-events:none}
+.fg-frame:hover,.fg-frame.picked{outline:2px solid var(--ink);outline-offset:-2px;z-index:1}
+.fg-frame.fg-root{background:#c9d3de}.fg-frame.fg-lib{background:#b9d7e8}
+.fg-frame.v-cuda{background:#7cc97c}.fg-frame.v-nopython{background:#f0c35a}.fg-frame.v-object{background:#eb8a8a}
 details.file{border:1px solid var(--line);border-radius:8px;margin:10px 0;background:#fff}
 details.file>summary{padding:6px 10px;cursor:pointer;background:#f3f5f8;border-radius:8px 8px 0 0}
 .count{color:var(--mute);font-size:12px}
@@ -713,6 +801,18 @@ const JS: &str = r#"
       var th = table.querySelector('th[data-col="' + first + '"]');
       if (th) { sortBy(table, th, true); }
     }
+  });
+  var detail = document.getElementById("fg-detail");
+  Array.prototype.forEach.call(document.querySelectorAll(".fg-frame"), function (f) {
+    f.addEventListener("click", function () {
+      Array.prototype.forEach.call(document.querySelectorAll(".fg-frame.picked"), function (p) {
+        p.classList.remove("picked");
+      });
+      f.classList.add("picked");
+      detail.textContent = f.getAttribute("data-name") + ": " + f.getAttribute("data-samples") +
+        " samples, " + f.getAttribute("data-pct") + "% of the run, " + f.getAttribute("data-self") +
+        " in the frame itself";
+    });
   });
   document.body.setAttribute("data-ready", "1");
 })();

@@ -76,7 +76,10 @@ pub(crate) fn figures(c: &CoverageFigures) -> [(&'static str, f64); 4] {
 pub(crate) fn basis_sentence(r: &Report) -> String {
     match r.coverage.basis {
         Basis::Samples => match r.profile.as_ref().and_then(|p| p.samples) {
-            Some(n) => format!("Shares of sampled time ({n} samples)."),
+            Some(n) => format!(
+                "Shares of sampled time ({}).",
+                crate::terminal::count(n as usize, "sample", "samples")
+            ),
             None => "Shares of sampled time.".into(),
         },
         Basis::Functions => "Shares of functions: a static analysis (`port analyze --static`) samples no time, so every function counts the same.".into(),

@@ -11,6 +11,11 @@ pub struct Style {
     pub width: Option<u16>,
 }
 
+/// `n` and the noun, singular for one: "1 file", "3 files".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn verdict_cell(v: Verdict, style: Style) -> Cell {
     let cell = Cell::new(v.as_str());
     if !style.color {
@@ -92,7 +97,12 @@ pub fn analysis_table(a: &Analysis, style: Style) -> String {
     let mut out = t.to_string();
     if unsampled > 0 {
         out.push_str(&format!(
-            "\n{unsampled} more functions had no samples (`--json` lists them all)"
+            "\n{} no samples (`--json` lists them all)",
+            if unsampled == 1 {
+                "1 more function had".to_string()
+            } else {
+                format!("{unsampled} more functions had")
+            }
         ));
     }
     out
@@ -107,12 +117,12 @@ pub fn coverage_line(a: &Analysis) -> String {
         "of functions (static: no profile)"
     };
     format!(
-        "GPU-eligible {:.1}% · nopython {:.1}% · object {:.1}% {basis} — {} functions in {} files",
+        "GPU-eligible {:.1}% · nopython {:.1}% · object {:.1}% {basis} — {} in {}",
         c.gpu_eligible_pct,
         c.nopython_pct,
         c.object_pct,
-        a.functions.len(),
-        a.files.len()
+        count(a.functions.len(), "function", "functions"),
+        count(a.files.len(), "file", "files")
     )
 }
 

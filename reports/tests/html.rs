@@ -127,12 +127,128 @@ fn chromium_shows_every_function_without_console_errors() {
                     "mixed_app.running_total"
                 ]
             );
-            assert!(loaded.dom.contains("<svg"), "flame graph");
+            assert!(
+                loaded.dom.contains("class=\"fg-frame fg-root\""),
+                "flame graph"
+            );
             let keep = repo().join("target/report-screenshot.png");
             std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
             std::fs::copy(&png, keep).unwrap();
         }
     }
+}
+
+/// Measures the flame graph as Chromium lays it out: a probe script, run
+/// after the page's own, writes the boxes of the section, the root frame and
+/// every frame into `data-geometry` on <body>, after clicking `click`.
+const PROBE: &str = r##"<script>
+(function () {
+  function box(e) { var r = e.getBoundingClientRect(); return {x: r.left, w: r.width, top: r.top, h: r.height}; }
+  var out = {viewport: document.documentElement.clientWidth, frames: {}};
+  var h2 = document.querySelector("#flamegraph h2");
+  out.section = h2 ? box(h2) : null;
+  var root = document.querySelector("#flamegraph .fg-root");
+  out.root = root ? box(root) : null;
+  var wrap = document.querySelector("#flamegraph .fg-wrap");
+  out.wrap = wrap ? box(wrap) : null;
+  Array.prototype.forEach.call(document.querySelectorAll("#flamegraph .fg-frame"), function (f) {
+    var label = f.querySelector("span");
+    out.frames[f.getAttribute("data-name")] = {
+      box: box(f),
+      samples: parseInt(f.getAttribute("data-samples"), 10),
+      label_w: label ? label.getBoundingClientRect().width : 0,
+      font_px: parseFloat(getComputedStyle(f).fontSize),
+      title: f.getAttribute("title") || ""
+    };
+  });
+  var pick = document.querySelector('#flamegraph .fg-frame[data-name="CLICK"]');
+  if (pick) { pick.click(); }
+  var detail = document.getElementById("fg-detail");
+  out.detail = detail ? detail.textContent : "";
+  document.body.setAttribute("data-geometry", JSON.stringify(out));
+})();
+</script></body>"##;
+
+fn geometry(dom: &str) -> serde_json::Value {
+    let start = dom.find("data-geometry=\"").expect("the probe ran") + "data-geometry=\"".len();
+    let end = start + dom[start..].find('"').unwrap();
+    let json = dom[start..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap()
+}
+
+#[test]
+fn chromium_draws_a_full_width_proportional_readable_flame_graph() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = render(&report("mixed_app"), Format::Html, "mixed_app").replacen(
+        "</body>",
+        &PROBE.replace("CLICK", "shade (mixed_app.py)"),
+        1,
+    );
+    let page = tmp.path().join("flame.html");
+    std::fs::write(&page, html).unwrap();
+    let loaded = load(&page, &tmp.path().join("flame.png"));
+    assert!(loaded.console.is_empty(), "{:#?}", loaded.console);
+    let g = geometry(&loaded.dom);
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+
+    // The root spans the section's full width (the viewport less the page's
+    // margins), not a fixed-size picture at its left.
+    let root = &g["root"];
+    assert!(!root.is_null(), "no root frame: {g}");
+    let section_w = f(&g["section"]["w"]);
+    assert!(section_w > 0.8 * f(&g["viewport"]), "{g}");
+    assert!(
+        f(&root["w"]) >= 0.98 * section_w,
+        "root frame {} px wide in a {section_w} px section",
+        root["w"]
+    );
+    // It is on screen where the section starts, not scrolled below a tower
+    // of library frames.
+    assert!(f(&root["top"]) - f(&g["wrap"]["top"]) < 20.0, "{g}");
+
+    // Frames are as wide as their share of the samples (4120 in all).
+    let frames = g["frames"].as_object().unwrap();
+    let all = f(&frames["all"]["box"]["w"]);
+    for name in [
+        "main (mixed_app.py)",
+        "shade (mixed_app.py)",
+        "fingerprint (mixed_app.py)",
+        "running_total (mixed_app.py)",
+    ] {
+        let fr = &frames[name];
+        let share = f(&fr["samples"]) / 4120.0;
+        let drawn = f(&fr["box"]["w"]) / all;
+        assert!(
+            (drawn - share).abs() < 0.005,
+            "{name}: drawn {drawn:.4} of the width for {share:.4} of the samples"
+        );
+        // Readable: a real font size, and the whole name fits its frame.
+        assert!(f(&fr["font_px"]) >= 11.0, "{name}: {fr}");
+        assert!(
+            f(&fr["label_w"]) <= f(&fr["box"]["w"]),
+            "{name} is cut: {fr}"
+        );
+        assert!(f(&fr["box"]["h"]) >= 14.0, "{name}: {fr}");
+        // Hover detail.
+        assert!(fr["title"].as_str().unwrap().contains("samples"), "{fr}");
+    }
+    // Children sit inside their parent, one row below.
+    let (main, shade) = (
+        &frames["main (mixed_app.py)"]["box"],
+        &frames["shade (mixed_app.py)"]["box"],
+    );
+    assert!(f(&shade["x"]) >= f(&main["x"]) - 0.5);
+    assert!(f(&shade["x"]) + f(&shade["w"]) <= f(&main["x"]) + f(&main["w"]) + 0.5);
+    assert!(f(&shade["top"]) > f(&main["top"]));
+
+    // Click detail.
+    let detail = g["detail"].as_str().unwrap();
+    assert!(detail.starts_with("shade (mixed_app.py): "), "{detail}");
+    assert!(detail.contains("samples"), "{detail}");
 }
 
 #[test]
@@ -212,15 +328,16 @@ fn heat_bars_follow_the_line_profile() {
     // Line 28 is the hottest (27.28% of samples): a full bar; line 27 (26.75%) nearly as long.
     assert!(html.contains("<td class=\"heat\" title=\"27.3% of samples\"><span style=\"width:100.0%\"></span></td><td class=\"no\">28</td>"));
     assert!(html.contains("<td class=\"heat\" title=\"26.8% of samples\"><span style=\"width:98.1%\"></span></td><td class=\"no\">27</td>"));
-    // The flame graph colours app frames by verdict: shade is cuda (green).
-    let svg = &html[html.find("<svg").unwrap()..html.find("</svg>").unwrap()];
-    assert!(svg.contains("shade (mixed_app.py)"));
+    // The flame graph colours app frames by verdict: shade is cuda,
+    // fingerprint object; library frames are neither.
+    let fg = &html[html.find("id=\"flamegraph\"").unwrap()..html.find("id=\"fg-detail\"").unwrap()];
     assert!(
-        svg.contains("rgb(110,200,110)"),
-        "shade's frame is not green"
+        fg.contains("<div class=\"fg-frame v-cuda\""),
+        "shade's frame is not cuda"
     );
-    // Without inferno's script, no dead buttons and no `init` hook.
-    assert!(!svg.contains("Reset Zoom") && !svg.contains(">Search<") && !svg.contains("onload"));
+    assert!(fg.contains("data-name=\"shade (mixed_app.py)\""));
+    assert!(fg.contains("<div class=\"fg-frame v-object\""));
+    assert!(fg.contains("<div class=\"fg-frame fg-lib\""));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_analyzer::{analyze, Analysis, AnalyzeOptions};
 use port_profiler::{resolve_python, ProfileOptions};
-use port_reports::terminal::{self, Style};
+use port_reports::terminal;
 
 use crate::profile_merge::{captured_types, merge, AnalysisResolver};
 use crate::state;
@@ -17,10 +17,14 @@ use crate::UserError;
 
 /// Classify every function of a program in Numba's terms.
 ///
-/// Without --static, port runs the program under py-spy's sampler (its
-/// output passes through unchanged), ranks the hotspots by function and line,
+/// Without --static, port runs the program under py-spy's sampler, ranks the hotspots by function and line,
 /// captures the argument types and one real input per hot function in a
 /// second run, and weights coverage by sampled time.
+///
+/// The program's own output: its stderr is yours; its stdout passes through
+/// unchanged, except with --json, where it goes to stderr so that stdout
+/// holds nothing but port's JSON, and with --app-output FILE, where it goes
+/// to FILE. The second (capture) run prints nothing.
 ///
 /// Exit codes: 0 analysed · 2 bad input (missing file, nothing parseable,
 /// no permission to sample) · 3 the program failed or was killed (the report
@@ -35,9 +39,14 @@ pub struct AnalyzeArgs {
     #[arg(long = "static")]
     pub static_only: bool,
     /// Print the analysis as JSON on stdout (it is always written to
-    /// .port/analysis.json too).
+    /// .port/analysis.json too). stdout then holds that one JSON document:
+    /// the program's own stdout goes to stderr (or to --app-output).
     #[arg(long)]
     pub json: bool,
+    /// Write the profiled program's stdout to FILE instead of the terminal
+    /// (default: passed through; with --json, sent to stderr).
+    #[arg(long, value_name = "FILE", conflicts_with = "static_only")]
+    pub app_output: Option<PathBuf>,
     /// The Python that runs the program. Default: $VIRTUAL_ENV/bin/python,
     /// else python3.
     #[arg(long, value_name = "PATH")]
@@ -158,6 +167,11 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
     let resolver = AnalysisResolver::new(&first);
     let mut opts = ProfileOptions::new(resolve_python(args.python.clone()), &args.path);
     opts.args = args.args.clone();
+    opts.app_output = match (&args.app_output, args.json) {
+        (Some(file), _) => port_profiler::AppOutput::File(file.clone()),
+        (None, true) => port_profiler::AppOutput::Stderr,
+        (None, false) => port_profiler::AppOutput::Inherit,
+    };
     opts.rate_hz = args.rate;
     opts.duration = match args.duration {
         Some(d) if d.is_finite() && d > 0.0 => Some(Duration::from_secs_f64(d)),
@@ -206,9 +220,9 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
     report(args, &analysis)?;
     if !profile.exit.success() && !profile.exit.timed_out {
         return Err(AppFailed(format!(
-            "{}; the report of the {} samples taken was written to {}",
+            "{}; the report of the {} taken was written to {}",
             profile.exit.describe(),
-            profile.samples,
+            terminal::count(profile.samples as usize, "sample", "samples"),
             analysis_path().display()
         ))
         .into());
@@ -244,9 +258,7 @@ fn report(args: &AnalyzeArgs, analysis: &Analysis) -> Result<()> {
         out.flush()?;
         return Ok(());
     }
-    let stdout = std::io::stdout();
-    let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let style = Style { color, width: None };
+    let style = crate::tty::style(true);
     println!("{}", terminal::analysis_table(analysis, style));
     if analysis.profiled {
         if let Some(lines) = terminal::hot_lines_table(analysis, style, 12) {

@@ -499,14 +499,19 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             report.ir = Some(ir_text);
             report.python = Some(m.python.clone());
             let ptx_path = kernels_dir.join(format!("{stem}.ptx"));
+            // libdevice comes from the packages of the Python that runs the
+            // original (a venv, conda, pyenv or the system), asked directly;
+            // only kernels that call math functions need it.
+            let libdevice = m
+                .plan
+                .module
+                .uses_math()
+                .then(|| port_verify::toolchain::libdevice_for(&python));
             let opts = PtxOptions {
                 arch,
-                // The Python that runs the original usually lives in the venv
-                // that holds libdevice; $PORT_LIBDEVICE still wins.
-                libdevice: std::env::var_os("PORT_LIBDEVICE")
-                    .is_none()
-                    .then(|| port_codegen::ptx::libdevice_near_python(&python))
-                    .flatten(),
+                libdevice: libdevice
+                    .as_ref()
+                    .and_then(port_verify::toolchain::Libdevice::path),
                 ..PtxOptions::default()
             };
             match compile_ptx(&m.plan.module, &opts) {
@@ -523,9 +528,13 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 }
                 Err(e) => {
                     report.status = "failed";
-                    let why = match e {
-                        CodegenError::LibdeviceNotFound { .. } => e.to_string(),
-                        other => format!("compiling the kernels to PTX failed: {other}"),
+                    let why = match (e, &libdevice) {
+                        (
+                            CodegenError::LibdeviceNotFound { .. },
+                            Some(port_verify::toolchain::Libdevice::Missing(line)),
+                        ) => line.clone(),
+                        (e @ CodegenError::LibdeviceNotFound { .. }, _) => e.to_string(),
+                        (other, _) => format!("compiling the kernels to PTX failed: {other}"),
                     };
                     report
                         .reasons
@@ -560,6 +569,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     given: args.run.inputs.clone(),
                     size: args.run.size,
                     repeats: args.run.repeats,
+                    app_output: args.run.app_output.clone(),
                     ptx: opts.clone(),
                     hotspot_pct: report_fn.total_pct,
                 };
@@ -585,12 +595,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     Err(VerifyError::NoGpu(m)) => return Err(UserError::new(m).into()),
                     Err(e) => {
                         report.status = "failed";
-                        let mut why = e.to_string();
-                        if matches!(e, VerifyError::OriginalFailed(_)) && vopts.captured.is_none() {
-                            why.push_str(
-                                " (on generated inputs, which give every array dimension the same extent; capture real inputs by profiling the program)",
-                            );
-                        }
+                        let why = e.to_string();
                         report
                             .reasons
                             .push(Reason::new("verify", report_fn.line, why));

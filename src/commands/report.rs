@@ -7,11 +7,10 @@
 //! a baseline from another app, an unwritable `-o`) · 4 the CI gate failed
 //! (the report is still written first).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use port_reports::terminal::Style;
 use port_reports::{gate, Baseline, Format, GateOptions, PortState, Report, SourceRoot};
 
 use crate::state;
@@ -156,11 +155,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         report.gate = Some(gate::check(&report, &opts));
     }
 
-    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let style = Style {
-        color: to_terminal && std::env::var_os("NO_COLOR").is_none(),
-        width: None,
-    };
+    let style = crate::tty::style(args.output.is_none());
     let text = port_reports::render(
         &report,
         args.format.into(),

@@ -23,6 +23,7 @@ use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_codegen::{Arch, PtxOptions};
 use port_rewriter::KernelPlan;
+use port_verify::toolchain::Libdevice;
 use port_verify::{BackendChoice, Outcome, Selected, VerifyError, VerifyOptions, MIN_REPEATS};
 use serde_json::{json, Value};
 
@@ -73,6 +74,12 @@ pub struct RunArgs {
     /// else python3).
     #[arg(long)]
     pub python: Option<PathBuf>,
+
+    /// Save what the original printed on stdout (importing its module and
+    /// calling it) to FILE. It never reaches port's stdout: without this
+    /// flag it is discarded.
+    #[arg(long, value_name = "FILE")]
+    pub app_output: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -352,6 +359,14 @@ fn verify_one(
         .map(PathBuf::from)
         .filter(|p| p.exists());
     let file = r.str("file").unwrap_or(original);
+    // libdevice from the packages of the Python that runs the original.
+    let libdevice = plan
+        .module
+        .uses_math()
+        .then(|| port_verify::toolchain::libdevice_for(python));
+    if let Some(Libdevice::Missing(line)) = &libdevice {
+        return Ok(Result1::Failed(line.clone()));
+    }
     let opts = VerifyOptions {
         selected: selected.clone(),
         python: python.to_path_buf(),
@@ -366,12 +381,10 @@ fn verify_one(
                 .map(|n| n as usize)
         }),
         repeats: args.run.repeats,
+        app_output: args.run.app_output.clone(),
         ptx: PtxOptions {
             arch: Arch::default_for_this_machine(),
-            libdevice: std::env::var_os("PORT_LIBDEVICE")
-                .is_none()
-                .then(|| port_codegen::ptx::libdevice_near_python(python))
-                .flatten(),
+            libdevice: libdevice.as_ref().and_then(Libdevice::path),
             ..PtxOptions::default()
         },
         hotspot_pct: hotspot_pct(file, qualname).or_else(|| {
@@ -438,7 +451,9 @@ fn results_table(rows: &[(String, Result1)]) -> String {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
-    if !std::io::stdout().is_terminal() {
+    // Eleven columns of figures: wrapped to a terminal's width they split
+    // words and numbers, so this table keeps its natural width.
+    if !crate::tty::style(true).color {
         t.force_no_tty();
     }
     t.set_header(vec![

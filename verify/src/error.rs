@@ -10,6 +10,13 @@ pub enum VerifyError {
     NoPython { python: String, message: String },
     #[error("the original function raised: {0}")]
     OriginalFailed(String),
+    /// The original raised on every shape of generated inputs tried.
+    #[error(
+        "the original function raised on generated inputs: {0}; give it real ones with \
+         --inputs FILE.npz (its arguments by name), or profile the program first \
+         (`port analyze APP.py`) so that a real call's inputs are captured and used"
+    )]
+    OriginalFailedOnGenerated(String),
     #[error("the kernels failed on the simulator: {0}")]
     Simulator(String),
     #[error("{0}")]

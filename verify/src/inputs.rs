@@ -1,22 +1,34 @@
-//! Inputs for verification: captured ones (the profiler's snapshot), or
-//! generated from the argument types.
+//! Inputs for verification: captured ones (the profiler's snapshot), given
+//! ones (`--inputs`), or generated from the argument types.
 //!
 //! Generated inputs are deterministic (a fixed-seed generator) and sized to
 //! exercise many blocks while keeping the CPython original fast: every
-//! array dimension has the same extent `N`, so arrays of any shapes agree
+//! array dimension starts from one extent `N`, so arrays of any shapes agree
 //! (`a[n, k] @ b[k, m]` gets square matrices), with `N^d ≈ 2^18` where `d`
 //! is the deeper of the kernels' loop nesting and the arrays' rank: 1-D
 //! work gets 100 000 elements, 2-D 512 × 512, a triple loop 64³.
+//!
+//! Extents then follow the function's own index arithmetic ([`needs`]): a
+//! loop over `range(out.shape[0])` that reads `x[i + 4]` needs `x` 4 longer
+//! than `out`, and a slice pair like `b[1:] - a[:n - 1]` (lowered to
+//! `b[i + 1] - a[i]` over the output) needs `b` one longer. [`candidates`]
+//! gives the shapes to try in order: the tightest that keep every access in
+//! bounds, then the same with every array that no loop bound comes from
+//! grown alike (a slice like `a[:n - 1]` reads less of `a` than it holds),
+//! then one extent for all. The original decides: the first it runs on is
+//! used.
 //!
 //! Values: floats uniform in [0.5, 1.5) when the kernels divide or call a
 //! function defined only for positive numbers (log, sqrt, pow, …), else in
 //! [-1, 1); integers in [0, 8) (valid indices into any array); booleans
 //! half true; integer scalars 5 and float scalars 0.75.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use port_codegen::ir::{BinOp, Expr, MathFn, Module, ScalarType, Stmt};
 use port_codegen::ArrayData;
+use port_rewriter::plan::HostStep;
 use port_rewriter::{ArgType, KernelPlan, PlanKind};
 
 use crate::error::VerifyError;
@@ -176,8 +188,388 @@ pub fn generate(plan: &KernelPlan) -> Inputs {
 
 /// Deterministic inputs with about `budget` loop iterations in all: a
 /// 1-D loop gets arrays of `budget` elements, a 2-D one `√budget` per side.
+/// The first of [`candidates`].
 pub fn generate_sized(plan: &KernelPlan, budget: Option<usize>) -> Inputs {
+    candidates(plan, budget)
+        .into_iter()
+        .next()
+        .expect("at least one candidate")
+}
+
+/// The integer value generated for an integer scalar argument.
+const INT_SCALAR: i64 = 5;
+
+/// Shapes of every array argument, by name.
+type Shapes = BTreeMap<String, Vec<usize>>;
+
+/// Generated inputs to try in order (see the module doc), without repeats.
+pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
     let n = extent_for(plan, budget);
+    let equal: Shapes = plan
+        .params
+        .iter()
+        .filter_map(|p| match p.ty {
+            ArgType::Array(a) => Some((p.name.clone(), vec![n; a.ndim as usize])),
+            ArgType::Scalar(_) => None,
+        })
+        .collect();
+    let mut shapes = vec![];
+    if plan.kind == PlanKind::Kernels {
+        let needs = needs(plan);
+        let tight = solve(&equal, &needs);
+        let grown = grow_alike(&equal, &tight, &needs);
+        shapes.push(tight);
+        shapes.push(grown);
+    }
+    shapes.push(equal);
+    let mut seen = HashSet::new();
+    shapes
+        .into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .map(|s| generate_shaped(plan, &s, n))
+        .collect()
+}
+
+/// One bound an access puts on an array dimension:
+/// `extent(array, axis) >= base + add`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub array: String,
+    pub axis: usize,
+    /// `Some((array, axis))`: that argument's extent; `None`: zero.
+    pub base: Option<(String, usize)>,
+    pub add: i64,
+}
+
+/// A host- or kernel-side integer known as `extent(base) + add` (or the
+/// constant `add`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Affine {
+    base: Option<(String, usize)>,
+    add: i64,
+}
+
+impl Affine {
+    fn constant(add: i64) -> Self {
+        Affine { base: None, add }
+    }
+    fn plus(&self, k: i64) -> Self {
+        Affine {
+            base: self.base.clone(),
+            add: self.add + k,
+        }
+    }
+}
+
+fn lit_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(port_codegen::ir::Literal::I64(v)) => Some(*v),
+        Expr::Lit(port_codegen::ir::Literal::I32(v)) => Some(i64::from(*v)),
+        Expr::Cast(_, a) => lit_int(a),
+        _ => None,
+    }
+}
+
+/// `x + k`, `k + x`, `x - k` as `(x, ±k)`; anything else as `(e, 0)`.
+fn split_offset(e: &Expr) -> (&Expr, i64) {
+    match e {
+        Expr::Binary(BinOp::Add, a, b) => match (lit_int(a), lit_int(b)) {
+            (_, Some(k)) => (a, k),
+            (Some(k), _) => (b, k),
+            _ => (e, 0),
+        },
+        Expr::Binary(BinOp::Sub, a, b) => match lit_int(b) {
+            Some(k) => (a, -k),
+            None => (e, 0),
+        },
+        Expr::Cast(_, a) => split_offset(a),
+        _ => (e, 0),
+    }
+}
+
+/// What the host side knows: integer scalars, and the shapes of the
+/// arrays it allocates.
+#[derive(Default)]
+struct HostEnv {
+    scalars: HashMap<String, Affine>,
+    allocs: HashMap<String, Vec<Option<Affine>>>,
+    params: HashSet<String>,
+}
+
+impl HostEnv {
+    fn shape(&self, array: &str, axis: usize) -> Option<Affine> {
+        if self.params.contains(array) {
+            return Some(Affine {
+                base: Some((array.to_string(), axis)),
+                add: 0,
+            });
+        }
+        self.allocs.get(array)?.get(axis)?.clone()
+    }
+
+    /// A host expression as an affine value, with `names` mapping the
+    /// names it uses (kernel parameters) to host names.
+    fn affine(&self, e: &Expr, names: &dyn Fn(&str) -> String) -> Option<Affine> {
+        if let Some(k) = lit_int(e) {
+            return Some(Affine::constant(k));
+        }
+        let (x, k) = split_offset(e);
+        if k != 0 {
+            return Some(self.affine(x, names)?.plus(k));
+        }
+        match e {
+            Expr::Var(v) => self.scalars.get(&names(v)).cloned(),
+            Expr::Shape { array, axis } => self.shape(&names(array), *axis as usize),
+            Expr::Cast(_, a) => self.affine(a, names),
+            _ => None,
+        }
+    }
+}
+
+/// Every bound the kernels' accesses put on the argument arrays.
+pub fn needs(plan: &KernelPlan) -> Vec<Need> {
+    let mut host = HostEnv::default();
+    for p in &plan.params {
+        match p.ty {
+            ArgType::Array(_) => {
+                host.params.insert(p.name.clone());
+            }
+            ArgType::Scalar(ScalarType::I32 | ScalarType::I64) => {
+                host.scalars
+                    .insert(p.name.clone(), Affine::constant(INT_SCALAR));
+            }
+            ArgType::Scalar(_) => {}
+        }
+    }
+    let id = |s: &str| s.to_string();
+    let mut out = Vec::new();
+    for step in &plan.steps {
+        match step {
+            HostStep::Scalar { name, value, .. } => {
+                if let Some(a) = host.affine(value, &id) {
+                    host.scalars.insert(name.clone(), a);
+                }
+            }
+            HostStep::Alloc { name, shape, .. } => {
+                let dims = shape.iter().map(|e| host.affine(e, &id)).collect();
+                host.allocs.insert(name.clone(), dims);
+            }
+            HostStep::Launch { kernel, args, .. } => {
+                let Some(k) = plan.module.kernels.iter().find(|k| &k.name == kernel) else {
+                    continue;
+                };
+                let map: HashMap<&str, &str> = k
+                    .params
+                    .iter()
+                    .zip(args)
+                    .map(|(p, a)| (p.name.as_str(), a.as_str()))
+                    .collect();
+                let names = |s: &str| map.get(s).map_or_else(|| s.to_string(), |h| h.to_string());
+                let mut walk = KernelWalk {
+                    host: &host,
+                    names: &names,
+                    loops: HashMap::new(),
+                    out: &mut out,
+                };
+                walk.body(&k.body);
+            }
+            HostStep::ReadBack { .. } => {}
+        }
+    }
+    out
+}
+
+/// Walks one kernel: loop variables and the locals that are a loop
+/// variable plus a constant, each with its exclusive upper bound.
+struct KernelWalk<'a> {
+    host: &'a HostEnv,
+    names: &'a dyn Fn(&str) -> String,
+    /// Variable → (exclusive upper bound of the loop variable, offset).
+    loops: HashMap<String, (Affine, i64)>,
+    out: &'a mut Vec<Need>,
+}
+
+impl KernelWalk<'_> {
+    fn bound(&self, e: &Expr) -> Option<Affine> {
+        self.host.affine(e, self.names)
+    }
+
+    fn index(&self, e: &Expr) -> Option<(Affine, i64)> {
+        let (x, k) = split_offset(e);
+        match x {
+            Expr::Var(v) => self.loops.get(v).map(|(u, o)| (u.clone(), o + k)),
+            _ => None,
+        }
+    }
+
+    fn access(&mut self, r: &port_codegen::ir::ElemRef) {
+        let array = (self.names)(&r.array);
+        if !self.host.params.contains(&array) {
+            return;
+        }
+        for (axis, ix) in r.indices.iter().enumerate() {
+            if let Some((upper, off)) = self.index(ix) {
+                // The largest index is upper - 1 + off.
+                self.out.push(Need {
+                    array: array.clone(),
+                    axis,
+                    base: upper.base,
+                    add: upper.add + off,
+                });
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        let mut refs = Vec::new();
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => {
+                refs.push(r.clone())
+            }
+            _ => {}
+        });
+        for r in &refs {
+            self.access(r);
+        }
+    }
+
+    fn body(&mut self, body: &[Stmt]) {
+        for s in body {
+            match s {
+                Stmt::Let { name, init, .. } | Stmt::Assign { name, value: init } => {
+                    self.expr(init);
+                    match self.index(init) {
+                        Some(ix) if matches!(s, Stmt::Let { .. }) => {
+                            self.loops.insert(name.clone(), ix);
+                        }
+                        _ => {
+                            self.loops.remove(name);
+                        }
+                    }
+                }
+                Stmt::Store { target, value } => {
+                    self.expr(value);
+                    for ix in &target.indices {
+                        self.expr(ix);
+                    }
+                    self.access(target);
+                }
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    self.expr(cond);
+                    self.body(then_body);
+                    self.body(else_body);
+                }
+                Stmt::While { cond, body } => {
+                    self.expr(cond);
+                    self.body(body);
+                }
+                Stmt::For {
+                    var,
+                    stop,
+                    step,
+                    body,
+                    ..
+                } => {
+                    self.expr(stop);
+                    match (lit_int(step), self.bound(stop)) {
+                        (Some(st), Some(u)) if st > 0 => {
+                            self.loops.insert(var.clone(), (u, 0));
+                        }
+                        _ => {
+                            self.loops.remove(var);
+                        }
+                    }
+                    self.body(body);
+                    self.loops.remove(var);
+                }
+                Stmt::ParallelFor(p) => {
+                    for (v, e) in p.vars.iter().zip(&p.extents) {
+                        match self.bound(e) {
+                            Some(u) => self.loops.insert(v.clone(), (u, 0)),
+                            None => self.loops.remove(v),
+                        };
+                    }
+                    self.body(&p.body);
+                    for v in &p.vars {
+                        self.loops.remove(v);
+                    }
+                }
+                Stmt::Return(Some(e)) | Stmt::Eval(e) => self.expr(e),
+                Stmt::Return(None) | Stmt::Break | Stmt::Continue | Stmt::Barrier => {}
+            }
+        }
+    }
+}
+
+/// The smallest growth of `start` that meets every need (extents never
+/// shrink below `start`).
+fn solve(start: &Shapes, needs: &[Need]) -> Shapes {
+    let mut s = start.clone();
+    // Needs form chains at most as long as there are dimensions; a cycle
+    // that keeps growing (x[i + 1] over x's own range) is left to the
+    // original to reject.
+    let dims: usize = s.values().map(Vec::len).sum();
+    for _ in 0..=dims {
+        let mut changed = false;
+        for nd in needs {
+            if nd.base.as_ref() == Some(&(nd.array.clone(), nd.axis)) {
+                continue;
+            }
+            let base = match &nd.base {
+                None => 0,
+                Some((a, ax)) => match s.get(a).and_then(|d| d.get(*ax)) {
+                    Some(&e) => e as i64,
+                    None => continue,
+                },
+            };
+            let want = base + nd.add;
+            if let Some(e) = s.get_mut(&nd.array).and_then(|d| d.get_mut(nd.axis)) {
+                if want > *e as i64 {
+                    *e = want as usize;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    s
+}
+
+/// `tight`, with every dimension that no loop bound comes from grown to the
+/// largest extent the needs gave that axis.
+fn grow_alike(start: &Shapes, tight: &Shapes, needs: &[Need]) -> Shapes {
+    let bases: HashSet<(String, usize)> = needs.iter().filter_map(|n| n.base.clone()).collect();
+    let mut widest: HashMap<usize, usize> = HashMap::new();
+    for (a, dims) in tight {
+        for (ax, &e) in dims.iter().enumerate() {
+            if e > start[a][ax] {
+                let w = widest.entry(ax).or_insert(e);
+                *w = (*w).max(e);
+            }
+        }
+    }
+    let mut s = tight.clone();
+    for (a, dims) in s.iter_mut() {
+        for (ax, e) in dims.iter_mut().enumerate() {
+            if !bases.contains(&(a.clone(), ax)) {
+                if let Some(&w) = widest.get(&ax) {
+                    *e = (*e).max(w);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Inputs with these array shapes (`n` for a scalar function's elementwise
+/// arguments).
+fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
     let (lo, hi) = value_range(plan);
     let mut rng = Rng(SEED);
     let mut values = Vec::new();
@@ -198,12 +590,15 @@ pub fn generate_sized(plan: &KernelPlan, budget: Option<usize>) -> Inputs {
                 s,
                 match s {
                     ScalarType::Bool => 1.0,
-                    ScalarType::I32 | ScalarType::I64 => 5.0,
+                    ScalarType::I32 | ScalarType::I64 => INT_SCALAR as f64,
                     ScalarType::F32 | ScalarType::F64 => 0.75,
                 },
             ),
             ArgType::Array(a) => {
-                let shape = vec![n; a.ndim as usize];
+                let shape = shapes
+                    .get(&p.name)
+                    .cloned()
+                    .unwrap_or_else(|| vec![n; a.ndim as usize]);
                 let len: usize = shape.iter().product();
                 let data = match a.elem {
                     ScalarType::Bool => {

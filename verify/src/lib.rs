@@ -25,6 +25,7 @@ pub mod npy;
 pub mod original;
 pub mod simulator;
 pub mod timing;
+pub mod toolchain;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -133,6 +134,9 @@ pub struct VerifyOptions {
     pub size: Option<usize>,
     /// Timed repeats (at least [`MIN_REPEATS`] on a GPU); 0 times nothing.
     pub repeats: usize,
+    /// Where what the original prints on stdout is saved (appended);
+    /// `None` discards it. It never reaches port's own stdout.
+    pub app_output: Option<PathBuf>,
     /// PTX options; on a GPU the architecture is the device's.
     pub ptx: PtxOptions,
     /// The function's share of the profile (`total_pct`), when profiled.
@@ -200,15 +204,16 @@ fn dtype_name(t: ScalarType) -> &'static str {
     }
 }
 
-/// The inputs for this verification, written for the original's helper.
+/// The inputs to try for this verification, in order: the given or
+/// captured ones alone, else the generated candidates
+/// ([`inputs::candidates`]).
 fn prepare_inputs(
     plan: &KernelPlan,
     opts: &VerifyOptions,
     work: &std::path::Path,
     input_dir: &std::path::Path,
-) -> Result<Inputs, VerifyError> {
+) -> Result<Vec<Inputs>, VerifyError> {
     let names: Vec<String> = plan.params.iter().map(|p| p.name.clone()).collect();
-    let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
     let npz = opts
         .given
         .as_ref()
@@ -218,17 +223,49 @@ fn prepare_inputs(
         Some((npz, origin)) => {
             original::unpack_capture(&opts.python, npz, &names, work, input_dir)?;
             let mut i = inputs::read(input_dir, origin)?;
-            // The ufunc's output types are part of the manifest.
-            inputs::write(input_dir, &i, &otypes)?;
             i.origin = origin;
-            i
+            vec![i]
         }
-        None => {
-            let i = inputs::generate_sized(plan, opts.size);
-            inputs::write(input_dir, &i, &otypes)?;
-            i
-        }
+        None => inputs::candidates(plan, opts.size),
     })
+}
+
+/// Runs the original on the first of `tries` it accepts. Generated inputs
+/// that make it raise give way to the next shapes; when it raises on all,
+/// the error shows the first exception (from the shapes the function's
+/// own indexing asked for).
+fn run_original_on(
+    plan: &KernelPlan,
+    opts: &VerifyOptions,
+    tries: Vec<Inputs>,
+    work: &std::path::Path,
+    input_dir: &std::path::Path,
+) -> Result<(Inputs, original::OriginalRun), VerifyError> {
+    let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
+    let mut first_error = None;
+    for inputs in tries {
+        // The ufunc's output types are part of the manifest.
+        inputs::write(input_dir, &inputs, &otypes)?;
+        match original::run_original(
+            &opts.python,
+            &opts.file,
+            &opts.qualname,
+            input_dir,
+            work,
+            plan.kind == PlanKind::Ufunc,
+            opts.repeats,
+            opts.app_output.as_deref(),
+        ) {
+            Ok(run) => return Ok((inputs, run)),
+            Err(VerifyError::OriginalFailed(m)) if inputs.origin == InputOrigin::Generated => {
+                first_error.get_or_insert(m);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(VerifyError::OriginalFailedOnGenerated(
+        first_error.unwrap_or_default(),
+    ))
 }
 
 /// Compares the kernels' run with the original's.
@@ -322,16 +359,8 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
     let work = tempfile::tempdir()
         .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
     let input_dir = work.path().join("inputs");
-    let inputs = prepare_inputs(plan, opts, work.path(), &input_dir)?;
-    let orig = original::run_original(
-        &opts.python,
-        &opts.file,
-        &opts.qualname,
-        &input_dir,
-        work.path(),
-        plan.kind == PlanKind::Ufunc,
-        opts.repeats,
-    )?;
+    let tries = prepare_inputs(plan, opts, work.path(), &input_dir)?;
+    let (inputs, orig) = run_original_on(plan, opts, tries, work.path(), &input_dir)?;
     let mut cpython_times = orig.times.clone();
     let cpython_s = timing::median(&mut cpython_times);
     let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len());

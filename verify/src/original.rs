@@ -51,9 +51,25 @@ fn last_line(bytes: &[u8]) -> String {
     s.lines().last().unwrap_or("").trim().to_string()
 }
 
+/// Appends what the original printed to `app_output`, when given.
+fn save_app_output(app_output: Option<&Path>, stdout: &[u8]) -> Result<(), VerifyError> {
+    use std::io::Write;
+    let Some(path) = app_output else {
+        return Ok(());
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(stdout))
+        .map_err(|e| VerifyError::Io(path.display().to_string(), e.to_string()))
+}
+
 /// Runs `qualname` of `file` on the inputs in `input_dir`
 /// (`manifest.json`, see the helper); `ufunc` applies it element by element;
-/// `repeats` more calls are timed.
+/// `repeats` more calls are timed. What the original prints on stdout is
+/// appended to `app_output` (else dropped): it never reaches port's stdout.
+#[allow(clippy::too_many_arguments)]
 pub fn run_original(
     python: &Path,
     file: &Path,
@@ -62,6 +78,7 @@ pub fn run_original(
     work: &Path,
     ufunc: bool,
     repeats: usize,
+    app_output: Option<&Path>,
 ) -> Result<OriginalRun, VerifyError> {
     let helper = helper_path(work)?;
     let out = work.join("original");
@@ -81,6 +98,7 @@ pub fn run_original(
             repeats.as_ref(),
         ],
     )?;
+    save_app_output(app_output, &o.stdout)?;
     if !o.status.success() {
         let msg = last_line(&o.stderr);
         return Err(if o.status.code() == Some(3) {

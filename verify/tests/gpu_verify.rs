@@ -47,6 +47,7 @@ fn gpu_opts(file: &Path, function: &str) -> VerifyOptions {
         given: None,
         size: None,
         repeats: 10,
+        app_output: None,
         ptx: PtxOptions::default(),
         hotspot_pct: Some(50.0),
     }

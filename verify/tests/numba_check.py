@@ -35,7 +35,7 @@ def load(path, name):
 def patch_no_driver(cc):
     """numba-cuda asks the driver for the device's compute capability when
     it compiles device functions; without libcuda, report `cc` instead
-    (the same trick as shared/tools/numba-oracle/classify.py)."""
+    (the same trick as scripts/oracle/classify.py)."""
     fake = pytypes.SimpleNamespace(compute_capability=cc)
     import numba.cuda.dispatcher as d
     import numba.cuda.compiler as c

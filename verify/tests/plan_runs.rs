@@ -25,6 +25,7 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
         given: None,
         size: None,
         repeats: 0,
+        app_output: None,
         ptx: PtxOptions::default(),
         hotspot_pct: None,
     }
@@ -110,10 +111,17 @@ fn an_original_that_raises_is_reported_with_its_line() {
     .unwrap();
     let plan = plan_of(&seeds(), "saxpy", SAXPY, false);
     let e = verify_plan(&plan, &opts(&bad, "saxpy")).unwrap_err();
-    let VerifyError::OriginalFailed(m) = e else {
+    let VerifyError::OriginalFailedOnGenerated(m) = &e else {
         panic!("{e}")
     };
     assert_eq!(m, "ValueError: boom (bad.py:2 in saxpy)");
+    // One line naming both ways out.
+    let line = e.to_string();
+    assert!(!line.contains('\n'));
+    assert!(
+        line.contains("--inputs FILE.npz") && line.contains("port analyze"),
+        "{line}"
+    );
 }
 
 /// Whether this machine has an NVIDIA driver (the tests below are about

@@ -1,0 +1,67 @@
+//! Generated inputs take their shapes from the function's own indexing:
+//! the candidates for functions whose arrays differ in shape
+//! (fixtures/userflow/stencils.py), and the one shape for those whose
+//! arrays agree.
+
+mod common;
+
+use common::*;
+use port_verify::inputs::{candidates, InputValue};
+
+fn shapes(function: &str, sig: &str, file: &str) -> Vec<Vec<Vec<usize>>> {
+    let plan = plan_of(&repo().join(file), function, sig, false);
+    candidates(&plan, Some(10_000))
+        .iter()
+        .map(|i| {
+            i.values
+                .iter()
+                .filter_map(|(_, v)| match v {
+                    InputValue::Array(a) => Some(a.shape.clone()),
+                    InputValue::Scalar(..) => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+const STENCILS: &str = "fixtures/userflow/stencils.py";
+
+#[test]
+fn a_stencil_input_is_as_much_larger_as_its_reads_reach() {
+    let s = shapes("smooth4", "float64[:], float64[:]", STENCILS);
+    // in_field[i + 4] over range(out_field.shape[0]): 4 more.
+    assert_eq!(s[0], vec![vec![10_004], vec![10_000]]);
+    // The last resort is one extent for all.
+    assert_eq!(s.last().unwrap(), &vec![vec![10_000], vec![10_000]]);
+
+    let s = shapes("hdiff", "float64[:, :], float64[:, :]", STENCILS);
+    // Loop bounds are host scalars I, J = out_field.shape; reads reach +3.
+    assert_eq!(s[0], vec![vec![103, 103], vec![100, 100]]);
+}
+
+#[test]
+fn a_slice_pair_grows_every_array_no_loop_bound_comes_from() {
+    let s = shapes(
+        "forward_diff",
+        "float64[:], float64[:], float64[:]",
+        STENCILS,
+    );
+    // b[1:] - a[:n - 1] lowered to b[i + 1] - a[i] over out: tightest first
+    // (only b longer), then a grown alike, as the slice of a needs.
+    assert_eq!(s[0], vec![vec![10_000], vec![10_001], vec![10_000]]);
+    assert_eq!(s[1], vec![vec![10_001], vec![10_001], vec![10_000]]);
+    assert_eq!(s.len(), 3);
+}
+
+#[test]
+fn arrays_that_agree_keep_one_shape() {
+    let s = shapes("saxpy", SAXPY, "fixtures/migrate/seeds.py");
+    assert_eq!(s, vec![vec![vec![10_000]; 3]]);
+    // A stencil inside its input's range needs nothing more.
+    let s = shapes(
+        "stencil_1d",
+        "float64[:], float64[:]",
+        "fixtures/migrate/kernels.py",
+    );
+    assert_eq!(s, vec![vec![vec![10_000]; 2]]);
+}
