@@ -123,14 +123,6 @@ else
     if [ "${BENCH[$i]}" = --repeats ] && [ "${BENCH[$((i + 1))]}" -lt 10 ]; then fail "--repeats must be at least 10 on a GPU"; fi
   done
 fi
-mode=$([ "$SIMULATE" = 1 ] && echo "simulated, no GPU" || echo "GPU")
-say "$version, $($PY --version 2>&1) ($PY), $mode; results in $OUT"
-
-# Phase lines for the summary: kind<TAB>name<TAB>result<TAB>seconds.
-PHASES=$OUT/phases.tsv
-: > "$PHASES"
-left() { echo $((DEADLINE - SECONDS)); }
-
 # The benchmark's cases (checked now: bad input fails before anything runs).
 mkdir -p "$OUT/cases"
 cases=$(cd "$B/repo/scripts" && "$PY" -c 'import bench_gpu; print(" ".join(c.function for c in bench_gpu.CASES))' 2>"$OUT/cases/list.log") \
@@ -140,6 +132,14 @@ for ((i = 0; i < ${#BENCH[@]}; i++)); do [ "${BENCH[$i]}" = --only ] && only=${B
 for f in ${only//,/ }; do
   [[ " $cases " == *" $f "* ]] || fail "--only $f: not a benchmark case (cases: ${cases// /, })"
 done
+
+mode=$([ "$SIMULATE" = 1 ] && echo "simulated, no GPU" || echo "GPU")
+say "$version, $($PY --version 2>&1) ($PY), $mode; results in $OUT"
+
+# Phase lines for the summary: kind<TAB>name<TAB>result<TAB>seconds.
+PHASES=$OUT/phases.tsv
+: > "$PHASES"
+left() { echo $((DEADLINE - SECONDS)); }
 
 # 1. The tests, one binary at a time, the device to themselves.
 # gpu_codegen and gpu_verify are gated on PORT_GPU=1 (with --simulate they
