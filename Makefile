@@ -6,7 +6,7 @@ CARGO ?= cargo
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export CARGO_TERM_PROGRESS_WHEN ?= never
 
-.PHONY: setup setup-test demo test lint bench bench-gpu fuzz
+.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -38,6 +38,10 @@ bench: setup
 ## make bench-gpu: port's kernels against numba-cuda, @njit and CPython on this GPU (ARGS="--simulate --quick" without one)
 bench-gpu: setup-test
 	@bash scripts/bench-gpu.sh $(ARGS)
+
+## make gpu-bundle: one archive (target/gpu-bundle/port-gpu.tar.xz, under 60 MiB) that runs the GPU tests and bench-gpu on a bare GPU machine (scripts/run-gpu.sh)
+gpu-bundle: setup
+	@bash scripts/gpu-bundle.sh $(ARGS)
 
 ## make fuzz: run the parse → analyse → classify fuzz target (nightly, cargo-fuzz)
 fuzz:

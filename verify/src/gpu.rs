@@ -77,6 +77,12 @@ pub fn describe(r: CUresult) -> String {
         }
         CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU => "the PTX targets a newer GPU than this one",
         CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
+        CUresult::CUDA_ERROR_STUB_LIBRARY => {
+            "the libcuda.so loaded is the CUDA toolkit's stub, not the driver's: take the toolkit's lib64/stubs off LD_LIBRARY_PATH"
+        }
+        CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH => {
+            "the NVIDIA kernel module and libcuda are different driver versions: reboot, or reinstall the driver"
+        }
         CUresult::CUDA_ERROR_INVALID_VALUE => "a launch argument or size is invalid",
         _ => "",
     };
@@ -113,6 +119,12 @@ fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, VerifyError> {
     })
 }
 
+/// The driver library's soname on every CUDA version (12, 13, …): the one
+/// name port needs found. port makes its PTX with LLVM and loads it with
+/// the driver API, so it loads no other CUDA library (no NVRTC, cuBLAS or
+/// runtime, whose sonames change with the CUDA major version).
+pub const DRIVER_SONAME: &str = "libcuda.so.1";
+
 /// A CUDA context on device 0, or why there is none (one line).
 pub fn open() -> Result<Arc<CudaContext>, VerifyError> {
     // SAFETY: only tries to dlopen libcuda and reports whether it loaded.
@@ -120,10 +132,10 @@ pub fn open() -> Result<Arc<CudaContext>, VerifyError> {
         cudarc::driver::sys::is_culib_present()
     })?;
     if !present {
-        return Err(VerifyError::NoGpu(
-            "no CUDA driver: libcuda.so could not be loaded (no NVIDIA driver on this machine)"
-                .into(),
-        ));
+        return Err(VerifyError::NoGpu(format!(
+            "no CUDA driver: libcuda.so could not be loaded ({DRIVER_SONAME}, the NVIDIA driver's \
+             library, is not on the loader's path: no NVIDIA driver on this machine)"
+        )));
     }
     match no_panic("opening device 0", || CudaContext::new(0))? {
         Ok(ctx) => Ok(ctx),
@@ -692,6 +704,17 @@ mod tests {
         assert!(d.starts_with("CUDA_ERROR_ILLEGAL_ADDRESS (the kernel read or wrote outside"));
         assert!(describe(CUresult::CUDA_ERROR_OUT_OF_MEMORY).contains("too little free memory"));
         assert_eq!(describe(CUresult::CUDA_ERROR_UNKNOWN), "CUDA_ERROR_UNKNOWN");
+        let stub = describe(CUresult::CUDA_ERROR_STUB_LIBRARY);
+        assert!(stub.contains("toolkit's stub"), "{stub}");
+    }
+
+    /// cudarc looks for the driver under the soname every driver ships
+    /// (CUDA 12 and 13 alike), not only under ones tied to the CUDA
+    /// version it was generated for.
+    #[test]
+    fn the_driver_is_searched_under_its_version_independent_soname() {
+        let names = cudarc::get_lib_name_candidates("cuda");
+        assert!(names.iter().any(|n| n == DRIVER_SONAME), "{names:?}");
     }
 
     #[test]

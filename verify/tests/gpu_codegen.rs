@@ -16,8 +16,12 @@ use port_codegen::{
 };
 
 fn kernel(name: &str) -> Module {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../codegen/tests/kernels")
+    // $PORT_TEST_REPO: the GPU bundle's copy of the kernels (see common/mod.rs).
+    let repo = std::env::var_os("PORT_TEST_REPO")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    let path = repo
+        .join("codegen/tests/kernels")
         .join(format!("{name}.pir"));
     let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     port_codegen::text::parse_module(&src).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -7,13 +7,22 @@ use std::path::{Path, PathBuf};
 
 use port_rewriter::{migrate, parse_signature, AppFacts, KernelPlan, MigrationRequest, Outcome};
 
+/// The checkout these tests were built in, or `$PORT_TEST_REPO`: the GPU
+/// bundle (scripts/gpu-bundle.sh) runs them on a machine without the
+/// checkout, with the fixtures they read in a folder of their own.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    match std::env::var_os("PORT_TEST_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+    }
 }
 
-/// The venv `make test` makes (numpy).
+/// The venv `make test` makes (numpy), or `$PORT_TEST_PYTHON` (the GPU
+/// bundle uses the machine's own python3).
 pub fn python() -> PathBuf {
-    let p = repo().join(".venv/bin/python");
+    let p = std::env::var_os("PORT_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv/bin/python"));
     assert!(p.exists(), "{} is missing: run make test", p.display());
     p
 }

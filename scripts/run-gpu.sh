@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# port's GPU path on a bare GPU machine, in one call: the gated GPU tests,
+# then the GPU benchmark (port's kernels against numba-cuda, @njit and
+# CPython; scripts/bench_gpu.py has the methodology), from the archive
+# `make gpu-bundle` builds. A short table comes last; the full JSON and
+# logs go to OUT_DIR.
+#
+#   run-gpu.sh [--simulate] [--bundle FILE] [--budget S] [--size N]
+#              [--repeats N] [--cpu-budget S] [--only f,g] OUT_DIR
+#
+# From the checkout (scripts/run-gpu.sh) it extracts the archive
+# (default target/gpu-bundle/port-gpu.tar.xz) into a temporary folder and
+# runs the copy inside it; inside an extracted bundle it runs directly.
+# It uses the first python3 on PATH, which needs numpy, numba and
+# numba-cuda. --simulate runs everything without a GPU (port's simulator,
+# NUMBA_ENABLE_CUDASIM=1, toy sizes): it proves the bundle works, it
+# measures nothing. --budget is the wall-clock budget for tests and
+# benchmark together (default 540 s): cases that would start past it are
+# reported as not run. Bench defaults here: --size 4194304 --cpu-budget 10
+# (the harness' own defaults take longer than a 10-minute call).
+# Exit: 0 all passed, 1 a test or case failed, 2 this machine cannot run it.
+set -uo pipefail
+
+say() { printf 'run-gpu: %s\n' "$*" >&2; }
+fail() { say "$*"; exit 2; }
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# From the checkout: extract the bundle, run its copy of this script.
+if [ ! -f "$HERE/MANIFEST" ]; then
+  ARCHIVE=
+  args=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --bundle ]; then
+      [ $# -ge 2 ] || fail "--bundle needs the archive"
+      ARCHIVE=$2; shift 2
+    else
+      args+=("$1"); shift
+    fi
+  done
+  ARCHIVE=${ARCHIVE:-$HERE/../target/gpu-bundle/port-gpu.tar.xz}
+  [ -f "$ARCHIVE" ] || fail "no bundle at $ARCHIVE: build it with 'make gpu-bundle' on a machine with Rust and LLVM, and carry target/gpu-bundle"
+  DIR=$(mktemp -d "${TMPDIR:-/tmp}/port-gpu.XXXXXX")
+  trap 'rm -rf "$DIR"' EXIT
+  t0=$SECONDS
+  if command -v xz >/dev/null; then
+    tar -C "$DIR" -xJf "$ARCHIVE" || fail "cannot extract $ARCHIVE"
+  else  # no xz: Python's tarfile reads it through lzma
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$ARCHIVE" "$DIR" \
+      || fail "cannot extract $ARCHIVE (no xz, and python3's tarfile failed)"
+  fi
+  say "extracted $(basename "$ARCHIVE") in $((SECONDS - t0)) s"
+  bash "$DIR/port-gpu/run-gpu.sh" ${args[@]+"${args[@]}"}
+  exit $?
+fi
+
+# Inside the bundle.
+B=$HERE
+SIMULATE=0
+BUDGET=540
+OUT=
+BENCH=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --simulate) SIMULATE=1 ;;
+    --budget) [[ "${2:-}" =~ ^[0-9]+$ ]] || fail "--budget needs whole seconds"; BUDGET=$2; shift ;;
+    --size|--repeats) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "$1 needs a positive whole number"; BENCH+=("$1" "$2"); shift ;;
+    --cpu-budget) [[ "${2:-}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1 needs seconds"; BENCH+=("$1" "$2"); shift ;;
+    --only) [ -n "${2:-}" ] || fail "--only needs function names (f,g)"; BENCH+=("$1" "$2"); shift ;;
+    --bundle) fail "--bundle is for scripts/run-gpu.sh in the checkout; this is already an extracted bundle" ;;
+    -*) fail "unknown option: $1 (see the top of run-gpu.sh)" ;;
+    *) [ -z "$OUT" ] || fail "one OUT_DIR only (got $OUT and $1)"; OUT=$1 ;;
+  esac
+  shift
+done
+[ -n "$OUT" ] || fail "usage: run-gpu.sh [--simulate] [--budget S] [--size N] [--repeats N] [--cpu-budget S] [--only f,g] OUT_DIR"
+mkdir -p "$OUT" || fail "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+START=$SECONDS
+DEADLINE=$((START + BUDGET))
+
+# What this machine must have.
+PY=$(command -v python3) || fail "no python3 on PATH (it needs numpy, numba and numba-cuda)"
+missing=$("$PY" - <<'EOF' 2>/dev/null
+import importlib, importlib.metadata
+gone = []
+for module, dist in (("numpy", "numpy"), ("numba", "numba"), ("numba.cuda", "numba-cuda")):
+    try:
+        importlib.import_module(module)
+        importlib.metadata.version(dist)
+    except Exception:
+        gone.append(dist)
+print(" ".join(gone))
+EOF
+) || missing="numpy numba numba-cuda"
+[ -z "$missing" ] || fail "$PY lacks ${missing// /, } (pip install numpy numba numba-cuda; or put a python3 that has them first on PATH)"
+need=$(sed -n 's/^needs: glibc //p' "$B/MANIFEST")
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+  fail "this machine has glibc $have; the bundle was built against glibc $need (build it on an older distribution)"
+fi
+if ! version=$("$B/port" --version 2>&1); then
+  lost=$(ldd "$B/port" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' ')
+  fail "the bundled port does not start: ${lost:+missing $lost}${lost:-$version}"
+fi
+if [ "$SIMULATE" = 0 ]; then
+  [ -e /dev/nvidiactl ] || fail "no NVIDIA driver here (/dev/nvidiactl is missing); on a machine without a GPU use --simulate"
+  "$PY" -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null \
+    || fail "the NVIDIA driver's libcuda.so.1 cannot be loaded (is the driver's user-space library installed?)"
+fi
+
+export PORT_LIBDEVICE=$B/libdevice/libdevice.10.bc PORT_TEST_REPO=$B/repo PORT_TEST_PYTHON=$PY
+export NO_COLOR=1 NUMBA_ENABLE_CUDASIM=$SIMULATE
+# Numba caches and the like need a writable home; env -i leaves none.
+export HOME=${HOME:-$OUT}
+if [ "$SIMULATE" = 1 ]; then
+  unset PORT_GPU
+  BENCH=(--quick ${BENCH[@]+"${BENCH[@]}"})
+else
+  export PORT_GPU=1
+  BENCH=(--size 4194304 --cpu-budget 10 ${BENCH[@]+"${BENCH[@]}"})
+  for ((i = 0; i < ${#BENCH[@]}; i++)); do
+    if [ "${BENCH[$i]}" = --repeats ] && [ "${BENCH[$((i + 1))]}" -lt 10 ]; then fail "--repeats must be at least 10 on a GPU"; fi
+  done
+fi
+# The benchmark's cases (checked now: bad input fails before anything runs).
+mkdir -p "$OUT/cases"
+cases=$(cd "$B/repo/scripts" && "$PY" -c 'import bench_gpu; print(" ".join(c.function for c in bench_gpu.CASES))' 2>"$OUT/cases/list.log") \
+  || fail "the benchmark harness does not import: $(tail -n 1 "$OUT/cases/list.log")"
+only=
+for ((i = 0; i < ${#BENCH[@]}; i++)); do [ "${BENCH[$i]}" = --only ] && only=${BENCH[$((i + 1))]}; done
+for f in ${only//,/ }; do
+  [[ " $cases " == *" $f "* ]] || fail "--only $f: not a benchmark case (cases: ${cases// /, })"
+done
+
+mode=$([ "$SIMULATE" = 1 ] && echo "simulated, no GPU" || echo "GPU")
+say "$version, $($PY --version 2>&1) ($PY), $mode; results in $OUT"
+
+# Phase lines for the summary: kind<TAB>name<TAB>result<TAB>seconds.
+PHASES=$OUT/phases.tsv
+: > "$PHASES"
+left() { echo $((DEADLINE - SECONDS)); }
+
+# 1. The tests, one binary at a time, the device to themselves.
+# gpu_codegen and gpu_verify are gated on PORT_GPU=1 (with --simulate they
+# only prove they start); plan_runs is their simulator twin.
+for t in gpu_codegen gpu_verify plan_runs; do
+  limit=$(( $(left) * 2 / 5 ))
+  [ "$t" = plan_runs ] && limit=$(( $(left) / 3 ))
+  if [ "$limit" -lt 10 ]; then
+    printf 'test\t%s\tnot run (out of time)\t0\n' "$t" >> "$PHASES"; continue
+  fi
+  say "tests: $t (at most $limit s)"
+  t0=$SECONDS
+  timeout -k 5 "$limit" "$B/tests/$t" --test-threads=1 --nocapture > "$OUT/test-$t.log" 2>&1
+  rc=$?
+  counts=$(grep -o 'test result: [A-Za-z]*\. [0-9]* passed; [0-9]* failed' "$OUT/test-$t.log" | tail -n 1 \
+    | sed 's/test result: [A-Za-z]*\. //')
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result="FAILED: timed out after $limit s"
+  elif [ "$rc" = 0 ]; then result="ok: $counts"
+  else result="FAILED: ${counts:-exit $rc} (see test-$t.log)"; fi
+  if [ "$SIMULATE" = 1 ] && [ "$t" != plan_runs ] && [ "$rc" = 0 ]; then result="ok: starts; gated, skipped without a GPU"; fi
+  printf 'test\t%s\t%s\t%d\n' "$t" "$result" $((SECONDS - t0)) >> "$PHASES"
+done
+
+# 2. The benchmark, one case per process, so that a case that overruns the
+# budget costs only itself.
+for f in $cases; do
+  if [ -n "$only" ] && [[ ",$only," != *",$f,"* ]]; then continue; fi
+  limit=$(( $(left) ))
+  if [ "$limit" -lt 20 ]; then
+    printf 'bench\t%s\tnot run (out of time)\t0\n' "$f" >> "$PHASES"; continue
+  fi
+  say "bench: $f (at most $limit s)"
+  t0=$SECONDS
+  args=()
+  for ((i = 0; i < ${#BENCH[@]}; i++)); do
+    if [ "${BENCH[$i]}" = --only ]; then i=$((i + 1)); else args+=("${BENCH[$i]}"); fi
+  done
+  rm -f "$OUT/cases/$f.json"
+  timeout -k 5 "$limit" "$PY" "$B/repo/scripts/bench_gpu.py" --port "$B/port" --only "$f" \
+    --json-out "$OUT/cases/$f.json" ${args[@]+"${args[@]}"} > "$OUT/cases/$f.log" 2>&1
+  rc=$?
+  if [ -f "$OUT/cases/$f.json" ]; then result=ok
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result="timed out after $limit s"
+  else result="exit $rc: $(grep -v '^\s*$' "$OUT/cases/$f.log" | tail -n 1)"; fi
+  printf 'bench\t%s\t%s\t%d\n' "$f" "$result" $((SECONDS - t0)) >> "$PHASES"
+done
+
+# 3. One JSON (the harness' schema), the harness' tables, and the summary last.
+cd "$B/repo/scripts" && "$PY" - "$OUT" "$B/MANIFEST" $((SECONDS - START)) <<'EOF'
+import json, sys
+from pathlib import Path
+
+import bench_gpu as bg
+
+out, manifest, seconds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+phases = [line.split("\t") for line in (out / "phases.tsv").read_text().splitlines() if line]
+run, results = None, []
+for kind, name, result, _ in phases:
+    if kind != "bench":
+        continue
+    path = out / "cases" / (name + ".json")
+    if result == "ok":
+        case = json.loads(path.read_text())
+        run = run or case
+        results.extend(case["results"])
+    else:
+        results.append({"function": name, "error": result})
+if run is not None:
+    run = dict(run, results=results)
+    (out / "bench-gpu.json").write_text(json.dumps(run, indent=2) + "\n")
+    bg.print_report(run)
+
+def short(e):
+    """A case's outcome in a few words."""
+    if e is None:
+        return ""
+    if "error" in e:
+        return "FAILED: " + e["error"]
+    if run["simulated"]:
+        return "ok (simulated: ran, measured nothing)"
+    r = e["ratios"]
+    return "ok: port kernel %s, %s vs numba-cuda; e2e %s vs CPython" % (
+        bg.fmt_time(bg.dig(e, "port", "timing", "kernel_s")),
+        bg.fmt_ratio(r["kernel_vs_numba_cuda"]), bg.fmt_ratio(r["vs_cpython"], lower_bound=e["cpython"]["timed_out"]))
+
+by_name = {e["function"]: e for e in results}
+rows, failed = [], False
+for kind, name, result, secs in phases:
+    text = short(by_name.get(name)) if kind == "bench" else result
+    failed |= not text.startswith("ok")
+    rows.append([kind, name, text, secs + " s"])
+commit = next((l.split(": ", 1)[1] for l in manifest.read_text().splitlines() if l.startswith("commit: ")), "?")
+device = run["device"]["name"] if run else "?"
+summary = {"schema": "port.run-gpu/1", "bundle_commit": commit, "device": device, "seconds": seconds,
+           "passed": not failed, "phases": [dict(zip(("kind", "name", "result", "seconds"), r)) for r in rows]}
+(out / "run-gpu.json").write_text(json.dumps(summary, indent=2) + "\n")
+print()
+print("run-gpu summary: bundle %s on %s, %d s" % (commit, device, seconds))
+bg.print_table(["phase", "name", "result", "time"], rows)
+print("%s; JSON and logs in %s" % ("FAILED" if failed else "all passed", out))
+sys.exit(1 if failed else 0)
+EOF
