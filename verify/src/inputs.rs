@@ -343,7 +343,11 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
     }
     let id = |s: &str| s.to_string();
     let mut out = Vec::new();
-    for step in &plan.steps {
+    // Host loops and ifs: their steps in program order (a loop variable has
+    // no known value, so what depends on it stays unbounded).
+    let mut steps: Vec<&HostStep> = Vec::new();
+    HostStep::walk(&plan.steps, &mut |s| steps.push(s));
+    for step in steps {
         match step {
             HostStep::Scalar { name, value, .. } => {
                 if let Some(a) = host.affine(value, &id) {
@@ -373,7 +377,12 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
                 };
                 walk.body(&k.body);
             }
-            HostStep::ReadBack { .. } => {}
+            HostStep::ReadBack { .. }
+            | HostStep::Loop { .. }
+            | HostStep::While { .. }
+            | HostStep::If { .. }
+            | HostStep::Break
+            | HostStep::Rebind { .. } => {}
         }
     }
     out
