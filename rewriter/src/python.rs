@@ -41,10 +41,49 @@ def _port_reduce_blocks(n, threads):
 def _port_grid_2d(rows, cols):
     """A 2-D grid of 16 x 16 blocks over rows x cols (x runs along cols)."""
     return (max(1, min((cols + 15) // 16, 65535)), max(1, min((rows + 15) // 16, 65535)))
+
+
+def _port_on_gpu(a):
+    """Whether `a` already lives on the GPU (CuPy, Numba, PyTorch, ...)."""
+    return hasattr(a, "__cuda_array_interface__")
+
+
+def _port_to_device(a, dtype):
+    """`a` as a device array of `dtype`: a GPU array is used where it is,
+    with no copy; a host array is copied over once."""
+    if _port_on_gpu(a):
+        d = cuda.as_cuda_array(a)
+        if d.dtype != dtype:
+            raise TypeError(f"a device array of {d.dtype}: the kernels take {np.dtype(dtype)}")
+        return d
+    return cuda.to_device(np.ascontiguousarray(a, dtype=dtype))
+
+
+def _port_copy_back(a, d):
+    """The caller's array gets what the kernels wrote into `d` (nothing to
+    do when `d` is the caller's own GPU array)."""
+    if _port_on_gpu(a):
+        if cuda.as_cuda_array(a).device_ctypes_pointer.value != d.device_ctypes_pointer.value:
+            cuda.as_cuda_array(a).copy_to_device(d)
+    else:
+        a[...] = d.copy_to_host()
+
+
+def _port_result(d, on_gpu):
+    """A result: left on the GPU when the arguments were, else brought back."""
+    return d if on_gpu else d.copy_to_host()
 "#;
 
 /// Names of the helpers, to see whether a file already has them.
-pub const HELPER_NAMES: [&str; 3] = ["_port_blocks", "_port_reduce_blocks", "_port_grid_2d"];
+pub const HELPER_NAMES: [&str; 7] = [
+    "_port_blocks",
+    "_port_reduce_blocks",
+    "_port_grid_2d",
+    "_port_on_gpu",
+    "_port_to_device",
+    "_port_copy_back",
+    "_port_result",
+];
 
 /// Everything the migrated function needs, as Python source: device
 /// functions, kernels and the wrapper (helpers and imports not included).
@@ -674,17 +713,30 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
             h.device.insert(p.name.clone());
         }
     } else {
+        let arrays: Vec<&str> = plan
+            .params
+            .iter()
+            .filter(|p| p.kernel_ty.is_array())
+            .map(|p| p.name.as_str())
+            .collect();
+        if !arrays.is_empty() {
+            let _ = writeln!(
+                out,
+                "{ind}_port_gpu = {}",
+                arrays
+                    .iter()
+                    .map(|a| format!("_port_on_gpu({a})"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            );
+        }
         for p in &plan.params {
             if let ArgType::Array(a) = p.kernel_ty {
-                let conv = if a.elem != p.ty.elem() {
-                    format!(".astype({})", numpy_dtype(a.elem))
-                } else {
-                    String::new()
-                };
                 let _ = writeln!(
                     out,
-                    "{ind}d_{0} = cuda.to_device(np.ascontiguousarray({0}){conv})",
-                    p.name
+                    "{ind}d_{0} = _port_to_device({0}, {1})",
+                    p.name,
+                    numpy_dtype(a.elem)
                 );
                 h.device.insert(p.name.clone());
             } else if p.kernel_ty != p.ty {
@@ -711,7 +763,7 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
         } else {
             h.array(m)
         };
-        let _ = writeln!(out, "{ind}{m}[...] = {src}.copy_to_host()");
+        let _ = writeln!(out, "{ind}_port_copy_back({m}, {src})");
     }
     match &plan.ret {
         None => {}
@@ -877,14 +929,20 @@ fn host_value(h: &Host, v: &HostValue) -> String {
         HostValue::Array(n) if h.is_param(n) && !h.rebound.contains(n) => n.clone(),
         HostValue::Array(n) => {
             let plan = h.plan;
-            let mut s = format!("{}.copy_to_host()", h.array(n));
-            if plan.fp32 {
-                s.push_str(".astype(np.float64)");
-            }
             if plan.kind == PlanKind::Ufunc {
-                s = format!("_port_unbroadcast({s}, shape)");
+                let mut s = format!("{}.copy_to_host()", h.array(n));
+                if plan.fp32 {
+                    s.push_str(".astype(np.float64)");
+                }
+                return format!("_port_unbroadcast({s}, shape)");
             }
-            s
+            let s = format!("_port_result({}, _port_gpu)", h.array(n));
+            if plan.fp32 {
+                // float32 kernels for float64 code: the result goes back as float64.
+                format!("{s}.astype(np.float64)")
+            } else {
+                s
+            }
         }
         HostValue::Scalar(n, _) => n.clone(),
         HostValue::Tuple(items) => {
