@@ -400,5 +400,10 @@ mod programs {
         mirrored_difference: "float64[:,:]",
         axes_swapped: "float64[:,:,:]",
         countdown: "int64",
+        softmax_4d: "float32[:,:,:,:]",
+        batch_norm_4d: "float64[:,:,:,:], float64",
+        conv2d_nhwc: "float64[:,:,:,:], float64[:,:,:,:], float64[:]",
+        like_dtype: "float32[:], int64",
+        masks: "float64[:], float64[:]",
     }
 }

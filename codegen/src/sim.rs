@@ -186,9 +186,12 @@ impl SimArray {
         strides: &[usize],
     ) -> Result<SimArray, SimError> {
         let data = data.into();
-        if shape.is_empty() || shape.len() > 3 || shape.len() != strides.len() {
+        if shape.is_empty()
+            || shape.len() > crate::ir::MAX_DIMS as usize
+            || shape.len() != strides.len()
+        {
             return Err(SimError::BadArray(format!(
-                "an array has 1 to 3 dimensions with one stride each (shape {shape:?}, strides {strides:?})"
+                "an array has 1 to 4 dimensions with one stride each (shape {shape:?}, strides {strides:?})"
             )));
         }
         if !shape.contains(&0) {

@@ -770,8 +770,8 @@ impl Parser {
                 ))
             }
         };
-        if dims.len() > 3 {
-            return Err(self.error_here("arrays have at most 3 dimensions"));
+        if dims.len() > crate::ir::MAX_DIMS as usize {
+            return Err(self.error_here("arrays have at most 4 dimensions"));
         }
         Ok(Type::Array(ArrayType {
             elem,

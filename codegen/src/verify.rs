@@ -318,8 +318,11 @@ impl<'m> FnChecker<'m> {
             let r = match p.ty {
                 Type::Scalar(s) => self.declare(&p.name, VarKind::Scalar(s)),
                 Type::Array(a) => {
-                    if a.ndim == 0 || a.ndim > 3 {
-                        Err("arrays have 1 to 3 dimensions".to_string())
+                    if a.ndim == 0 || a.ndim > crate::ir::MAX_DIMS {
+                        Err(format!(
+                            "arrays have 1 to {} dimensions",
+                            crate::ir::MAX_DIMS
+                        ))
                     } else {
                         self.declare_array(&p.name, a)
                     }

@@ -1167,18 +1167,16 @@ impl<'a> Lowerer<'a> {
                 Ok(Val::Array(v))
             }
             "astype" if c.args.len() == 1 => {
-                let t = crate::rewrites::hoist_alloc::dtype_of(self.src, &c.args[0]).ok_or_else(
-                    || {
-                        Box::new(crate::error::Reason::new(
-                            array_expr::NAME,
-                            line,
-                            format!(
-                                "`.astype({})`: unsupported dtype",
-                                self.src.text_of(&c.args[0])
-                            ),
-                        ))
-                    },
-                )?;
+                let t = self.dtype_value(r, &c.args[0]).ok_or_else(|| {
+                    Box::new(crate::error::Reason::new(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`.astype({})`: unsupported dtype",
+                            self.src.text_of(&c.args[0])
+                        ),
+                    ))
+                })?;
                 Ok(Val::Array(av.map(t, |e| cast_to(e, av.elem, t))))
             }
             "dot" if c.args.len() == 1 => {

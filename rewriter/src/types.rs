@@ -116,8 +116,8 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         let ndim: u8 = parts[1]
             .strip_suffix('d')
             .and_then(|n| n.parse().ok())
-            .filter(|n| (1..=3).contains(n))
-            .ok_or_else(|| bad(t, "arrays have 1 to 3 dimensions (`1d`, `2d`, `3d`)"))?;
+            .filter(|n| (1..=port_codegen::ir::MAX_DIMS).contains(n))
+            .ok_or_else(|| bad(t, "arrays have 1 to 4 dimensions (`1d` … `4d`)"))?;
         let contiguous = parts.get(2).is_some_and(|l| *l == "C");
         return Ok(ArgType::Array(ArrayType {
             elem,
@@ -139,8 +139,8 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
             .split(',')
             .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
             .collect();
-        if dims.is_empty() || dims.len() > 3 {
-            return Err(bad(t, "arrays have 1 to 3 dimensions"));
+        if dims.is_empty() || dims.len() > port_codegen::ir::MAX_DIMS as usize {
+            return Err(bad(t, "arrays have 1 to 4 dimensions"));
         }
         let mut contiguous = false;
         for (k, d) in dims.iter().enumerate() {
@@ -224,9 +224,9 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
                 ))
             })?;
             let ndim = t.ndim.unwrap_or(1);
-            if !(1..=3).contains(&ndim) {
+            if !(1..=u32::from(port_codegen::ir::MAX_DIMS)).contains(&ndim) {
                 return Err(RewriteError::BadSignature(format!(
-                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 3",
+                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 4",
                     t.name
                 )));
             }

@@ -342,8 +342,8 @@ impl Lowerer<'_> {
         let nd = av.ndim();
         let out_dims: Vec<usize> = (0..nd).filter(|d| !axes.contains(d)).collect();
         let out_shape: Vec<Expr> = out_dims.iter().map(|&d| av.shape[d].clone()).collect();
-        if out_shape.len() > 3 {
-            return refuse(NAME, line, "a reduction result of more than 3 dimensions");
+        if out_shape.len() > port_codegen::ir::MAX_DIMS as usize {
+            return refuse(NAME, line, "a reduction result of more than 4 dimensions");
         }
         let acc_t = match op {
             AxisOp::Plain(Reduce::Mean) => {

@@ -47,18 +47,39 @@ impl Lowerer<'_> {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 3 dimensions in kernels",
+                "arrays have 1 to 4 dimensions in kernels",
             );
         }
         Ok(out)
     }
 
+    /// A dtype: a name (`np.float32`, `"int64"`) or another array's
+    /// (`x.dtype`).
+    pub(crate) fn dtype_value(&mut self, r: &mut Region, e: &ast::Expr) -> Option<ScalarType> {
+        if let Some(t) = dtype_of(self.src, e) {
+            return Some(t);
+        }
+        if let ast::Expr::Attribute(a) = e {
+            if a.attr.as_str() == "dtype" {
+                if let Ok(Val::Array(av)) = self.expr(r, &a.value) {
+                    return Some(av.elem);
+                }
+            }
+        }
+        None
+    }
+
     /// `dtype=` of a creation call, if given.
-    fn dtype_kw(&self, c: &ast::ExprCall, line: u32) -> Lower<Option<ScalarType>> {
+    fn dtype_kw(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Option<ScalarType>> {
         for k in &c.keywords {
             match k.arg.as_ref().map(|a| a.as_str()) {
                 Some("dtype") => {
-                    return match dtype_of(self.src, &k.value) {
+                    return match self.dtype_value(r, &k.value) {
                         Some(t) => Ok(Some(t)),
                         None => refuse(
                             array_expr::NAME,
@@ -104,7 +125,7 @@ impl Lowerer<'_> {
                     return refuse(array_expr::NAME, line, format!("`{short}` needs a shape"));
                 };
                 let shape = self.shape_arg(r, first, line)?;
-                let mut dtype = self.dtype_kw(c, line)?;
+                let mut dtype = self.dtype_kw(r, c, line)?;
                 let value = if short == "full" {
                     let Some(v) = c.args.get(1) else {
                         return refuse(array_expr::NAME, line, "`full` needs a fill value");
@@ -138,7 +159,7 @@ impl Lowerer<'_> {
                 else {
                     return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
                 };
-                let elem = self.dtype_kw(c, line)?.unwrap_or(like.elem);
+                let elem = self.dtype_kw(r, c, line)?.unwrap_or(like.elem);
                 let v = if short == "full_like" {
                     match c.args.get(1).map(|a| self.expr(r, a)).transpose()? {
                         Some(Val::Scalar(e, t, _)) => cast_to(e, t, elem),
@@ -163,7 +184,7 @@ impl Lowerer<'_> {
                         _ => return refuse(array_expr::NAME, line, "`arange` of arrays"),
                     }
                 }
-                let dtype = self.dtype_kw(c, line)?;
+                let dtype = self.dtype_kw(r, c, line)?;
                 let any_float = ints.iter().any(|(_, t)| t.is_float());
                 let t = dtype.unwrap_or(if any_float {
                     ScalarType::F64
@@ -214,7 +235,7 @@ impl Lowerer<'_> {
                         _ => return refuse(array_expr::NAME, line, "`linspace` of arrays"),
                     }
                 }
-                let t = self.dtype_kw(c, line)?.unwrap_or(ScalarType::F64);
+                let t = self.dtype_kw(r, c, line)?.unwrap_or(ScalarType::F64);
                 let f = |(e, t0): &(Expr, ScalarType)| cast_to(e.clone(), *t0, ScalarType::F64);
                 let (a, b) = (f(&v[0]), f(&v[1]));
                 let n = cast_to(v[2].0.clone(), v[2].1, ScalarType::I64);
@@ -255,7 +276,7 @@ impl Lowerer<'_> {
                     );
                 }
                 let n = cast_to(n, nt, ScalarType::I64);
-                let t = self.dtype_kw(c, line)?.unwrap_or(ScalarType::F64);
+                let t = self.dtype_kw(r, c, line)?.unwrap_or(ScalarType::F64);
                 let one = cmp(port_codegen::ir::CmpOp::Eq, var(&ph(0)), var(&ph(1)));
                 filled(vec![n.clone(), n], t, cast_to(one, ScalarType::Bool, t))
             }
@@ -406,11 +427,11 @@ impl Lowerer<'_> {
                 )
             }
         };
-        if out.ndim() > 3 {
+        if out.ndim() > port_codegen::ir::MAX_DIMS as usize {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 3 dimensions in kernels",
+                "arrays have 1 to 4 dimensions in kernels",
             );
         }
         self.log.applied(

@@ -73,7 +73,7 @@ impl Lowerer<'_> {
         for k in &call.keywords {
             match k.arg.as_ref().map(|a| a.as_str()) {
                 Some("dtype") => {
-                    dtype = Some(dtype_of(self.src, &k.value).ok_or_else(|| {
+                    dtype = Some(self.dtype_value(r, &k.value).ok_or_else(|| {
                         Box::new(crate::error::Reason::new(
                             NAME,
                             line,
@@ -102,7 +102,7 @@ impl Lowerer<'_> {
                     return refuse(NAME, line, format!("`{short}` of a scalar"));
                 };
                 if call.args.len() > 1 && short != "full_like" {
-                    if let Some(d) = dtype_of(self.src, &call.args[1]) {
+                    if let Some(d) = self.dtype_value(r, &call.args[1]) {
                         dtype = Some(d);
                     }
                 }
@@ -141,12 +141,12 @@ impl Lowerer<'_> {
                 };
                 if let (None, Some(d)) = (dtype, call.args.get(if short == "full" { 2 } else { 1 }))
                 {
-                    dtype = dtype_of(self.src, d);
+                    dtype = self.dtype_value(r, d);
                 }
                 (shape, dtype.unwrap_or(ScalarType::F64), None)
             };
-        if shape.is_empty() || shape.len() > 3 {
-            return refuse(NAME, line, "arrays have 1 to 3 dimensions in kernels");
+        if shape.is_empty() || shape.len() > port_codegen::ir::MAX_DIMS as usize {
+            return refuse(NAME, line, "arrays have 1 to 4 dimensions in kernels");
         }
         let fill = match short.as_str() {
             "zeros" | "zeros_like" => Fill::Value(crate::ir_util::lit(elem, 0.0)),

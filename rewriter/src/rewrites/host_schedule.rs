@@ -92,9 +92,14 @@ impl Lowerer<'_> {
             Err(why) => why,
         };
         self.restore(before);
-        // Only a loop that carries a dependence belongs on the host: any
-        // other refusal (an unsupported call, say) is the one to report.
-        if parallel.rewrite != dependences::NAME {
+        // A loop that carries a dependence belongs on the host; so does one
+        // whose body is array statements a single kernel cannot hold (an
+        // axis reduction or `@` per iteration). Any other refusal (a race,
+        // an unsupported call) is the one to report. When the host cannot
+        // take it either, the dependence is what the user needs to hear
+        // about — or, for a loop without one, why it is not a kernel.
+        if parallel.rewrite != dependences::NAME && parallel.rewrite != super::axis_reduction::NAME
+        {
             return Err(parallel);
         }
         let before = self.snapshot();
@@ -102,7 +107,11 @@ impl Lowerer<'_> {
             Ok(()) => Ok(()),
             Err(why) => {
                 self.restore(before);
-                Err(why)
+                Err(if parallel.rewrite == dependences::NAME {
+                    why
+                } else {
+                    parallel
+                })
             }
         }
     }

@@ -117,6 +117,23 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             })
         }
         ("abs" | "absolute", [a], true) => map1(a, &mut |e, t| abs(e, t)),
+        ("logical_not", [a], true) if numpy => map1(a, &mut |e, t| {
+            (
+                Expr::Unary(UnaryOp::Not, Box::new(truthy(e, t))),
+                ScalarType::Bool,
+            )
+        }),
+        ("logical_and" | "logical_or" | "logical_xor", [a, b], true) if numpy => {
+            map2(a, b, &mut |(x, tx, _), (y, ty, _)| {
+                let (x, y) = (truthy(x, tx), truthy(y, ty));
+                let e = match short {
+                    "logical_and" => binary(BinOp::And, x, y),
+                    "logical_or" => binary(BinOp::Or, x, y),
+                    _ => cmp(CmpOp::Ne, x, y),
+                };
+                (e, ScalarType::Bool)
+            })
+        }
         ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
         ("negative", [a], true) if numpy => {
             map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Neg, Box::new(e)), t))
