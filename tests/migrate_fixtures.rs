@@ -405,5 +405,19 @@ mod programs {
         conv2d_nhwc: "float64[:,:,:,:], float64[:,:,:,:], float64[:]",
         like_dtype: "float32[:], int64",
         masks: "float64[:], float64[:]",
+        clamp_small: "float64[:], float64[:]",
+        corners: "float64[:,:]",
     }
+}
+
+/// A host loop of `n` iterations runs `n` times a few launches on the
+/// simulator: small inputs keep it quick.
+#[test]
+fn levinson_durbin_host_reads_elements() {
+    verified(
+        "migrate/programs.py",
+        "levinson_durbin",
+        "float64[:]",
+        &["--size", "48"],
+    );
 }

@@ -51,6 +51,22 @@ impl Lowerer<'_> {
                         }
                     };
                 }
+                ast::Stmt::Assign(a) if a.targets.len() > 1 => {
+                    // `a = b = value`: the value once, then every target
+                    // bound to it in turn, as Python does.
+                    let first = &a.targets[0];
+                    let ast::Expr::Name(_) = first else {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "a chained assignment whose first target is not a name",
+                        );
+                    };
+                    self.host_assign_stmt(r, first, &a.value, line)?;
+                    for t in &a.targets[1..] {
+                        self.host_assign_stmt(r, t, first, line)?;
+                    }
+                }
                 ast::Stmt::Assign(a) if a.targets.len() == 1 => {
                     self.host_assign_stmt(r, &a.targets[0], &a.value, line)?
                 }
@@ -158,6 +174,9 @@ impl Lowerer<'_> {
                     self.host_assign(n.id.as_str(), v, line)?;
                 }
                 Ok(())
+            }
+            ast::Expr::Subscript(s) if is_mask_index(&s.slice) => {
+                self.masked_store(r, s, value, line)
             }
             ast::Expr::Subscript(_) => {
                 let v = self.expr(r, value)?;
@@ -301,4 +320,78 @@ pub fn whole_array(av: &ArrVal) -> Option<String> {
         },
     );
     (named.body == av.body && named.shape == av.shape).then(|| r.array.clone())
+}
+
+/// An index that may be a boolean mask (`a[a < 0]`, `a[mask]`): an
+/// expression, not a slice, a tuple or a constant.
+fn is_mask_index(e: &ast::Expr) -> bool {
+    matches!(
+        e,
+        ast::Expr::Compare(_)
+            | ast::Expr::BoolOp(_)
+            | ast::Expr::UnaryOp(_)
+            | ast::Expr::BinOp(_)
+            | ast::Expr::Name(_)
+    )
+}
+
+impl Lowerer<'_> {
+    /// `a[mask] = value` for a boolean array `mask` of `a`'s shape and a
+    /// scalar value: `a = np.where(mask, value, a)`, element by element.
+    /// Other indices (an integer name) go the usual way.
+    fn masked_store(
+        &mut self,
+        r: &mut Region,
+        s: &ast::ExprSubscript,
+        value: &ast::Expr,
+        line: u32,
+    ) -> Lower<()> {
+        let base = self.expr(r, &s.value)?;
+        let mask = self.expr(r, &s.slice)?;
+        let (Val::Array(base), Val::Array(mask)) = (&base, &mask) else {
+            // Not a mask: an ordinary subscript.
+            let v = self.expr(r, value)?;
+            let target = ast::Expr::Subscript(s.clone());
+            return match self.expr(r, &target)? {
+                Val::Array(tv) => {
+                    let hint = pyast::subscript_base(&target).unwrap_or_default();
+                    self.store_kernel(&tv, &v, &hint, line)
+                }
+                Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
+                _ => refuse("frontend", line, self.single_element_reason()),
+            };
+        };
+        if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
+            return refuse(
+                crate::rewrites::array_expr::NAME,
+                line,
+                "fancy indexing with an array of indices: only a boolean mask of the array's shape is supported",
+            );
+        }
+        let Val::Scalar(v, vt, _) = self.expr(r, value)? else {
+            return refuse(
+                crate::rewrites::array_expr::NAME,
+                line,
+                "`a[mask] = values`: only a single value can be stored through a mask",
+            );
+        };
+        let n = base.ndim();
+        let body = crate::ir_util::select(
+            mask.body_in(n),
+            cast_to(v, vt, base.elem),
+            base.body.clone(),
+        );
+        let new = ArrVal {
+            shape: base.shape.clone(),
+            elem: base.elem,
+            body,
+            computed: true,
+        };
+        let hint = pyast::subscript_base(&s.value).unwrap_or_default();
+        self.log.applied(
+            crate::rewrites::array_expr::NAME,
+            format!("masked assignment (line {line}) as np.where, element by element"),
+        );
+        self.store_kernel(base, &Val::Array(new), &hint, line)
+    }
 }

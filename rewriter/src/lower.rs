@@ -1903,29 +1903,63 @@ impl<'a> Lowerer<'a> {
     /// element of a device array read there (not a reduction's result) is
     /// refused, since it would be one transfer per element.
     pub fn host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
-        let mut bad: Option<String> = None;
+        // Elements of device arrays the host code reads (`alpha = -r[k]`):
+        // each read back on its own, one element.
+        let mut reads: Vec<port_codegen::ir::ElemRef> = Vec::new();
         port_codegen::ir::walk_expr(&e, &mut |x| {
             if let Expr::Load(er) = x {
                 let is_acc = self.accs.contains(&er.array)
                     || self.host.values().any(
                         |b| matches!(b, HostBind::DeviceScalar { acc, .. } if *acc == er.array),
                     );
-                if !is_acc && bad.is_none() {
-                    bad = Some(er.array.clone());
+                if !is_acc && !reads.contains(er) {
+                    reads.push(er.clone());
                 }
             }
         });
-        if let Some(a) = bad {
-            let why = match self.loop_lines.last() {
-                Some((l, why)) => format!(
-                    "an element of `{a}` read on the host in each iteration of the loop at line {l} ({why}): one transfer per element — a scan or recurrence port does not map to the GPU"
-                ),
-                None => format!(
-                    "an element of `{a}` read on the host, outside any loop: port reads back only reductions; compute it inside a loop or a reduction"
-                ),
+        let mut map: Vec<(port_codegen::ir::ElemRef, String)> = Vec::new();
+        for er in reads {
+            let nested = er.indices.iter().any(|i| {
+                let mut any = false;
+                port_codegen::ir::walk_expr(i, &mut |x| any |= matches!(x, Expr::Load(_)));
+                any
+            });
+            let ty = match self.host.get(&er.array) {
+                Some(HostBind::Array(t)) => Some(t.elem),
+                _ => match self.params.iter().find(|(p, _)| *p == er.array) {
+                    Some((_, crate::types::ArgType::Array(t))) => Some(t.elem),
+                    _ => None,
+                },
             };
-            return refuse(crate::rewrites::host_schedule::NAME, line, why);
+            let Some(ty) = ty.filter(|_| !nested) else {
+                return refuse(
+                    crate::rewrites::host_schedule::NAME,
+                    line,
+                    format!(
+                        "an element of `{}` read on the host at an index port cannot compute there",
+                        er.array
+                    ),
+                );
+            };
+            let name = self.fresh(&format!("{}_at", sanitize(&er.array)));
+            self.steps.push(HostStep::ReadElement {
+                name: name.clone(),
+                ty,
+                array: er.array.clone(),
+                index: er.indices.clone(),
+            });
+            self.host.insert(name.clone(), HostBind::Scalar(ty));
+            self.tiny.insert(name.clone(), line);
+            map.push((er, name));
         }
+        let e = if map.is_empty() {
+            e
+        } else {
+            crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Load(er) => map.iter().find(|(r, _)| r == er).map(|(_, n)| var(n)),
+                _ => None,
+            })
+        };
         Ok(self.hostify(e))
     }
 

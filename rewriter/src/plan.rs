@@ -76,6 +76,14 @@ pub enum HostStep {
         ty: ScalarType,
         array: String,
     },
+    /// `name = array[index]`: one element read back to the host (a value
+    /// the program's host code needs, `alpha = -r[k]`).
+    ReadElement {
+        name: String,
+        ty: ScalarType,
+        array: String,
+        index: Vec<ir::Expr>,
+    },
     /// `for var in range(start, stop, step): body` kept on the host: its
     /// iterations depend on each other (a time loop, a sweep), and the
     /// data-parallel statements of its body are kernels launched in turn.

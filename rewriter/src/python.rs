@@ -851,6 +851,25 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                     .collect();
                 let _ = writeln!(out, "{ind}{kernel}[{config}]({})", a.join(", "));
             }
+            HostStep::ReadElement {
+                name,
+                ty,
+                array,
+                index,
+            } => {
+                let conv = if plan.fp32 && ty.is_float() {
+                    "np.float64"
+                } else {
+                    numpy_dtype(*ty)
+                };
+                let idx: Vec<String> = index.iter().map(|e| h.expr(e)).collect();
+                let _ = writeln!(
+                    out,
+                    "{ind}{name} = {conv}({}[{}])",
+                    h.array(array),
+                    idx.join(", ")
+                );
+            }
             HostStep::ReadBack { name, ty, array } => {
                 let conv = if plan.fp32 && ty.is_float() {
                     "np.float64"

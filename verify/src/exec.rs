@@ -722,6 +722,31 @@ fn exec_steps<D: Device>(
                     },
                 );
             }
+            HostStep::ReadElement {
+                name,
+                ty,
+                array,
+                index,
+            } => {
+                let mut ks = Vec::new();
+                for e in index {
+                    ks.push(st.eval(dev, e)?.i());
+                }
+                let a = st.array(array)?;
+                let mut flat: i64 = 0;
+                for (d, &k) in ks.iter().enumerate() {
+                    let n = *a.shape.get(d).unwrap_or(&1) as i64;
+                    if k < 0 || k >= n {
+                        return Err(VerifyError::BadData(format!(
+                            "host code reads `{array}` at index {k} of axis {d}, of extent {n} (IndexError in Python)"
+                        )));
+                    }
+                    flat = flat * n + k;
+                }
+                let v = dev.element(a, flat as usize)?.cast(*ty);
+                run.bytes_to_host += elem_size(a.elem);
+                st.scalars.insert(name.clone(), v);
+            }
             HostStep::ReadBack { name, ty, array } => {
                 let a = st.array(array)?;
                 let v = dev.element(a, 0)?.cast(*ty);

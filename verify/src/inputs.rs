@@ -378,6 +378,7 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
                 walk.body(&k.body);
             }
             HostStep::ReadBack { .. }
+            | HostStep::ReadElement { .. }
             | HostStep::Loop { .. }
             | HostStep::While { .. }
             | HostStep::If { .. }

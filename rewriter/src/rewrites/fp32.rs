@@ -136,6 +136,10 @@ pub fn lower_plan(plan: &mut KernelPlan) {
             }
         }
         HostStep::ReadBack { ty, .. } => *ty = st(*ty),
+        HostStep::ReadElement { ty, index, .. } => {
+            *ty = st(*ty);
+            *index = index.iter().map(expr).collect();
+        }
         HostStep::Loop {
             start, stop, step, ..
         } => {

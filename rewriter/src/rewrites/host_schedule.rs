@@ -170,7 +170,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let hoisted = self.hoist_scratch(&mut body);
+        let hoisted = self.hoist_scratch(&mut body, Some(&var));
         self.steps.extend(hoisted);
         self.steps.push(HostStep::Loop {
             var: var.clone(),
@@ -217,7 +217,7 @@ impl Lowerer<'_> {
         let mut body = std::mem::replace(&mut self.steps, outer);
         res?;
         self.reconcile(&entry, &mut body, line, "while loop")?;
-        let hoisted = self.hoist_scratch(&mut body);
+        let hoisted = self.hoist_scratch(&mut body, None);
         self.steps.extend(hoisted);
         self.steps.push(HostStep::While { test, cond, body });
         self.log.applied(
@@ -354,10 +354,13 @@ impl Lowerer<'_> {
 
     /// Scratch arrays of the body (temporaries of one statement) whose
     /// extents do not change in the loop: allocated once, before it.
-    fn hoist_scratch(&mut self, body: &mut Vec<HostStep>) -> Vec<HostStep> {
-        let mut assigned: HashSet<String> = HashSet::new();
+    fn hoist_scratch(&mut self, body: &mut Vec<HostStep>, var: Option<&str>) -> Vec<HostStep> {
+        // Names the loop changes: its variable and what its body assigns.
+        let mut assigned: HashSet<String> = var.into_iter().map(str::to_string).collect();
         HostStep::walk(body, &mut |s| match s {
-            HostStep::Scalar { name, .. } | HostStep::ReadBack { name, .. } => {
+            HostStep::Scalar { name, .. }
+            | HostStep::ReadBack { name, .. }
+            | HostStep::ReadElement { name, .. } => {
                 assigned.insert(name.clone());
             }
             HostStep::Loop { var, .. } => {
@@ -589,15 +592,17 @@ impl Lowerer<'_> {
     fn only_tiny(&self, body: &[HostStep]) -> Option<u32> {
         let mut first = None;
         let mut all = true;
-        HostStep::walk(body, &mut |s| {
-            if let HostStep::Launch { kernel, .. } = s {
-                match self.tiny.get(kernel) {
-                    Some(&l) => {
-                        first.get_or_insert(l);
-                    }
-                    None => all = false,
+        HostStep::walk(body, &mut |s| match s {
+            HostStep::Launch { kernel, .. } => match self.tiny.get(kernel) {
+                Some(&l) => first = Some(first.map_or(l, |f: u32| f.min(l))),
+                None => all = false,
+            },
+            HostStep::ReadElement { name, .. } => {
+                if let Some(&l) = self.tiny.get(name) {
+                    first = Some(first.map_or(l, |f: u32| f.min(l)));
                 }
             }
+            _ => {}
         });
         if all {
             first
