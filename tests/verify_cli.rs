@@ -337,3 +337,96 @@ fn bad_input_is_one_line_and_exit_2() {
         );
     }
 }
+
+/// Migrates `function` of a copy of `file` on the simulator at `--size
+/// 3000`, returning the JSON record and the text report of a second run.
+fn migrate_json_and_text(
+    file: &str,
+    function: &str,
+    signature: &str,
+) -> (serde_json::Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+    std::fs::copy(fixture(file), tmp.path().join(name)).unwrap();
+    let args = [
+        "migrate",
+        name,
+        "--function",
+        function,
+        "--signature",
+        signature,
+        "--size",
+        "3000",
+        "--backend",
+        "simulator",
+    ];
+    let o = port(tmp.path(), &[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let o = port(tmp.path(), &args);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    (j, stdout(&o))
+}
+
+/// Black-Scholes over whole arrays (an element-wise function the program
+/// calls once on its arrays) is timed the way the program calls it: one
+/// call per repeat, not 3000 calls through `np.vectorize`.
+#[test]
+fn an_elementwise_function_over_arrays_is_timed_as_the_program_calls_it() {
+    let (j, text) = migrate_json_and_text(
+        "migrate/pricing.py",
+        "black_scholes",
+        "float64[:], float64[:], float64[:], float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "call", "{j}");
+    assert_eq!(c["calls"], 1, "{j}");
+    assert!(c.get("why_vectorized").is_none(), "{c}");
+    assert!(
+        text.contains("CPython time: the original called once on the arguments as given"),
+        "{text}"
+    );
+    assert!(!text.contains("np.vectorize"), "{text}");
+}
+
+/// A function of scalars can only be applied to the generated arrays per
+/// element: it goes through `np.vectorize`, and both outputs say so.
+#[test]
+fn a_scalar_function_is_timed_through_np_vectorize_and_says_so() {
+    let (j, text) = migrate_json_and_text(
+        "migrate/pricing.py",
+        "price_one",
+        "float64, float64, float64, float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "np.vectorize", "{j}");
+    assert_eq!(c["calls"], 3000, "{j}");
+    assert_eq!(c["why_vectorized"], "the function takes scalars", "{j}");
+    assert!(
+        text.contains(
+            "CPython time: the original applied per element through np.vectorize, 3000 calls a run"
+        ),
+        "{text}"
+    );
+}
+
+/// Code written for one number (`math.exp`) but typed as taking an array
+/// cannot be called on the whole array; it is applied per element and the
+/// record says why.
+#[test]
+fn scalar_code_typed_as_arrays_falls_back_to_np_vectorize_with_the_reason() {
+    let (j, _) = migrate_json_and_text(
+        "migrate/seeds.py",
+        "gaussian_pdf",
+        "float64[:], float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "np.vectorize", "{j}");
+    assert_eq!(c["calls"], 3000, "{j}");
+    let why = c["why_vectorized"].as_str().unwrap();
+    assert!(
+        why.starts_with("called on whole arrays it raised TypeError"),
+        "{why}"
+    );
+}
