@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixture, repo, stderr, stdout, user_error};
+use common::{fixture, json_error, repo, stderr, stdout, user_error};
 
 /// Whether this machine has an NVIDIA driver: the fallback lines below are
 /// only said where there is none.
@@ -429,4 +429,51 @@ fn scalar_code_typed_as_arrays_falls_back_to_np_vectorize_with_the_reason() {
         why.starts_with("called on whole arrays it raised TypeError"),
         "{why}"
     );
+}
+
+/// `verify --json` prints one JSON document on every outcome: the error
+/// document for bad input, the results (once) when a function does not
+/// verify.
+#[test]
+fn json_is_one_document_on_every_outcome() {
+    let empty = tempfile::tempdir().unwrap();
+    json_error(
+        &port(empty.path(), &["verify", "--json"]),
+        2,
+        "bad_input",
+        "no migrations in",
+    );
+    let tmp = migrated_saxpy();
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--function", "nope"]),
+        2,
+        "bad_input",
+        "no migration of `nope`",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--repeats", "5"]),
+        2,
+        "bad_input",
+        "--repeats 5: at least 10",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--inputs", "missing.npz"]),
+        2,
+        "bad_input",
+        "--inputs missing.npz: no such file",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--backend", "tpu"]),
+        2,
+        "bad_arguments",
+        "tpu",
+    );
+    // An original edited to differ: the results, once, and exit 1.
+    let seeds = tmp.path().join("seeds.py");
+    let text = std::fs::read_to_string(&seeds).unwrap();
+    std::fs::write(&seeds, text.replace("a * x[i] + y[i]", "a * x[i] - y[i]")).unwrap();
+    let o = port(tmp.path(), &["verify", "--json", "--backend", "simulator"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = common::one_json_document(&o);
+    assert_eq!(j["results"][0]["verification"]["passed"], false, "{j}");
 }

@@ -565,6 +565,7 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
                 "results": out,
             }))?
         );
+        crate::json_printed();
     } else {
         println!("{}", results_table(&results));
         for (name, res) in &results {
