@@ -394,9 +394,7 @@ fn check_loop(
                 });
                 continue;
             } else if mentions(acc.index, &derived)
-                && sets[w]
-                    .as_ref()
-                    .is_none_or(|d| d.iter().any(|x| *x == Dim::Unknown))
+                && sets[w].as_ref().is_none_or(|d| d.contains(&Dim::Unknown))
             {
                 format!(
                     "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
