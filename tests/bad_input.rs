@@ -13,11 +13,15 @@ fn analyze(cwd: &Path, target: &Path) -> std::process::Output {
     )
 }
 
+/// One line on stderr, exit 2, and (these runs ask for `--json`) one JSON
+/// document on stdout saying the same.
 fn one_line_error(o: &std::process::Output) -> String {
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
     let err = stderr(o);
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     assert!(!err.contains("panicked"), "{err}");
+    let reason = err.trim_end().trim_start_matches("port: ");
+    json_error(o, 2, "bad_input", reason);
     err
 }
 
@@ -154,4 +158,24 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         err.trim().is_empty() || err.trim_end().lines().count() == 1,
         "{err}"
     );
+}
+
+/// A profiled `analyze --json` that cannot start is the error document
+/// too; a bad flag with `--json` is one as well.
+#[test]
+fn profiled_analyze_json_errors_are_one_document() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = port_in(
+        tmp.path(),
+        &["analyze", "--json", tmp.path().to_str().unwrap()],
+    );
+    json_error(&o, 2, "bad_input", "is a folder: give the script to run");
+    let o = port_in(
+        tmp.path(),
+        &["analyze", "--json", "--duration", "-1", "x.py"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    one_json_document(&o);
+    let o = port_in(tmp.path(), &["analyze", "--json", "--bogus", "x.py"]);
+    json_error(&o, 2, "bad_arguments", "unexpected argument '--bogus'");
 }

@@ -72,3 +72,38 @@ pub fn user_error(o: &Output, needle: &str) {
     assert!(err.contains(needle), "`{needle}` not in: {err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Exactly one JSON document on stdout (a `--json` run), parsed.
+pub fn one_json_document(o: &Output) -> serde_json::Value {
+    let mut docs = serde_json::Deserializer::from_slice(&o.stdout).into_iter::<serde_json::Value>();
+    let first = match docs.next() {
+        Some(Ok(v)) => v,
+        other => panic!(
+            "stdout is not a JSON document ({other:?}):\n{}\nstderr: {}",
+            stdout(o),
+            stderr(o)
+        ),
+    };
+    assert!(
+        docs.next().is_none(),
+        "more than one JSON document:\n{}",
+        stdout(o)
+    );
+    first
+}
+
+/// A `--json` run that failed: exit `exit`, one JSON document on stdout
+/// with `"status": "failed"`, the code and a reason containing `needle`
+/// (the same reason as the one line on stderr).
+pub fn json_error(o: &Output, exit: i32, code: &str, needle: &str) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(exit), "{}\n{}", stdout(o), stderr(o));
+    let j = one_json_document(o);
+    assert_eq!(j["schema"], "port.error/1", "{j}");
+    assert_eq!(j["status"], "failed", "{j}");
+    assert_eq!(j["code"], code, "{j}");
+    assert_eq!(j["exit_code"], exit, "{j}");
+    let reason = j["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains(needle), "`{needle}` not in the reason: {j}");
+    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
+    j
+}

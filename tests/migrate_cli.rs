@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixture, repo, stderr, stdout, user_error};
+use common::{fixture, json_error, repo, stderr, stdout, user_error};
 
 fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
     let venv = repo().join(".venv");
@@ -522,4 +522,101 @@ fn json_report_shape() {
     )
     .unwrap();
     assert_eq!(saved["status"], "verified");
+}
+
+/// `--json` prints one JSON document on every outcome. Bad input is the
+/// error document (`"status": "failed"`, a code, the reason, exit 2), and
+/// the reason names its real source: the signature given, or the types a
+/// profiled run captured (never "bad --signature" without one).
+#[test]
+fn json_errors_are_one_document_naming_the_real_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/seeds.py");
+    let sig = "float64, float64[:], float64[:], float64[:]";
+    let run = |args: &[&str]| migrate_in(tmp.path(), &[args, &["--json"]].concat());
+    json_error(
+        &run(&["--function", "nope", &f, "--signature", sig]),
+        2,
+        "bad_input",
+        "no function `nope`",
+    );
+    json_error(
+        &run(&["--function", "saxpy", &f]),
+        2,
+        "no_types",
+        "no type for argument `a` of `saxpy`",
+    );
+    json_error(
+        &run(&[
+            "--function",
+            "saxpy",
+            &f,
+            "--signature",
+            "complex128, float64[:]",
+        ]),
+        2,
+        "bad_signature",
+        "bad --signature `complex128`",
+    );
+    json_error(
+        &run(&[
+            "--function",
+            "saxpy",
+            &f,
+            "--signature",
+            "float64, float64[:]",
+        ]),
+        2,
+        "bad_signature",
+        "--signature gives 2 type(s) but `saxpy` takes 4 argument(s)",
+    );
+    json_error(
+        &run(&[
+            "--function",
+            "saxpy",
+            &f,
+            "--signature",
+            sig,
+            "--arch",
+            "sm_10",
+        ]),
+        2,
+        "bad_input",
+        "unknown --arch `sm_10`",
+    );
+    json_error(&run(&[&f]), 2, "bad_arguments", "--function");
+
+    // A refusal is the migration record itself, once.
+    let r = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = run(&[
+        "--function",
+        "cumulative_sum",
+        &r,
+        "--signature",
+        "float64[:], float64[:]",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(common::one_json_document(&o)["status"], "refused");
+
+    // Types captured by a profiled run that port's kernels do not take.
+    let img = copy_fixture(tmp.path(), "migrate/image_u8.py");
+    let o = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .env("VIRTUAL_ENV", repo().join(".venv"))
+        .args(["analyze", &img, "--python"])
+        .arg(repo().join(".venv/bin/python"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["--function", "threshold"]);
+    let j = json_error(
+        &o,
+        2,
+        "unsupported_captured_type",
+        "captured types: argument `img` was captured as a uint8 array",
+    );
+    let reason = j["reason"].as_str().unwrap();
+    assert!(!reason.contains("bad --signature"), "{reason}");
+    assert!(!stderr(&o).contains("bad --signature"), "{}", stderr(&o));
 }

@@ -241,3 +241,41 @@ fn fail_on_regression_needs_a_baseline() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a percentage"));
 }
+
+/// `--format json` prints one JSON document on every outcome: the error
+/// document (`"status": "failed"`, a code, the reason) when there is no
+/// report to print, and the report alone when the CI gate fails after it.
+#[test]
+fn format_json_is_one_document_on_every_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = port_in(tmp.path(), &["report", "--format", "json"]);
+    json_error(&o, 2, "bad_input", "run `port analyze` first");
+
+    let w = workdir("seeds");
+    let o = port_in(
+        w.path(),
+        &["report", "--format", "json", "--save-baseline", ".port"],
+    );
+    json_error(&o, 2, "bad_input", "cannot write .port: it is a folder");
+    let o = port_in(
+        w.path(),
+        &["report", "--format=json", "--fail-on-regression"],
+    );
+    json_error(&o, 2, "bad_arguments", "--baseline");
+
+    let o = port_in(
+        w.path(),
+        &["report", "--format", "json", "--fail-under", "101"],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let j = one_json_document(&o);
+    assert!(!j["gate"]["failures"].as_array().unwrap().is_empty(), "{j}");
+
+    std::fs::write(
+        w.path().join(".port/analysis.json"),
+        "{\"schema\": \"port.analysis/1\",",
+    )
+    .unwrap();
+    let o = port_in(w.path(), &["report", "--format", "json"]);
+    json_error(&o, 2, "bad_input", "analysis.json is corrupt");
+}

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixture, repo, stderr, stdout, user_error};
+use common::{fixture, json_error, repo, stderr, stdout, user_error};
 
 /// Whether this machine has an NVIDIA driver: the fallback lines below are
 /// only said where there is none.
@@ -336,4 +336,144 @@ fn bad_input_is_one_line_and_exit_2() {
             "--backend gpu: no CUDA driver",
         );
     }
+}
+
+/// Migrates `function` of a copy of `file` on the simulator at `--size
+/// 3000`, returning the JSON record and the text report of a second run.
+fn migrate_json_and_text(
+    file: &str,
+    function: &str,
+    signature: &str,
+) -> (serde_json::Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+    std::fs::copy(fixture(file), tmp.path().join(name)).unwrap();
+    let args = [
+        "migrate",
+        name,
+        "--function",
+        function,
+        "--signature",
+        signature,
+        "--size",
+        "3000",
+        "--backend",
+        "simulator",
+    ];
+    let o = port(tmp.path(), &[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let o = port(tmp.path(), &args);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    (j, stdout(&o))
+}
+
+/// Black-Scholes over whole arrays (an element-wise function the program
+/// calls once on its arrays) is timed the way the program calls it: one
+/// call per repeat, not 3000 calls through `np.vectorize`.
+#[test]
+fn an_elementwise_function_over_arrays_is_timed_as_the_program_calls_it() {
+    let (j, text) = migrate_json_and_text(
+        "migrate/pricing.py",
+        "black_scholes",
+        "float64[:], float64[:], float64[:], float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "call", "{j}");
+    assert_eq!(c["calls"], 1, "{j}");
+    assert!(c.get("why_vectorized").is_none(), "{c}");
+    assert!(
+        text.contains("CPython time: the original called once on the arguments as given"),
+        "{text}"
+    );
+    assert!(!text.contains("np.vectorize"), "{text}");
+}
+
+/// A function of scalars can only be applied to the generated arrays per
+/// element: it goes through `np.vectorize`, and both outputs say so.
+#[test]
+fn a_scalar_function_is_timed_through_np_vectorize_and_says_so() {
+    let (j, text) = migrate_json_and_text(
+        "migrate/pricing.py",
+        "price_one",
+        "float64, float64, float64, float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "np.vectorize", "{j}");
+    assert_eq!(c["calls"], 3000, "{j}");
+    assert_eq!(c["why_vectorized"], "the function takes scalars", "{j}");
+    assert!(
+        text.contains(
+            "CPython time: the original applied per element through np.vectorize, 3000 calls a run"
+        ),
+        "{text}"
+    );
+}
+
+/// Code written for one number (`math.exp`) but typed as taking an array
+/// cannot be called on the whole array; it is applied per element and the
+/// record says why.
+#[test]
+fn scalar_code_typed_as_arrays_falls_back_to_np_vectorize_with_the_reason() {
+    let (j, _) = migrate_json_and_text(
+        "migrate/seeds.py",
+        "gaussian_pdf",
+        "float64[:], float64, float64",
+    );
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "np.vectorize", "{j}");
+    assert_eq!(c["calls"], 3000, "{j}");
+    let why = c["why_vectorized"].as_str().unwrap();
+    assert!(
+        why.starts_with("called on whole arrays it raised TypeError"),
+        "{why}"
+    );
+}
+
+/// `verify --json` prints one JSON document on every outcome: the error
+/// document for bad input, the results (once) when a function does not
+/// verify.
+#[test]
+fn json_is_one_document_on_every_outcome() {
+    let empty = tempfile::tempdir().unwrap();
+    json_error(
+        &port(empty.path(), &["verify", "--json"]),
+        2,
+        "bad_input",
+        "no migrations in",
+    );
+    let tmp = migrated_saxpy();
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--function", "nope"]),
+        2,
+        "bad_input",
+        "no migration of `nope`",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--repeats", "5"]),
+        2,
+        "bad_input",
+        "--repeats 5: at least 10",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--inputs", "missing.npz"]),
+        2,
+        "bad_input",
+        "--inputs missing.npz: no such file",
+    );
+    json_error(
+        &port(tmp.path(), &["verify", "--json", "--backend", "tpu"]),
+        2,
+        "bad_arguments",
+        "tpu",
+    );
+    // An original edited to differ: the results, once, and exit 1.
+    let seeds = tmp.path().join("seeds.py");
+    let text = std::fs::read_to_string(&seeds).unwrap();
+    std::fs::write(&seeds, text.replace("a * x[i] + y[i]", "a * x[i] - y[i]")).unwrap();
+    let o = port(tmp.path(), &["verify", "--json", "--backend", "simulator"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = common::one_json_document(&o);
+    assert_eq!(j["results"][0]["verification"]["passed"], false, "{j}");
 }

@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 
 use crate::classify::{walk_expr, walk_stmts, Ty};
+use crate::indexset::{access, lin, may_meet, Ctx, Dim, Lin, NameKind};
 use crate::loader::Module;
 
 pub struct DepFinding {
@@ -174,6 +175,65 @@ fn affine_in(e: &Expr, idx: &HashSet<String>, invariant: &dyn Fn(&Expr) -> bool)
     }
 }
 
+/// `len(x)`, `x.shape[0]`, `x.size`: an integer, whatever `x` is.
+fn is_length(e: &Expr) -> bool {
+    match e {
+        Expr::Call(c) => matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len"),
+        Expr::Subscript(s) => {
+            matches!(s.value.as_ref(), Expr::Attribute(a) if a.attr.as_str() == "shape")
+        }
+        Expr::Attribute(a) => matches!(a.attr.as_str(), "size" | "ndim"),
+        _ => false,
+    }
+}
+
+/// The names assigned once, in the loop body, a linear form of the loop
+/// variable `i` (`j = i + 1`, `k = 2 * i`), with their forms.
+fn affine_aliases(
+    body: &[Stmt],
+    affine: &HashSet<String>,
+    base: &dyn Fn(&str) -> NameKind,
+    opaque: &dyn Fn(&Expr) -> Option<String>,
+) -> HashMap<String, Lin> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    walk_stmts(body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            for t in &a.targets {
+                walk_expr(t, &mut |e| {
+                    if let Expr::Name(n) = e {
+                        *count.entry(n.id.to_string()).or_default() += 1;
+                    }
+                });
+            }
+        }
+    });
+    let mut out: HashMap<String, Lin> = HashMap::new();
+    for _ in 0..4 {
+        walk_stmts(body, &mut |s| {
+            let Stmt::Assign(a) = s else { return };
+            let [Expr::Name(n)] = a.targets.as_slice() else {
+                return;
+            };
+            let name = n.id.as_str();
+            if !affine.contains(name) || count.get(name) != Some(&1) || out.contains_key(name) {
+                return;
+            }
+            let kind = |x: &str| match out.get(x) {
+                Some(l) => NameKind::Alias(l.clone()),
+                None => base(x),
+            };
+            let ctx = Ctx {
+                name: &kind,
+                opaque,
+            };
+            if let Some(l) = lin(&a.value, &ctx) {
+                out.insert(name.to_string(), l);
+            }
+        });
+    }
+    out
+}
+
 struct Access<'e> {
     array: String,
     index: &'e Expr,
@@ -268,47 +328,80 @@ fn check_loop(
         }
     }
 
-    // 2. Arrays written in the loop.
+    // 2. Arrays written in the loop: which elements each access names, per
+    // dimension (`indexset`), and whether two iterations may meet there.
     let mut accesses: Vec<Access> = Vec::new();
     collect_accesses(m, &f.body, &mut accesses);
-    let written: HashSet<String> = accesses
+    let base_kind = |n: &str| {
+        if n == i {
+            NameKind::Loop
+        } else if derived.contains(n)
+            || assigned.contains_key(n)
+            || env
+                .get(n)
+                .is_some_and(|t| !matches!(t, Ty::Int | Ty::Bool | Ty::Unknown))
+        {
+            NameKind::Variant
+        } else {
+            NameKind::Invariant
+        }
+    };
+    let opaque = |e: &Expr| {
+        (!mentions(e, &derived) && !mentions_assigned(e, &assigned) && is_length(e))
+            .then(|| norm(m, e))
+    };
+    let aliases = affine_aliases(&f.body, &affine, &base_kind, &opaque);
+    let name_kind = |n: &str| match aliases.get(n) {
+        Some(l) => NameKind::Alias(l.clone()),
+        None => base_kind(n),
+    };
+    let ctx = Ctx {
+        name: &name_kind,
+        opaque: &opaque,
+    };
+    let vars = [i.to_string()];
+    let sets: Vec<Option<Vec<Dim>>> = accesses.iter().map(|a| access(a.index, &ctx)).collect();
+    let mut written: Vec<String> = accesses
         .iter()
         .filter(|a| a.write)
         .map(|a| a.array.clone())
         .collect();
-    let invariant = |e: &Expr| !mentions(e, &derived) && !mentions_assigned(e, &assigned);
+    written.sort();
+    written.dedup();
     let mut reported: HashSet<String> = HashSet::new();
     for arr in written {
-        let writes: Vec<&Access> = accesses
-            .iter()
-            .filter(|a| a.array == arr && a.write)
-            .collect();
-        let reads: Vec<&Access> = accesses
-            .iter()
-            .filter(|a| a.array == arr && !a.write)
-            .collect();
-        for w in &writes {
-            let comps = components(w.index);
-            let distinct = comps.iter().any(|c| affine_in(c, &affine, &invariant));
-            if distinct {
+        let of = |write: bool| -> Vec<usize> {
+            (0..accesses.len())
+                .filter(|&k| accesses[k].array == arr && accesses[k].write == write)
+                .collect()
+        };
+        let (writes, reads) = (of(true), of(false));
+        for &w in &writes {
+            let acc = &accesses[w];
+            if !may_meet(sets[w].as_deref(), sets[w].as_deref(), &vars) {
                 continue;
             }
-            let text = norm(m, w.index);
-            let read_too = !reads.is_empty();
-            let msg = if w.atomic && !read_too {
+            let text = norm(m, acc.index);
+            let msg = if acc.atomic && reads.is_empty() {
                 // `hist[0] += x[i]`, `counts[idx[i]] += 1`: every update is
                 // an add, and nothing in the loop reads the array back.
                 out.push(DepFinding {
                     code: "PORT402",
-                    line: w.line,
+                    line: acc.line,
                     message: format!(
                         "`{arr}[{text}]` accumulates across the loop at line {loop_line}: it becomes atomic adds"
                     ),
                 });
                 continue;
-            } else if mentions(w.index, &derived) {
+            } else if mentions(acc.index, &derived)
+                && sets[w].as_ref().is_none_or(|d| d.contains(&Dim::Unknown))
+            {
                 format!(
                     "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
+                )
+            } else if mentions(acc.index, &derived) {
+                format!(
+                    "`{arr}[{text}]` names elements that other iterations of the loop at line {loop_line} write too: the iterations overlap"
                 )
             } else {
                 format!("every iteration of the loop at line {loop_line} writes `{arr}[{text}]`")
@@ -316,7 +409,7 @@ fn check_loop(
             if reported.insert(arr.clone()) {
                 out.push(DepFinding {
                     code: "PORT204",
-                    line: w.line,
+                    line: acc.line,
                     message: msg,
                 });
             }
@@ -324,24 +417,28 @@ fn check_loop(
         if reported.contains(&arr) {
             continue;
         }
-        let write_texts: HashSet<String> = writes.iter().map(|w| norm(m, w.index)).collect();
-        for r in &reads {
-            let t = norm(m, r.index);
-            if write_texts.contains(&t) {
-                continue;
-            }
-            let w = writes[0];
-            if reported.insert(arr.clone()) {
+        // Another iteration's element, read or written again.
+        let others = reads.iter().chain(&writes);
+        'found: for &r in others {
+            for &w in &writes {
+                if w == r || !may_meet(sets[w].as_deref(), sets[r].as_deref(), &vars) {
+                    continue;
+                }
+                let (ra, wa) = (&accesses[r], &accesses[w]);
+                let what = if ra.write { "writes" } else { "reads" };
+                reported.insert(arr.clone());
                 out.push(DepFinding {
                     code: "PORT204",
-                    line: r.line,
+                    line: ra.line,
                     message: format!(
-                        "`{arr}[{t}]` (line {}) reads an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence",
-                        r.line,
-                        norm(m, w.index),
-                        w.line
+                        "`{arr}[{}]` (line {}) {what} an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence",
+                        norm(m, ra.index),
+                        ra.line,
+                        norm(m, wa.index),
+                        wa.line
                     ),
                 });
+                break 'found;
             }
         }
     }
@@ -391,13 +488,6 @@ fn mentions_assigned(e: &Expr, assigned: &HashMap<String, Vec<u32>>) -> bool {
         }
     });
     found
-}
-
-fn components(index: &Expr) -> Vec<&Expr> {
-    match index {
-        Expr::Tuple(t) => t.elts.iter().collect(),
-        other => vec![other],
-    }
 }
 
 fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>) {

@@ -15,6 +15,7 @@
 pub mod callgraph;
 pub mod classify;
 pub mod deps;
+pub mod indexset;
 pub mod loader;
 pub mod model;
 pub mod rules;

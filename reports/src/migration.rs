@@ -70,11 +70,26 @@ pub struct Timing {
     pub end_to_end_s: Option<f64>,
     /// The original function under CPython.
     pub cpython_s: Option<f64>,
+    /// How the original was called for `cpython_s`: once on the arguments
+    /// as given, or through `np.vectorize` (absent in older records).
+    pub cpython_call: Option<CpythonCall>,
     /// `cpython_s / kernel_s`.
     pub speedup_kernel: Option<f64>,
     /// `cpython_s / end_to_end_s`.
     pub speedup_end_to_end: Option<f64>,
     pub repeats: Option<Repeats>,
+}
+
+/// How the CPython time was taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpythonCall {
+    /// `"call"` or `"np.vectorize"`.
+    pub via: Option<String>,
+    /// Calls of the user's function in one run.
+    pub calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_vectorized: Option<String>,
 }
 
 /// How many runs each median in [`Timing`] is taken over.

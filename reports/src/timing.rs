@@ -110,13 +110,24 @@ pub fn device_detail(m: &Migration) -> String {
     parts.join(", ")
 }
 
-/// The original's time under CPython, or `-`.
+/// The original's time under CPython, or `-`; marked `(np.vectorize)`
+/// when the original was applied per element rather than called once.
 pub fn cpython_text(m: &Migration) -> String {
-    m.timing
+    let Some(t) = m.timing.as_ref() else {
+        return "-".into();
+    };
+    let Some(s) = t.cpython_s else {
+        return "-".into();
+    };
+    let vectorized = t
+        .cpython_call
         .as_ref()
-        .and_then(|t| t.cpython_s)
-        .map(seconds)
-        .unwrap_or_else(|| "-".into())
+        .is_some_and(|c| c.via.as_deref() == Some("np.vectorize"));
+    if vectorized {
+        format!("{} (np.vectorize)", seconds(s))
+    } else {
+        seconds(s)
+    }
 }
 
 /// port judged offloading this function not worth it.

@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 pub enum RewriteError {
     #[error("bad --signature {0}")]
     BadSignature(String),
+    /// The types a profiled run captured are ones port does not take (a
+    /// `uint8` image, a 4-D array): the capture, not a signature, is the
+    /// source.
+    #[error("captured types: {0}; pass --signature to migrate it with other types")]
+    CapturedType(String),
     #[error("{file}: no function named `{name}`{hint}")]
     NoSuchFunction {
         file: String,
@@ -43,6 +48,20 @@ pub enum RewriteError {
         column: u32,
         message: String,
     },
+}
+
+impl RewriteError {
+    /// A short, stable name for `--json` (`bad_signature`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            RewriteError::BadSignature(_) | RewriteError::SignatureArity { .. } => "bad_signature",
+            RewriteError::CapturedType(_) => "unsupported_captured_type",
+            RewriteError::NoSuchFunction { .. } => "no_such_function",
+            RewriteError::Ambiguous { .. } => "ambiguous_function",
+            RewriteError::NoType { .. } => "no_types",
+            RewriteError::Parse { .. } => "syntax_error",
+        }
+    }
 }
 
 /// Why one rewrite (or the whole migration) does not apply: one line,

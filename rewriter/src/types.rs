@@ -218,14 +218,14 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
     match t.kind.as_str() {
         "ndarray" => {
             let elem = scalar_from_name(&t.dtype).ok_or_else(|| {
-                RewriteError::BadSignature(format!(
+                RewriteError::CapturedType(format!(
                     "argument `{}` was captured as a {} array; port takes {SUPPORTED}",
                     t.name, t.dtype
                 ))
             })?;
             let ndim = t.ndim.unwrap_or(1);
             if !(1..=u32::from(port_codegen::ir::MAX_DIMS)).contains(&ndim) {
-                return Err(RewriteError::BadSignature(format!(
+                return Err(RewriteError::CapturedType(format!(
                     "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 4",
                     t.name
                 )));
@@ -239,12 +239,12 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
         "scalar" => scalar_from_name(&t.dtype)
             .map(ArgType::Scalar)
             .ok_or_else(|| {
-                RewriteError::BadSignature(format!(
+                RewriteError::CapturedType(format!(
                     "argument `{}` was captured as `{}`; port takes {SUPPORTED}",
                     t.name, t.dtype
                 ))
             }),
-        other => Err(RewriteError::BadSignature(format!(
+        other => Err(RewriteError::CapturedType(format!(
             "argument `{}` was captured as `{other}` ({}); port takes {SUPPORTED}",
             t.name, t.dtype
         ))),

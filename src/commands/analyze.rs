@@ -256,6 +256,7 @@ fn report(args: &AnalyzeArgs, analysis: &Analysis) -> Result<()> {
         let mut out = std::io::stdout().lock();
         out.write_all(&json)?;
         out.flush()?;
+        crate::json_printed();
         return Ok(());
     }
     let style = crate::tty::style(true);

@@ -29,6 +29,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
                     "{}",
                     serde_json::json!({"code": r.code, "name": r.name, "severity": r.severity, "doc": r.doc})
                 );
+                crate::json_printed();
             } else {
                 println!("{} ({}) — {:?}\n\n{}", r.code, r.name, r.severity, r.doc);
             }
@@ -40,6 +41,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
                     .map(|r| serde_json::json!({"code": r.code, "name": r.name, "severity": r.severity}))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&all)?);
+                crate::json_printed();
             } else {
                 for r in RULES {
                     let sev = format!("{:?}", r.severity).to_lowercase();

@@ -32,7 +32,10 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     })?;
     match args.format {
         GraphFormat::Dot => print!("{}", dot(&analysis)),
-        GraphFormat::Json => println!("{}", serde_json::to_string_pretty(&analysis.call_graph)?),
+        GraphFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&analysis.call_graph)?);
+            crate::json_printed();
+        }
     }
     Ok(())
 }

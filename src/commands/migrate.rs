@@ -196,7 +196,7 @@ fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> 
 fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Result<Vec<ArgType>> {
     if let Some(sig) = &args.signature {
         return port_rewriter::parse_signature(sig)
-            .map_err(|e| UserError::new(e.to_string()).into());
+            .map_err(|e| UserError::coded("bad_signature", e.to_string()).into());
     }
     let captured = f.types.clone().unwrap_or_default();
     let mut out = Vec::new();
@@ -208,7 +208,7 @@ fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Resul
         {
             Some(t) => out.push(
                 port_rewriter::types::from_captured(t)
-                    .map_err(|e| UserError::new(e.to_string()))?,
+                    .map_err(|e| UserError::coded("unsupported_captured_type", e.to_string()))?,
             ),
             None => {
                 // Suggest a signature from what the analysis assumed.
@@ -226,7 +226,7 @@ fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Resul
                         }
                     })
                     .collect();
-                return Err(UserError::new(format!(
+                return Err(UserError::coded("no_types", format!(
                     "no type for argument `{p}` of `{}`: pass --signature \"{}\" (Numba's type syntax, one per argument: {}) or capture types by profiling",
                     f.name,
                     example.join(", "),
@@ -426,7 +426,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         .map_err(|e| UserError::new(format!("cannot read {}: {e}", file.display())))?;
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
-        .map_err(|e| UserError::new(e.to_string()))?;
+        .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
     let types = arg_types(args, report_fn, &params)?;
     let facts = facts_of(&analysis);
     let outcome = port_rewriter::migrate(&MigrationRequest {
@@ -438,7 +438,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         report: Some(report_fn),
         fp32: args.fp32,
     })
-    .map_err(|e| UserError::new(e.to_string()))?;
+    .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
 
     let mut report = Report {
         function: local_name.clone(),
@@ -632,6 +632,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     state::write_json(&migrations_dir().join(format!("{stem}.json")), &j)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&j)?);
+        crate::json_printed();
     } else if let Some(e) = args.emit {
         let artifact = match e {
             Emit::Numba => report.python.clone(),

@@ -155,6 +155,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         report.gate = Some(gate::check(&report, &opts));
     }
 
+    // Saved before the report is printed, so that a baseline that cannot
+    // be written is the one outcome (one JSON document with --format json).
+    if let Some(p) = &args.save_baseline {
+        let b = Baseline::new(&state.analysis, report.coverage, &state.migrations);
+        write_file(p, &b.to_json())?;
+    }
     let style = crate::tty::style(args.output.is_none());
     let text = port_reports::render(
         &report,
@@ -171,13 +177,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
                     return Err(anyhow::anyhow!("cannot write the report: {e}"))
                 }
-                _ => {}
+                _ => crate::json_printed(),
             }
         }
-    }
-    if let Some(p) = &args.save_baseline {
-        let b = Baseline::new(&state.analysis, report.coverage, &state.migrations);
-        write_file(p, &b.to_json())?;
     }
     match &report.gate {
         Some(g) if !g.passed() => Err(GateFailure {

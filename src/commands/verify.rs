@@ -196,6 +196,9 @@ pub fn outcome_text(o: &Outcome) -> String {
         secs(t.cpython_s),
         n(t.repeats.cpython)
     ));
+    if t.cpython_s.is_some() {
+        out.push_str(&format!("  CPython time: {}\n", t.cpython_call.describe()));
+    }
     if t.speedup_kernel.is_some() {
         out.push_str(&format!(
             "  speedup over CPython: kernel {} · end-to-end {}\n",
@@ -562,6 +565,7 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
                 "results": out,
             }))?
         );
+        crate::json_printed();
     } else {
         println!("{}", results_table(&results));
         for (name, res) in &results {

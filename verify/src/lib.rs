@@ -230,6 +230,19 @@ fn prepare_inputs(
     })
 }
 
+/// How the original is called: as the program calls it, on the arguments
+/// as they are, except a scalar function (a ufunc plan whose arguments are
+/// all scalars: its inputs are arrays of them), which only
+/// `np.vectorize` can apply to arrays. A ufunc plan given arrays is called
+/// on the whole arrays.
+pub fn original_call(plan: &KernelPlan) -> original::Call {
+    match plan.kind {
+        PlanKind::Kernels => original::Call::Whole,
+        PlanKind::Ufunc if plan.params.iter().all(|p| !p.ty.is_array()) => original::Call::Scalars,
+        PlanKind::Ufunc => original::Call::Elementwise,
+    }
+}
+
 /// Runs the original on the first of `tries` it accepts. Generated inputs
 /// that make it raise give way to the next shapes; when it raises on all,
 /// the error shows the first exception (from the shapes the function's
@@ -252,7 +265,7 @@ fn run_original_on(
             &opts.qualname,
             input_dir,
             work,
-            plan.kind == PlanKind::Ufunc,
+            original_call(plan),
             opts.repeats,
             opts.app_output.as_deref(),
         ) {
@@ -364,11 +377,26 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
     let mut cpython_times = orig.times.clone();
     let cpython_s = timing::median(&mut cpython_times);
     let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len());
+    let cpython = timing::CpythonCall {
+        via: orig.via,
+        calls: orig.calls,
+        why_vectorized: orig.why_vectorized.clone(),
+    };
 
     match (&opts.selected.backend, &opts.selected.gpu) {
         (Backend::Gpu, Some(ctx)) => {
             let ctx = ctx.clone();
-            gpu_no_panic(|| on_gpu(plan, opts, &ctx, &inputs, &orig, cpython_s, repeats_cpython))
+            gpu_no_panic(|| {
+                on_gpu(
+                    plan,
+                    opts,
+                    &ctx,
+                    &inputs,
+                    &orig,
+                    (cpython_s, cpython),
+                    repeats_cpython,
+                )
+            })
         }
         _ => {
             let t = Instant::now();
@@ -381,6 +409,7 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             let timing = Timing {
                 compile_s: Some(compile_s),
                 cpython_s,
+                cpython_call: cpython,
                 repeats: timing::Repeats {
                     cpython: repeats_cpython,
                     ..Default::default()
@@ -435,7 +464,7 @@ fn on_gpu(
     ctx: &Arc<CudaContext>,
     inputs: &Inputs,
     orig: &original::OriginalRun,
-    cpython_s: Option<f64>,
+    (cpython_s, cpython_call): (Option<f64>, timing::CpythonCall),
     repeats_cpython: Option<usize>,
 ) -> Result<Outcome, VerifyError> {
     let device = gpu::info(ctx)?;
@@ -459,6 +488,7 @@ fn on_gpu(
     let mut timing = Timing {
         compile_s: Some(compile_s),
         cpython_s,
+        cpython_call,
         repeats: timing::Repeats {
             cpython: repeats_cpython,
             ..Default::default()

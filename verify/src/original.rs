@@ -23,6 +23,50 @@ pub struct OriginalRun {
     pub seconds: f64,
     /// Wall times of the timed calls after it (fresh inputs each).
     pub times: Vec<f64>,
+    /// How it was called: [`Call::Whole`] as the program calls it, or
+    /// through `np.vectorize`.
+    pub via: Via,
+    /// How many times the user's function ran in one run (1 when called
+    /// whole; one per element through `np.vectorize`).
+    pub calls: Option<u64>,
+    /// Why it went through `np.vectorize`, when it did.
+    pub why_vectorized: Option<String>,
+}
+
+/// How the helper calls the original.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// Once per run, on the arguments as they are.
+    Whole,
+    /// A function applied element by element that was given arrays: once
+    /// per run on the whole arrays (as the program calls it), through
+    /// `np.vectorize` only when that raises.
+    Elementwise,
+    /// A function of scalars, given arrays of its scalar arguments:
+    /// `np.vectorize`, one call per element.
+    Scalars,
+}
+
+impl Call {
+    fn mode(self) -> &'static str {
+        match self {
+            Call::Whole => "call",
+            Call::Elementwise => "elementwise",
+            Call::Scalars => "ufunc",
+        }
+    }
+}
+
+/// How the original was called in the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Via {
+    /// Called once per run with the arguments as they are.
+    #[default]
+    #[serde(rename = "call")]
+    Call,
+    /// Applied element by element with `np.vectorize`.
+    #[serde(rename = "np.vectorize")]
+    Vectorize,
 }
 
 fn helper_path(dir: &Path) -> Result<PathBuf, VerifyError> {
@@ -66,7 +110,7 @@ fn save_app_output(app_output: Option<&Path>, stdout: &[u8]) -> Result<(), Verif
 }
 
 /// Runs `qualname` of `file` on the inputs in `input_dir`
-/// (`manifest.json`, see the helper); `ufunc` applies it element by element;
+/// (`manifest.json`, see the helper), called as `call` says;
 /// `repeats` more calls are timed. What the original prints on stdout is
 /// appended to `app_output` (else dropped): it never reaches port's stdout.
 #[allow(clippy::too_many_arguments)]
@@ -76,7 +120,7 @@ pub fn run_original(
     qualname: &str,
     input_dir: &Path,
     work: &Path,
-    ufunc: bool,
+    call: Call,
     repeats: usize,
     app_output: Option<&Path>,
 ) -> Result<OriginalRun, VerifyError> {
@@ -84,7 +128,7 @@ pub fn run_original(
     let out = work.join("original");
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
-    let mode = if ufunc { "ufunc" } else { "call" };
+    let mode = call.mode();
     let repeats = repeats.to_string();
     let o = python_cmd(
         python,
@@ -146,6 +190,13 @@ pub fn run_original(
             .as_array()
             .map(|t| t.iter().filter_map(serde_json::Value::as_f64).collect())
             .unwrap_or_default(),
+        via: if v["via"] == "np.vectorize" {
+            Via::Vectorize
+        } else {
+            Via::Call
+        },
+        calls: v["calls"].as_u64(),
+        why_vectorized: v["why_vectorized"].as_str().map(str::to_string),
     })
 }
 

@@ -2,8 +2,9 @@
 returns and the arrays it was given (after the call). Written by port's
 verify crate to a temporary folder and run with the user's Python.
 
-    python original_helper.py call   FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
-    python original_helper.py ufunc  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
+    python original_helper.py call         FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
+    python original_helper.py elementwise  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
+    python original_helper.py ufunc        FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
     python original_helper.py npz    NPZ  NAMES    OUTPUT_DIR
 
 INPUT_DIR/manifest.json lists the arguments in order:
@@ -11,6 +12,19 @@ INPUT_DIR/manifest.json lists the arguments in order:
  "otypes": ["float64", ...]}            # ufunc mode: the output dtypes
 The module is imported by path under another name, so its
 `if __name__ == "__main__":` block does not run.
+
+How the original is called, as the program calls it:
+  call         once per run, on the arguments as they are;
+  elementwise  a function applied element by element that was given arrays:
+               once per run on the whole arrays, as the program calls it;
+               only when that raises (code written for one number, typed
+               as arrays by a signature) through np.vectorize, and
+               result.json says why;
+  ufunc        a function of scalars, given arrays of its scalar arguments:
+               through np.vectorize (one call per element), and result.json
+               says so.
+result.json records "via" ("call" or "np.vectorize"), "calls" (how many
+times the user's function ran in one run) and "why_vectorized".
 
 With REPEATS, the first call (whose results are saved) is the warm-up, and
 REPEATS more calls are timed, each on fresh copies of the inputs (the copy
@@ -89,19 +103,61 @@ def timed_calls(fn, pristine, repeats):
     return times
 
 
+class Counted:
+    """The user's function, counting its calls (for the warm-up run only)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.fn(*args)
+
+
+def vectorized(fn, manifest):
+    otypes = [np.dtype(t) for t in manifest["otypes"]]
+    return np.vectorize(fn, otypes=otypes) if otypes else np.vectorize(fn)
+
+
 def run(mode, path, qualname, inp, out, repeats=0):
     mod = load_module(path)
-    fn = resolve(mod, qualname)
+    user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
+    pristine = fresh(args)
+    counted = Counted(user_fn)
+    via, why = "call", None
+    fn = counted
     if mode == "ufunc":
-        otypes = [np.dtype(t) for t in manifest["otypes"]]
-        fn = np.vectorize(fn, otypes=otypes)
-    pristine = fresh(args) if repeats else None
+        via, why = "np.vectorize", "the function takes scalars"
+        fn = vectorized(counted, manifest)
     start = time.perf_counter()
-    ret = fn(*args)
+    if mode == "elementwise":
+        try:
+            ret = fn(*args)
+        except Exception as e:  # code for one number, given whole arrays
+            via = "np.vectorize"
+            why = "called on whole arrays it raised %s: %s" % (type(e).__name__, e)
+            args = fresh(pristine)
+            counted.calls = 0
+            fn = vectorized(counted, manifest)
+            start = time.perf_counter()
+            ret = fn(*args)
+    else:
+        ret = fn(*args)
     elapsed = time.perf_counter() - start
-    times = timed_calls(fn, pristine, repeats) if repeats else []
-    result = {"args": [], "returns": None, "seconds": elapsed, "times": times}
+    calls = counted.calls
+    timed = user_fn if via == "call" else vectorized(user_fn, manifest)
+    times = timed_calls(timed, pristine, repeats) if repeats else []
+    result = {
+        "args": [],
+        "returns": None,
+        "seconds": elapsed,
+        "times": times,
+        "via": via,
+        "calls": calls,
+        "why_vectorized": why,
+    }
     for k, a in enumerate(args):
         result["args"].append(save(out, "arg%d" % k, a) if isinstance(a, np.ndarray) else None)
     if ret is not None:

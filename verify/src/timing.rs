@@ -28,6 +28,40 @@ pub struct Repeats {
     pub cpython: Option<usize>,
 }
 
+/// How the CPython time was taken: the original called once per run on
+/// the arguments as they are (`"call"`), or, for a function of scalars,
+/// through `np.vectorize` (one call per element), with the reason.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct CpythonCall {
+    pub via: crate::original::Via,
+    /// Calls of the user's function in one run.
+    pub calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_vectorized: Option<String>,
+}
+
+impl CpythonCall {
+    /// For people: `one call on the arguments as given`, or
+    /// `through np.vectorize, 1000 calls a run: <why>`.
+    pub fn describe(&self) -> String {
+        match self.via {
+            crate::original::Via::Call => {
+                "the original called once on the arguments as given".into()
+            }
+            crate::original::Via::Vectorize => {
+                let calls = self
+                    .calls
+                    .map_or(String::new(), |c| format!(", {c} calls a run"));
+                let why = self
+                    .why_vectorized
+                    .as_deref()
+                    .map_or(String::new(), |w| format!(": {w}"));
+                format!("the original applied per element through np.vectorize{calls}{why}")
+            }
+        }
+    }
+}
+
 /// The `timing` object of `--json`, in seconds. Fields the backend cannot
 /// measure (anything on the GPU, on the simulator) are `None` (`null`).
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -41,8 +75,11 @@ pub struct Timing {
     /// What the emitted wrapper does: allocation, copies both ways,
     /// launches, reads of reduction results.
     pub end_to_end_s: Option<f64>,
-    /// The original function under CPython, in a separate process.
+    /// The original function under CPython, in a separate process, called
+    /// as `cpython_call` says.
     pub cpython_s: Option<f64>,
+    /// How the original was called for `cpython_s`.
+    pub cpython_call: CpythonCall,
     pub speedup_kernel: Option<f64>,
     pub speedup_end_to_end: Option<f64>,
     pub repeats: Repeats,
