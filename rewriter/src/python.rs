@@ -719,17 +719,18 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
             .filter(|p| p.kernel_ty.is_array())
             .map(|p| p.name.as_str())
             .collect();
-        if !arrays.is_empty() {
-            let _ = writeln!(
-                out,
-                "{ind}_port_gpu = {}",
-                arrays
-                    .iter()
-                    .map(|a| format!("_port_on_gpu({a})"))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            );
-        }
+        // Results stay on the GPU when an argument came from there (with
+        // no array argument, they go back to the host).
+        let on_gpu = if arrays.is_empty() {
+            "False".to_string()
+        } else {
+            arrays
+                .iter()
+                .map(|a| format!("_port_on_gpu({a})"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        let _ = writeln!(out, "{ind}_port_gpu = {on_gpu}");
         for p in &plan.params {
             if let ArgType::Array(a) = p.kernel_ty {
                 let _ = writeln!(
