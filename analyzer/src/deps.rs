@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 
 use crate::classify::{walk_expr, walk_stmts, Ty};
-use crate::indexset::{access, lin, may_meet, Ctx, Dim, Lin, NameKind};
+use crate::indexset::{access, is_length, lin, may_meet, Ctx, Dim, Lin, NameKind};
 use crate::loader::Module;
 
 pub struct DepFinding {
@@ -171,18 +171,6 @@ fn affine_in(e: &Expr, idx: &HashSet<String>, invariant: &dyn Fn(&Expr) -> bool)
             _ => false,
         },
         Expr::UnaryOp(u) if u.op == ast::UnaryOp::USub => affine_in(&u.operand, idx, invariant),
-        _ => false,
-    }
-}
-
-/// `len(x)`, `x.shape[0]`, `x.size`: an integer, whatever `x` is.
-fn is_length(e: &Expr) -> bool {
-    match e {
-        Expr::Call(c) => matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len"),
-        Expr::Subscript(s) => {
-            matches!(s.value.as_ref(), Expr::Attribute(a) if a.attr.as_str() == "shape")
-        }
-        Expr::Attribute(a) => matches!(a.attr.as_str(), "size" | "ndim"),
         _ => false,
     }
 }

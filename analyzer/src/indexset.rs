@@ -212,6 +212,19 @@ fn dim(c: &Expr, ctx: &Ctx) -> Dim {
     }
 }
 
+/// `len(x)`, `x.shape[0]`, `x.size`: an integer, whatever `x` is; an
+/// extent both dependence checks may treat as a loop-invariant integer.
+pub fn is_length(e: &Expr) -> bool {
+    match e {
+        Expr::Call(c) => matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len"),
+        Expr::Subscript(s) => {
+            matches!(s.value.as_ref(), Expr::Attribute(a) if a.attr.as_str() == "shape")
+        }
+        Expr::Attribute(a) => matches!(a.attr.as_str(), "size" | "ndim"),
+        _ => false,
+    }
+}
+
 /// The per-dimension sets of a subscript's index (`i, :3` → two), or
 /// `None` when its dimensions cannot be lined up (`...`, `None`, `*x`).
 pub fn access(index: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {

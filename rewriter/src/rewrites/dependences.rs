@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use rustpython_parser::text_size::TextSize;
 
-use port_analyzer::indexset::{access, may_meet, Ctx, Dim, NameKind};
+use port_analyzer::indexset::{access, is_length, may_meet, Ctx, Dim, NameKind};
 
 use crate::error::{refuse, Lower};
 use crate::pyast::{mentions, stmt_exprs, target_names, walk_expr, walk_stmts};
@@ -300,18 +300,6 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
         }
     }
     Ok(deps)
-}
-
-/// `len(x)`, `x.shape[0]`, `x.size`: an integer, whatever `x` is.
-fn is_length(e: &Expr) -> bool {
-    match e {
-        Expr::Call(c) => matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len"),
-        Expr::Subscript(s) => {
-            matches!(s.value.as_ref(), Expr::Attribute(a) if a.attr.as_str() == "shape")
-        }
-        Expr::Attribute(a) => matches!(a.attr.as_str(), "size" | "ndim"),
-        _ => false,
-    }
 }
 
 fn body_stmts(body: &[Stmt]) -> Vec<&Stmt> {
