@@ -100,6 +100,23 @@ impl ArrVal {
         v
     }
 
+    /// The same elements seen with new indices: `idx[k]` gives the old
+    /// dimension `k` as an expression of the new placeholders
+    /// (`__e0`, …). The new placeholders go through temporaries, so the
+    /// substitution cannot capture the template's own.
+    pub fn reindexed(&self, shape: Vec<Expr>, idx: &[Expr]) -> ArrVal {
+        let to_tmp: HashMap<String, Expr> =
+            (0..shape.len()).map(|k| (ph(k), var(&tmp(k)))).collect();
+        let idx: Vec<Expr> = idx.iter().map(|e| subst(e, &to_tmp)).collect();
+        let back: HashMap<String, Expr> = (0..shape.len()).map(|k| (tmp(k), var(&ph(k)))).collect();
+        ArrVal {
+            shape,
+            elem: self.elem,
+            body: subst(&self.element(&idx), &back),
+            computed: self.computed,
+        }
+    }
+
     /// Whether a dimension has literal extent 1 (a broadcast dimension).
     pub fn has_unit_dims(&self) -> bool {
         self.shape.contains(&i64(1))

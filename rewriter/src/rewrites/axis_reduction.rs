@@ -604,25 +604,11 @@ impl Lowerer<'_> {
 /// `v` with a new dimension of extent 1 inserted at position `at`
 /// (`v[:, None]` for `at = 1`).
 fn with_unit_dim(v: &ArrVal, at: usize) -> ArrVal {
-    let n = v.ndim();
-    // Old placeholder k moves to k (before `at`) or k + 1 (after).
-    let map: std::collections::HashMap<String, Expr> = (0..n)
-        .map(|k| {
-            (
-                ph(k),
-                var(&format!("__u{}", if k < at { k } else { k + 1 })),
-            )
-        })
+    // Old dimension k is new dimension k (before `at`) or k + 1 (after).
+    let idx: Vec<Expr> = (0..v.ndim())
+        .map(|k| var(&ph(if k < at { k } else { k + 1 })))
         .collect();
-    let back: std::collections::HashMap<String, Expr> =
-        (0..=n).map(|k| (format!("__u{k}"), var(&ph(k)))).collect();
-    let body = crate::ir_util::subst(&crate::ir_util::subst(&v.body, &map), &back);
     let mut shape = v.shape.clone();
     shape.insert(at, i64(1));
-    ArrVal {
-        shape,
-        elem: v.elem,
-        body,
-        computed: v.computed,
-    }
+    v.reindexed(shape, &idx)
 }

@@ -460,43 +460,16 @@ fn reshape(av: &ArrVal, shape: Vec<Expr>) -> ArrVal {
             rest = binary(BinOp::FloorDiv, rest, av.shape[k].clone());
         }
     }
-    // The old template reads placeholders of its own: rename the new ones
-    // first so the substitution does not capture them.
-    let tmpmap: std::collections::HashMap<String, Expr> = (0..shape.len())
-        .map(|k| (ph(k), var(&format!("__r{k}"))))
-        .collect();
-    let idx: Vec<Expr> = idx
-        .iter()
-        .map(|e| crate::ir_util::subst(e, &tmpmap))
-        .collect();
-    let body = av.element(&idx);
-    let back: std::collections::HashMap<String, Expr> = (0..shape.len())
-        .map(|k| (format!("__r{k}"), var(&ph(k))))
-        .collect();
-    ArrVal {
-        shape,
-        elem: av.elem,
-        body: crate::ir_util::subst(&body, &back),
-        computed: av.computed,
-    }
+    av.reindexed(shape, &idx)
 }
 
 /// Dimension `k` of the result is dimension `perm[k]` of `av`.
 fn permute(av: &ArrVal, perm: &[usize]) -> ArrVal {
     let mut idx = vec![i64(0); av.ndim()];
     for (k, &p) in perm.iter().enumerate() {
-        idx[p] = var(&format!("__r{k}"));
+        idx[p] = var(&ph(k));
     }
-    let body = av.element(&idx);
-    let back: std::collections::HashMap<String, Expr> = (0..perm.len())
-        .map(|k| (format!("__r{k}"), var(&ph(k))))
-        .collect();
-    ArrVal {
-        shape: perm.iter().map(|&p| av.shape[p].clone()).collect(),
-        elem: av.elem,
-        body: crate::ir_util::subst(&body, &back),
-        computed: av.computed,
-    }
+    av.reindexed(perm.iter().map(|&p| av.shape[p].clone()).collect(), &idx)
 }
 
 /// `-1` as a shape item (a literal, or `-(1)` as the parser gives it).
