@@ -200,7 +200,7 @@ impl Lowerer<'_> {
     /// `name = value` at the top level.
     pub(crate) fn host_assign(&mut self, name: &str, v: Val, line: u32) -> Lower<()> {
         match v {
-            Val::Scalar(e, t, _) => {
+            Val::Scalar(e, t, weak) => {
                 if let Expr::Load(er) = &e {
                     if er.indices == [i64(0)] && self.is_acc(&er.array) {
                         self.host.insert(
@@ -213,8 +213,13 @@ impl Lowerer<'_> {
                         return Ok(());
                     }
                 }
-                let ty = self.declare_type(name, t);
+                let ty = self.declare_type_weak(name, t, weak);
                 let value = self.host_scalar(cast_to(e, t, ty), line)?;
+                if weak {
+                    self.weak_bound.insert(name.to_string());
+                } else {
+                    self.weak_bound.remove(name);
+                }
                 self.used.insert(name.to_string());
                 self.steps.push(HostStep::Scalar {
                     name: name.to_string(),

@@ -238,13 +238,14 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
         l.analysis_scans = scans.clone();
         let res = run(&mut l, def, &names, req.types, ufunc);
-        let widened = l.observed.iter().any(|(k, t)| {
+        let observed = l.observed_types();
+        let widened = observed.iter().any(|(k, t)| {
             types
                 .get(k)
                 .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
         });
         let mut next = types.clone();
-        for (k, t) in &l.observed {
+        for (k, t) in &observed {
             let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
             next.insert(k.clone(), j);
         }

@@ -236,6 +236,14 @@ pub(crate) struct Lowerer<'a> {
     pub fn_name: String,
     pub types: HashMap<String, ScalarType>,
     pub observed: HashMap<String, ScalarType>,
+    /// Types of the *weak* values (Python literals, NEP 50) bound to a
+    /// host name: they take the type of the strong values bound to the
+    /// same name, as NumPy casts a Python float to float32 when it meets
+    /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
+    pub observed_weak: HashMap<String, ScalarType>,
+    /// Host names whose last binding (in program order) is a weak value:
+    /// reading one gives a weak operand, as the Python float does.
+    pub weak_bound: HashSet<String>,
     pub module: Module,
     pub steps: Vec<HostStep>,
     pub log: RewriteLog,
@@ -304,6 +312,8 @@ impl<'a> Lowerer<'a> {
             fn_name: fn_name.to_string(),
             types,
             observed: HashMap::new(),
+            observed_weak: HashMap::new(),
+            weak_bound: HashSet::new(),
             module: Module::default(),
             steps: Vec::new(),
             log: RewriteLog::default(),
@@ -430,6 +440,34 @@ impl<'a> Lowerer<'a> {
         self.types.get(key).copied().unwrap_or(t)
     }
 
+    /// `declare_type` for a value that may be weak (a Python literal).
+    pub fn declare_type_weak(&mut self, key: &str, t: ScalarType, weak: bool) -> ScalarType {
+        if !weak {
+            return self.declare_type(key, t);
+        }
+        let seen = self.observed_weak.get(key).map_or(t, |&o| join(o, t));
+        self.observed_weak.insert(key.to_string(), seen);
+        let now = match self.observed.get(key) {
+            Some(&strong) => crate::ir_util::promote(seen, true, strong, false),
+            None => seen,
+        };
+        self.types.get(key).copied().unwrap_or(now)
+    }
+
+    /// Every name's type after this pass: strong values join; weak ones
+    /// take the strong type when there is one (NumPy 2's promotion).
+    pub fn observed_types(&self) -> HashMap<String, ScalarType> {
+        let mut all = self.observed.clone();
+        for (k, &w) in &self.observed_weak {
+            let t = match all.get(k) {
+                Some(&strong) => crate::ir_util::promote(w, true, strong, false),
+                None => w,
+            };
+            all.insert(k.clone(), t);
+        }
+        all
+    }
+
     // ---------------------------------------------------------------
     // Names
     // ---------------------------------------------------------------
@@ -460,7 +498,11 @@ impl<'a> Lowerer<'a> {
         if r.kind != RegionKind::Device {
             if let Some(b) = self.host.get(name).cloned() {
                 return match b {
-                    HostBind::Scalar(t) => Ok(Val::scalar(var(name), t)),
+                    HostBind::Scalar(t) => Ok(Val::Scalar(
+                        var(name),
+                        t,
+                        self.weak_bound.contains(name),
+                    )),
                     HostBind::DeviceScalar { acc, ty } => {
                         Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))
                     }
