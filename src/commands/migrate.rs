@@ -370,7 +370,11 @@ impl Report {
                 "  verification: {} on {} inputs: {} (max abs err {:.3e}, max rel err {:.3e}; rtol {:e}, atol {:e})\n",
                 v.backend,
                 v.inputs,
-                if v.passed { "passed" } else { "MISMATCH" },
+                match (v.passed, &v.float32_exact) {
+                    (true, Some(_)) => "passed against a float64 run",
+                    (true, None) => "passed",
+                    (false, _) => "MISMATCH",
+                },
                 v.max_abs_err,
                 v.max_rel_err,
                 v.tolerance.rtol,
@@ -378,6 +382,15 @@ impl Report {
             ));
             if let Some(m) = &v.mismatch {
                 out.push_str(&format!("    first difference: {m}\n"));
+            }
+            if let Some(c) = &v.float32_exact {
+                let how = if c.passed { "passed" } else { "failed too" };
+                out.push_str(&format!("    float32: {how} {}\n", c.describe()));
+                if let Some(m) = &c.elementwise {
+                    out.push_str(&format!(
+                        "    (elementwise against the original's float32 results: {m})\n"
+                    ));
+                }
             }
             out.push_str(&outcome_text(o));
         }

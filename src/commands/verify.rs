@@ -142,6 +142,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             "atol": v.tolerance.atol,
             "compared": v.compared,
             "mismatch": v.mismatch,
+            "float32_exact": v.float32_exact,
         }),
     );
     m.insert("device".into(), json!(o.device));
@@ -153,7 +154,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
         json!(o
             .launches
             .iter()
-            .map(|l| json!({"kernel": l.kernel, "grid": l.config.grid, "block": l.config.block}))
+            .map(|l| json!({"kernel": l.kernel, "grid": l.config.grid, "block": l.config.block, "count": l.count}))
             .collect::<Vec<_>>()),
     );
     m

@@ -131,18 +131,27 @@ impl std::fmt::Display for LaunchConfig {
     }
 }
 
-/// One launch of a run: which kernel, how, and the bytes of the arrays it
-/// was given (each counted once: the traffic a streaming kernel makes).
+/// The launches of a run of one kernel with one configuration: which
+/// kernel, how, how many times, and the bytes of the arrays it was given
+/// (each counted once per launch: the traffic a streaming kernel makes),
+/// summed over those launches. A host loop launches the same kernels on
+/// every iteration, so a run keeps one entry per kernel and configuration,
+/// in the order of their first launch, never one per launch.
 #[derive(Clone, Debug, Serialize)]
 pub struct Launch {
     pub kernel: String,
     pub config: LaunchConfig,
+    pub count: usize,
     pub array_bytes: usize,
 }
 
 impl std::fmt::Display for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "`{}` ({})", self.kernel, self.config)
+        write!(f, "`{}` ({})", self.kernel, self.config)?;
+        if self.count > 1 {
+            write!(f, " ×{}", self.count)?;
+        }
+        Ok(())
     }
 }
 
@@ -191,11 +200,39 @@ pub enum Outputs {
 pub struct KernelRun {
     pub args: Vec<Option<NdArray>>,
     pub returns: Option<Vec<NdArray>>,
-    /// Every launch, in order.
+    /// The launches, one entry per kernel and configuration, in the order
+    /// of their first launch.
     pub launches: Vec<Launch>,
     /// Bytes copied to the device (arguments) and back (results).
     pub bytes_to_device: usize,
     pub bytes_to_host: usize,
+}
+
+impl KernelRun {
+    /// Counts one launch of `kernel` with `config`.
+    fn launched(&mut self, kernel: &str, config: LaunchConfig, array_bytes: usize) {
+        match self
+            .launches
+            .iter_mut()
+            .find(|l| l.kernel == kernel && l.config == config)
+        {
+            Some(l) => {
+                l.count += 1;
+                l.array_bytes += array_bytes;
+            }
+            None => self.launches.push(Launch {
+                kernel: kernel.to_string(),
+                config,
+                count: 1,
+                array_bytes,
+            }),
+        }
+    }
+
+    /// Launches in all, counting each repeat.
+    pub fn launch_count(&self) -> usize {
+        self.launches.iter().map(|l| l.count).sum()
+    }
 }
 
 /// Device arrays by Python name. Names refer to arrays as Python names
@@ -805,11 +842,7 @@ fn exec_steps<D: Device>(
                     }
                 }
                 res?;
-                run.launches.push(Launch {
-                    kernel: kernel.clone(),
-                    config,
-                    array_bytes,
-                });
+                run.launched(kernel, config, array_bytes);
             }
             HostStep::Loop {
                 var,

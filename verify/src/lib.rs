@@ -18,6 +18,7 @@
 
 pub mod compare;
 pub mod error;
+pub mod exact;
 pub mod exec;
 pub mod gpu;
 pub mod inputs;
@@ -162,6 +163,10 @@ pub struct Verification {
     /// the kernels that produced it with their launch configurations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<String>,
+    /// For float32 results that differ elementwise: the comparison of
+    /// both float32 runs with a float64 run of the original ([`exact`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub float32_exact: Option<exact::Float32Check>,
     /// Seconds the original took (one call, for information).
     pub original_seconds: f64,
 }
@@ -299,6 +304,7 @@ fn compare_runs(
         tolerance: tol,
         compared: Vec::new(),
         mismatch: None,
+        float32_exact: None,
         original_seconds: orig.seconds,
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
@@ -344,6 +350,73 @@ fn compare_runs(
     v
 }
 
+/// A float32 mismatch gets a second opinion: the original on the same
+/// inputs widened to float64 is the exact answer both float32 runs are
+/// judged against ([`exact`]). The elementwise first difference stays in
+/// the check when it passes. An original that fails on float64 inputs
+/// leaves the mismatch as it was.
+fn recheck_float32(
+    plan: &KernelPlan,
+    opts: &VerifyOptions,
+    inputs: &Inputs,
+    orig: &original::OriginalRun,
+    ours: &exec::KernelRun,
+    v: &mut Verification,
+) -> Result<(), VerifyError> {
+    if v.passed || v.tolerance != compare::FLOAT32 {
+        return Ok(());
+    }
+    let Some(wide) = exact::widen(inputs) else {
+        return Ok(());
+    };
+    let work = tempfile::tempdir()
+        .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
+    let dir = work.path().join("inputs64");
+    let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
+    inputs::write(&dir, &wide, &otypes)?;
+    let Ok(exact_run) = original::run_original(
+        &opts.python,
+        &opts.file,
+        &opts.qualname,
+        &dir,
+        work.path(),
+        original_call(plan),
+        0,
+        None,
+    ) else {
+        return Ok(());
+    };
+    let (mut e, mut o, mut a) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..plan.params.len() {
+        if let (Some(Some(x)), Some(Some(y))) = (orig.args.get(k), ours.args.get(k)) {
+            e.push(exact_run.args.get(k).and_then(Option::as_ref));
+            o.push(Some(x));
+            a.push(Some(y));
+        }
+    }
+    if let (Some(x), Some(y)) = (&orig.returns, &ours.returns) {
+        let Some(w) = &exact_run.returns else {
+            return Ok(());
+        };
+        if w.len() != x.len() || x.len() != y.len() {
+            return Ok(());
+        }
+        for ((w, x), y) in w.iter().zip(x).zip(y) {
+            e.push(Some(w));
+            o.push(Some(x));
+            a.push(Some(y));
+        }
+    }
+    if let Some(mut c) = exact::judge(&e, &o, &a) {
+        if c.passed {
+            v.passed = true;
+            c.elementwise = v.mismatch.take();
+        }
+        v.float32_exact = Some(c);
+    }
+    Ok(())
+}
+
 fn traffic(run: &exec::KernelRun, inputs: &Inputs) -> timing::Traffic {
     let elements = inputs
         .values
@@ -357,7 +430,7 @@ fn traffic(run: &exec::KernelRun, inputs: &Inputs) -> timing::Traffic {
     timing::Traffic {
         bytes_to_device: run.bytes_to_device,
         bytes_to_host: run.bytes_to_host,
-        launches: run.launches.len(),
+        launches: run.launch_count(),
         elements,
     }
 }
@@ -405,7 +478,9 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             let compile_s = seconds_since(t);
             let mut dev = simulator::SimDevice::new(plan)?;
             let ours = exec::run_plan(plan, &inputs, &mut dev, exec::Outputs::All)?;
-            let verification = compare_runs(plan, &orig, &ours, Backend::Simulator, inputs.origin);
+            let mut verification =
+                compare_runs(plan, &orig, &ours, Backend::Simulator, inputs.origin);
+            recheck_float32(plan, opts, &inputs, &orig, &ours, &mut verification)?;
             let timing = Timing {
                 compile_s: Some(compile_s),
                 cpython_s,
@@ -484,7 +559,8 @@ fn on_gpu(
     // names its kernel. It is also the first warm-up.
     dev.sync_each_launch = true;
     let ours = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::All)?;
-    let verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs.origin);
+    let mut verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs.origin);
+    recheck_float32(plan, opts, inputs, orig, &ours, &mut verification)?;
     let mut timing = Timing {
         compile_s: Some(compile_s),
         cpython_s,
