@@ -407,6 +407,9 @@ mod programs {
         masks: "float64[:], float64[:]",
         clamp_small: "float64[:], float64[:]",
         corners: "float64[:,:]",
+        symmetric_gram: "float64[:,:]",
+        batched_attention: "float64[:,:,:], float64[:,:,:], float64[:,:,:]",
+        project_channels: "float32[:,:,:,:], float32[:,:]",
     }
 }
 

@@ -55,16 +55,19 @@ impl Lowerer<'_> {
                     // `a = b = value`: the value once, then every target
                     // bound to it in turn, as Python does.
                     let first = &a.targets[0];
-                    let ast::Expr::Name(_) = first else {
-                        return refuse(
-                            "frontend",
-                            line,
-                            "a chained assignment whose first target is not a name",
-                        );
-                    };
-                    self.host_assign_stmt(r, first, &a.value, line)?;
-                    for t in &a.targets[1..] {
-                        self.host_assign_stmt(r, t, first, line)?;
+                    if let ast::Expr::Name(_) = first {
+                        self.host_assign_stmt(r, first, &a.value, line)?;
+                        for t in &a.targets[1..] {
+                            self.host_assign_stmt(r, t, first, line)?;
+                        }
+                    } else {
+                        // `a[i] = b[j] = value`: the value computed once
+                        // into a temporary, then stored to each in turn.
+                        let v = self.expr(r, &a.value)?;
+                        let v = self.settle_chained(v, line)?;
+                        for t in &a.targets {
+                            self.store_chained(r, t, v.clone(), line)?;
+                        }
                     }
                 }
                 ast::Stmt::Assign(a) if a.targets.len() == 1 => {
@@ -194,6 +197,69 @@ impl Lowerer<'_> {
                 line,
                 format!("assignment to `{}`", self.src.text_of(target)),
             ),
+        }
+    }
+
+    /// A chained assignment's value, computed once: an array expression
+    /// into a temporary array, a scalar into a host scalar.
+    fn settle_chained(&mut self, v: Val, line: u32) -> Lower<Val> {
+        match v {
+            Val::Array(av) if av.computed => {
+                let arr = self.materialise("chain", &av, line)?;
+                let ty = match self.host.get(&arr) {
+                    Some(HostBind::Array(t)) => *t,
+                    _ => unreachable!("materialise binds the array"),
+                };
+                Ok(Val::Array(ArrVal::named_like(&arr, ty, &av)))
+            }
+            Val::Scalar(e, t, weak) => {
+                let name = self.fresh("chain");
+                self.host_assign(&name, Val::Scalar(e, t, weak), line)?;
+                self.lookup_host_scalar(&name)
+                    .ok_or(())
+                    .or_else(|()| refuse("frontend", line, "a chained assignment of a scalar"))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Stores an already computed value to one target of a chained
+    /// assignment.
+    fn store_chained(
+        &mut self,
+        r: &mut Region,
+        target: &ast::Expr,
+        v: Val,
+        line: u32,
+    ) -> Lower<()> {
+        match target {
+            ast::Expr::Name(n) => self.host_assign(n.id.as_str(), v, line),
+            ast::Expr::Subscript(s) if !is_mask_index(&s.slice) => match self.expr(r, target)? {
+                Val::Array(tv) => {
+                    let hint = pyast::subscript_base(target).unwrap_or_default();
+                    self.store_kernel(&tv, &v, &hint, line)
+                }
+                Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
+                _ => refuse("frontend", line, self.single_element_reason()),
+            },
+            _ => refuse(
+                "frontend",
+                line,
+                format!(
+                    "a chained assignment to `{}`: port takes names and subscripts",
+                    self.src.text_of(target)
+                ),
+            ),
+        }
+    }
+
+    fn lookup_host_scalar(&self, name: &str) -> Option<Val> {
+        match self.host.get(name) {
+            Some(HostBind::Scalar(t)) => Some(Val::Scalar(var(name), *t, false)),
+            Some(HostBind::DeviceScalar { acc, ty }) => {
+                Some(Val::scalar(load(acc, vec![i64(0)]), *ty))
+            }
+            _ => None,
         }
     }
 

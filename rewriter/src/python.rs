@@ -375,6 +375,14 @@ impl Printer {
                     BinOp::Mul => ("*", 11),
                     BinOp::Div => ("/", 11),
                     BinOp::FloorDiv => ("//", 11),
+                    // The IR's remainder truncates, as C's and `math.fmod`;
+                    // on integers (indices) it stays an integer.
+                    BinOp::Rem if self.ty(a).is_int() => {
+                        return (
+                            format!("int(math.fmod({}, {}))", self.expr(a, 0), self.expr(b, 0)),
+                            ATOM,
+                        )
+                    }
                     BinOp::Rem => {
                         return (
                             format!("math.fmod({}, {})", self.expr(a, 0), self.expr(b, 0)),

@@ -541,11 +541,11 @@ impl Lowerer<'_> {
             );
         };
         let (m, n) = (x.ndim(), y.ndim());
-        if m > 2 || n > 2 {
+        if (m > 2 || n > 2) && (m < 2 || n < 2) {
             return refuse(
                 NAME,
                 line,
-                format!("`@` of {m}-D by {n}-D arrays (batched matmul) is not supported yet"),
+                format!("`@` of a {m}-D by a {n}-D array (a batched matmul with a vector) is not supported yet"),
             );
         }
         if m == 1 && n == 1 {
@@ -561,7 +561,11 @@ impl Lowerer<'_> {
         }
         // The product broadcast over the summed axis `k`:
         // (rows, k, 1) * (1, k, cols), (rows, k) * (1, k) or (k, 1) * (k, cols).
+        // Batched (NumPy's stacks of matrices in the last two dimensions,
+        // the leading ones broadcast): (..., rows, k, 1) * (..., 1, k, cols),
+        // summed over k.
         let (l, rr, axis) = match (m, n) {
+            _ if m > 2 || n > 2 => (with_unit_dim(x, m), with_unit_dim(y, n - 2), m.max(n) - 1),
             (2, 2) => (with_unit_dim(x, 2), with_unit_dim(y, 0), 1),
             (2, 1) => (x.clone(), with_unit_dim(y, 0), 1),
             _ => (with_unit_dim(x, 1), y.clone(), 0),

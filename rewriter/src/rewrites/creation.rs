@@ -43,7 +43,7 @@ impl Lowerer<'_> {
                 _ => return refuse(array_expr::NAME, line, "a shape must be integers"),
             }
         }
-        if out.is_empty() || out.len() > 3 {
+        if out.is_empty() || out.len() > port_codegen::ir::MAX_DIMS as usize {
             return refuse(
                 array_expr::NAME,
                 line,
