@@ -410,6 +410,7 @@ mod programs {
         symmetric_gram: "float64[:,:]",
         batched_attention: "float64[:,:,:], float64[:,:,:], float64[:,:,:]",
         project_channels: "float32[:,:,:,:], float32[:,:]",
+        row_normalize: "float64[:,:]",
     }
 }
 
@@ -448,6 +449,25 @@ fn levinson_durbin_float32_against_a_float64_run() {
         c["original_err"].as_f64().unwrap(),
     );
     assert!(ours > 0.0 && ours <= 10.0 * theirs, "{c}");
+}
+
+/// Krylov solvers rebind their vectors every iteration (`x = x + a * p`,
+/// `p = r`, `p = v = np.zeros_like(b)`): names are bound to device arrays
+/// at run time. Small systems keep the host loop short.
+#[test]
+fn krylov_solvers_rebind_vectors() {
+    verified(
+        "migrate/programs.py",
+        "steepest_descent",
+        "float64[:,:], float64[:], float64[:], int64, float64",
+        &["--size", "32"],
+    );
+    verified(
+        "migrate/programs.py",
+        "bicgstab_spd",
+        "float64[:,:], float64[:], int64",
+        &["--size", "32"],
+    );
 }
 
 /// A host loop of `n` iterations runs `n` times a few launches on the

@@ -55,7 +55,15 @@ impl Lowerer<'_> {
                     // `a = b = value`: the value once, then every target
                     // bound to it in turn, as Python does.
                     let first = &a.targets[0];
-                    if let ast::Expr::Name(_) = first {
+                    if self.separate_new_arrays(a) {
+                        // `p = v = np.zeros_like(b)` where neither array
+                        // changes in place: the sharing cannot be seen, and
+                        // an array of its own each lets one kernel read
+                        // both after the loop rebinds one of them.
+                        for t in &a.targets {
+                            self.host_assign_stmt(r, t, &a.value, line)?;
+                        }
+                    } else if let ast::Expr::Name(_) = first {
                         self.host_assign_stmt(r, first, &a.value, line)?;
                         for t in &a.targets[1..] {
                             self.host_assign_stmt(r, t, first, line)?;
@@ -200,6 +208,41 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Whether every target of a chained assignment is a name bound to a
+    /// new array from a NumPy creation call that nothing changes in place.
+    fn separate_new_arrays(&self, a: &ast::StmtAssign) -> bool {
+        let ast::Expr::Call(c) = a.value.as_ref() else {
+            return false;
+        };
+        let creation = self.src.resolve(&c.func).is_some_and(|n| {
+            matches!(
+                n.as_str(),
+                "numpy.zeros"
+                    | "numpy.ones"
+                    | "numpy.empty"
+                    | "numpy.full"
+                    | "numpy.zeros_like"
+                    | "numpy.ones_like"
+                    | "numpy.empty_like"
+                    | "numpy.full_like"
+                    | "numpy.copy"
+            )
+        });
+        let body = self
+            .src
+            .functions()
+            .into_iter()
+            .find(|f| f.def.name.as_str() == self.fn_name)
+            .map(|f| &f.def.body);
+        creation
+            && body.is_some_and(|body| {
+                a.targets.iter().all(|t| match t {
+                    ast::Expr::Name(n) => !pyast::may_mutate_in_place(body, n.id.as_str()),
+                    _ => false,
+                })
+            })
+    }
+
     /// A chained assignment's value, computed once: an array expression
     /// into a temporary array, a scalar into a host scalar.
     fn settle_chained(&mut self, v: Val, line: u32) -> Lower<Val> {
@@ -297,7 +340,7 @@ impl Lowerer<'_> {
             }
             Val::Array(av) => {
                 if !av.computed {
-                    if self.host_depth > 0 {
+                    if self.host_depth > 0 || self.loop_bound.contains(name) {
                         if let Some(src) = whole_array(&av) {
                             if self.tuple_rebind_names(&[name.to_string()], &[src], line)? {
                                 return Ok(());

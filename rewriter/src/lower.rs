@@ -241,6 +241,10 @@ pub(crate) struct Lowerer<'a> {
     /// same name, as NumPy casts a Python float to float32 when it meets
     /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
     pub observed_weak: HashMap<String, ScalarType>,
+    /// Names the function binds inside a loop: an alias of a whole array
+    /// (`p = r`) bound to one of them before the loop is a run-time
+    /// binding, not a compile-time view, since the loop rebinds it.
+    pub loop_bound: HashSet<String>,
     /// Host names whose last binding (in program order) is a weak value:
     /// reading one gives a weak operand, as the Python float does.
     pub weak_bound: HashSet<String>,
@@ -287,6 +291,7 @@ impl<'a> Lowerer<'a> {
         types: HashMap<String, ScalarType>,
     ) -> Lowerer<'a> {
         let mut used: HashSet<String> = src.module_names();
+        let mut loop_bound = HashSet::new();
         // Every identifier of the function, so that fresh names never capture one.
         if let Some(f) = src
             .functions()
@@ -296,6 +301,7 @@ impl<'a> Lowerer<'a> {
             for a in &f.def.args.args {
                 used.insert(a.def.arg.to_string());
             }
+            loop_bound = pyast::names_bound_in_loops(&f.def.body);
             pyast::walk_stmts(&f.def.body, &mut |x| {
                 for e in pyast::stmt_exprs(x) {
                     pyast::walk_expr(e, &mut |y| {
@@ -314,6 +320,7 @@ impl<'a> Lowerer<'a> {
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
             weak_bound: HashSet::new(),
+            loop_bound,
             module: Module::default(),
             steps: Vec::new(),
             log: RewriteLog::default(),
@@ -1083,6 +1090,9 @@ impl<'a> Lowerer<'a> {
                 let hint = pyast::subscript_base(first).unwrap_or_else(|| "r".into());
                 return self.reduce_with(r, op, v, args, &hint, line);
             }
+        }
+        if name == "numpy.linalg.norm" {
+            return self.linalg_norm(r, c, line);
         }
         if matches!(name.as_str(), "numpy.matmul") && c.args.len() == 2 && c.keywords.is_empty() {
             let a = self.expr(r, &c.args[0])?;

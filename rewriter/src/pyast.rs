@@ -177,6 +177,72 @@ pub fn target_names(t: &Expr) -> Vec<String> {
     }
 }
 
+/// Names bound (`a = …`, `a += …`, `a, b = …`) somewhere inside a `for`
+/// or `while` of `body`.
+pub fn names_bound_in_loops(body: &[Stmt]) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    walk_stmts(body, &mut |s| {
+        if let Stmt::For(_) | Stmt::While(_) = s {
+            for b in child_bodies(s) {
+                walk_stmts(b, &mut |x| match x {
+                    Stmt::Assign(a) => out.extend(a.targets.iter().flat_map(target_names)),
+                    Stmt::AugAssign(a) => out.extend(target_names(&a.target)),
+                    Stmt::AnnAssign(a) => out.extend(target_names(&a.target)),
+                    _ => {}
+                });
+            }
+        }
+    });
+    out
+}
+
+/// Whether `body` may change the array `name` holds in place: a store
+/// into `name[…]`, `name += …`, a method call on it (`name.fill(…)`), or
+/// passing it to a function that is not NumPy's.
+pub fn may_mutate_in_place(body: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    walk_stmts(body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![&a.target],
+            Stmt::AnnAssign(a) => vec![&a.target],
+            _ => vec![],
+        };
+        for t in targets {
+            let aug_name = matches!(s, Stmt::AugAssign(_))
+                && matches!(t, Expr::Name(n) if n.id.as_str() == name);
+            if aug_name || subscript_base(t).as_deref() == Some(name) && !matches!(t, Expr::Name(_))
+            {
+                found = true;
+            }
+        }
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x| {
+                let Expr::Call(c) = x else { return };
+                match c.func.as_ref() {
+                    Expr::Attribute(a)
+                        if mentions(&a.value, name)
+                            && matches!(a.value.as_ref(), Expr::Name(_)) =>
+                    {
+                        found = true
+                    }
+                    Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(m) if m.id.as_str() == "np" || m.id.as_str() == "numpy") =>
+                        {}
+                    _ => {
+                        if c.args
+                            .iter()
+                            .any(|a| matches!(a, Expr::Name(n) if n.id.as_str() == name))
+                        {
+                            found = true;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    found
+}
+
 /// The base array name of a subscript chain (`x` of `x[i][j]`).
 pub fn subscript_base(e: &Expr) -> Option<String> {
     match e {

@@ -588,6 +588,57 @@ impl Lowerer<'_> {
         )
     }
 
+    /// `np.linalg.norm(x, axis=…, keepdims=…)` with the default `ord`:
+    /// the 2-norm of vectors, the Frobenius norm of matrices, both
+    /// `sqrt(sum(x * x))` over the axes. Other orders are refused.
+    pub(crate) fn linalg_norm(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Val> {
+        let Some(first) = c.args.first() else {
+            return refuse(NAME, line, "`np.linalg.norm` needs an array");
+        };
+        let is_none = |e: &ast::Expr| matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None));
+        let ord = c.args.get(1).or_else(|| {
+            c.keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "ord"))
+                .map(|k| &k.value)
+        });
+        if ord.is_some_and(|o| !is_none(o)) || c.args.len() > 2 {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: only the default order of `np.linalg.norm` (2-norm of a vector, Frobenius of a matrix) is supported",
+                    self.src.text_of(c)
+                ),
+            );
+        }
+        let mut rest = c.clone();
+        rest.args.truncate(1);
+        rest.keywords
+            .retain(|k| k.arg.as_ref().is_none_or(|a| a.as_str() != "ord"));
+        let v = self.expr(r, first)?;
+        let nd = match &v {
+            Val::Array(a) => a.ndim(),
+            _ => 0,
+        };
+        let sum = AxisOp::Plain(Reduce::Sum);
+        let args = self.reduction_args(&rest, 1, nd, sum, line)?;
+        let squares = self.binop(ast::Operator::Mult, &v, &v, line)?;
+        let hint = crate::pyast::subscript_base(first).unwrap_or_else(|| "norm".into());
+        let total = self.reduce_with(r, sum, squares, args, &hint, line)?;
+        self.log.applied(
+            NAME,
+            format!("`np.linalg.norm` as `sqrt(sum(x * x))` (line {line})"),
+        );
+        crate::rewrites::math_calls::call("numpy.sqrt", &[total])
+            .map_or_else(|| refuse(NAME, line, "`np.linalg.norm` of this value"), Ok)
+    }
+
     /// `np.outer(a, b)`: `a.ravel()[:, None] * b.ravel()[None, :]`, a template.
     pub(crate) fn outer(&mut self, a: Val, b: Val, line: u32) -> Lower<Val> {
         let (Val::Array(x), Val::Array(y)) = (&a, &b) else {

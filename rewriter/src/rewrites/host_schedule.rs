@@ -462,6 +462,16 @@ impl Lowerer<'_> {
                 }
             }
         }
+        if self.loop_bound.contains(name)
+            && !view.has_unit_dims()
+            && crate::host::whole_array(&view).as_deref() == Some(arr)
+        {
+            // `x = np.copy(x)` before a loop that rebinds `x`: a run-time
+            // binding, so that the loop can rebind it.
+            self.rebind(vec![name.to_string()], vec![arr.to_string()]);
+            self.host.insert(name.to_string(), HostBind::Array(ty));
+            return Ok(());
+        }
         self.host.insert(name.to_string(), HostBind::View(view));
         Ok(())
     }
