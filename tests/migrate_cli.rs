@@ -83,6 +83,33 @@ fn a_scan_is_refused_naming_the_variable_and_line() {
 }
 
 #[test]
+fn a_compacted_mask_selection_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "compacted",
+            &f,
+            "--signature",
+            "float64[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let r = &j["reasons"][0];
+    assert_eq!(r["line"], 53, "{r}");
+    let m = r["message"].as_str().unwrap();
+    assert!(
+        m.contains("`pos` is a boolean-mask selection (line 52)") && m.contains("reduced"),
+        "{r}"
+    );
+}
+
+#[test]
 fn a_recurrence_is_refused_with_its_line() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/refused.py");

@@ -411,6 +411,8 @@ mod programs {
         batched_attention: "float64[:,:,:], float64[:,:,:], float64[:,:,:]",
         project_channels: "float32[:,:,:,:], float32[:,:]",
         row_normalize: "float64[:,:]",
+        radial_profile: "float64[:], float64[:], int64",
+        positive_stats: "float64[:]",
     }
 }
 

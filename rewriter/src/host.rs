@@ -156,6 +156,9 @@ impl Lowerer<'_> {
     ) -> Lower<()> {
         match target {
             ast::Expr::Name(n) => {
+                if self.bind_selection(r, n.id.as_str(), value)? {
+                    return Ok(());
+                }
                 if let ast::Expr::Call(c) = value {
                     if self.alloc_stmt(r, n.id.as_str(), c, line)? {
                         return Ok(());
@@ -214,20 +217,10 @@ impl Lowerer<'_> {
         let ast::Expr::Call(c) = a.value.as_ref() else {
             return false;
         };
-        let creation = self.src.resolve(&c.func).is_some_and(|n| {
-            matches!(
-                n.as_str(),
-                "numpy.zeros"
-                    | "numpy.ones"
-                    | "numpy.empty"
-                    | "numpy.full"
-                    | "numpy.zeros_like"
-                    | "numpy.ones_like"
-                    | "numpy.empty_like"
-                    | "numpy.full_like"
-                    | "numpy.copy"
-            )
-        });
+        let creation = self
+            .src
+            .resolve(&c.func)
+            .is_some_and(|n| crate::rewrites::hoist_alloc::is_allocation(&n));
         let body = self
             .src
             .functions()

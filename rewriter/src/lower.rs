@@ -245,6 +245,9 @@ pub(crate) struct Lowerer<'a> {
     /// (`p = r`) bound to one of them before the loop is a run-time
     /// binding, not a compile-time view, since the loop rebinds it.
     pub loop_bound: HashSet<String>,
+    /// Names bound to a boolean-mask selection (`v = x[m]`), which only
+    /// reductions may read (`rewrites::masked`).
+    pub masked: HashMap<String, crate::rewrites::masked::Selection>,
     /// Host names whose last binding (in program order) is a weak value:
     /// reading one gives a weak operand, as the Python float does.
     pub weak_bound: HashSet<String>,
@@ -320,6 +323,7 @@ impl<'a> Lowerer<'a> {
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
             weak_bound: HashSet::new(),
+            masked: HashMap::new(),
             loop_bound,
             module: Module::default(),
             steps: Vec::new(),
@@ -480,6 +484,16 @@ impl<'a> Lowerer<'a> {
     // ---------------------------------------------------------------
 
     fn lookup(&mut self, r: &mut Region, name: &str, line: u32) -> Lower<Val> {
+        if let Some(sel) = self.masked.get(name) {
+            return refuse(
+                crate::rewrites::masked::NAME,
+                line,
+                format!(
+                    "`{name}` is a boolean-mask selection (line {}): port takes it only reduced whole (`sum`, `mean`, `max`, `min`, `prod`, `any`, `all`, `len`, `.size`), not compacted into an array",
+                    sel.line
+                ),
+            );
+        }
         if let Some((_, ty)) = r.reductions.get(name) {
             return Ok(Val::scalar(var(&sanitize(name)), *ty));
         }
@@ -827,6 +841,11 @@ impl<'a> Lowerer<'a> {
                 Const::Bool(b) => Val::Scalar(bool(b), ScalarType::Bool, true),
             });
         }
+        if attr == "size" {
+            if let Some(v) = self.masked_size(r, &a.value, line)? {
+                return Ok(v);
+            }
+        }
         let base = self.expr(r, &a.value)?;
         let Val::Array(av) = base else {
             return refuse(
@@ -1050,6 +1069,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn call(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        if let Some(v) = self.masked_call(r, c, line)? {
+            return Ok(v);
+        }
         // Methods of arrays.
         if let ast::Expr::Attribute(a) = c.func.as_ref() {
             let is_module = self.src.resolve(&a.value).is_some_and(|m| {
@@ -1556,6 +1578,9 @@ impl<'a> Lowerer<'a> {
     ) -> Lower<()> {
         match target {
             ast::Expr::Name(n) => {
+                if self.bind_selection(r, n.id.as_str(), value)? {
+                    return Ok(());
+                }
                 let v = self.expr(r, value)?;
                 self.bind_local(r, n.id.as_str(), v, at, line)
             }

@@ -120,7 +120,8 @@ impl Lowerer<'_> {
             })
         };
         let out = match short {
-            "zeros" | "ones" | "empty" | "full" => {
+            // `np.ndarray(shape, dtype=…)` is `np.empty` for what it allocates.
+            "zeros" | "ones" | "empty" | "ndarray" | "full" => {
                 let Some(first) = c.args.first() else {
                     return refuse(array_expr::NAME, line, format!("`{short}` needs a shape"));
                 };

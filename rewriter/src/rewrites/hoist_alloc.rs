@@ -21,6 +21,7 @@ pub fn is_allocation(name: &str) -> bool {
     matches!(
         name,
         "numpy.empty"
+            | "numpy.ndarray"
             | "numpy.zeros"
             | "numpy.ones"
             | "numpy.full"
@@ -110,7 +111,7 @@ impl Lowerer<'_> {
                 (av.shape.clone(), elem, (short == "copy").then_some(av))
             } else {
                 match short.as_str() {
-                    "empty" | "zeros" | "ones" | "full" => {}
+                    "empty" | "ndarray" | "zeros" | "ones" | "full" => {}
                     // arange, linspace, …: element templates (`creation`).
                     _ => return Ok(false),
                 }

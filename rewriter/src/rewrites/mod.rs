@@ -12,6 +12,7 @@ pub mod fp32;
 pub mod grid_stride;
 pub mod hoist_alloc;
 pub mod host_schedule;
+pub mod masked;
 pub mod math_calls;
 pub mod row_reduction;
 pub mod scalar_function;

@@ -1,0 +1,299 @@
+//! **masked**: a boolean-mask selection `x[m]` that is only reduced
+//! (`x[m].mean()`, `np.sum(x[x > 0])`, `v = x[m]` then `v.max()`,
+//! `len(v)`). NumPy compacts the selected elements into a new array of
+//! data-dependent length; a reduction of it is the same reduction of the
+//! whole array with the unselected elements replaced by the operation's
+//! identity (`0` for a sum, `-inf` for a max) and, for a mean, divided by
+//! the count of the mask. No compaction, no data-dependent allocation: the
+//! reduction runs as a whole-array reduction on the host schedule, or as a
+//! per-thread loop inside a kernel. Any other use of the selection is
+//! refused, naming it.
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, CmpOp, Expr, ScalarType, UnaryOp};
+use rustpython_parser::ast;
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::{cast_to, select};
+use crate::lower::{Lowerer, Reduce, Region};
+use crate::rewrites::array_expr::{ArrVal, Val};
+use crate::rewrites::math_calls::truthy;
+
+pub const NAME: &str = "masked";
+
+/// A selection `values[mask]`, both templates of one shape.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    pub values: ArrVal,
+    pub mask: ArrVal,
+    /// Where it was made.
+    pub line: u32,
+}
+
+/// What a reduction of a selection computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    Any,
+    All,
+    Count,
+}
+
+fn op_of(name: &str) -> Option<Op> {
+    let short = name.rsplit('.').next().unwrap_or(name);
+    Some(match short {
+        "sum" => Op::Sum,
+        "mean" | "average" => Op::Mean,
+        "max" | "amax" => Op::Max,
+        "min" | "amin" => Op::Min,
+        "prod" => Op::Prod,
+        "any" => Op::Any,
+        "all" => Op::All,
+        "len" | "count_nonzero" | "size" => Op::Count,
+        _ => return None,
+    })
+}
+
+impl Lowerer<'_> {
+    /// `x[m]` (or a name bound to one) as a selection; `None` when `e` is
+    /// not a boolean-mask subscript.
+    pub(crate) fn selection(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Option<Selection>> {
+        match e {
+            ast::Expr::Name(n) => Ok(self.masked.get(n.id.as_str()).cloned()),
+            ast::Expr::Subscript(s)
+                if matches!(
+                    s.slice.as_ref(),
+                    ast::Expr::Compare(_)
+                        | ast::Expr::BoolOp(_)
+                        | ast::Expr::UnaryOp(_)
+                        | ast::Expr::BinOp(_)
+                        | ast::Expr::Name(_)
+                        | ast::Expr::Call(_)
+                ) =>
+            {
+                let line = self.src.line(e);
+                let Val::Array(mask) = self.expr(r, &s.slice)? else {
+                    return Ok(None);
+                };
+                if mask.elem != ScalarType::Bool {
+                    return Ok(None);
+                }
+                let Val::Array(values) = self.expr(r, &s.value)? else {
+                    return Ok(None);
+                };
+                if values.ndim() != mask.ndim() {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{}`: a boolean mask of {} dimension(s) selecting from an array of {}",
+                            self.src.text_of(e),
+                            mask.ndim(),
+                            values.ndim()
+                        ),
+                    );
+                }
+                Ok(Some(Selection { values, mask, line }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `v = x[m]`: remembers the selection under `name`; `false` when the
+    /// value is not a selection.
+    pub(crate) fn bind_selection(
+        &mut self,
+        r: &mut Region,
+        name: &str,
+        value: &ast::Expr,
+    ) -> Lower<bool> {
+        if matches!(value, ast::Expr::Name(_)) {
+            return Ok(false);
+        }
+        match self.selection(r, value)? {
+            Some(sel) => {
+                self.log.applied(
+                    NAME,
+                    format!(
+                        "`{name}` = a boolean-mask selection (line {}), reduced without compaction",
+                        sel.line
+                    ),
+                );
+                self.masked.insert(name.to_string(), sel);
+                Ok(true)
+            }
+            None => {
+                self.masked.remove(name);
+                Ok(false)
+            }
+        }
+    }
+
+    /// A reduction call of a selection: `sel.mean()`, `np.sum(sel)`,
+    /// `len(sel)`; `None` when the call is not one.
+    pub(crate) fn masked_call(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let (op, subject) = match c.func.as_ref() {
+            ast::Expr::Attribute(a) if c.args.is_empty() && c.keywords.is_empty() => {
+                let Some(op) = op_of(a.attr.as_str()) else {
+                    return Ok(None);
+                };
+                if op == Op::Count {
+                    return Ok(None);
+                }
+                (op, a.value.as_ref())
+            }
+            f if c.args.len() == 1 && c.keywords.is_empty() => {
+                let Some(name) = self.src.resolve(f) else {
+                    return Ok(None);
+                };
+                if !(name.starts_with("numpy.") || name == "len") {
+                    return Ok(None);
+                }
+                let Some(op) = op_of(&name) else {
+                    return Ok(None);
+                };
+                (op, &c.args[0])
+            }
+            _ => return Ok(None),
+        };
+        if matches!(subject, ast::Expr::Attribute(_) | ast::Expr::Constant(_)) {
+            return Ok(None);
+        }
+        let Some(sel) = self.selection(r, subject)? else {
+            return Ok(None);
+        };
+        self.reduce_selection(r, op, &sel, line).map(Some)
+    }
+
+    /// `sel.size` of a selection: the count of its mask.
+    pub(crate) fn masked_size(
+        &mut self,
+        r: &mut Region,
+        base: &ast::Expr,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        match self.selection(r, base)? {
+            Some(sel) => self.reduce_selection(r, Op::Count, &sel, line).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn reduce_selection(
+        &mut self,
+        r: &mut Region,
+        op: Op,
+        sel: &Selection,
+        line: u32,
+    ) -> Lower<Val> {
+        let t = sel.values.elem;
+        let mask = sel.mask.body.clone();
+        let count = || {
+            Val::Array(sel.mask.map(ScalarType::I64, |m| {
+                cast_to(m, ScalarType::Bool, ScalarType::I64)
+            }))
+        };
+        let fill = |identity: Expr, acc_t: ScalarType| {
+            Val::Array(sel.values.map(acc_t, |x| {
+                select(mask.clone(), cast_to(x, t, acc_t), identity)
+            }))
+        };
+        let sum_t = match t {
+            ScalarType::Bool | ScalarType::I32 => ScalarType::I64,
+            other => other,
+        };
+        let (lowest, highest) = match t {
+            ScalarType::F32 | ScalarType::F64 => (f64(f64::NEG_INFINITY), f64(f64::INFINITY)),
+            _ => (i64(i64::MIN), i64(i64::MAX)),
+        };
+        let wide = |t: ScalarType| if t.is_float() { t } else { ScalarType::I64 };
+        let val = match op {
+            Op::Count => self.reduce(r, Reduce::Sum, count(), line)?,
+            Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
+            Op::Prod => self.reduce(r, Reduce::Prod, fill(one(sum_t), sum_t), line)?,
+            Op::Max => self.reduce(
+                r,
+                Reduce::Max,
+                fill(cast_to(lowest, wide(t), wide(t)), wide(t)),
+                line,
+            )?,
+            Op::Min => self.reduce(
+                r,
+                Reduce::Min,
+                fill(cast_to(highest, wide(t), wide(t)), wide(t)),
+                line,
+            )?,
+            Op::Mean => {
+                let total = self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?;
+                let n = self.reduce(r, Reduce::Sum, count(), line)?;
+                let (Val::Scalar(s, st, _), Val::Scalar(n, nt, _)) = (total, n) else {
+                    unreachable!("whole reductions give scalars")
+                };
+                let ft = if st == ScalarType::F32 {
+                    ScalarType::F32
+                } else {
+                    ScalarType::F64
+                };
+                Val::scalar(div(cast_to(s, st, ft), cast_to(n, nt, ft)), ft)
+            }
+            Op::Any | Op::All => {
+                // any: the count of selected non-zeros > 0; all: the count
+                // of selected zeros == 0.
+                let want_nonzero = op == Op::Any;
+                let flags = Val::Array(sel.values.map(ScalarType::I64, |x| {
+                    let nz = truthy(x, t);
+                    let hit = if want_nonzero {
+                        nz
+                    } else {
+                        Expr::Unary(UnaryOp::Not, Box::new(nz))
+                    };
+                    cast_to(
+                        binary(BinOp::And, mask.clone(), hit),
+                        ScalarType::Bool,
+                        ScalarType::I64,
+                    )
+                }));
+                let Val::Scalar(n, nt, _) = self.reduce(r, Reduce::Sum, flags, line)? else {
+                    unreachable!("whole reductions give scalars")
+                };
+                let zero_n = cast_to(i64(0), ScalarType::I64, nt);
+                Val::scalar(
+                    cmp(if want_nonzero { CmpOp::Gt } else { CmpOp::Eq }, n, zero_n),
+                    ScalarType::Bool,
+                )
+            }
+        };
+        self.log.applied(
+            NAME,
+            format!(
+                "a reduction of the boolean-mask selection of line {} (line {line}): unselected elements are the identity",
+                sel.line
+            ),
+        );
+        Ok(val)
+    }
+}
+
+fn zero(t: ScalarType) -> Expr {
+    if t.is_float() {
+        cast_to(f64(0.0), ScalarType::F64, t)
+    } else {
+        cast_to(i64(0), ScalarType::I64, t)
+    }
+}
+
+fn one(t: ScalarType) -> Expr {
+    if t.is_float() {
+        cast_to(f64(1.0), ScalarType::F64, t)
+    } else {
+        cast_to(i64(1), ScalarType::I64, t)
+    }
+}
