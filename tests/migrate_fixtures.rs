@@ -413,6 +413,9 @@ mod programs {
         row_normalize: "float64[:,:]",
         radial_profile: "float64[:], float64[:], int64",
         positive_stats: "float64[:]",
+        running_totals: "float64[:], float64[:,:]",
+        empirical_cdf: "int64[:]",
+        trapezoid_integral: "float64[:], float64",
     }
 }
 
@@ -470,6 +473,55 @@ fn krylov_solvers_rebind_vectors() {
         "float64[:,:], float64[:], int64",
         &["--size", "32"],
     );
+}
+
+/// `np.cumsum` over 20 000 elements is a chunked parallel scan: chunk
+/// totals, their prefixes, then each chunk scanned from its prefix. The
+/// sums associate differently from NumPy's sequential running sum, so the
+/// results agree to rounding, not bit for bit.
+#[test]
+fn cumsum_is_a_chunked_parallel_scan() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/programs.py"), tmp.path().join("p.py")).unwrap();
+    let made = Command::new(repo().join(".venv/bin/python"))
+        .current_dir(tmp.path())
+        .args([
+            "-c",
+            "import numpy as np; np.savez('y.npz', y=np.random.default_rng(7).random(20000), dx=np.float64(0.5))",
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "trapezoid_integral",
+            "p.py",
+            "--signature",
+            "float64[:], float64",
+            "--inputs",
+            "y.npz",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(j["status"], "verified", "{j}");
+    let launched: Vec<&str> = j["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["kernel"].as_str().unwrap())
+        .collect();
+    for k in [
+        "trapezoid_integral_cumsum_chunks",
+        "trapezoid_integral_cumsum_prefix",
+        "trapezoid_integral_cumsum",
+    ] {
+        assert!(launched.contains(&k), "{launched:?}");
+    }
+    let err = j["verification"]["max_rel_err"].as_f64().unwrap();
+    assert!(err > 0.0 && err < 1e-12, "{err}");
 }
 
 /// A host loop of `n` iterations runs `n` times a few launches on the

@@ -1113,6 +1113,13 @@ impl<'a> Lowerer<'a> {
                 return self.reduce_with(r, op, v, args, &hint, line);
             }
         }
+        if let (Some(op), true) = (crate::rewrites::scan::scan_op(&name), is_numpy) {
+            let Some(first) = c.args.first() else {
+                return refuse("frontend", line, format!("`{short}` needs an array"));
+            };
+            let v = self.expr(r, first)?;
+            return self.scan_call(r, op, v, c, 1, line);
+        }
         if name == "numpy.linalg.norm" {
             return self.linalg_norm(r, c, line);
         }
@@ -1224,6 +1231,9 @@ impl<'a> Lowerer<'a> {
             if c.args.is_empty() && c.keywords.is_empty() {
                 return self.reduce(r, op, Val::Array(av.clone()), line);
             }
+        }
+        if let Some(op) = crate::rewrites::scan::scan_op(method) {
+            return self.scan_call(r, op, Val::Array(av.clone()), c, 0, line);
         }
         if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(method) {
             let args = self.reduction_args(c, 0, av.ndim(), op, line)?;

@@ -444,7 +444,7 @@ impl Lowerer<'_> {
 }
 
 /// `av` read in C order as an array of `shape` (same number of elements).
-fn reshape(av: &ArrVal, shape: Vec<Expr>) -> ArrVal {
+pub(crate) fn reshape(av: &ArrVal, shape: Vec<Expr>) -> ArrVal {
     // The flat index of the new element, then the old indices from it.
     let mut flat = var(&ph(0));
     for (k, e) in shape.iter().enumerate().skip(1) {

@@ -16,6 +16,7 @@ pub mod masked;
 pub mod math_calls;
 pub mod row_reduction;
 pub mod scalar_function;
+pub mod scan;
 pub mod whole_reduction;
 
 use crate::plan::RewriteRecord;
