@@ -416,6 +416,10 @@ mod programs {
         running_totals: "float64[:], float64[:,:]",
         empirical_cdf: "int64[:]",
         trapezoid_integral: "float64[:], float64",
+        csr_matvec: "int64[:], int64[:], float64[:], float64[:]",
+        permute_columns: "float64[:,:], int64[:]",
+        lookup_table: "float64[:], int64[:]",
+        center_on_first_column: "float64[:,:], int64",
     }
 }
 

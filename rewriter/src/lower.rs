@@ -915,6 +915,9 @@ impl<'a> Lowerer<'a> {
                     matches!(c, ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::None))
                         || self.src.resolve(c).as_deref() == Some("numpy.newaxis")
                 };
+                if let Some(v) = self.gather(r, &av, &comps, line)? {
+                    return Ok(v);
+                }
                 let is_ellipsis = |c: &ast::Expr| matches!(c, ast::Expr::Constant(c0) if matches!(c0.value, ast::Constant::Ellipsis));
                 let consuming = comps
                     .iter()
@@ -969,7 +972,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn index_item(
+    pub(crate) fn index_item(
         &mut self,
         r: &mut Region,
         c: &ast::Expr,
@@ -1041,6 +1044,38 @@ impl<'a> Lowerer<'a> {
                     None => i64(0),
                     Some(l) => norm(self, r, l)?,
                 };
+                // `a[:, 0:1]`, `a[-2:-1]`: one element, a dimension of
+                // extent 1 that broadcasts as NumPy's does (the array has
+                // that element, or NumPy itself would give an empty slice
+                // that fails to broadcast).
+                let bounds = (
+                    s.lower.as_ref().and_then(|l| self.src.eval_const(l)),
+                    s.upper.as_ref().and_then(|u| self.src.eval_const(u)),
+                );
+                let one_element = match bounds {
+                    (Some(Const::Int(lo)), Some(Const::Int(hi))) => {
+                        hi - lo == 1 && (lo >= 0 || hi < 0)
+                    }
+                    // `a[:, k:k + 1]` (k is a valid index, or NumPy's own
+                    // slice would be empty).
+                    _ => match (&s.lower, &s.upper) {
+                        (Some(l), Some(u)) => matches!(
+                            u.as_ref(),
+                            ast::Expr::BinOp(b)
+                                if b.op == ast::Operator::Add
+                                    && self.src.text_of(b.left.as_ref()) == self.src.text_of(l.as_ref())
+                                    && matches!(self.src.eval_const(&b.right), Some(Const::Int(1)))
+                        ),
+                        _ => false,
+                    },
+                };
+                if step == 1 && one_element {
+                    return Ok(IndexItem::Range {
+                        start,
+                        step: 1,
+                        len: i64(1),
+                    });
+                }
                 let stop = match &s.upper {
                     None => extent.clone(),
                     Some(u) => {

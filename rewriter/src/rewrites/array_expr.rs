@@ -134,9 +134,19 @@ impl ArrVal {
 
     /// The element as the trailing `self.ndim()` of `r` result placeholders
     /// (right-aligned broadcasting).
+    /// A dimension of literal extent 1 is read at 0 whatever the result's
+    /// extent there (it broadcasts), never at the result's position.
     pub fn body_in(&self, r: usize) -> Expr {
         let off = r - self.ndim();
-        let idx: Vec<Expr> = (0..self.ndim()).map(|k| var(&ph(k + off))).collect();
+        let idx: Vec<Expr> = (0..self.ndim())
+            .map(|k| {
+                if self.shape[k] == i64(1) {
+                    i64(0)
+                } else {
+                    var(&ph(k + off))
+                }
+            })
+            .collect();
         self.element(&idx)
     }
 

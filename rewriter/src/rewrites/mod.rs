@@ -9,6 +9,7 @@ pub mod axis_reduction;
 pub mod creation;
 pub mod dependences;
 pub mod fp32;
+pub mod gather;
 pub mod grid_stride;
 pub mod hoist_alloc;
 pub mod host_schedule;
