@@ -33,6 +33,13 @@ impl Lowerer<'_> {
             if pyast::is_docstring(s) {
                 continue;
             }
+            if self.stmt_calls_app(s) {
+                // A helper of the program: its body, inlined.
+                match self.host_inline_stmt(r, s)? {
+                    Some(v) => return Ok(Some(v)),
+                    None => continue,
+                }
+            }
             match s {
                 ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
                 ast::Stmt::Return(_) if self.host_depth > 0 => {

@@ -246,6 +246,8 @@ pub(crate) struct Lowerer<'a> {
     /// Device functions made so far: key (callee and argument types) → name.
     pub device_fns: HashMap<String, String>,
     pub call_depth: usize,
+    /// The helpers being inlined at host level, outermost first.
+    pub inline_stack: Vec<String>,
     /// PORT204 findings of the analysis: (line, message).
     pub analysis_scans: Vec<(u32, String)>,
     /// Device arrays holding a reduction's result.
@@ -313,6 +315,7 @@ impl<'a> Lowerer<'a> {
             params: Vec::new(),
             device_fns: HashMap::new(),
             call_depth: 0,
+            inline_stack: Vec::new(),
             analysis_scans: Vec::new(),
             accs: HashSet::new(),
             docs: Default::default(),
@@ -1867,6 +1870,15 @@ impl<'a> Lowerer<'a> {
         shape: crate::plan::LaunchShape,
         doc: String,
     ) -> Lower<()> {
+        // A kernel of an inlined helper says whose line it is.
+        let doc = match self.inline_stack.last() {
+            Some(h) => doc.replacen(
+                &format!("of `{}`", self.fn_name),
+                &format!("of `{h}` (inlined into `{}`)", self.fn_name),
+                1,
+            ),
+            None => doc,
+        };
         self.docs.insert(name.clone(), doc);
         let shared_names: Vec<String> = shared.iter().map(|s| s.name.clone()).collect();
         let params = self.kernel_params(&body, &shared_names);
