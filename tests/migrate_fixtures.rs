@@ -486,6 +486,55 @@ mod helpers {
         assert!(diff.contains("softmax1_tmp_out"), "{diff}");
     }
 
+    /// The first reason `port migrate --json` gives for `function`.
+    fn first_refusal(function: &str, signature: &str) -> serde_json::Value {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_helpers.py";
+        std::fs::copy(
+            fixture("migrate/programs_helpers.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                function,
+                file,
+                "--signature",
+                signature,
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        j["reasons"][0].clone()
+    }
+
+    /// An early `return` inside a helper's loop, and a helper that calls
+    /// itself, cannot be inlined: each refusal names the call site and the
+    /// helper's line.
+    #[test]
+    fn early_returns_and_recursion_in_helpers_are_refused_at_the_call_site() {
+        let r = first_refusal("weigh_by_sign", "float64[:]");
+        assert_eq!(r["line"], 205, "{r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with(
+                "in `negative_weight` (called at line 205), line 200: an early `return`"
+            ),
+            "{msg}"
+        );
+        let r = first_refusal("halvings", "float64[:], int64");
+        assert_eq!(r["line"], 216, "{r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("in `halve_until_small` (called at line 216), line 210: `halve_until_small` calls itself (recursion)"),
+            "{msg}"
+        );
+    }
+
     /// A helper whose loop is a recurrence: the refusal names the call site
     /// in the migrated function and the helper's own line, in the user's
     /// names (not the renamed ones).

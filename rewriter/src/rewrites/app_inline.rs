@@ -178,6 +178,10 @@ fn fold_returns(body: &mut Vec<ast::Stmt>) {
     }
 }
 
+fn recursion(callee: &str) -> String {
+    format!("`{callee}` calls itself (recursion): port inlines helpers, which needs a fixed depth")
+}
+
 /// An argument the helper's body can use as it is: a name (the same
 /// object) or a constant.
 fn substitutable(e: &ast::Expr) -> bool {
@@ -285,6 +289,19 @@ impl Lowerer<'_> {
     /// order (arguments first), gathering the helpers' bodies.
     fn lift(&mut self, e: &mut ast::Expr, cx: &mut Lift) -> Lower<()> {
         if let ast::Expr::IfExp(_) | ast::Expr::BoolOp(_) = e {
+            let mut again = None;
+            pyast::walk_expr(e, &mut |x| {
+                if let ast::Expr::Call(c) = x {
+                    if let Some(f) = self.app_function(&c.func) {
+                        if f == self.fn_name || self.inline_stack.contains(&f) {
+                            again = again.take().or(Some(f));
+                        }
+                    }
+                }
+            });
+            if let Some(f) = again {
+                return refuse(NAME, self.src.line(e), recursion(&f));
+            }
             if self.expr_calls_app(e) {
                 return refuse(
                     NAME,
@@ -315,11 +332,7 @@ impl Lowerer<'_> {
     fn inline_piece(&mut self, callee: &str, c: &ast::ExprCall, cx: &mut Lift) -> Lower<ast::Expr> {
         let line = self.src.line(c);
         if callee == self.fn_name || self.inline_stack.iter().any(|f| f == callee) {
-            return refuse(
-                NAME,
-                line,
-                format!("`{callee}` calls itself (recursion): port inlines helpers, which needs a fixed depth"),
-            );
+            return refuse(NAME, line, recursion(callee));
         }
         if self.inline_stack.len() >= MAX_INLINE_DEPTH {
             return refuse(
