@@ -482,6 +482,13 @@ mod helpers {
         ] {
             assert!(diff.contains(c), "{c}\n{diff}");
         }
+        // A kernel of a helper's line says whose line it is; one of the
+        // caller's line (the argument `x @ w1 + b1`) does not.
+        assert!(
+            diff.contains("Line 22 of `softmax` (inlined into `mlp`): `max` along axis 1."),
+            "{diff}"
+        );
+        assert!(!diff.contains("Line 29 of `relu`"), "{diff}");
         // The helper's temporaries have names of their own.
         assert!(diff.contains("softmax1_tmp_out"), "{diff}");
     }

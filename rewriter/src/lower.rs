@@ -246,8 +246,9 @@ pub(crate) struct Lowerer<'a> {
     /// Device functions made so far: key (callee and argument types) → name.
     pub device_fns: HashMap<String, String>,
     pub call_depth: usize,
-    /// The helpers being inlined at host level, outermost first.
-    pub inline_stack: Vec<String>,
+    /// The helpers being inlined at host level, outermost first, with
+    /// their first and last lines.
+    pub inline_stack: Vec<(String, (u32, u32))>,
     /// PORT204 findings of the analysis: (line, message).
     pub analysis_scans: Vec<(u32, String)>,
     /// Device arrays holding a reduction's result.
@@ -1870,9 +1871,19 @@ impl<'a> Lowerer<'a> {
         shape: crate::plan::LaunchShape,
         doc: String,
     ) -> Lower<()> {
-        // A kernel of an inlined helper says whose line it is.
-        let doc = match self.inline_stack.last() {
-            Some(h) => doc.replacen(
+        // A kernel of an inlined helper's line (`Line 5 of …`) says whose
+        // line it is.
+        let line: Option<u32> = doc
+            .strip_prefix("Line ")
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok());
+        let helper = self
+            .inline_stack
+            .iter()
+            .rev()
+            .find(|(_, (a, b))| line.is_some_and(|l| l >= *a && l <= *b));
+        let doc = match helper {
+            Some((h, _)) => doc.replacen(
                 &format!("of `{}`", self.fn_name),
                 &format!("of `{h}` (inlined into `{}`)", self.fn_name),
                 1,

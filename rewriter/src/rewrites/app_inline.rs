@@ -272,7 +272,7 @@ impl Lowerer<'_> {
                     "inlined `{}` (line {}), called at line {}",
                     p.callee, f.span.0, f.call_line
                 )));
-                self.inline_stack.push(p.callee.clone());
+                self.inline_stack.push((p.callee.clone(), f.span));
                 let res = self.host_block(r, &p.stmts);
                 self.inline_stack.pop();
                 res?;
@@ -293,7 +293,7 @@ impl Lowerer<'_> {
             pyast::walk_expr(e, &mut |x| {
                 if let ast::Expr::Call(c) = x {
                     if let Some(f) = self.app_function(&c.func) {
-                        if f == self.fn_name || self.inline_stack.contains(&f) {
+                        if f == self.fn_name || self.inline_stack.iter().any(|(g, _)| *g == f) {
                             again = again.take().or(Some(f));
                         }
                     }
@@ -331,7 +331,7 @@ impl Lowerer<'_> {
     /// renamed body and gives the expression that is the call's value.
     fn inline_piece(&mut self, callee: &str, c: &ast::ExprCall, cx: &mut Lift) -> Lower<ast::Expr> {
         let line = self.src.line(c);
-        if callee == self.fn_name || self.inline_stack.iter().any(|f| f == callee) {
+        if callee == self.fn_name || self.inline_stack.iter().any(|(f, _)| f == callee) {
             return refuse(NAME, line, recursion(callee));
         }
         if self.inline_stack.len() >= MAX_INLINE_DEPTH {
