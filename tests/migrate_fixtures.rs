@@ -539,3 +539,161 @@ fn levinson_durbin_host_reads_elements() {
         &["--size", "48"],
     );
 }
+
+// Programs that call their own helpers (fixtures/migrate/programs_helpers.py):
+// the helpers are inlined into the host schedule.
+
+macro_rules! helper_program {
+    ($($name:ident: $sig:literal $(, $extra:literal)*;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                verified("migrate/programs_helpers.py", stringify!($name), $sig, &[$($extra),*]);
+            }
+        )*
+    };
+}
+
+mod helpers {
+    use super::{fixture, migrate_in, stdout, verified};
+
+    helper_program! {
+        mlp: "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:]";
+        cavity_flow: "int64, float64[:,:], float64[:,:], float64[:,:], float64, float64, float64, float64, float64", "--size", "16";
+        basic_block: "float64[:,:,:,:], float64[:,:,:,:], float64[:,:,:,:]";
+        normalize_pair: "float64[:], float64[:]";
+        leapfrog: "float64[:], float64[:], int64", "--size", "16";
+        clip_both: "float64[:], float64[:], float64";
+        gated_layers: "float64[:,:], float64[:,:], float64[:,:]";
+        damped_sweeps: "float64[:], int64";
+    }
+
+    /// The emitted wrapper prints the inlined bodies in place, each after a
+    /// comment naming the helper and the call site.
+    #[test]
+    fn the_wrapper_names_each_inlined_helper() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_helpers.py";
+        std::fs::copy(
+            fixture("migrate/programs_helpers.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "mlp",
+                file,
+                "--signature",
+                "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:]",
+                "--json",
+            ],
+        );
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "verified", "{j}");
+        let diff = std::fs::read_to_string(tmp.path().join(j["patch"].as_str().unwrap())).unwrap();
+        for c in [
+            "# inlined `relu` (line 16), called at line 29",
+            "# inlined `relu` (line 16), called at line 30",
+            "# inlined `softmax` (line 20), called at line 31",
+        ] {
+            assert!(diff.contains(c), "{c}\n{diff}");
+        }
+        // A kernel of a helper's line says whose line it is; one of the
+        // caller's line (the argument `x @ w1 + b1`) does not.
+        assert!(
+            diff.contains("Line 22 of `softmax` (inlined into `mlp`): `max` along axis 1."),
+            "{diff}"
+        );
+        assert!(!diff.contains("Line 29 of `relu`"), "{diff}");
+        // The helper's temporaries have names of their own.
+        assert!(diff.contains("softmax1_tmp_out"), "{diff}");
+    }
+
+    /// The first reason `port migrate --json` gives for `function`.
+    fn first_refusal(function: &str, signature: &str) -> serde_json::Value {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_helpers.py";
+        std::fs::copy(
+            fixture("migrate/programs_helpers.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                function,
+                file,
+                "--signature",
+                signature,
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        j["reasons"][0].clone()
+    }
+
+    /// An early `return` inside a helper's loop, and a helper that calls
+    /// itself, cannot be inlined: each refusal names the call site and the
+    /// helper's line.
+    #[test]
+    fn early_returns_and_recursion_in_helpers_are_refused_at_the_call_site() {
+        let r = first_refusal("weigh_by_sign", "float64[:]");
+        assert_eq!(r["line"], 205, "{r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with(
+                "in `negative_weight` (called at line 205), line 200: an early `return`"
+            ),
+            "{msg}"
+        );
+        let r = first_refusal("halvings", "float64[:], int64");
+        assert_eq!(r["line"], 216, "{r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("in `halve_until_small` (called at line 216), line 210: `halve_until_small` calls itself (recursion)"),
+            "{msg}"
+        );
+    }
+
+    /// A helper whose loop is a recurrence: the refusal names the call site
+    /// in the migrated function and the helper's own line, in the user's
+    /// names (not the renamed ones).
+    #[test]
+    fn refusal_inside_a_helper_names_the_call_site_and_the_helper_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_helpers.py";
+        std::fs::copy(
+            fixture("migrate/programs_helpers.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "smooth_and_total",
+                file,
+                "--signature",
+                "float64[:]",
+                "--json",
+            ],
+        );
+        assert!(!o.status.success());
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        let first = &j["reasons"][0];
+        assert_eq!(first["line"], 177, "{first}");
+        let msg = first["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("in `running_total` (called at line 177), line 171: "),
+            "{msg}"
+        );
+        assert!(msg.contains("`s[i-1]`"), "{msg}");
+        assert!(!msg.contains("running_total1_"), "{msg}");
+    }
+}

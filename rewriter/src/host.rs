@@ -33,6 +33,13 @@ impl Lowerer<'_> {
             if pyast::is_docstring(s) {
                 continue;
             }
+            if self.stmt_calls_app(s) {
+                // A helper of the program: its body, inlined.
+                match self.host_inline_stmt(r, s)? {
+                    Some(v) => return Ok(Some(v)),
+                    None => continue,
+                }
+            }
             match s {
                 ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
                 ast::Stmt::Return(_) if self.host_depth > 0 => {
@@ -229,8 +236,13 @@ impl Lowerer<'_> {
             .map(|f| &f.def.body);
         creation
             && body.is_some_and(|body| {
+                // The names must be the function's own (not those of an
+                // inlined helper, whose body is elsewhere).
                 a.targets.iter().all(|t| match t {
-                    ast::Expr::Name(n) => !pyast::may_mutate_in_place(body, n.id.as_str()),
+                    ast::Expr::Name(n) => {
+                        pyast::body_mentions(body, n.id.as_str())
+                            && !pyast::may_mutate_in_place(body, n.id.as_str())
+                    }
                     _ => false,
                 })
             })

@@ -232,31 +232,43 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         .unwrap_or_default();
 
     let ufunc = rewrites::scalar_function::is_scalar_function(&src, def, req.types);
-    let mut types: HashMap<String, ScalarType> = HashMap::new();
-    let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
-    for _ in 0..6 {
-        let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
-        l.analysis_scans = scans.clone();
-        let res = run(&mut l, def, &names, req.types, ufunc);
-        let observed = l.observed_types();
-        let widened = observed.iter().any(|(k, t)| {
-            types
-                .get(k)
-                .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
-        });
-        let mut next = types.clone();
-        for (k, t) in &observed {
-            let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
-            next.insert(k.clone(), j);
+    let fixed_point = |ufunc: bool| {
+        let mut types: HashMap<String, ScalarType> = HashMap::new();
+        let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
+        for _ in 0..6 {
+            let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
+            l.analysis_scans = scans.clone();
+            let res = run(&mut l, def, &names, req.types, ufunc);
+            let observed = l.observed_types();
+            let widened = observed.iter().any(|(k, t)| {
+                types
+                    .get(k)
+                    .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
+            });
+            let mut next = types.clone();
+            for (k, t) in &observed {
+                let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
+                next.insert(k.clone(), j);
+            }
+            let done = !widened;
+            types = next;
+            last = Some(res.map(|()| l));
+            if done {
+                break;
+            }
         }
-        let done = !widened;
-        types = next;
-        last = Some(res.map(|()| l));
-        if done {
-            break;
+        last.expect("at least one pass")
+    };
+    let mut last = fixed_point(ufunc);
+    // Array arguments handed to helpers of the program: when the helpers
+    // are no element functions, they are inlined into a host schedule.
+    if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
+        let l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), HashMap::new());
+        if l.body_calls_app(&def.body) {
+            last = fixed_point(false);
         }
     }
-    let l = match last.expect("at least one pass") {
+    let l = match last {
         Ok(l) => l,
         Err(reason) => {
             let first = *reason;

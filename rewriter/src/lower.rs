@@ -261,6 +261,9 @@ pub(crate) struct Lowerer<'a> {
     /// Device functions made so far: key (callee and argument types) → name.
     pub device_fns: HashMap<String, String>,
     pub call_depth: usize,
+    /// The helpers being inlined at host level, outermost first, with
+    /// their first and last lines.
+    pub inline_stack: Vec<(String, (u32, u32))>,
     /// PORT204 findings of the analysis: (line, message).
     pub analysis_scans: Vec<(u32, String)>,
     /// Device arrays holding a reduction's result.
@@ -334,6 +337,7 @@ impl<'a> Lowerer<'a> {
             params: Vec::new(),
             device_fns: HashMap::new(),
             call_depth: 0,
+            inline_stack: Vec::new(),
             analysis_scans: Vec::new(),
             accs: HashSet::new(),
             docs: Default::default(),
@@ -1989,6 +1993,25 @@ impl<'a> Lowerer<'a> {
         shape: crate::plan::LaunchShape,
         doc: String,
     ) -> Lower<()> {
+        // A kernel of an inlined helper's line (`Line 5 of …`) says whose
+        // line it is.
+        let line: Option<u32> = doc
+            .strip_prefix("Line ")
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok());
+        let helper = self
+            .inline_stack
+            .iter()
+            .rev()
+            .find(|(_, (a, b))| line.is_some_and(|l| l >= *a && l <= *b));
+        let doc = match helper {
+            Some((h, _)) => doc.replacen(
+                &format!("of `{}`", self.fn_name),
+                &format!("of `{h}` (inlined into `{}`)", self.fn_name),
+                1,
+            ),
+            None => doc,
+        };
         self.docs.insert(name.clone(), doc);
         let shared_names: Vec<String> = shared.iter().map(|s| s.name.clone()).collect();
         let params = self.kernel_params(&body, &shared_names);

@@ -110,6 +110,9 @@ pub enum HostStep {
     },
     /// `break` out of the innermost host loop.
     Break,
+    /// `# text` in the wrapper: where a helper's inlined body starts. Does
+    /// nothing.
+    Comment(String),
     /// `a, b = c, d`: device-array names rebound at once to the arrays the
     /// sources name (no copy), as Python rebinds names to objects.
     Rebind {

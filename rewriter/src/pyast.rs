@@ -256,3 +256,113 @@ pub fn subscript_base(e: &Expr) -> Option<String> {
 pub fn is_docstring(s: &Stmt) -> bool {
     matches!(s, Stmt::Expr(e) if matches!(e.value.as_ref(), Expr::Constant(_)))
 }
+
+/// The direct sub-expressions of `e`, mutable (lambdas and comprehensions,
+/// which have scopes of their own, are not entered).
+pub fn expr_children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match e {
+        Expr::BoolOp(b) => b.values.iter_mut().collect(),
+        Expr::NamedExpr(n) => vec![&mut n.target, &mut n.value],
+        Expr::BinOp(b) => vec![&mut b.left, &mut b.right],
+        Expr::UnaryOp(u) => vec![&mut u.operand],
+        Expr::IfExp(i) => vec![&mut i.test, &mut i.body, &mut i.orelse],
+        Expr::Dict(d) => d
+            .keys
+            .iter_mut()
+            .flatten()
+            .chain(d.values.iter_mut())
+            .collect(),
+        Expr::Set(s) => s.elts.iter_mut().collect(),
+        Expr::Await(a) => vec![&mut a.value],
+        Expr::Yield(y) => y.value.iter_mut().map(|v| v.as_mut()).collect(),
+        Expr::YieldFrom(y) => vec![&mut y.value],
+        Expr::Compare(c) => std::iter::once(c.left.as_mut())
+            .chain(c.comparators.iter_mut())
+            .collect(),
+        Expr::Call(c) => std::iter::once(c.func.as_mut())
+            .chain(c.args.iter_mut())
+            .chain(c.keywords.iter_mut().map(|k| &mut k.value))
+            .collect(),
+        Expr::FormattedValue(v) => vec![&mut v.value],
+        Expr::JoinedStr(j) => j.values.iter_mut().collect(),
+        Expr::Attribute(a) => vec![&mut a.value],
+        Expr::Subscript(s) => vec![&mut s.value, &mut s.slice],
+        Expr::Starred(s) => vec![&mut s.value],
+        Expr::List(l) => l.elts.iter_mut().collect(),
+        Expr::Tuple(t) => t.elts.iter_mut().collect(),
+        Expr::Slice(s) => s
+            .lower
+            .iter_mut()
+            .chain(s.upper.iter_mut())
+            .chain(s.step.iter_mut())
+            .map(|v| v.as_mut())
+            .collect(),
+        Expr::Lambda(_)
+        | Expr::ListComp(_)
+        | Expr::SetComp(_)
+        | Expr::DictComp(_)
+        | Expr::GeneratorExp(_)
+        | Expr::Constant(_)
+        | Expr::Name(_) => vec![],
+    }
+}
+
+/// Calls `f` on `e` and its sub-expressions, outermost first; `f` may
+/// replace a node (its replacement is not walked again).
+pub fn walk_expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr) -> bool) {
+    if f(e) {
+        return;
+    }
+    for c in expr_children_mut(e) {
+        walk_expr_mut(c, f);
+    }
+}
+
+/// The expressions a statement holds directly, mutable (see [`stmt_exprs`]).
+pub fn stmt_exprs_mut(s: &mut Stmt) -> Vec<&mut Expr> {
+    match s {
+        Stmt::Assign(a) => a
+            .targets
+            .iter_mut()
+            .chain(std::iter::once(a.value.as_mut()))
+            .collect(),
+        Stmt::AugAssign(a) => vec![&mut a.target, &mut a.value],
+        Stmt::AnnAssign(a) => std::iter::once(a.target.as_mut())
+            .chain(a.value.iter_mut().map(|v| v.as_mut()))
+            .collect(),
+        Stmt::For(f) => vec![&mut f.target, &mut f.iter],
+        Stmt::While(w) => vec![&mut w.test],
+        Stmt::If(i) => vec![&mut i.test],
+        Stmt::Return(r) => r.value.iter_mut().map(|b| b.as_mut()).collect(),
+        Stmt::Expr(e) => vec![&mut e.value],
+        Stmt::Assert(a) => std::iter::once(a.test.as_mut())
+            .chain(a.msg.iter_mut().map(|m| m.as_mut()))
+            .collect(),
+        Stmt::Delete(d) => d.targets.iter_mut().collect(),
+        _ => vec![],
+    }
+}
+
+/// Calls `f` on every expression of `body`, nested bodies included.
+pub fn walk_body_exprs_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Expr) -> bool) {
+    for s in body.iter_mut() {
+        for e in stmt_exprs_mut(s) {
+            walk_expr_mut(e, f);
+        }
+        match s {
+            Stmt::For(x) => {
+                walk_body_exprs_mut(&mut x.body, f);
+                walk_body_exprs_mut(&mut x.orelse, f);
+            }
+            Stmt::While(x) => {
+                walk_body_exprs_mut(&mut x.body, f);
+                walk_body_exprs_mut(&mut x.orelse, f);
+            }
+            Stmt::If(x) => {
+                walk_body_exprs_mut(&mut x.body, f);
+                walk_body_exprs_mut(&mut x.orelse, f);
+            }
+            _ => {}
+        }
+    }
+}

@@ -931,6 +931,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
             HostStep::Break => {
                 let _ = writeln!(out, "{ind}break");
             }
+            HostStep::Comment(text) => {
+                let _ = writeln!(out, "{ind}# {text}");
+            }
             HostStep::Rebind { targets, sources } => {
                 let t: Vec<String> = targets.iter().map(|n| h.array(n)).collect();
                 let s: Vec<String> = sources.iter().map(|n| h.array(n)).collect();
@@ -945,10 +948,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
 
 /// A block of a host loop or `if`: `pass` when it has no steps.
 fn emit_body(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) {
-    if steps.is_empty() {
+    emit_steps(h, steps, depth, out);
+    if steps.iter().all(|s| matches!(s, HostStep::Comment(_))) {
         let _ = writeln!(out, "{}pass", "    ".repeat(depth));
-    } else {
-        emit_steps(h, steps, depth, out);
     }
 }
 

@@ -894,6 +894,7 @@ fn exec_steps<D: Device>(
                 }
             }
             HostStep::Break => return Ok(Flow::Break),
+            HostStep::Comment(_) => {}
             HostStep::Rebind { targets, sources } => st.arrays.rebind(targets, sources)?,
         }
     }

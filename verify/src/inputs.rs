@@ -383,6 +383,7 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
             | HostStep::While { .. }
             | HostStep::If { .. }
             | HostStep::Break
+            | HostStep::Comment(_)
             | HostStep::Rebind { .. } => {}
         }
     }

@@ -40,7 +40,7 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn callee_def(&self, callee: &str, line: u32) -> Lower<&'a ast::StmtFunctionDef> {
+    pub(crate) fn callee_def(&self, callee: &str, line: u32) -> Lower<&'a ast::StmtFunctionDef> {
         let src: &'a crate::source::SourceFile = self.src;
         let found = src
             .functions()
@@ -167,9 +167,18 @@ impl<'a> Lowerer<'a> {
                 Val::Tuple(_) => None,
             })
             .collect();
+        let frame = [super::app_inline::Frame {
+            callee: callee.to_string(),
+            call_line: line,
+            span: (self.src.line(def), self.src.end_line(def)),
+            prefix: String::new(),
+        }];
+        let at_call = |why| super::app_inline::at_call_site(why, &frame);
         match (returns_tuple, arrays_by_name) {
             (false, Some(arrays)) => {
-                let (dname, ret) = self.device_function(callee, def, &args, &arrays, line)?;
+                let (dname, ret) = self
+                    .device_function(callee, def, &args, &arrays, line)
+                    .map_err(at_call)?;
                 let call_args: Vec<Expr> = args
                     .iter()
                     .zip(&arrays)
@@ -185,7 +194,10 @@ impl<'a> Lowerer<'a> {
                     None => Val::Scalar(call, ScalarType::Bool, false),
                 }))
             }
-            _ => self.inline_call(r, callee, def, args, line).map(Some),
+            _ => self
+                .inline_call(r, callee, def, args, line)
+                .map(Some)
+                .map_err(at_call),
         }
     }
 

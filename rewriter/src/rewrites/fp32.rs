@@ -148,7 +148,10 @@ pub fn lower_plan(plan: &mut KernelPlan) {
             *step = expr(step);
         }
         HostStep::While { cond, .. } | HostStep::If { cond, .. } => *cond = expr(cond),
-        HostStep::Launch { .. } | HostStep::Break | HostStep::Rebind { .. } => {}
+        HostStep::Launch { .. }
+        | HostStep::Break
+        | HostStep::Rebind { .. }
+        | HostStep::Comment(_) => {}
     });
     if let Some(r) = &mut plan.ret {
         host_value(r);

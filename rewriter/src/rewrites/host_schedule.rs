@@ -98,7 +98,13 @@ impl Lowerer<'_> {
         // an unsupported call) is the one to report. When the host cannot
         // take it either, the dependence is what the user needs to hear
         // about — or, for a loop without one, why it is not a kernel.
-        if parallel.rewrite != dependences::NAME && parallel.rewrite != super::axis_reduction::NAME
+        // A loop whose body calls a helper the kernel cannot take may stay
+        // on the host with the helper inlined (a time loop calling
+        // `build_up_b(b, …)`).
+        let calls = self.body_calls_app(&f.body);
+        if parallel.rewrite != dependences::NAME
+            && parallel.rewrite != super::axis_reduction::NAME
+            && !calls
         {
             return Err(parallel);
         }
@@ -107,7 +113,8 @@ impl Lowerer<'_> {
             Ok(()) => Ok(()),
             Err(why) => {
                 self.restore(before);
-                Err(if parallel.rewrite == dependences::NAME {
+                let in_helper = calls && why.message.starts_with("in `");
+                Err(if parallel.rewrite == dependences::NAME || in_helper {
                     why
                 } else {
                     parallel

@@ -4,6 +4,7 @@
 //! never applied says why not ([`RewriteLog::finish`]).
 
 pub mod app_calls;
+pub mod app_inline;
 pub mod array_expr;
 pub mod axis_reduction;
 pub mod creation;

@@ -76,8 +76,16 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
     if !scalar_only {
         return false;
     }
+    one_value_body(src, &def.body, 0)
+}
+
+/// Whether a body only works on one value: no loop, subscript, shape,
+/// reduction, allocation or `@`, nor a call to a helper of the program
+/// whose body has one (`min_max_scale(x)` reduces `x`).
+fn one_value_body(src: &SourceFile, body: &[ast::Stmt], depth: usize) -> bool {
     let mut scalar = true;
-    pyast::walk_stmts(&def.body, &mut |s| {
+    let mut helpers: Vec<String> = Vec::new();
+    pyast::walk_stmts(body, &mut |s| {
         if matches!(s, ast::Stmt::For(_) | ast::Stmt::While(_)) {
             scalar = false;
         }
@@ -89,7 +97,11 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
                 {
                     scalar = false
                 }
+                ast::Expr::BinOp(b) if b.op == ast::Operator::MatMult => scalar = false,
                 ast::Expr::Call(c) => {
+                    if let ast::Expr::Name(n) = c.func.as_ref() {
+                        helpers.push(n.id.to_string());
+                    }
                     let name = src.resolve(&c.func).unwrap_or_default();
                     let short = name.rsplit('.').next().unwrap_or_default();
                     let method = matches!(c.func.as_ref(), ast::Expr::Attribute(a)
@@ -119,6 +131,13 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
             });
         }
     });
+    if scalar && depth < 8 {
+        for f in src.functions() {
+            if f.class.is_none() && helpers.contains(&f.qualname) {
+                scalar &= one_value_body(src, &f.def.body, depth + 1);
+            }
+        }
+    }
     scalar
 }
 
