@@ -48,6 +48,10 @@ if [ ! -x "$port" ]; then
   echo "bench: building $port" >&2
   cargo build -q --release >&2
 fi
+# Absolute, symlinks kept: a venv's python is a link to the base interpreter.
+abs() { case "$1" in */*) echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" ;; *) echo "$1" ;; esac; }
+python=$(abs "$python")
+port=$(abs "$port")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -68,8 +72,8 @@ for spec in "${apps[@]}"; do
   app=$(realpath "$app")
   # shellcheck disable=SC2206
   args=($app_args)
-  plain=("$(realpath "$python")" "$app" "${args[@]}")
-  profiled=("$(realpath "$port")" analyze --python "$(realpath "$python")" --rate "$rate" "${mode[@]}" "$app")
+  plain=("$python" "$app" "${args[@]}")
+  profiled=("$port" analyze --python "$python" --rate "$rate" "${mode[@]}" "$app")
   [ ${#args[@]} -gt 0 ] && profiled+=(-- "${args[@]}")
 
   # One warm-up of each so the page cache and .pyc files are equal for both.

@@ -144,7 +144,7 @@ struct Record {
 struct Manifest {
     captures: Vec<Record>,
     warnings: Vec<String>,
-    /// Why the hook removed itself early: "budget of 400000 events", ...
+    /// Why the hook removed itself early: "budget of 100000 events", ...
     #[serde(default)]
     hook_stopped: Option<String>,
     #[serde(default)]

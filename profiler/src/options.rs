@@ -14,10 +14,12 @@ pub const DEFAULT_CAPTURE_FUNCTIONS: usize = 8;
 /// Before Python 3.12 the capture hook sees every call (C calls included) and
 /// slows the interpreter while it is installed: it removes itself after this
 /// many events, or once this many seconds have passed (checked every 4096
-/// events), so it costs about a tenth of a second at most.
-pub const DEFAULT_CAPTURE_BUDGET_EVENTS: u64 = 400_000;
+/// events), both counted from the first call of an app function, so it costs
+/// about a tenth of a second at most (an event costs 0.3-1 µs): 1.05x of a
+/// two-second run.
+pub const DEFAULT_CAPTURE_BUDGET_EVENTS: u64 = 100_000;
 /// See [`DEFAULT_CAPTURE_BUDGET_EVENTS`].
-pub const DEFAULT_CAPTURE_BUDGET_S: f64 = 0.5;
+pub const DEFAULT_CAPTURE_BUDGET_S: f64 = 0.25;
 
 /// Where the app's standard output goes during the sampled run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
