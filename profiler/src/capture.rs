@@ -7,7 +7,7 @@
 //! functions are kept and the others' files removed.
 //!
 //! The hook costs little: on Python 3.12+ it is a `sys.monitoring` event that
-//! each code object disables after its capture; before 3.12 a `sys.setprofile`
+//! each code object disables after its capture; before 3.12 a `sys.settrace`
 //! hook removes itself when every function it knows of is captured or its
 //! budget (events, seconds) is spent; functions first called after that have
 //! no capture, and a warning says so.

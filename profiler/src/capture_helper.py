@@ -12,9 +12,10 @@
 # The hook switches itself off. On Python 3.12+ it is a sys.monitoring PY_START
 # callback that disables itself per code object (so a function costs one event
 # in all, and the app's own functions a few more once captured). Before 3.12 it
-# is a sys.setprofile hook with an early exit, removed once every function of
-# the app's files seen so far has been captured, or when its budget of events
-# or seconds is spent: until then the interpreter runs its slower traced loop.
+# is a sys.settrace hook (Python calls only: C calls such as NumPy's cost
+# nothing) with an early exit, removed once every function of the app's files
+# seen so far has been captured, or when its budget of calls or seconds is
+# spent: until then the interpreter runs its slower traced loop.
 #
 # The app runs in the real __main__ module, with sys.argv, sys.path[0] and
 # __file__ as `python APP ARGS` sets them; a traceback leaves out the
@@ -491,7 +492,22 @@ def _port_capture():
 
         RETURN_VALUE = dis.opmap["RETURN_VALUE"]
 
+        # sys.settrace, not sys.setprofile: the global trace function runs
+        # for Python calls only (a call into NumPy or any C function costs
+        # nothing), so the budget is spent on the app's own calls. A frame
+        # being captured gets a local trace function for its return, with
+        # line events off.
+        def local(frame, event, arg):
+            if event == "return" and active and frame in active:
+                # A frame left by an exception did not end on a return.
+                code = frame.f_code
+                raised = code.co_code[frame.f_lasti] != RETURN_VALUE
+                end_call(frame, arg, raised)
+            return local
+
         def hook(frame, event, arg):
+            if event != "call":
+                return None
             count[0] += 1
             if count[0] >= next_check[0]:
                 next_check[0] = count[0] + 4096
@@ -499,34 +515,29 @@ def _port_capture():
                     why = over_budget()
                     if why:
                         stop(why)
-            if event == "call":
-                if state["stopped"] is not None:
-                    sys.setprofile(None)
-                    return
-                code = frame.f_code
-                t = codes.get(code)
-                if t is None:
-                    t = codes[code] = classify(code)
-                if t is SKIP or t.busy:
-                    return
-                start_call(frame, code, t)
-            elif event == "return":
-                if active and frame in active:
-                    # A frame left by an exception did not end on a return.
-                    code = frame.f_code
-                    raised = code.co_code[frame.f_lasti] != RETURN_VALUE
-                    end_call(frame, arg, raised)
-            elif state["stopped"] is not None:
-                sys.setprofile(None)
+            if state["stopped"] is not None:
+                sys.settrace(None)
+                return None
+            code = frame.f_code
+            t = codes.get(code)
+            if t is None:
+                t = codes[code] = classify(code)
+            if t is SKIP or t.busy:
+                return None
+            start_call(frame, code, t)
+            if frame not in active:
+                return None
+            frame.f_trace_lines = False
+            return local
 
         def install():
-            threading.setprofile(hook)
-            sys.setprofile(hook)
+            threading.settrace(hook)
+            sys.settrace(hook)
 
         def uninstall():
-            # Each other thread drops the hook at its next event (see above).
-            threading.setprofile(None)
-            sys.setprofile(None)
+            # Each other thread drops the hook at its next call (see above).
+            threading.settrace(None)
+            sys.settrace(None)
 
     os.makedirs(out_dir, exist_ok=True)
     # An app that imports NumPy would do it under the hook: done here first,

@@ -40,7 +40,7 @@
 //!    `os._exit` keeps what was captured. A call that raises is retried on the
 //!    next call, up to three. The hook switches itself off: on Python 3.12+ a
 //!    `sys.monitoring` start event disabled per code object once it is
-//!    captured; before 3.12 a `sys.setprofile` hook with per-code bookkeeping,
+//!    captured; before 3.12 a `sys.settrace` hook with per-code bookkeeping,
 //!    removed when every function of the app files seen is captured or its
 //!    budget (`capture_budget_events`, `capture_budget_s`) is spent: functions
 //!    first called later get no capture and a warning. All files stay under

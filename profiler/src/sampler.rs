@@ -70,6 +70,7 @@ pub struct SampledRun {
 /// stack (frames innermost first), so the app's `<module>` is the root as in
 /// a plain run. The hook's frames above an app frame stay: they are time the
 /// capture took.
+/// A stack of the bootstrap alone (before the app starts) becomes empty.
 fn strip_bootstrap(frames: &mut Vec<RawFrame>) {
     let is_boot = |f: &RawFrame| f.file.as_os_str() == "<string>";
     if frames.len() > 1
@@ -77,7 +78,7 @@ fn strip_bootstrap(frames: &mut Vec<RawFrame>) {
             .last()
             .is_some_and(|f| f.name == "<module>" && is_boot(f))
     {
-        while frames.len() > 1 && frames.last().is_some_and(is_boot) {
+        while frames.last().is_some_and(is_boot) {
             frames.pop();
         }
     }
@@ -253,6 +254,7 @@ fn sample_process(
                         strip_bootstrap(&mut frames);
                         frames
                     })
+                    .filter(|frames| !frames.is_empty())
                     .collect();
                 Report::Stacks { pid, stacks }
             }
@@ -518,8 +520,12 @@ mod tests {
         // Start-up: the bootstrap's functions under its `<module>` go too.
         let import = RawFrame::new("_find_and_load", "<frozen importlib._bootstrap>", 1);
         let setup = RawFrame::new("_port_main", "<string>", 530);
-        let mut starting = vec![import.clone(), setup, boot];
+        let mut starting = vec![import.clone(), setup.clone(), boot.clone()];
         strip_bootstrap(&mut starting);
         assert_eq!(starting, vec![import]);
+        // The bootstrap alone, before the app runs: nothing of the app.
+        let mut before = vec![setup, boot];
+        strip_bootstrap(&mut before);
+        assert!(before.is_empty());
     }
 }
