@@ -1,26 +1,27 @@
-//! The capture run: the app runs a second time, its output silenced, under a
-//! small Python helper (shipped in the binary) that records argument types and
-//! saves one real call's inputs and outputs per hot function.
+//! Capture inside the sampled run: the app is started through a small Python
+//! bootstrap (shipped in the binary, run as `python -c BOOTSTRAP APP ARGS`)
+//! that installs a self-removing hook, then runs the app as `__main__`. The
+//! hook records the first call of each of the app's own functions (argument
+//! types, inputs, outputs) into the capture directory and keeps its
+//! `manifest.json` current. After the run, the captures of the hottest
+//! functions are kept and the others' files removed.
 //!
-//! Capturing in a second run keeps the sampled run's timing undistorted. The
-//! helper ends the capture run as soon as every target has been captured, and a
-//! timeout bounds it otherwise. Apps with side effects (files written, network)
-//! perform them twice; `--no-capture` avoids that.
+//! The hook costs little: on Python 3.12+ it is a `sys.monitoring` event that
+//! each code object disables after its capture; before 3.12 a `sys.settrace`
+//! hook removes itself when every function it knows of is captured or its
+//! budget (events, seconds) is spent; functions first called after that have
+//! no capture, and a warning says so.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::aggregate::is_anonymous;
-use crate::child::{self, Streams};
 use crate::error::ProfileError;
-use crate::interrupt::StopSignal;
 use crate::model::{Capture, FunctionHotspot};
-use crate::progress::{Phase, ProgressTick};
-use crate::sampler::TERMINATE_GRACE;
 
-/// The helper's source, run with `python -c`.
+/// The bootstrap's source, run with `python -c`.
 pub const HELPER_SOURCE: &str = include_str!("capture_helper.py");
 
 /// The words the helper uses when an argument does not fit the size cap.
@@ -29,6 +30,13 @@ const CAP_REASON: &str = "would pass the capture cap";
 /// The manifest file the helper writes in the capture directory.
 pub const MANIFEST: &str = "manifest.json";
 
+/// The environment variable that carries the helper's settings.
+pub const CONFIG_VAR: &str = "PORT_CAPTURE_CONFIG";
+
+/// At most this many functions are captured in one run (types and inputs):
+/// an app with thousands of small functions does not write thousands of files.
+pub const MAX_FUNCTIONS: usize = 256;
+
 /// A function to capture.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Target {
@@ -36,7 +44,7 @@ pub struct Target {
     pub key: String,
     pub file: PathBuf,
     /// The sampled frame name (`co_qualname`, or `co_name` before 3.11), which
-    /// the helper matches against code objects.
+    /// is matched against the captured code objects.
     pub name: String,
 }
 
@@ -61,150 +69,157 @@ pub fn pick_targets(functions: &[FunctionHotspot], limit: usize) -> Vec<Target> 
         .collect()
 }
 
+/// What the helper needs to know.
 pub struct CaptureRequest<'a> {
-    pub python: &'a Path,
     /// Absolute path of the app.
     pub app: &'a Path,
-    pub args: &'a [String],
     /// Absolute; created if missing; earlier captures in it are replaced.
     pub dir: &'a Path,
     pub cap_bytes: u64,
-    pub targets: &'a [Target],
-    pub timeout: Duration,
+    pub budget_events: u64,
+    pub budget_s: f64,
 }
 
-/// What the capture run gave.
+#[derive(serde::Serialize)]
+struct HelperConfig<'a> {
+    app: &'a Path,
+    app_root: &'a Path,
+    out_dir: &'a Path,
+    cap_bytes: u64,
+    max_functions: usize,
+    budget_events: u64,
+    budget_s: f64,
+}
+
+/// How to start the app with the capture hook: the interpreter's leading
+/// arguments and the environment. Clears earlier captures from the directory.
+pub struct Injection {
+    pub leading: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Prepares the capture directory and the bootstrap; the inner `Err` is the
+/// warning when capture cannot be set up (a path that is not UTF-8).
+pub fn prepare(req: &CaptureRequest<'_>) -> Result<Result<Injection, String>, ProfileError> {
+    prepare_dir(req.dir)?;
+    let root = req.app.parent().unwrap_or(Path::new("/"));
+    let config = serde_json::to_string(&HelperConfig {
+        app: req.app,
+        app_root: root,
+        out_dir: req.dir,
+        cap_bytes: req.cap_bytes,
+        max_functions: MAX_FUNCTIONS,
+        budget_events: req.budget_events,
+        budget_s: req.budget_s,
+    });
+    Ok(match config {
+        Ok(config) => Ok(Injection {
+            leading: vec!["-c".to_string(), HELPER_SOURCE.to_string()],
+            env: vec![(CONFIG_VAR.to_string(), config)],
+        }),
+        // Only a path that is not UTF-8 can fail to serialise.
+        Err(e) => Err(format!("capture skipped: {e} (paths must be UTF-8)")),
+    })
+}
+
+/// What the run's capture gave.
 #[derive(Debug, Default)]
 pub struct CaptureOutcome {
     pub captures: Vec<Capture>,
     pub warnings: Vec<String>,
 }
 
+/// One record as the helper writes it: a [`Capture`] keyed by the code
+/// object's name, plus whether the call returned.
+#[derive(Deserialize)]
+struct Record {
+    #[serde(flatten)]
+    capture: Capture,
+    /// `co_name`, for a target sampled under it (before Python 3.11).
+    #[serde(default)]
+    name: String,
+}
+
 #[derive(Deserialize)]
 struct Manifest {
-    captures: Vec<Capture>,
-    missed: Vec<String>,
+    captures: Vec<Record>,
     warnings: Vec<String>,
+    /// Why the hook removed itself early: "budget of 100000 events", ...
+    #[serde(default)]
+    hook_stopped: Option<String>,
+    #[serde(default)]
+    hook_s: Option<f64>,
 }
 
-#[derive(serde::Serialize)]
-struct HelperConfig<'a> {
-    app: &'a Path,
-    args: &'a [String],
-    out_dir: &'a Path,
-    cap_bytes: u64,
-    stop_when_done: bool,
-    targets: &'a [Target],
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Runs the app under the capture helper. Problems with the run itself
-/// (crash, timeout, no numpy) become warnings: capture is best effort and the
-/// profile stands without it.
-pub fn run(
-    req: &CaptureRequest<'_>,
-    stop: &StopSignal,
-    progress: &dyn Fn(ProgressTick),
-    samples: u64,
-) -> Result<CaptureOutcome, ProfileError> {
+/// Reads what the helper captured, keeps the targets' captures (keyed as the
+/// targets are) and removes the files of the others.
+pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
     let mut outcome = CaptureOutcome::default();
-    if req.targets.is_empty() {
-        return Ok(outcome);
-    }
-    prepare_dir(req.dir)?;
-    let config = match serde_json::to_string(&HelperConfig {
-        app: req.app,
-        args: req.args,
-        out_dir: req.dir,
-        cap_bytes: req.cap_bytes,
-        stop_when_done: true,
-        targets: req.targets,
-    }) {
-        Ok(config) => config,
-        // Only a path that is not UTF-8 can fail to serialise.
-        Err(e) => {
-            outcome
-                .warnings
-                .push(format!("capture skipped: {e} (paths must be UTF-8)"));
-            return Ok(outcome);
-        }
-    };
-
-    let started = Instant::now();
-    let mut app = child::spawn(
-        req.python,
-        &["-c".to_string(), HELPER_SOURCE.to_string()],
-        req.app,
-        req.args,
-        &[("PORT_CAPTURE_CONFIG".to_string(), config)],
-        Streams::Silent,
-        &crate::options::AppOutput::Inherit,
-    )?;
-    let mut last_tick = Instant::now();
-    let status = loop {
-        match app.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) => {}
-            Err(_) => break None,
-        }
-        if stop.is_stopped() {
-            child::terminate_tree(&mut app, TERMINATE_GRACE);
-            outcome
-                .warnings
-                .push("capture interrupted: types and inputs are partial".to_string());
-            break None;
-        }
-        if started.elapsed() >= req.timeout {
-            child::terminate_tree(&mut app, TERMINATE_GRACE);
-            outcome.warnings.push(format!(
-                "capture run stopped after {:.0} s: functions not called by then have no captured inputs",
-                req.timeout.as_secs_f64()
-            ));
-            break None;
-        }
-        if last_tick.elapsed() >= Duration::from_millis(100) {
-            last_tick = Instant::now();
-            progress(ProgressTick {
-                phase: Phase::Capturing,
-                elapsed: started.elapsed(),
-                samples,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-
-    let manifest_path = req.dir.join(MANIFEST);
-    let manifest: Option<Manifest> = std::fs::read_to_string(&manifest_path)
+    let manifest: Option<Manifest> = std::fs::read_to_string(dir.join(MANIFEST))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok());
-    let exit = status.map(child::exit_of);
     let Some(manifest) = manifest else {
-        let how = exit.map(|e| e.describe()).unwrap_or_default();
-        outcome.warnings.push(format!(
-            "capture run wrote no manifest ({how}): no argument types or inputs captured"
-        ));
-        return Ok(outcome);
+        if !targets.is_empty() {
+            outcome.warnings.push(
+                "the capture hook wrote no manifest (the program ended before it started): no argument types or inputs captured"
+                    .to_string(),
+            );
+        }
+        return outcome;
     };
-    if let Some(exit) = exit.filter(|e| !e.success()) {
-        outcome.warnings.push(format!(
-            "capture run: {}; captures up to that point are kept",
-            exit.describe()
-        ));
-    }
     outcome.warnings.extend(manifest.warnings);
-    for key in manifest.missed {
-        outcome.warnings.push(format!(
-            "{key}: not called in the app's main process during the capture run; no types captured"
-        ));
-    }
-    // Inputs held back by the size cap are worth a line to the user; the
-    // other reasons (not an array, a call that raised) stay in the capture.
-    for c in &manifest.captures {
-        for reason in c.skipped.iter().filter(|r| r.contains(CAP_REASON)) {
-            outcome.warnings.push(format!("{}: {reason}", c.function));
+    let mut kept: HashSet<usize> = HashSet::new();
+    for t in targets {
+        let file = canonical(&t.file);
+        let found = manifest.captures.iter().position(|r| {
+            (r.capture.function == t.name || r.name == t.name) && canonical(&r.capture.file) == file
+        });
+        match found {
+            Some(i) => {
+                kept.insert(i);
+            }
+            None => {
+                let why = match (&manifest.hook_stopped, manifest.hook_s) {
+                    (Some(how), Some(s)) if how.starts_with("budget") || how == "functions" => {
+                        format!("first called after the capture hook stopped ({how}, {s:.1} s into the run)")
+                    }
+                    _ => "not called in the app's main process while the capture hook was on"
+                        .to_string(),
+                };
+                outcome
+                    .warnings
+                    .push(format!("{}: {why}; no types captured", t.key));
+            }
         }
     }
-    outcome.captures = manifest.captures;
-    Ok(outcome)
+    for (i, r) in manifest.captures.into_iter().enumerate() {
+        let mut c = r.capture;
+        let target = targets.iter().find(|t| {
+            kept.contains(&i)
+                && (c.function == t.name || r.name == t.name)
+                && canonical(&c.file) == canonical(&t.file)
+        });
+        let Some(target) = target else {
+            for p in [&c.inputs_npz, &c.outputs_npz].into_iter().flatten() {
+                let _ = std::fs::remove_file(p);
+            }
+            continue;
+        };
+        c.function = target.key.clone();
+        // Inputs held back by the size cap are worth a line to the user; the
+        // other reasons (not an array, a call that raised) stay in the capture.
+        for reason in c.skipped.iter().filter(|r| r.contains(CAP_REASON)) {
+            outcome
+                .warnings
+                .push(format!("{}: capture truncated: {reason}", c.function));
+        }
+        outcome.captures.push(c);
+    }
+    outcome
 }
 
 /// Creates `dir` and removes what an earlier capture left in it (the manifest
@@ -274,18 +289,34 @@ mod tests {
     }
 
     #[test]
-    fn the_manifest_format_reads_into_captures() {
-        let text = r#"{"schema":"port-capture/1","python":"/p","bytes_written":8,
-            "missed":["g"],"warnings":[],
-            "captures":[{"function":"f","file":"/app/a.py","line":3,
+    fn the_manifest_is_read_keyed_by_target_and_other_captures_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let other = dir.path().join("g-1.inputs.npz");
+        std::fs::write(&other, "x").unwrap();
+        let text = r#"{"schema":"port-capture/2","python":"/p","bytes_written":8,
+            "warnings":[],"hook_stopped":"budget of 400000 events","hook_s":0.4,
+            "captures":[{"function":"f","name":"f","file":"/app/a.py","line":3,
               "args":[{"name":"x","kind":{"kind":"ndarray","dtype":"float64","ndim":1,"shape":[4],"c_contiguous":true,"f_contiguous":true}},
                       {"name":"n","kind":{"kind":"scalar","type":"int"}},
                       {"name":"rows","kind":{"kind":"other","type_name":"list"}}],
-              "returns":{"kind":"scalar","type":"float"},
-              "inputs_npz":"/c/f.inputs.npz","outputs_npz":null,"skipped":["rows: list is not an array"]}]}"#;
-        let m: Manifest = serde_json::from_str(text).unwrap();
-        assert_eq!(m.missed, vec!["g"]);
-        let c = &m.captures[0];
+              "returns":{"kind":"scalar","type":"float"},"returned":true,"truncated":true,
+              "inputs_npz":"/c/f-0.inputs.npz","outputs_npz":null,
+              "skipped":["rows: list is not an array","x: 8.0 MB would pass the capture cap (1.0 MB in all, 0.0 MB left); not saved (output)"]},
+              {"function":"g","name":"g","file":"/app/a.py","line":9,"args":[],"returns":null,
+              "inputs_npz":"OTHER","outputs_npz":null,"skipped":[]}]}"#
+            .replace("OTHER", &other.display().to_string());
+        std::fs::write(dir.path().join(MANIFEST), text).unwrap();
+        let target = |name: &str| Target {
+            key: format!("a.{name}"),
+            file: "/app/a.py".into(),
+            name: name.to_string(),
+        };
+        let out = collect(dir.path(), &[target("f"), target("h")]);
+        assert_eq!(out.captures.len(), 1, "{d}");
+        let c = &out.captures[0];
+        assert_eq!(c.function, "a.f");
+        assert!(c.truncated);
         assert_eq!(c.args.len(), 3);
         assert!(matches!(
             &c.args[0].kind,
@@ -295,5 +326,18 @@ mod tests {
             &c.args[1].kind,
             crate::model::ArgKind::Scalar { type_name } if type_name == "int"
         ));
+        assert!(!other.exists(), "a capture no target keeps is removed");
+        assert!(
+            out.warnings
+                .iter()
+                .any(|w| w
+                    .starts_with("a.f: capture truncated: x: 8.0 MB would pass the capture cap"))
+        );
+        assert!(
+            out.warnings.iter().any(|w| w
+                == "a.h: first called after the capture hook stopped (budget of 400000 events, 0.4 s into the run); no types captured"),
+            "{:?}",
+            out.warnings
+        );
     }
 }

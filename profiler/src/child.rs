@@ -15,10 +15,8 @@ use crate::options::AppOutput;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Streams {
     /// stdin and stderr are the user's own; stdout goes where
-    /// [`AppOutput`] says.
+    /// [`AppOutput`] says. (The one kind since capture joined the sampled run.)
     Inherit,
-    /// All three go to /dev/null (the capture run).
-    Silent,
 }
 
 /// Starts `python app args...` with extra environment variables.
@@ -37,11 +35,6 @@ pub fn spawn(
         cmd.env(k, v);
     }
     match streams {
-        Streams::Silent => {
-            cmd.stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-        }
         Streams::Inherit => match output {
             AppOutput::Inherit => {}
             AppOutput::Stderr => {

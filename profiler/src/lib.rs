@@ -26,28 +26,32 @@
 //!    function once per sample even under recursion. A [`FrameResolver`]
 //!    decides which files are the app's and which function a frame is in; the
 //!    analyzer implements it, [`AppDirResolver`] is the stand-alone default.
-//! 3. **Capture run** (unless `capture` is off): the app runs again, stdin
-//!    empty and output silenced, under a Python helper shipped in the binary
-//!    (`src/capture_helper.py`, `include_str!`, run as `python -c`). Its
-//!    targets are the hottest named app functions (at most
-//!    `capture_functions`, each with at least 1% self time; module bodies,
-//!    lambdas and comprehensions are skipped). A trace hook that only looks at
-//!    Python-level calls and only follows the targets' own frames records each
-//!    target's first call that returns: argument types (ndarray dtype, ndim,
-//!    shape, contiguity; scalar types; other type names), the inputs as an
-//!    `.npz` and, on return, the arrays after the call and the return value as
-//!    another `.npz` (a returned argument is named, not saved twice), into
-//!    `capture_dir` with a `manifest.json` (`"schema": "port-capture/1"`).
-//!    A call that raises is retried on the next call, up to three; after that
-//!    its types are kept without outputs. All files of one run stay under
+//! 3. **Capture, in the same run** (unless `capture` is off): the app is
+//!    started as `python -c BOOTSTRAP APP ARGS` (`src/capture_helper.py`,
+//!    `include_str!`), which installs a hook and runs the app as the real
+//!    `__main__` with the same argv, `sys.path[0]`, exit status and traceback;
+//!    the sampler drops the bootstrap's root frame. The hook records the first
+//!    call of each function in the app's directory: argument types (ndarray
+//!    dtype, ndim, shape, contiguity; scalar types; other type names), the
+//!    inputs as an `.npz` and, when the call returns while the hook is on, the
+//!    arrays after the call and the return value as another `.npz` (a returned
+//!    argument is named, not saved twice), into `capture_dir`, rewriting
+//!    `manifest.json` (`"schema": "port-capture/2"`) after each, so a crash or
+//!    `os._exit` keeps what was captured. A call that raises is retried on the
+//!    next call, up to three. The hook switches itself off: on Python 3.12+ a
+//!    `sys.monitoring` start event disabled per code object once it is
+//!    captured; before 3.12 a `sys.settrace` hook with per-code bookkeeping,
+//!    removed when every function of the app files seen is captured or its
+//!    budget (`capture_budget_events`, `capture_budget_s`) is spent: functions
+//!    first called later get no capture and a warning. All files stay under
 //!    `capture_cap_bytes` ([`DEFAULT_CAPTURE_CAP_BYTES`], 256 MiB); arguments
-//!    that do not fit are skipped with the reason, and so are values that are
-//!    neither arrays nor numbers. Without NumPy in the interpreter, types are
-//!    still recorded and a warning says inputs were not. The helper ends the
-//!    run once every target is captured; a timeout bounds it otherwise.
-//!    Running twice keeps the sampled run's timing honest; apps with side
-//!    effects perform them twice, which `--no-capture` avoids. Capture
-//!    problems are warnings, never errors.
+//!    that do not fit are skipped, the capture is marked `truncated` and a
+//!    warning says so. After the run only the captures of the hottest named app
+//!    functions are kept (at most `capture_functions`, each with at least 1%
+//!    self time; module bodies, lambdas and comprehensions are skipped) and the
+//!    others' files are removed. Without NumPy in the interpreter, types are
+//!    still recorded and a warning says inputs were not. Capture problems are
+//!    warnings, never errors.
 //!
 //! # Errors
 //!
@@ -76,7 +80,7 @@ mod sampler;
 mod source;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use error::ProfileError;
 pub use export::{write_flamegraph, write_speedscope};
@@ -94,8 +98,8 @@ pub use resolver::{AppDirResolver, FrameResolver};
 /// How many of the hottest functions get per-line detail.
 pub const LINE_DETAIL_FUNCTIONS: usize = 10;
 
-/// Runs the app under the sampler (and, with `capture`, once more to capture
-/// inputs) and returns the profile. `progress` is called about ten times a
+/// Runs the app once under the sampler (with `capture`, under the capture
+/// hook too) and returns the profile. `progress` is called about ten times a
 /// second from the calling thread.
 pub fn profile(
     opts: &ProfileOptions,
@@ -119,13 +123,39 @@ pub fn profile(
     };
     stop.reset();
 
+    // Capture happens in this one run: the app is started through the
+    // capture bootstrap, which installs its hook and runs the app as __main__.
+    let mut injection = None;
+    let mut capture_dir = None;
+    let mut early_warnings = Vec::new();
+    if opts.capture {
+        let dir = options::absolute(&opts.capture_dir);
+        match capture::prepare(&capture::CaptureRequest {
+            app: &app,
+            dir: &dir,
+            cap_bytes: opts.capture_cap_bytes,
+            budget_events: opts.capture_budget_events,
+            budget_s: opts.capture_budget_s,
+        })? {
+            Ok(i) => {
+                injection = Some(i);
+                capture_dir = Some(dir);
+            }
+            Err(w) => early_warnings.push(w),
+        }
+    }
+    let (leading, env) = match injection {
+        Some(i) => (i.leading, i.env),
+        None => (Vec::new(), Vec::new()),
+    };
+
     let started = Instant::now();
     let mut child = child::spawn(
         &python,
-        &[],
+        &leading,
         &app,
         &opts.args,
-        &[],
+        &env,
         child::Streams::Inherit,
         &opts.app_output,
     )?;
@@ -153,7 +183,8 @@ pub fn profile(
         l.source = sources.line(&l.file, l.line);
     }
 
-    let mut warnings = run.warnings;
+    let mut warnings = early_warnings;
+    warnings.extend(run.warnings);
     if run.samples.total() == 0 {
         warnings.push(format!(
             "no samples were taken: the app ran for {:.2} s; raise --rate or give it more work",
@@ -183,34 +214,11 @@ pub fn profile(
         warnings,
     };
 
-    if opts.capture {
-        if stop.is_stopped() {
-            profile
-                .warnings
-                .push("capture skipped: sampling was interrupted".to_string());
-        } else {
-            let targets = capture::pick_targets(&profile.functions, opts.capture_functions);
-            let dir = options::absolute(&opts.capture_dir);
-            let timeout = opts
-                .capture_timeout
-                .unwrap_or_else(|| run.wall * 2 + Duration::from_secs(10));
-            let outcome = capture::run(
-                &capture::CaptureRequest {
-                    python: &python,
-                    app: &app,
-                    args: &opts.args,
-                    dir: &dir,
-                    cap_bytes: opts.capture_cap_bytes,
-                    targets: &targets,
-                    timeout,
-                },
-                &stop,
-                progress,
-                profile.samples,
-            )?;
-            profile.captures = outcome.captures;
-            profile.warnings.extend(outcome.warnings);
-        }
+    if let Some(dir) = capture_dir {
+        let targets = capture::pick_targets(&profile.functions, opts.capture_functions);
+        let outcome = capture::collect(&dir, &targets);
+        profile.captures = outcome.captures;
+        profile.warnings.extend(outcome.warnings);
     }
     Ok(profile)
 }

@@ -172,6 +172,9 @@ pub struct Capture {
     pub outputs_npz: Option<PathBuf>,
     /// Why an argument or output was not saved, one line each.
     pub skipped: Vec<String>,
+    /// An argument or output was left out because the capture cap was reached.
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 /// One argument of a captured call.

@@ -65,6 +65,25 @@ pub struct SampledRun {
     pub warnings: Vec<String>,
 }
 
+/// Drops the capture bootstrap's own frames (`python -c`: `<module>` in
+/// `<string>`, and its functions while it starts up) from the bottom of a
+/// stack (frames innermost first), so the app's `<module>` is the root as in
+/// a plain run. The hook's frames above an app frame stay: they are time the
+/// capture took.
+/// A stack of the bootstrap alone (before the app starts) becomes empty.
+fn strip_bootstrap(frames: &mut Vec<RawFrame>) {
+    let is_boot = |f: &RawFrame| f.file.as_os_str() == "<string>";
+    if frames.len() > 1
+        && frames
+            .last()
+            .is_some_and(|f| f.name == "<module>" && is_boot(f))
+    {
+        while frames.last().is_some_and(is_boot) {
+            frames.pop();
+        }
+    }
+}
+
 fn spy_config(settings: &SamplerSettings) -> Config {
     Config {
         // Read without pausing the app: no slowdown from ptrace stops, and no
@@ -223,15 +242,19 @@ fn sample_process(
                     .into_iter()
                     .filter(|t| (idle || t.active) && !t.frames.is_empty())
                     .map(|t| {
-                        t.frames
+                        let mut frames: Vec<RawFrame> = t
+                            .frames
                             .into_iter()
                             .map(|f| RawFrame {
                                 name: f.name,
                                 file: f.filename.into(),
                                 line: u32::try_from(f.line).unwrap_or(0),
                             })
-                            .collect()
+                            .collect();
+                        strip_bootstrap(&mut frames);
+                        frames
                     })
+                    .filter(|frames| !frames.is_empty())
                     .collect();
                 Report::Stacks { pid, stacks }
             }
@@ -470,5 +493,39 @@ fn stop_reason(settings: &SamplerSettings, deadline: Option<Instant>) -> Option<
         Some(End::TimedOut)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_bootstrap_frame_at_the_root_is_dropped() {
+        let app = RawFrame::new("<module>", "/app/a.py", 9);
+        let f = RawFrame::new("f", "/app/a.py", 3);
+        let boot = RawFrame::new("<module>", "<string>", 600);
+        let mut stack = vec![f.clone(), app.clone(), boot.clone()];
+        strip_bootstrap(&mut stack);
+        assert_eq!(stack, vec![f.clone(), app.clone()]);
+        // A plain run's stack, and an exec'd string inside the app, stay.
+        strip_bootstrap(&mut stack);
+        assert_eq!(stack, vec![f.clone(), app.clone()]);
+        let mut inner = vec![boot.clone(), f, app];
+        strip_bootstrap(&mut inner);
+        assert_eq!(inner.len(), 3);
+        let mut alone = vec![boot.clone()];
+        strip_bootstrap(&mut alone);
+        assert_eq!(alone.len(), 1);
+        // Start-up: the bootstrap's functions under its `<module>` go too.
+        let import = RawFrame::new("_find_and_load", "<frozen importlib._bootstrap>", 1);
+        let setup = RawFrame::new("_port_main", "<string>", 530);
+        let mut starting = vec![import.clone(), setup.clone(), boot.clone()];
+        strip_bootstrap(&mut starting);
+        assert_eq!(starting, vec![import]);
+        // The bootstrap alone, before the app runs: nothing of the app.
+        let mut before = vec![setup, boot];
+        strip_bootstrap(&mut before);
+        assert!(before.is_empty());
     }
 }

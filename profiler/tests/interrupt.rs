@@ -27,11 +27,14 @@ fn ctrl_c_stops_the_app_and_keeps_the_samples() {
     assert!(p.duration_s < 10.0);
     assert!(p.samples > 100, "{} samples", p.samples);
     assert!(function(&p, "poll_once").self_samples > 0);
-    assert!(p.captures.is_empty());
-    assert!(p
-        .warnings
-        .iter()
-        .any(|w| w == "capture skipped: sampling was interrupted"));
+    // Capture happened in the same run: what the hook saw before Ctrl-C is
+    // kept, and nothing runs the app again.
+    assert!(!p.warnings.iter().any(|w| w.contains("capture run")));
+    assert!(
+        p.captures.iter().any(|c| c.function == "poll_once"),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// The same through a program using the profiler, as `port analyze` does:

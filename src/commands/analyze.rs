@@ -17,14 +17,15 @@ use crate::UserError;
 
 /// Classify every function of a program in Numba's terms.
 ///
-/// Without --static, port runs the program under py-spy's sampler, ranks the hotspots by function and line,
-/// captures the argument types and one real input per hot function in a
-/// second run, and weights coverage by sampled time.
+/// Without --static, port runs the program once under py-spy's sampler, ranks the hotspots by function and line,
+/// captures the argument types and one real input per hot function in the
+/// same run (through a hook that switches itself off), and weights coverage by
+/// sampled time.
 ///
 /// The program's own output: its stderr is yours; its stdout passes through
 /// unchanged, except with --json, where it goes to stderr so that stdout
 /// holds nothing but port's JSON, and with --app-output FILE, where it goes
-/// to FILE. The second (capture) run prints nothing.
+/// to FILE.
 ///
 /// Exit codes: 0 analysed · 2 bad input (missing file, nothing parseable,
 /// no permission to sample) · 3 the program failed or was killed (the report
@@ -63,7 +64,7 @@ pub struct AnalyzeArgs {
     /// Also sample child processes (multiprocessing, subprocess).
     #[arg(long)]
     pub subprocesses: bool,
-    /// Skip the second run that captures argument types and inputs.
+    /// Do not capture argument types and inputs (no hook in the run).
     #[arg(long)]
     pub no_capture: bool,
     /// Write a flame graph (SVG) of the samples.

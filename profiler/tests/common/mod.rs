@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use port_profiler::{
     profile, AppDirResolver, FunctionHotspot, Profile, ProfileError, ProfileOptions, StopSignal,
@@ -37,7 +36,6 @@ pub fn options(app: &str, args: &[&str], captures: &Path) -> ProfileOptions {
     o.args = args.iter().map(|s| s.to_string()).collect();
     o.rate_hz = 200;
     o.capture_dir = captures.to_path_buf();
-    o.capture_timeout = Some(Duration::from_secs(60));
     o.stop = Some(StopSignal::new());
     o
 }

@@ -1,0 +1,129 @@
+//! `port analyze APP.py` captures argument types and inputs inside the one
+//! sampled run: the program runs once, prints and exits as it would alone, and
+//! what was captured survives a crash or `os._exit`.
+
+mod common;
+use common::*;
+
+fn venv_python() -> String {
+    let py = repo().join(".venv/bin/python");
+    assert!(
+        py.exists(),
+        "no .venv: run `make test` (scripts/setup.sh) first"
+    );
+    py.to_string_lossy().into_owned()
+}
+
+/// `port analyze [extra] run_once.py LOG MODE` in `dir`; the app appends a
+/// line to LOG each time it runs.
+fn analyze_run_once(dir: &std::path::Path, extra: &[&str], mode: &str) -> std::process::Output {
+    let py = venv_python();
+    let app = fixture("apps/run_once.py");
+    let mut args = vec!["analyze", "--python", &py];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[app.to_str().unwrap(), "--", "runs.log", mode]);
+    port_in(dir, &args)
+}
+
+fn runs(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("runs.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+fn saved_analysis(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(".port/analysis.json")).unwrap())
+        .unwrap()
+}
+
+fn capture_of<'a>(a: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+    a["profile"]["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["function"].as_str().is_some_and(|f| f.ends_with(name)))
+}
+
+#[test]
+fn the_program_runs_once_and_its_hot_function_is_captured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = analyze_run_once(tmp.path(), &["--json"], "ok");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(runs(tmp.path()), 1, "the program ran more than once");
+    // With --json the program's stdout goes to stderr, unchanged.
+    assert!(stderr(&o).contains("total 79992.000"), "{}", stderr(&o));
+    let a = one_json_document(&o);
+
+    let types = function(&a, "smooth")["types"]
+        .as_array()
+        .expect("captured types")
+        .clone();
+    assert_eq!(types.len(), 2, "{types:?}");
+    assert_eq!(types[0]["kind"], "ndarray");
+    assert_eq!(types[0]["dtype"], "float64");
+    assert_eq!(types[0]["shape"], serde_json::json!([40_000]));
+    assert_eq!(types[1]["kind"], "scalar");
+    let c = capture_of(&a, "smooth").expect("smooth captured");
+    let inputs = std::path::PathBuf::from(c["inputs_npz"].as_str().expect("inputs saved"));
+    assert!(inputs.exists(), "{}", inputs.display());
+
+    // The bootstrap that installs the hook is no root frame and no hotspot.
+    for s in a["profile"]["stacks"].as_array().unwrap() {
+        assert_ne!(s["frames"][0]["file"], "<string>", "{s}");
+    }
+    for key in ["functions", "lines"] {
+        let hot = a["profile"][key].to_string();
+        assert!(!hot.contains("<string>"), "{key}: {hot}");
+    }
+    assert!(function(&a, "smooth")["self_pct"].as_f64().unwrap() > 50.0);
+}
+
+#[test]
+fn a_crash_or_os_exit_keeps_the_traceback_exit_code_samples_and_captures() {
+    for (mode, says) in [
+        ("crash", "exited with code 1"),
+        ("exit", "exited with code 4"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = analyze_run_once(tmp.path(), &[], mode);
+        assert_eq!(o.status.code(), Some(3), "{mode}: {}", stderr(&o));
+        assert_eq!(runs(tmp.path()), 1, "{mode}");
+        assert!(stdout(&o).contains("total 79992.000"), "{mode}");
+        let err = stderr(&o);
+        assert!(err.contains(says), "{mode}: {err}");
+        if mode == "crash" {
+            // The traceback `python run_once.py` prints, and nothing more.
+            assert!(
+                err.contains("Traceback (most recent call last):\n  File \"")
+                    && err.contains("run_once.py\", line 33, in main\n    raise RuntimeError(\"sensor offline\")\nRuntimeError: sensor offline"),
+                "{err}"
+            );
+            assert!(!err.contains("<string>"), "{err}");
+        }
+        let a = saved_analysis(tmp.path());
+        assert!(a["profile"]["samples"].as_u64().unwrap() > 10, "{mode}");
+        let c = capture_of(&a, "smooth").unwrap_or_else(|| panic!("{mode}: smooth not captured"));
+        assert_eq!(c["args"][0]["kind"]["kind"], "ndarray", "{mode}");
+        let inputs = c["inputs_npz"].as_str().expect("inputs saved");
+        assert!(std::path::Path::new(inputs).exists(), "{mode}");
+    }
+}
+
+#[test]
+fn no_capture_runs_the_program_once_and_captures_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = analyze_run_once(tmp.path(), &["--no-capture"], "ok");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(runs(tmp.path()), 1);
+    let out = stdout(&o);
+    let printed = out.find("total 79992.000").expect("the app's print");
+    assert!(printed < out.find("verdict").expect("the table"), "{out}");
+    let a = saved_analysis(tmp.path());
+    assert_eq!(a["profile"]["captures"], serde_json::json!([]));
+    assert!(
+        function(&a, "smooth")["types"].is_null()
+            || function(&a, "smooth")["types"] == serde_json::json!([])
+    );
+    assert!(!tmp.path().join(".port/captures/manifest.json").exists());
+}
