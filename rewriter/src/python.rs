@@ -104,8 +104,18 @@ pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String
 /// Numba names the source uses (for the `from numba import …` line).
 pub fn numba_names(src: &str) -> Vec<&'static str> {
     let mut v = vec!["cuda"];
-    for n in ["float32", "float64", "int32", "int64"] {
-        if src.contains(&format!("{n}(")) || src.contains(&format!(", {n})")) {
+    for n in [
+        "float32", "float64", "int32", "int64", "int8", "int16", "uint8", "uint16", "uint32",
+        "uint64",
+    ] {
+        // Not `int8(` inside `uint8(`.
+        let called = src.match_indices(&format!("{n}(")).any(|(k, _)| {
+            !src[..k]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        });
+        if called || src.contains(&format!(", {n})")) {
             v.push(n);
         }
     }
@@ -115,6 +125,12 @@ pub fn numba_names(src: &str) -> Vec<&'static str> {
 // ---------------------------------------------------------------------
 // Kernels
 // ---------------------------------------------------------------------
+
+/// An integer type whose arithmetic Numba would widen (so the printed
+/// expression needs a cast to wrap like NumPy).
+fn wraps(t: ScalarType) -> bool {
+    t.is_int() && !matches!(t, ScalarType::I32 | ScalarType::I64)
+}
 
 struct Printer {
     out: String,
@@ -402,10 +418,19 @@ impl Printer {
                     BinOp::Or => ("or", 2),
                 };
                 // Left-associative: the right operand binds one tighter.
-                (
-                    format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1)),
-                    p,
-                )
+                let text = format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1));
+                let t = self.ty(e);
+                if wraps(t) && !matches!(op, BinOp::And | BinOp::Or) {
+                    // Numba widens narrow and unsigned integers to 64 bits;
+                    // the cast gives NumPy's wrap-around back.
+                    let conv = if self.host {
+                        numpy_dtype(t)
+                    } else {
+                        numba_scalar(t)
+                    };
+                    return (format!("{conv}({text})"), ATOM);
+                }
+                (text, p)
             }
             Expr::Cmp(op, a, b) => {
                 let sym = match op {

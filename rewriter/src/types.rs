@@ -65,6 +65,12 @@ pub fn numba_scalar(s: ScalarType) -> &'static str {
         ScalarType::I64 => "int64",
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
+        ScalarType::I8 => "int8",
+        ScalarType::I16 => "int16",
+        ScalarType::U8 => "uint8",
+        ScalarType::U16 => "uint16",
+        ScalarType::U32 => "uint32",
+        ScalarType::U64 => "uint64",
     }
 }
 
@@ -76,6 +82,12 @@ pub fn numpy_dtype(s: ScalarType) -> &'static str {
         ScalarType::I64 => "np.int64",
         ScalarType::F32 => "np.float32",
         ScalarType::F64 => "np.float64",
+        ScalarType::I8 => "np.int8",
+        ScalarType::I16 => "np.int16",
+        ScalarType::U8 => "np.uint8",
+        ScalarType::U16 => "np.uint16",
+        ScalarType::U32 => "np.uint32",
+        ScalarType::U64 => "np.uint64",
     }
 }
 
@@ -88,11 +100,18 @@ pub fn scalar_from_name(name: &str) -> Option<ScalarType> {
         "int64" | "i8" | "int" | "intp" | "int_" | "long" => ScalarType::I64,
         "int32" | "i4" | "intc" => ScalarType::I32,
         "boolean" | "bool" | "bool_" | "b1" => ScalarType::Bool,
+        "int16" | "i2" | "short" => ScalarType::I16,
+        "int8" | "i1" | "byte" => ScalarType::I8,
+        "uint8" | "u1" | "ubyte" => ScalarType::U8,
+        "uint16" | "u2" | "ushort" => ScalarType::U16,
+        "uint32" | "u4" | "uintc" => ScalarType::U32,
+        "uint64" | "u8" | "uint" | "uintp" => ScalarType::U64,
         _ => return None,
     })
 }
 
-const SUPPORTED: &str = "boolean, int32, int64, float32, float64 and arrays of them";
+const SUPPORTED: &str =
+    "boolean, int8 to int64, uint8 to uint64, float32, float64 and arrays of them";
 
 fn bad(given: &str, why: &str) -> RewriteError {
     RewriteError::BadSignature(format!("`{}`: {why}", given.trim()))
@@ -271,6 +290,11 @@ mod tests {
         assert_eq!(sig[2].numba(), "float32[:, ::1]");
         let with_ret = parse_signature("float64(float64, float64)").unwrap();
         assert_eq!(with_ret.len(), 2);
+        let ints = parse_signature("uint8[:, :], int16, uint64[::1], int8").unwrap();
+        assert_eq!(ints[0].elem(), ScalarType::U8);
+        assert_eq!(ints[1], ArgType::Scalar(ScalarType::I16));
+        assert_eq!(ints[2].numba(), "uint64[::1]");
+        assert_eq!(ints[3].numba(), "int8");
         let arr = parse_signature("array(float64, 2d, C)").unwrap();
         assert_eq!(arr[0].numba(), "float64[:, ::1]");
     }
@@ -281,6 +305,6 @@ mod tests {
         assert!(parse_signature("float64[::2]").is_err());
         assert!(parse_signature("float64,, int64").is_err());
         assert!(parse_signature("float64[:").is_err());
-        assert!(parse_signature("uint8[:]").is_err());
+        assert!(parse_signature("float16[:]").is_err());
     }
 }
