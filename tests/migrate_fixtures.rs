@@ -462,5 +462,7 @@ mod dtypes {
         requantize_i8: "float32[:], float32",
         relu_i8: "int8[:]",
         histogram_bins_u16: "uint16[:], int64",
+        image_stats_u8: "uint8[:,:]",
+        csr_spmv_u32: "uint32[:], uint32[:], float64[:], float64[:]",
     }
 }

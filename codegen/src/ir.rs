@@ -7,10 +7,14 @@
 //!
 //! Typing is strict: a binary operator takes two operands of the same scalar
 //! type and there is no implicit promotion. The rewriter inserts [`Expr::Cast`]
-//! where Python would promote. Array indices may be `i32` or `i64` (they are
-//! sign-extended to 64 bits); shapes, strides and the variables of a
-//! [`Stmt::ParallelFor`] are `i64`. Indices must be non-negative: Python's
-//! negative-index wrap-around is the rewriter's job to normalise.
+//! where Python would promote. Integers are `i8` … `i64` and `u8` … `u64`:
+//! they wrap on overflow, unsigned ones divide, compare and shift as
+//! unsigned, and a literal of a type other than `i32`/`i64` is a cast of an
+//! `i64` literal. Array indices may be any integer type (signed ones are
+//! sign-extended to 64 bits, unsigned ones zero-extended); shapes, strides
+//! and the variables of a [`Stmt::ParallelFor`] are `i64`. Indices must be
+//! non-negative: Python's negative-index wrap-around is the rewriter's job
+//! to normalise.
 
 use serde::{Deserialize, Serialize};
 

@@ -1421,7 +1421,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                     let c = bld.build_int_compare(p, x, y, "c").ll()?;
                     bld.build_select(c, x, y, "m").ll()?
                 }
-                BinOp::Shr => bld.build_right_shift(x, y, false, "shr").ll()?.into(),
+                BinOp::Shr | BinOp::Shl => self.shift(op, x, y, false)?.into(),
                 _ => return self.binary_wrapping(op, a, b),
             }
         } else {
@@ -1467,8 +1467,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 BinOp::BitAnd => bld.build_and(x, y, "and").ll()?.into(),
                 BinOp::BitOr => bld.build_or(x, y, "or").ll()?.into(),
                 BinOp::BitXor => bld.build_xor(x, y, "xor").ll()?.into(),
-                BinOp::Shl => bld.build_left_shift(x, y, "shl").ll()?.into(),
-                BinOp::Shr => bld.build_right_shift(x, y, true, "shr").ll()?.into(),
+                BinOp::Shl | BinOp::Shr => self.shift(op, x, y, true)?.into(),
                 BinOp::And => bld.build_and(x, y, "and").ll()?.into(),
                 BinOp::Or => bld.build_or(x, y, "or").ll()?.into(),
             }
@@ -1480,7 +1479,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
     }
 
     /// The operators whose two's-complement result does not depend on
-    /// signedness (`+ - * & | ^ <<`), for unsigned operands.
+    /// signedness (`+ - * & | ^`), for unsigned operands.
     fn binary_wrapping(
         &mut self,
         op: BinOp,
@@ -1496,10 +1495,45 @@ impl<'ctx> Lowerer<'ctx, '_> {
             BinOp::BitAnd | BinOp::And => bld.build_and(x, y, "and").ll()?.into(),
             BinOp::BitOr | BinOp::Or => bld.build_or(x, y, "or").ll()?.into(),
             BinOp::BitXor => bld.build_xor(x, y, "xor").ll()?.into(),
-            BinOp::Shl => bld.build_left_shift(x, y, "shl").ll()?.into(),
             _ => return Err(missing("unsigned operator")),
         };
         Ok(Val { v, ty: a.ty })
+    }
+
+    /// `x << y` / `x >> y` as NumPy defines them for every shift amount
+    /// (LLVM's is poison from the bit width on): a shift by the width or
+    /// more (or by a negative amount) gives 0, or -1 for `>>` of a negative
+    /// signed value.
+    fn shift(
+        &self,
+        op: BinOp,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+        signed: bool,
+    ) -> Result<IntValue<'ctx>, CodegenError> {
+        let b = &self.builder;
+        let t = x.get_type();
+        let width = t.const_int(u64::from(t.get_bit_width()), false);
+        let big = b
+            .build_int_compare(IntPredicate::UGE, y, width, "bigshift")
+            .ll()?;
+        if op == BinOp::Shr && signed {
+            let last = t.const_int(u64::from(t.get_bit_width() - 1), false);
+            let y = b.build_select(big, last, y, "amt").ll()?.into_int_value();
+            return b.build_right_shift(x, y, true, "shr").ll();
+        }
+        let y = b
+            .build_select(big, t.const_zero(), y, "amt")
+            .ll()?
+            .into_int_value();
+        let r = if op == BinOp::Shl {
+            b.build_left_shift(x, y, "shl").ll()?
+        } else {
+            b.build_right_shift(x, y, false, "shr").ll()?
+        };
+        Ok(b.build_select(big, t.const_zero(), r, "shifted")
+            .ll()?
+            .into_int_value())
     }
 
     /// `y`, or 1 where `y == 0` or `x == MIN && y == -1` (see the module docs).

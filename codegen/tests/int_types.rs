@@ -213,3 +213,37 @@ fn unsigned_lowers_to_unsigned_ptx_instructions() {
     assert!(ptx.contains("shr.u32"), "{ptx}");
     assert!(!ptx.contains("div.s32"), "{ptx}");
 }
+
+#[test]
+fn shifts_past_the_width_follow_numpy() {
+    // np.uint8(1) << 9 == 0, np.int8(-100) >> 9 == -1, np.int64(5) >> 64 == 0.
+    let src = "kernel k(a: u8[::1], n: u8[::1], shl: u8[::1], s: i8[::1], m: i8[::1],
+                        sar: i8[::1], w: i64[::1], wn: i64[::1], wr: i64[::1]) {
+        parallel for i in range(a.shape[0]) {
+            shl[i] = a[i] << n[i];
+            sar[i] = s[i] >> m[i];
+            wr[i] = w[i] >> wn[i];
+        }
+    }";
+    let mut args = vec![
+        arr(vec![1u8, 1, 255]),
+        arr(vec![9u8, 7, 8]),
+        arr(vec![0u8; 3]),
+        arr(vec![-100i8, -100, 100]),
+        arr(vec![9i8, 2, 9]),
+        arr(vec![0i8; 3]),
+        arr(vec![5i64, -5, 5]),
+        arr(vec![64i64, 64, 1]),
+        arr(vec![0i64; 3]),
+    ];
+    run(src, "k", &mut args);
+    match args[2].as_array().unwrap().data() {
+        port_codegen::ArrayData::U8(v) => assert_eq!(v, &vec![0, 128, 0]),
+        other => panic!("{other:?}"),
+    }
+    match args[5].as_array().unwrap().data() {
+        port_codegen::ArrayData::I8(v) => assert_eq!(v, &vec![-1, -25, 0]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(args[8].as_array().unwrap().as_i64().unwrap(), &[0, -1, 2]);
+}

@@ -126,6 +126,22 @@ pub fn numba_names(src: &str) -> Vec<&'static str> {
 // Kernels
 // ---------------------------------------------------------------------
 
+/// `v` cast to integer type `t`, as a decimal (`-1` as uint8 is `255`).
+fn wrapped_literal(v: i64, t: ScalarType) -> String {
+    let bits = t.bits();
+    if t.is_unsigned() {
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        ((v as u64) & mask).to_string()
+    } else {
+        let shift = 64 - bits;
+        ((v << shift) >> shift).to_string()
+    }
+}
+
 /// An integer type whose arithmetic Numba would widen (so the printed
 /// expression needs a cast to wrap like NumPy).
 fn wraps(t: ScalarType) -> bool {
@@ -454,7 +470,20 @@ impl Printer {
                         return (format!("math.{f}({})", self.expr(&args[0], 0)), ATOM);
                     }
                 }
-                let inner = self.expr(a, 0);
+                let mut inner = self.expr(a, 0);
+                if let (Expr::Lit(Literal::I64(v)), true) = (a.as_ref(), wraps(*t)) {
+                    // NumPy 2 refuses `np.uint8(-1)`: print the wrapped value.
+                    inner = wrapped_literal(*v, *t);
+                }
+                if wraps(*t) && *t != ScalarType::U64 && self.ty(a).is_float() {
+                    // Through int64, as the kernels and NumPy's C casts do:
+                    // Numba's direct float-to-uint8 is undefined below 0.
+                    inner = if self.host {
+                        format!("np.int64({inner})")
+                    } else {
+                        format!("int64({inner})")
+                    };
+                }
                 match t {
                     ScalarType::Bool => (format!("{inner} != 0"), 5),
                     _ if self.host => (format!("{}({inner})", numpy_dtype(*t)), ATOM),
@@ -1009,6 +1038,40 @@ pub const UNBROADCAST: &str = r#"def _port_unbroadcast(flat, shape):
 mod tests {
     use super::*;
     use port_codegen::ir::build::*;
+
+    #[test]
+    fn narrow_integers_wrap_in_numba() {
+        let params = [
+            Param {
+                name: "a".into(),
+                ty: Type::Scalar(ScalarType::U8),
+            },
+            Param {
+                name: "f".into(),
+                ty: Type::Scalar(ScalarType::F64),
+            },
+        ];
+        let p = Printer::new(&params);
+        // Numba widens uint8 + uint8 to int64: the cast wraps it back.
+        assert_eq!(
+            p.expr(&add(var("a"), cast(ScalarType::U8, i64(1))), 0),
+            "uint8(a + uint8(1))"
+        );
+        assert_eq!(
+            p.expr(&cast(ScalarType::U8, var("f")), 0),
+            "uint8(int64(f))"
+        );
+        // The largest uint64 (a reduction's identity), not `uint64(-1)`.
+        assert_eq!(
+            p.expr(&cast(ScalarType::U64, i64(-1)), 0),
+            "uint64(18446744073709551615)"
+        );
+        assert_eq!(p.expr(&cast(ScalarType::I8, i64(200)), 0), "int8(-56)");
+        assert_eq!(
+            numba_names("x = uint8(a + b)\ny = int64(x)"),
+            vec!["cuda", "int64", "uint8"]
+        );
+    }
 
     #[test]
     fn python_modulo_and_precedence() {

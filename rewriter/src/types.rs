@@ -117,6 +117,23 @@ fn bad(given: &str, why: &str) -> RewriteError {
     RewriteError::BadSignature(format!("`{}`: {why}", given.trim()))
 }
 
+/// Why an element type is refused: complex numbers get their own reason.
+fn unsupported_elem(name: &str) -> String {
+    if is_complex(name) {
+        "complex numbers: port's kernels work on real scalars (split into real and imaginary parts)"
+            .into()
+    } else {
+        format!("unsupported element type; port takes {SUPPORTED}")
+    }
+}
+
+fn is_complex(name: &str) -> bool {
+    matches!(
+        name.trim(),
+        "complex64" | "complex128" | "c8" | "c16" | "complex" | "complex_" | "csingle" | "cdouble"
+    )
+}
+
 /// Parses one Numba type string: `float64`, `float64[:]`, `float32[:, ::1]`,
 /// `array(float64, 2d, C)`.
 pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
@@ -126,12 +143,7 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         if parts.len() < 2 || parts.len() > 3 {
             return Err(bad(t, "write `array(float64, 2d, C)`"));
         }
-        let elem = scalar_from_name(parts[0]).ok_or_else(|| {
-            bad(
-                t,
-                &format!("unsupported element type; port takes {SUPPORTED}"),
-            )
-        })?;
+        let elem = scalar_from_name(parts[0]).ok_or_else(|| bad(t, &unsupported_elem(parts[0])))?;
         let ndim: u8 = parts[1]
             .strip_suffix('d')
             .and_then(|n| n.parse().ok())
@@ -148,12 +160,8 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         let Some(dims) = t[open + 1..].strip_suffix(']') else {
             return Err(bad(t, "an array type ends with `]`"));
         };
-        let elem = scalar_from_name(&t[..open]).ok_or_else(|| {
-            bad(
-                t,
-                &format!("unsupported element type; port takes {SUPPORTED}"),
-            )
-        })?;
+        let elem =
+            scalar_from_name(&t[..open]).ok_or_else(|| bad(t, &unsupported_elem(&t[..open])))?;
         let dims: Vec<String> = dims
             .split(',')
             .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
@@ -181,10 +189,14 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         }));
     }
     scalar_from_name(t).map(ArgType::Scalar).ok_or_else(|| {
-        bad(
-            t,
-            &format!("unknown or unsupported type; port takes {SUPPORTED}"),
-        )
+        if is_complex(t) {
+            bad(t, &unsupported_elem(t))
+        } else {
+            bad(
+                t,
+                &format!("unknown or unsupported type; port takes {SUPPORTED}"),
+            )
+        }
     })
 }
 
@@ -237,8 +249,13 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
     match t.kind.as_str() {
         "ndarray" => {
             let elem = scalar_from_name(&t.dtype).ok_or_else(|| {
+                let why = if is_complex(&t.dtype) {
+                    unsupported_elem(&t.dtype)
+                } else {
+                    format!("port takes {SUPPORTED}")
+                };
                 RewriteError::CapturedType(format!(
-                    "argument `{}` was captured as a {} array; port takes {SUPPORTED}",
+                    "argument `{}` was captured as a {} array; {why}",
                     t.name, t.dtype
                 ))
             })?;
@@ -301,6 +318,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_types() {
+        let e = parse_signature("int64, complex128[:]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("complex numbers"), "{e}");
         assert!(parse_signature("complex128").is_err());
         assert!(parse_signature("float64[::2]").is_err());
         assert!(parse_signature("float64,, int64").is_err());

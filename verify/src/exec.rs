@@ -111,8 +111,9 @@ fn narrow_binary(op: BinOp, x: i64, y: i64, t: ScalarType) -> i64 {
             BinOp::BitAnd => x & y,
             BinOp::BitOr => x | y,
             BinOp::BitXor => x ^ y,
-            BinOp::Shl => x.wrapping_shl(y as u32),
-            _ => x.wrapping_shr(y as u32),
+            BinOp::Shl if (y as u64) < u64::from(t.bits()) => x << y,
+            BinOp::Shl => 0,
+            _ => x >> (y as u64).min(63),
         };
         return wrap_int(v, t);
     }
@@ -129,8 +130,9 @@ fn narrow_binary(op: BinOp, x: i64, y: i64, t: ScalarType) -> i64 {
         BinOp::BitAnd => x & y,
         BinOp::BitOr => x | y,
         BinOp::BitXor => x ^ y,
-        BinOp::Shl => x.wrapping_shl(y as u32),
-        _ => x.wrapping_shr(y as u32),
+        BinOp::Shl if y < u64::from(t.bits()) => x << y,
+        BinOp::Shr if y < u64::from(t.bits()) => x >> y,
+        _ => 0,
     };
     wrap_int(v as i64, t)
 }
