@@ -625,23 +625,35 @@ fn json_errors_are_one_document_naming_the_real_source() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(common::one_json_document(&o)["status"], "refused");
 
-    // Types captured by a profiled run that port's kernels do not take.
+    // A uint8 image captured by a profiled run: migrated from the capture.
     let img = copy_fixture(tmp.path(), "migrate/image_u8.py");
-    let o = assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(tmp.path())
-        .env("VIRTUAL_ENV", repo().join(".venv"))
-        .args(["analyze", &img, "--python"])
-        .arg(repo().join(".venv/bin/python"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let analyze = |file: &str| {
+        let o = assert_cmd::Command::cargo_bin("port")
+            .unwrap()
+            .current_dir(tmp.path())
+            .env("VIRTUAL_ENV", repo().join(".venv"))
+            .args(["analyze", file, "--python"])
+            .arg(repo().join(".venv/bin/python"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    analyze(&img);
     let o = run(&["--function", "threshold"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = common::one_json_document(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "captured", "{j}");
+
+    // Types captured by a profiled run that port's kernels do not take.
+    let hdr = copy_fixture(tmp.path(), "migrate/image_f16.py");
+    analyze(&hdr);
+    let o = run(&["--function", "tone_map"]);
     let j = json_error(
         &o,
         2,
         "unsupported_captured_type",
-        "captured types: argument `img` was captured as a uint8 array",
+        "captured types: argument `img` was captured as a float16 array",
     );
     let reason = j["reason"].as_str().unwrap();
     assert!(!reason.contains("bad --signature"), "{reason}");

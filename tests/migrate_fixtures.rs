@@ -697,3 +697,48 @@ mod helpers {
         assert!(!msg.contains("running_total1_"), "{msg}");
     }
 }
+
+/// Like [`program!`], for the functions of another fixture file.
+macro_rules! program_in {
+    ($file:literal; $($name:ident: $sig:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                verified($file, stringify!($name), $sig, &[]);
+            }
+        )*
+    };
+}
+
+/// Every dtype real programs use: uint8 images, int16 audio, uint32 hashes,
+/// int8 quantized weights, uint64 counters, with NumPy 2's promotion (Python
+/// scalars are weak, integers wrap, `/` of integers is float64). The inputs
+/// are generated over the whole range of 8- and 16-bit types, so that a
+/// wrong wrap-around or signedness shows as a mismatch.
+mod dtypes {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_dtypes.py";
+        threshold_u8: "uint8[:,:], int64",
+        box_blur_u8: "uint8[:,:]",
+        brighten_u8: "uint8[:,:], int64",
+        saturating_brighten_u8: "uint8[:,:], int64",
+        invert_and_halve_u8: "uint8[:,:]",
+        to_gray_u8: "uint8[:,:,:]",
+        audio_gain_i16: "int16[:], float32",
+        mix_i16: "int16[:], int16[:]",
+        wrapping_sum_i16: "int16[:], int16[:]",
+        widen_i8_u8: "int8[:], uint8[:]",
+        hash_u32: "uint32[:], int64",
+        crc_like_u32: "uint32[:]",
+        count_events_u64: "uint64[:], int64[:]",
+        mixed_u64_i64: "uint64[:], int64[:]",
+        quantized_dot_i8: "int8[:,:], int8[:], float32",
+        requantize_i8: "float32[:], float32",
+        relu_i8: "int8[:]",
+        histogram_bins_u16: "uint16[:], int64",
+        image_stats_u8: "uint8[:,:]",
+        csr_spmv_u32: "uint32[:], uint32[:], float64[:], float64[:]",
+    }
+}

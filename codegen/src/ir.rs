@@ -7,10 +7,14 @@
 //!
 //! Typing is strict: a binary operator takes two operands of the same scalar
 //! type and there is no implicit promotion. The rewriter inserts [`Expr::Cast`]
-//! where Python would promote. Array indices may be `i32` or `i64` (they are
-//! sign-extended to 64 bits); shapes, strides and the variables of a
-//! [`Stmt::ParallelFor`] are `i64`. Indices must be non-negative: Python's
-//! negative-index wrap-around is the rewriter's job to normalise.
+//! where Python would promote. Integers are `i8` … `i64` and `u8` … `u64`:
+//! they wrap on overflow, unsigned ones divide, compare and shift as
+//! unsigned, and a literal of a type other than `i32`/`i64` is a cast of an
+//! `i64` literal. Array indices may be any integer type (signed ones are
+//! sign-extended to 64 bits, unsigned ones zero-extended); shapes, strides
+//! and the variables of a [`Stmt::ParallelFor`] are `i64`. Indices must be
+//! non-negative: Python's negative-index wrap-around is the rewriter's job
+//! to normalise.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +26,12 @@ pub enum ScalarType {
     I64,
     F32,
     F64,
+    I8,
+    I16,
+    U8,
+    U16,
+    U32,
+    U64,
 }
 
 impl ScalarType {
@@ -33,6 +43,12 @@ impl ScalarType {
             ScalarType::I64 => "i64",
             ScalarType::F32 => "f32",
             ScalarType::F64 => "f64",
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
         }
     }
 
@@ -44,13 +60,43 @@ impl ScalarType {
             "i64" => ScalarType::I64,
             "f32" => ScalarType::F32,
             "f64" => ScalarType::F64,
+            "i8" => ScalarType::I8,
+            "i16" => ScalarType::I16,
+            "u8" => ScalarType::U8,
+            "u16" => ScalarType::U16,
+            "u32" => ScalarType::U32,
+            "u64" => ScalarType::U64,
             _ => return None,
         })
     }
 
     pub fn is_int(self) -> bool {
-        matches!(self, ScalarType::I32 | ScalarType::I64)
+        self.is_signed() || self.is_unsigned()
     }
+
+    /// A signed integer type (`i8` … `i64`).
+    pub fn is_signed(self) -> bool {
+        use ScalarType::*;
+        matches!(self, I8 | I16 | I32 | I64)
+    }
+
+    /// An unsigned integer type (`u8` … `u64`): zero-extended, divided,
+    /// compared and shifted as unsigned.
+    pub fn is_unsigned(self) -> bool {
+        use ScalarType::*;
+        matches!(self, U8 | U16 | U32 | U64)
+    }
+
+    /// Width in bits of the type in memory.
+    pub fn bits(self) -> u32 {
+        self.size_bytes() as u32 * 8
+    }
+
+    /// Every scalar type, for tests and tables.
+    pub const ALL: [ScalarType; 11] = {
+        use ScalarType::*;
+        [Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64]
+    };
 
     pub fn is_float(self) -> bool {
         matches!(self, ScalarType::F32 | ScalarType::F64)
@@ -59,9 +105,10 @@ impl ScalarType {
     /// Size of one element in memory, in bytes (`bool` is stored as one byte).
     pub fn size_bytes(self) -> usize {
         match self {
-            ScalarType::Bool => 1,
-            ScalarType::I32 | ScalarType::F32 => 4,
-            ScalarType::I64 | ScalarType::F64 => 8,
+            ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
+            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
         }
     }
 }

@@ -344,8 +344,10 @@ impl<'ctx> Lowerer<'ctx, '_> {
     fn value_type(&self, t: ScalarType) -> BasicTypeEnum<'ctx> {
         match t {
             ScalarType::Bool => self.ctx.bool_type().into(),
-            ScalarType::I32 => self.ctx.i32_type().into(),
-            ScalarType::I64 => self.ctx.i64_type().into(),
+            ScalarType::I8 | ScalarType::U8 => self.ctx.i8_type().into(),
+            ScalarType::I16 | ScalarType::U16 => self.ctx.i16_type().into(),
+            ScalarType::I32 | ScalarType::U32 => self.ctx.i32_type().into(),
+            ScalarType::I64 | ScalarType::U64 => self.ctx.i64_type().into(),
             ScalarType::F32 => self.ctx.f32_type().into(),
             ScalarType::F64 => self.ctx.f64_type().into(),
         }
@@ -982,10 +984,14 @@ impl<'ctx> Lowerer<'ctx, '_> {
 
     fn to_i64(&self, v: Val<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
         match v.ty {
-            ScalarType::I64 => Ok(v.int()),
-            ScalarType::I32 => self
+            ScalarType::I64 | ScalarType::U64 => Ok(v.int()),
+            t if t.is_signed() => self
                 .builder
                 .build_int_s_extend(v.int(), self.ctx.i64_type(), "idx")
+                .ll(),
+            t if t.is_unsigned() => self
+                .builder
+                .build_int_z_extend(v.int(), self.ctx.i64_type(), "idx")
                 .ll(),
             _ => Err(missing("integer index")),
         }
@@ -1228,9 +1234,14 @@ impl<'ctx> Lowerer<'ctx, '_> {
                         .build_float_compare(p, a.float(), b.float(), "cmp")
                         .ll()?
                 } else {
+                    let u = a.ty.is_unsigned();
                     let p = match op {
                         CmpOp::Eq => IntPredicate::EQ,
                         CmpOp::Ne => IntPredicate::NE,
+                        CmpOp::Lt if u => IntPredicate::ULT,
+                        CmpOp::Le if u => IntPredicate::ULE,
+                        CmpOp::Gt if u => IntPredicate::UGT,
+                        CmpOp::Ge if u => IntPredicate::UGE,
                         CmpOp::Lt => IntPredicate::SLT,
                         CmpOp::Le => IntPredicate::SLE,
                         CmpOp::Gt => IntPredicate::SGT,
@@ -1382,6 +1393,37 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 }
                 _ => return Err(missing("float operator")),
             }
+        } else if ty.is_unsigned() {
+            // Unsigned: division floors already, so `//` is `udiv`.
+            let (x, y) = (a.int(), b.int());
+            match op {
+                BinOp::Div | BinOp::Rem | BinOp::FloorDiv => {
+                    let t = y.get_type();
+                    let zero = bld
+                        .build_int_compare(IntPredicate::EQ, y, t.const_zero(), "y0")
+                        .ll()?;
+                    let y = bld
+                        .build_select(zero, t.const_int(1, false), y, "divisor")
+                        .ll()?
+                        .into_int_value();
+                    if op == BinOp::Rem {
+                        bld.build_int_unsigned_rem(x, y, "rem").ll()?.into()
+                    } else {
+                        bld.build_int_unsigned_div(x, y, "div").ll()?.into()
+                    }
+                }
+                BinOp::Min | BinOp::Max => {
+                    let p = if op == BinOp::Min {
+                        IntPredicate::ULT
+                    } else {
+                        IntPredicate::UGT
+                    };
+                    let c = bld.build_int_compare(p, x, y, "c").ll()?;
+                    bld.build_select(c, x, y, "m").ll()?
+                }
+                BinOp::Shr | BinOp::Shl => self.shift(op, x, y, false)?.into(),
+                _ => return self.binary_wrapping(op, a, b),
+            }
         } else {
             let (x, y) = (a.int(), b.int());
             match op {
@@ -1425,8 +1467,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 BinOp::BitAnd => bld.build_and(x, y, "and").ll()?.into(),
                 BinOp::BitOr => bld.build_or(x, y, "or").ll()?.into(),
                 BinOp::BitXor => bld.build_xor(x, y, "xor").ll()?.into(),
-                BinOp::Shl => bld.build_left_shift(x, y, "shl").ll()?.into(),
-                BinOp::Shr => bld.build_right_shift(x, y, true, "shr").ll()?.into(),
+                BinOp::Shl | BinOp::Shr => self.shift(op, x, y, true)?.into(),
                 BinOp::And => bld.build_and(x, y, "and").ll()?.into(),
                 BinOp::Or => bld.build_or(x, y, "or").ll()?.into(),
             }
@@ -1435,6 +1476,64 @@ impl<'ctx> Lowerer<'ctx, '_> {
             self.fast(v);
         }
         Ok(Val { v, ty })
+    }
+
+    /// The operators whose two's-complement result does not depend on
+    /// signedness (`+ - * & | ^`), for unsigned operands.
+    fn binary_wrapping(
+        &mut self,
+        op: BinOp,
+        a: Val<'ctx>,
+        b: Val<'ctx>,
+    ) -> Result<Val<'ctx>, CodegenError> {
+        let (x, y) = (a.int(), b.int());
+        let bld = &self.builder;
+        let v: BasicValueEnum<'ctx> = match op {
+            BinOp::Add => bld.build_int_add(x, y, "add").ll()?.into(),
+            BinOp::Sub => bld.build_int_sub(x, y, "sub").ll()?.into(),
+            BinOp::Mul => bld.build_int_mul(x, y, "mul").ll()?.into(),
+            BinOp::BitAnd | BinOp::And => bld.build_and(x, y, "and").ll()?.into(),
+            BinOp::BitOr | BinOp::Or => bld.build_or(x, y, "or").ll()?.into(),
+            BinOp::BitXor => bld.build_xor(x, y, "xor").ll()?.into(),
+            _ => return Err(missing("unsigned operator")),
+        };
+        Ok(Val { v, ty: a.ty })
+    }
+
+    /// `x << y` / `x >> y` as NumPy defines them for every shift amount
+    /// (LLVM's is poison from the bit width on): a shift by the width or
+    /// more (or by a negative amount) gives 0, or -1 for `>>` of a negative
+    /// signed value.
+    fn shift(
+        &self,
+        op: BinOp,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+        signed: bool,
+    ) -> Result<IntValue<'ctx>, CodegenError> {
+        let b = &self.builder;
+        let t = x.get_type();
+        let width = t.const_int(u64::from(t.get_bit_width()), false);
+        let big = b
+            .build_int_compare(IntPredicate::UGE, y, width, "bigshift")
+            .ll()?;
+        if op == BinOp::Shr && signed {
+            let last = t.const_int(u64::from(t.get_bit_width() - 1), false);
+            let y = b.build_select(big, last, y, "amt").ll()?.into_int_value();
+            return b.build_right_shift(x, y, true, "shr").ll();
+        }
+        let y = b
+            .build_select(big, t.const_zero(), y, "amt")
+            .ll()?
+            .into_int_value();
+        let r = if op == BinOp::Shl {
+            b.build_left_shift(x, y, "shl").ll()?
+        } else {
+            b.build_right_shift(x, y, false, "shr").ll()?
+        };
+        Ok(b.build_select(big, t.const_zero(), r, "shifted")
+            .ll()?
+            .into_int_value())
     }
 
     /// `y`, or 1 where `y == 0` or `x == MIN && y == -1` (see the module docs).
@@ -1467,7 +1566,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
         let from = a.ty;
         let v: BasicValueEnum<'ctx> = match (from, to) {
             _ if from == to => a.v,
-            (Bool, I32 | I64) => b
+            (Bool, t) if t.is_int() => b
                 .build_int_z_extend(a.int(), self.value_type(to).into_int_type(), "zext")
                 .ll()?
                 .into(),
@@ -1479,7 +1578,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 )
                 .ll()?
                 .into(),
-            (I32 | I64, Bool) => b
+            (f, Bool) if f.is_int() => b
                 .build_int_compare(
                     IntPredicate::NE,
                     a.int(),
@@ -1497,22 +1596,49 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 )
                 .ll()?
                 .into(),
-            (I32, I64) => b
-                .build_int_s_extend(a.int(), self.ctx.i64_type(), "sext")
+            (f, t) if f.is_int() && t.is_int() => {
+                let it = self.value_type(to).into_int_type();
+                if t.bits() < f.bits() {
+                    b.build_int_truncate(a.int(), it, "trunc").ll()?.into()
+                } else if t.bits() == f.bits() {
+                    // Same width, other signedness: the bits are the value.
+                    a.v
+                } else if f.is_unsigned() {
+                    b.build_int_z_extend(a.int(), it, "zext").ll()?.into()
+                } else {
+                    b.build_int_s_extend(a.int(), it, "sext").ll()?.into()
+                }
+            }
+            (f, F32 | F64) if f.is_unsigned() => b
+                .build_unsigned_int_to_float(
+                    a.int(),
+                    self.value_type(to).into_float_type(),
+                    "uitofp",
+                )
                 .ll()?
                 .into(),
-            (I64, I32) => b
-                .build_int_truncate(a.int(), self.ctx.i32_type(), "trunc")
-                .ll()?
-                .into(),
-            (I32 | I64, F32 | F64) => b
+            (f, F32 | F64) if f.is_signed() => b
                 .build_signed_int_to_float(a.int(), self.value_type(to).into_float_type(), "sitofp")
                 .ll()?
                 .into(),
-            (F32 | F64, I32 | I64) => b
-                .build_float_to_signed_int(a.float(), self.value_type(to).into_int_type(), "fptosi")
+            (F32 | F64, U64) => b
+                .build_float_to_unsigned_int(a.float(), self.ctx.i64_type(), "fptoui")
                 .ll()?
                 .into(),
+            (F32 | F64, t) if t.is_int() => {
+                // Through int64 then truncated, like NumPy's C casts on x86:
+                // `np.float64(-1.0).astype(np.uint8)` is 255, not poison.
+                let wide = b
+                    .build_float_to_signed_int(a.float(), self.ctx.i64_type(), "fptosi")
+                    .ll()?;
+                if t.bits() == 64 {
+                    wide.into()
+                } else {
+                    b.build_int_truncate(wide, self.value_type(to).into_int_type(), "trunc")
+                        .ll()?
+                        .into()
+                }
+            }
             (F32, F64) => b
                 .build_float_ext(a.float(), self.ctx.f64_type(), "fpext")
                 .ll()?
@@ -1538,6 +1664,8 @@ impl<'ctx> Lowerer<'ctx, '_> {
             let rmw = match op {
                 AtomicOp::Add => AtomicRMWBinOp::Add,
                 AtomicOp::Sub => AtomicRMWBinOp::Sub,
+                AtomicOp::Min if elem.is_unsigned() => AtomicRMWBinOp::UMin,
+                AtomicOp::Max if elem.is_unsigned() => AtomicRMWBinOp::UMax,
                 AtomicOp::Min => AtomicRMWBinOp::Min,
                 AtomicOp::Max => AtomicRMWBinOp::Max,
                 AtomicOp::Exch => AtomicRMWBinOp::Xchg,

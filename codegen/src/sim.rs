@@ -98,6 +98,12 @@ pub enum ArrayData {
     I64(Vec<i64>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
 }
 
 impl ArrayData {
@@ -108,6 +114,12 @@ impl ArrayData {
             ArrayData::I64(_) => ScalarType::I64,
             ArrayData::F32(_) => ScalarType::F32,
             ArrayData::F64(_) => ScalarType::F64,
+            ArrayData::I8(_) => ScalarType::I8,
+            ArrayData::I16(_) => ScalarType::I16,
+            ArrayData::U8(_) => ScalarType::U8,
+            ArrayData::U16(_) => ScalarType::U16,
+            ArrayData::U32(_) => ScalarType::U32,
+            ArrayData::U64(_) => ScalarType::U64,
         }
     }
 
@@ -118,6 +130,12 @@ impl ArrayData {
             ArrayData::I64(v) => v.len(),
             ArrayData::F32(v) => v.len(),
             ArrayData::F64(v) => v.len(),
+            ArrayData::I8(v) => v.len(),
+            ArrayData::I16(v) => v.len(),
+            ArrayData::U8(v) => v.len(),
+            ArrayData::U16(v) => v.len(),
+            ArrayData::U32(v) => v.len(),
+            ArrayData::U64(v) => v.len(),
         }
     }
 
@@ -132,6 +150,12 @@ impl ArrayData {
             ArrayData::I64(v) => v.as_mut_ptr().cast(),
             ArrayData::F32(v) => v.as_mut_ptr().cast(),
             ArrayData::F64(v) => v.as_mut_ptr().cast(),
+            ArrayData::I8(v) => v.as_mut_ptr().cast(),
+            ArrayData::I16(v) => v.as_mut_ptr().cast(),
+            ArrayData::U8(v) => v.as_mut_ptr().cast(),
+            ArrayData::U16(v) => v.as_mut_ptr().cast(),
+            ArrayData::U32(v) => v.as_mut_ptr().cast(),
+            ArrayData::U64(v) => v.as_mut_ptr().cast(),
         }
     }
 }
@@ -150,6 +174,12 @@ from_vec!(i32, I32);
 from_vec!(i64, I64);
 from_vec!(f32, F32);
 from_vec!(f64, F64);
+from_vec!(i8, I8);
+from_vec!(i16, I16);
+from_vec!(u8, U8);
+from_vec!(u16, U16);
+from_vec!(u32, U32);
+from_vec!(u64, U64);
 
 /// An array argument: a buffer with a shape and element strides.
 /// Strides are in elements and non-negative; every element the shape and
@@ -281,6 +311,12 @@ pub enum SimArg {
     I64(i64),
     F32(f32),
     F64(f64),
+    I8(i8),
+    I16(i16),
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
     Array(SimArray),
 }
 
@@ -299,6 +335,12 @@ impl SimArg {
             SimArg::I64(_) => "i64".into(),
             SimArg::F32(_) => "f32".into(),
             SimArg::F64(_) => "f64".into(),
+            SimArg::I8(_) => "i8".into(),
+            SimArg::I16(_) => "i16".into(),
+            SimArg::U8(_) => "u8".into(),
+            SimArg::U16(_) => "u16".into(),
+            SimArg::U32(_) => "u32".into(),
+            SimArg::U64(_) => "u64".into(),
             SimArg::Array(a) => format!("{}[{}-d]", a.data.elem(), a.shape.len()),
         }
     }
@@ -613,6 +655,12 @@ fn pack_args(k: &Kernel, args: &mut [SimArg], debug: bool) -> Result<Vec<u64>, S
             (Type::Scalar(ScalarType::I64), SimArg::I64(v)) => slots.push(*v as u64),
             (Type::Scalar(ScalarType::F32), SimArg::F32(v)) => slots.push(u64::from(v.to_bits())),
             (Type::Scalar(ScalarType::F64), SimArg::F64(v)) => slots.push(v.to_bits()),
+            (Type::Scalar(ScalarType::I8), SimArg::I8(v)) => slots.push(u64::from(*v as u8)),
+            (Type::Scalar(ScalarType::I16), SimArg::I16(v)) => slots.push(u64::from(*v as u16)),
+            (Type::Scalar(ScalarType::U8), SimArg::U8(v)) => slots.push(u64::from(*v)),
+            (Type::Scalar(ScalarType::U16), SimArg::U16(v)) => slots.push(u64::from(*v)),
+            (Type::Scalar(ScalarType::U32), SimArg::U32(v)) => slots.push(u64::from(*v)),
+            (Type::Scalar(ScalarType::U64), SimArg::U64(v)) => slots.push(*v),
             (Type::Array(at), SimArg::Array(arr)) => {
                 if arr.data.elem() != at.elem || arr.shape.len() != at.ndim as usize {
                     return Err(bad(

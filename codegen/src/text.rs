@@ -17,8 +17,10 @@
 //! Types follow Numba's spelling: `f32[::1]` / `f64[:, ::1]` are C-contiguous
 //! arrays, `f32[:]` / `f64[:, :]` arrays of any layout. A shared array is
 //! declared at the top of a kernel: `shared tile: f64[256];`.
+//! Scalar types: `bool`, `i8` … `i64`, `u8` … `u64`, `f32`, `f64`.
 //! Literals: `1` is `i64`, `1.0` is `f64`; other types take a suffix
-//! (`1i32`, `0.5f32`); `true`, `false`; `inf`, `nan`, `inf_f32`, `nan_f32`.
+//! (`1i32`, `0.5f32`; narrow and unsigned ones read as casts: `7u8` is
+//! `u8(7)`); `true`, `false`; `inf`, `nan`, `inf_f32`, `nan_f32`.
 //! Casts are written as calls to the type (`f32(i)`), math as calls
 //! (`sqrt(x)`), and so are `min`, `max`, `select(c, a, b)`, `atomic_add(a[i], v)`
 //! (also `_sub`, `_min`, `_max`, `_exch`), `atomic_cas(a[i], expected, new)` and
@@ -536,7 +538,7 @@ fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
                             line: start_line,
                             col: start_col + (suf_start - start),
                             message: format!(
-                                "unknown literal suffix `{suffix_text}` (use i32, i64, f32 or f64)"
+                                "unknown literal suffix `{suffix_text}` (use i8 … i64, u8 … u64, f32 or f64)"
                             ),
                         })
                     }
@@ -1140,6 +1142,20 @@ impl Parser {
             ScalarType::F64 | ScalarType::Bool => {
                 Literal::F64(signed.parse().map_err(|_| bad(self, "is not a float"))?)
             }
+            // Narrow and unsigned integers have no literal of their own: the
+            // IR writes them as a cast of an i64 (`cast<u8>(5)`).
+            t if is_float => {
+                return Err(bad(
+                    self,
+                    &format!("has a fraction but the integer suffix {t}"),
+                ))
+            }
+            t => {
+                let v: i64 = signed
+                    .parse()
+                    .map_err(|_| bad(self, "does not fit in i64"))?;
+                return Ok(Expr::Cast(t, Box::new(Expr::Lit(Literal::I64(v)))));
+            }
         };
         Ok(Expr::Lit(lit))
     }
@@ -1422,7 +1438,7 @@ mod tests {
         assert!(e.message.contains("expected an expression"), "{e}");
         let e = parse_module("kernel k(a: f32[::1, :]) {}").unwrap_err();
         assert!(e.message.contains("C-contiguous"), "{e}");
-        let e = parse_module("kernel k() { let x: i32 = 3u8; }").unwrap_err();
+        let e = parse_module("kernel k() { let x: i32 = 3u7; }").unwrap_err();
         assert!(e.message.contains("unknown literal suffix"), "{e}");
         let e = parse_module("kernel k() { let x: bool = 1 < 2 < 3; }").unwrap_err();
         assert!(e.message.contains("do not chain"), "{e}");

@@ -600,8 +600,8 @@ impl<'m> FnChecker<'m> {
             Expr::Unary(op, a) => {
                 let t = self.scalar(a)?;
                 match (op, t) {
-                    (UnaryOp::Neg, I32 | I64 | F32 | F64) => t,
-                    (UnaryOp::Not, Bool | I32 | I64) => t,
+                    (UnaryOp::Neg, t) if t.is_int() || t.is_float() => t,
+                    (UnaryOp::Not, t) if t.is_int() || t == Bool => t,
                     _ => return Err(here(self, format!("this operator does not apply to {t}"))),
                 }
             }

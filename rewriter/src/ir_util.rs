@@ -137,7 +137,19 @@ pub fn lit(ty: ScalarType, v: f64) -> Expr {
         ScalarType::I64 => Literal::I64(v as i64),
         ScalarType::F32 => Literal::F32(v as f32),
         ScalarType::F64 => Literal::F64(v),
+        // Narrow and unsigned integers: a cast of an i64 literal (the IR has
+        // no literal of their own; the cast wraps like NumPy's).
+        t => return cast(t, Expr::Lit(Literal::I64(int_of(v)))),
     })
+}
+
+/// `v` as the i64 whose bits a u64 literal needs (`2**64 - 1` is `-1`).
+fn int_of(v: f64) -> i64 {
+    if v >= i64::MAX as f64 {
+        v as u64 as i64
+    } else {
+        v as i64
+    }
 }
 
 /// `e` as type `to`, folding casts of literals.
@@ -157,6 +169,10 @@ pub fn cast_to(e: Expr, from: ScalarType, to: ScalarType) -> Expr {
         if let (Literal::I64(i), ScalarType::I32) = (l, to) {
             return Expr::Lit(Literal::I32(*i as i32));
         }
+        let narrow = to.is_int() && !matches!(to, ScalarType::I32 | ScalarType::I64);
+        if let (Literal::I64(_) | Literal::I32(_) | Literal::Bool(_), true) = (l, narrow) {
+            return cast(to, Expr::Lit(Literal::I64(v as i64)));
+        }
         if !exact_int && (!to.is_int() || v.fract() == 0.0) {
             return lit(to, v);
         }
@@ -164,49 +180,62 @@ pub fn cast_to(e: Expr, from: ScalarType, to: ScalarType) -> Expr {
     cast(to, e)
 }
 
-/// The rank of a type in NumPy's promotion lattice.
-fn rank(t: ScalarType) -> u8 {
-    match t {
-        ScalarType::Bool => 0,
-        ScalarType::I32 => 1,
-        ScalarType::I64 => 2,
-        ScalarType::F32 => 3,
-        ScalarType::F64 => 4,
+/// The common type of two operands, NumPy 2's `np.result_type`. A *weak*
+/// operand (a Python literal) takes the other's type when it is of the same
+/// kind or narrower (NEP 50): `x_f32 * 2.0` stays float32, `u8 + 1` stays
+/// uint8, `i * 0.5` is float64.
+pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> ScalarType {
+    match (a_weak, b_weak) {
+        (true, false) => weak_with(a, b),
+        (false, true) => weak_with(b, a),
+        _ => strong(a, b),
     }
 }
 
-/// The common type of two operands. A *weak* operand (a Python literal)
-/// takes the other's type when it is of the same kind or narrower (NumPy 2,
-/// NEP 50): `x_f32 * 2.0` stays float32, `i * 0.5` is float64.
-pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> ScalarType {
+/// `np.result_type` of two array dtypes.
+fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
     use ScalarType::*;
-    match (a_weak, b_weak) {
-        (true, false) => return weak_with(a, b),
-        (false, true) => return weak_with(b, a),
-        _ => {}
-    }
     if a == b {
         return a;
     }
     match (a, b) {
-        // NumPy: int32/int64 with float32 gives float64.
-        (I32 | I64, F32) | (F32, I32 | I64) => F64,
-        _ => {
-            if rank(a) >= rank(b) {
+        (Bool, t) | (t, Bool) => t,
+        (F64, _) | (_, F64) => F64,
+        // float32 holds int8/16 and uint8/16 exactly, not wider integers.
+        (F32, t) | (t, F32) => {
+            if t.bits() <= 16 {
+                F32
+            } else {
+                F64
+            }
+        }
+        _ if a.is_signed() == b.is_signed() => {
+            if a.bits() >= b.bits() {
                 a
             } else {
                 b
             }
         }
+        _ => {
+            // One signed, one unsigned: the smallest signed type holding both.
+            let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
+            match u.bits().max(s.bits() / 2) {
+                8 if s.bits() > 8 => s,
+                8 => I16,
+                16 => I32,
+                32 => I64,
+                _ => F64,
+            }
+        }
     }
 }
 
-fn weak_with(weak: ScalarType, strong: ScalarType) -> ScalarType {
+fn weak_with(weak: ScalarType, strong_t: ScalarType) -> ScalarType {
     use ScalarType::*;
-    match (weak, strong) {
-        (F32 | F64, I32 | I64 | Bool) => F64,
-        (I32 | I64, Bool) => I64,
-        _ => strong,
+    match (weak, strong_t) {
+        (w, s) if w.is_float() && !s.is_float() => F64,
+        (w, Bool) if w.is_int() => I64,
+        _ => strong_t,
     }
 }
 
@@ -217,14 +246,8 @@ pub fn join(a: ScalarType, b: ScalarType) -> ScalarType {
         return a;
     }
     match (a, b) {
-        (I32 | I64 | Bool, F32) | (F32, I32 | I64 | Bool) => F32,
-        _ => {
-            if rank(a) >= rank(b) {
-                a
-            } else {
-                b
-            }
-        }
+        (F32, t) | (t, F32) if !t.is_float() => F32,
+        _ => strong(a, b),
     }
 }
 
@@ -287,6 +310,46 @@ mod tests {
         assert_eq!(promote(F32, false, F64, false), F64);
         assert_eq!(join(I64, F64), F64);
         assert_eq!(join(I64, F32), F32);
+    }
+
+    /// Every pair against `np.result_type` (NumPy 2.4), row by row in
+    /// [`ScalarType::ALL`]'s order.
+    #[test]
+    fn promotion_matches_numpy_result_type() {
+        let table = [
+            "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64",
+            "int8 int8 int16 int32 int64 int16 int32 int64 float64 float32 float64",
+            "int16 int16 int16 int32 int64 int16 int32 int64 float64 float32 float64",
+            "int32 int32 int32 int32 int64 int32 int32 int64 float64 float64 float64",
+            "int64 int64 int64 int64 int64 int64 int64 int64 float64 float64 float64",
+            "uint8 int16 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64",
+            "uint16 int32 int32 int32 int64 uint16 uint16 uint32 uint64 float32 float64",
+            "uint32 int64 int64 int64 int64 uint32 uint32 uint32 uint64 float64 float64",
+            "uint64 float64 float64 float64 float64 uint64 uint64 uint64 uint64 float64 float64",
+            "float32 float32 float32 float64 float64 float32 float32 float64 float64 float32 float64",
+            "float64 float64 float64 float64 float64 float64 float64 float64 float64 float64 float64",
+        ];
+        let name = |t: ScalarType| crate::types::numba_scalar(t).replace("boolean", "bool");
+        for (a, row) in ScalarType::ALL.iter().zip(table) {
+            for (b, want) in ScalarType::ALL.iter().zip(row.split(' ')) {
+                assert_eq!(name(promote(*a, false, *b, false)), want, "{a} with {b}");
+            }
+        }
+        // Python scalars are weak: `u8 + 1` is uint8, `u8 * 2.5` float64,
+        // `bool + 1` int64, `f32 * 2.0` float32.
+        assert_eq!(promote(U8, false, I64, true), U8);
+        assert_eq!(promote(I64, true, I8, false), I8);
+        assert_eq!(promote(U8, false, F64, true), F64);
+        assert_eq!(promote(Bool, false, I64, true), I64);
+        assert_eq!(promote(F32, false, F64, true), F32);
+        assert_eq!(promote(U64, false, Bool, true), U64);
+    }
+
+    #[test]
+    fn narrow_literals_are_casts() {
+        assert_eq!(cast_to(i64(1), I64, U8), cast(U8, i64(1)));
+        assert_eq!(lit(U64, 18446744073709551615.0), cast(U64, i64(-1)));
+        assert_eq!(lit(I16, -3.0), cast(I16, i64(-3)));
     }
 
     #[test]

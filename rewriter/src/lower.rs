@@ -448,6 +448,18 @@ impl<'a> Lowerer<'a> {
         self.fresh(&base)
     }
 
+    /// Whether `name` is a scalar argument that callers pass as a Python
+    /// `int`, `float` or `bool` (signature `int64`, `float64`, `boolean`):
+    /// such a value is *weak* in NumPy's promotion, like a literal
+    /// (`img_u8 + delta` stays uint8).
+    fn python_scalar_param(&self, name: &str, t: ScalarType) -> bool {
+        matches!(t, ScalarType::I64 | ScalarType::F64 | ScalarType::Bool)
+            && self
+                .params
+                .iter()
+                .any(|(p, a)| p == name && *a == ArgType::Scalar(t))
+    }
+
     /// Records the type a variable is given and returns its declared type.
     pub fn declare_type(&mut self, key: &str, t: ScalarType) -> ScalarType {
         let seen = self.observed.get(key).map_or(t, |&o| join(o, t));
@@ -526,7 +538,7 @@ impl<'a> Lowerer<'a> {
                     HostBind::Scalar(t) => Ok(Val::Scalar(
                         var(name),
                         t,
-                        self.weak_bound.contains(name),
+                        self.weak_bound.contains(name) || self.python_scalar_param(name, t),
                     )),
                     HostBind::DeviceScalar { acc, ty } => {
                         Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))
@@ -2208,11 +2220,16 @@ pub fn identity(op: RedOp, t: ScalarType) -> Expr {
         RedOp::Max => match t {
             ScalarType::I32 => i32(i32::MIN),
             ScalarType::I64 => i64(i64::MIN),
+            t if t.is_unsigned() => lit(t, 0.0),
+            t if t.is_int() => lit(t, -(2f64.powi(t.bits() as i32 - 1))),
             _ => lit(t, f64::NEG_INFINITY),
         },
         RedOp::Min => match t {
             ScalarType::I32 => i32(i32::MAX),
             ScalarType::I64 => i64(i64::MAX),
+            // All ones: the largest unsigned value.
+            t if t.is_unsigned() => cast(t, i64(-1)),
+            t if t.is_int() => lit(t, 2f64.powi(t.bits() as i32 - 1) - 1.0),
             _ => lit(t, f64::INFINITY),
         },
     }

@@ -104,8 +104,18 @@ pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String
 /// Numba names the source uses (for the `from numba import …` line).
 pub fn numba_names(src: &str) -> Vec<&'static str> {
     let mut v = vec!["cuda"];
-    for n in ["float32", "float64", "int32", "int64"] {
-        if src.contains(&format!("{n}(")) || src.contains(&format!(", {n})")) {
+    for n in [
+        "float32", "float64", "int32", "int64", "int8", "int16", "uint8", "uint16", "uint32",
+        "uint64",
+    ] {
+        // Not `int8(` inside `uint8(`.
+        let called = src.match_indices(&format!("{n}(")).any(|(k, _)| {
+            !src[..k]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        });
+        if called || src.contains(&format!(", {n})")) {
             v.push(n);
         }
     }
@@ -115,6 +125,28 @@ pub fn numba_names(src: &str) -> Vec<&'static str> {
 // ---------------------------------------------------------------------
 // Kernels
 // ---------------------------------------------------------------------
+
+/// `v` cast to integer type `t`, as a decimal (`-1` as uint8 is `255`).
+fn wrapped_literal(v: i64, t: ScalarType) -> String {
+    let bits = t.bits();
+    if t.is_unsigned() {
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        ((v as u64) & mask).to_string()
+    } else {
+        let shift = 64 - bits;
+        ((v << shift) >> shift).to_string()
+    }
+}
+
+/// An integer type whose arithmetic Numba would widen (so the printed
+/// expression needs a cast to wrap like NumPy).
+fn wraps(t: ScalarType) -> bool {
+    t.is_int() && !matches!(t, ScalarType::I32 | ScalarType::I64)
+}
 
 struct Printer {
     out: String,
@@ -410,10 +442,19 @@ impl Printer {
                     BinOp::Or => ("or", 2),
                 };
                 // Left-associative: the right operand binds one tighter.
-                (
-                    format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1)),
-                    p,
-                )
+                let text = format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1));
+                let t = self.ty(e);
+                if wraps(t) && !matches!(op, BinOp::And | BinOp::Or) {
+                    // Numba widens narrow and unsigned integers to 64 bits;
+                    // the cast gives NumPy's wrap-around back.
+                    let conv = if self.host {
+                        numpy_dtype(t)
+                    } else {
+                        numba_scalar(t)
+                    };
+                    return (format!("{conv}({text})"), ATOM);
+                }
+                (text, p)
             }
             Expr::Cmp(op, a, b) => {
                 let sym = match op {
@@ -437,7 +478,20 @@ impl Printer {
                         return (format!("math.{f}({})", self.expr(&args[0], 0)), ATOM);
                     }
                 }
-                let inner = self.expr(a, 0);
+                let mut inner = self.expr(a, 0);
+                if let (Expr::Lit(Literal::I64(v)), true) = (a.as_ref(), wraps(*t)) {
+                    // NumPy 2 refuses `np.uint8(-1)`: print the wrapped value.
+                    inner = wrapped_literal(*v, *t);
+                }
+                if wraps(*t) && *t != ScalarType::U64 && self.ty(a).is_float() {
+                    // Through int64, as the kernels and NumPy's C casts do:
+                    // Numba's direct float-to-uint8 is undefined below 0.
+                    inner = if self.host {
+                        format!("np.int64({inner})")
+                    } else {
+                        format!("int64({inner})")
+                    };
+                }
                 match t {
                     ScalarType::Bool => (format!("{inner} != 0"), 5),
                     _ if self.host => (format!("{}({inner})", numpy_dtype(*t)), ATOM),
@@ -994,6 +1048,40 @@ pub const UNBROADCAST: &str = r#"def _port_unbroadcast(flat, shape):
 mod tests {
     use super::*;
     use port_codegen::ir::build::*;
+
+    #[test]
+    fn narrow_integers_wrap_in_numba() {
+        let params = [
+            Param {
+                name: "a".into(),
+                ty: Type::Scalar(ScalarType::U8),
+            },
+            Param {
+                name: "f".into(),
+                ty: Type::Scalar(ScalarType::F64),
+            },
+        ];
+        let p = Printer::new(&params);
+        // Numba widens uint8 + uint8 to int64: the cast wraps it back.
+        assert_eq!(
+            p.expr(&add(var("a"), cast(ScalarType::U8, i64(1))), 0),
+            "uint8(a + uint8(1))"
+        );
+        assert_eq!(
+            p.expr(&cast(ScalarType::U8, var("f")), 0),
+            "uint8(int64(f))"
+        );
+        // The largest uint64 (a reduction's identity), not `uint64(-1)`.
+        assert_eq!(
+            p.expr(&cast(ScalarType::U64, i64(-1)), 0),
+            "uint64(18446744073709551615)"
+        );
+        assert_eq!(p.expr(&cast(ScalarType::I8, i64(200)), 0), "int8(-56)");
+        assert_eq!(
+            numba_names("x = uint8(a + b)\ny = int64(x)"),
+            vec!["cuda", "int64", "uint8"]
+        );
+    }
 
     #[test]
     fn python_modulo_and_precedence() {

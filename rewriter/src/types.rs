@@ -65,6 +65,12 @@ pub fn numba_scalar(s: ScalarType) -> &'static str {
         ScalarType::I64 => "int64",
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
+        ScalarType::I8 => "int8",
+        ScalarType::I16 => "int16",
+        ScalarType::U8 => "uint8",
+        ScalarType::U16 => "uint16",
+        ScalarType::U32 => "uint32",
+        ScalarType::U64 => "uint64",
     }
 }
 
@@ -76,6 +82,12 @@ pub fn numpy_dtype(s: ScalarType) -> &'static str {
         ScalarType::I64 => "np.int64",
         ScalarType::F32 => "np.float32",
         ScalarType::F64 => "np.float64",
+        ScalarType::I8 => "np.int8",
+        ScalarType::I16 => "np.int16",
+        ScalarType::U8 => "np.uint8",
+        ScalarType::U16 => "np.uint16",
+        ScalarType::U32 => "np.uint32",
+        ScalarType::U64 => "np.uint64",
     }
 }
 
@@ -88,14 +100,38 @@ pub fn scalar_from_name(name: &str) -> Option<ScalarType> {
         "int64" | "i8" | "int" | "intp" | "int_" | "long" => ScalarType::I64,
         "int32" | "i4" | "intc" => ScalarType::I32,
         "boolean" | "bool" | "bool_" | "b1" => ScalarType::Bool,
+        "int16" | "i2" | "short" => ScalarType::I16,
+        "int8" | "i1" | "byte" => ScalarType::I8,
+        "uint8" | "u1" | "ubyte" => ScalarType::U8,
+        "uint16" | "u2" | "ushort" => ScalarType::U16,
+        "uint32" | "u4" | "uintc" => ScalarType::U32,
+        "uint64" | "u8" | "uint" | "uintp" => ScalarType::U64,
         _ => return None,
     })
 }
 
-const SUPPORTED: &str = "boolean, int32, int64, float32, float64 and arrays of them";
+const SUPPORTED: &str =
+    "boolean, int8 to int64, uint8 to uint64, float32, float64 and arrays of them";
 
 fn bad(given: &str, why: &str) -> RewriteError {
     RewriteError::BadSignature(format!("`{}`: {why}", given.trim()))
+}
+
+/// Why an element type is refused: complex numbers get their own reason.
+fn unsupported_elem(name: &str) -> String {
+    if is_complex(name) {
+        "complex numbers: port's kernels work on real scalars (split into real and imaginary parts)"
+            .into()
+    } else {
+        format!("unsupported element type; port takes {SUPPORTED}")
+    }
+}
+
+fn is_complex(name: &str) -> bool {
+    matches!(
+        name.trim(),
+        "complex64" | "complex128" | "c8" | "c16" | "complex" | "complex_" | "csingle" | "cdouble"
+    )
 }
 
 /// Parses one Numba type string: `float64`, `float64[:]`, `float32[:, ::1]`,
@@ -107,12 +143,7 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         if parts.len() < 2 || parts.len() > 3 {
             return Err(bad(t, "write `array(float64, 2d, C)`"));
         }
-        let elem = scalar_from_name(parts[0]).ok_or_else(|| {
-            bad(
-                t,
-                &format!("unsupported element type; port takes {SUPPORTED}"),
-            )
-        })?;
+        let elem = scalar_from_name(parts[0]).ok_or_else(|| bad(t, &unsupported_elem(parts[0])))?;
         let ndim: u8 = parts[1]
             .strip_suffix('d')
             .and_then(|n| n.parse().ok())
@@ -129,12 +160,8 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         let Some(dims) = t[open + 1..].strip_suffix(']') else {
             return Err(bad(t, "an array type ends with `]`"));
         };
-        let elem = scalar_from_name(&t[..open]).ok_or_else(|| {
-            bad(
-                t,
-                &format!("unsupported element type; port takes {SUPPORTED}"),
-            )
-        })?;
+        let elem =
+            scalar_from_name(&t[..open]).ok_or_else(|| bad(t, &unsupported_elem(&t[..open])))?;
         let dims: Vec<String> = dims
             .split(',')
             .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
@@ -162,10 +189,14 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         }));
     }
     scalar_from_name(t).map(ArgType::Scalar).ok_or_else(|| {
-        bad(
-            t,
-            &format!("unknown or unsupported type; port takes {SUPPORTED}"),
-        )
+        if is_complex(t) {
+            bad(t, &unsupported_elem(t))
+        } else {
+            bad(
+                t,
+                &format!("unknown or unsupported type; port takes {SUPPORTED}"),
+            )
+        }
     })
 }
 
@@ -218,8 +249,13 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
     match t.kind.as_str() {
         "ndarray" => {
             let elem = scalar_from_name(&t.dtype).ok_or_else(|| {
+                let why = if is_complex(&t.dtype) {
+                    unsupported_elem(&t.dtype)
+                } else {
+                    format!("port takes {SUPPORTED}")
+                };
                 RewriteError::CapturedType(format!(
-                    "argument `{}` was captured as a {} array; port takes {SUPPORTED}",
+                    "argument `{}` was captured as a {} array; {why}",
                     t.name, t.dtype
                 ))
             })?;
@@ -271,16 +307,25 @@ mod tests {
         assert_eq!(sig[2].numba(), "float32[:, ::1]");
         let with_ret = parse_signature("float64(float64, float64)").unwrap();
         assert_eq!(with_ret.len(), 2);
+        let ints = parse_signature("uint8[:, :], int16, uint64[::1], int8").unwrap();
+        assert_eq!(ints[0].elem(), ScalarType::U8);
+        assert_eq!(ints[1], ArgType::Scalar(ScalarType::I16));
+        assert_eq!(ints[2].numba(), "uint64[::1]");
+        assert_eq!(ints[3].numba(), "int8");
         let arr = parse_signature("array(float64, 2d, C)").unwrap();
         assert_eq!(arr[0].numba(), "float64[:, ::1]");
     }
 
     #[test]
     fn rejects_bad_types() {
+        let e = parse_signature("int64, complex128[:]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("complex numbers"), "{e}");
         assert!(parse_signature("complex128").is_err());
         assert!(parse_signature("float64[::2]").is_err());
         assert!(parse_signature("float64,, int64").is_err());
         assert!(parse_signature("float64[:").is_err());
-        assert!(parse_signature("uint8[:]").is_err());
+        assert!(parse_signature("float16[:]").is_err());
     }
 }

@@ -61,6 +61,14 @@ fn index_text(shape: &[usize], mut k: usize) -> String {
     }
 }
 
+/// Element `k` of an integer or bool array, exactly (uint64 included).
+fn int_value(a: &NdArray, k: usize) -> i128 {
+    match &a.data {
+        port_codegen::ArrayData::U64(v) => i128::from(v[k]),
+        _ => i128::from(a.get_i64(k)),
+    }
+}
+
 /// Compares `actual` with `expected` element by element.
 pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Comparison {
     let same_shape =
@@ -82,7 +90,27 @@ pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Compari
         max_rel_err: 0.0,
         first_mismatch: None,
     };
+    // Integers (and booleans) compare exactly: a pixel off by one is wrong.
+    let exact = !expected.elem().is_float() && !actual.elem().is_float();
     for k in 0..expected.len() {
+        if exact {
+            let (e, a) = (int_value(expected, k), int_value(actual, k));
+            if e != a {
+                let err = (a - e).unsigned_abs() as f64;
+                out.max_abs_err = out.max_abs_err.max(err);
+                if e != 0 {
+                    out.max_rel_err = out.max_rel_err.max(err / e.unsigned_abs() as f64);
+                }
+                if out.first_mismatch.is_none() {
+                    out.passed = false;
+                    out.first_mismatch = Some(format!(
+                        "index {}: expected {e}, got {a}",
+                        index_text(&expected.shape, k)
+                    ));
+                }
+            }
+            continue;
+        }
         let (e, a) = (expected.get_f64(k), actual.get_f64(k));
         if e.is_nan() && a.is_nan() {
             continue;
@@ -140,5 +168,35 @@ mod tests {
         assert!((c.max_abs_err - 0.1).abs() < 1e-12);
         let c = allclose(&e, &arr(vec![4], vec![0.0; 4]), FLOAT64);
         assert!(c.first_mismatch.unwrap().starts_with("shape"));
+    }
+
+    #[test]
+    fn integers_compare_exactly() {
+        let e = NdArray {
+            shape: vec![3],
+            data: ArrayData::U32(vec![0, 255, 100_000]),
+        };
+        let same = e.clone();
+        assert!(allclose(&e, &same, FLOAT32).passed);
+        // Off by one is inside float32's relative tolerance, but a wrong
+        // count or hash.
+        let off = NdArray {
+            shape: vec![3],
+            data: ArrayData::U32(vec![0, 255, 100_001]),
+        };
+        let c = allclose(&e, &off, FLOAT32);
+        assert_eq!(
+            c.first_mismatch.unwrap(),
+            "index [2]: expected 100000, got 100001"
+        );
+        let big = NdArray {
+            shape: vec![1],
+            data: ArrayData::U64(vec![u64::MAX]),
+        };
+        let minus_one = NdArray {
+            shape: vec![1],
+            data: ArrayData::I64(vec![-1]),
+        };
+        assert!(!allclose(&big, &minus_one, FLOAT64).passed);
     }
 }

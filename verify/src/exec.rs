@@ -26,6 +26,22 @@ pub enum HVal {
     B(bool),
     I(i64),
     F(f64),
+    /// A narrow or unsigned integer (`i8`, `u8` … `u64`): its value wrapped
+    /// into the type's range, held as the bits of an `i64`.
+    N(i64, ScalarType),
+}
+
+/// `v` wrapped into the range of integer type `t` (NumPy's overflow).
+pub fn wrap_int(v: i64, t: ScalarType) -> i64 {
+    match t {
+        ScalarType::I8 => v as i8 as i64,
+        ScalarType::I16 => v as i16 as i64,
+        ScalarType::I32 => v as i32 as i64,
+        ScalarType::U8 => v as u8 as i64,
+        ScalarType::U16 => v as u16 as i64,
+        ScalarType::U32 => v as u32 as i64,
+        _ => v,
+    }
 }
 
 impl HVal {
@@ -34,13 +50,15 @@ impl HVal {
             HVal::B(b) => f64::from(u8::from(b)),
             HVal::I(i) => i as f64,
             HVal::F(f) => f,
+            HVal::N(i, ScalarType::U64) => i as u64 as f64,
+            HVal::N(i, _) => i as f64,
         }
     }
 
     pub fn i(self) -> i64 {
         match self {
             HVal::B(b) => i64::from(b),
-            HVal::I(i) => i,
+            HVal::I(i) | HVal::N(i, _) => i,
             HVal::F(f) => f as i64,
         }
     }
@@ -48,7 +66,7 @@ impl HVal {
     pub fn b(self) -> bool {
         match self {
             HVal::B(b) => b,
-            HVal::I(i) => i != 0,
+            HVal::I(i) | HVal::N(i, _) => i != 0,
             HVal::F(f) => f != 0.0,
         }
     }
@@ -60,8 +78,63 @@ impl HVal {
             ScalarType::I64 => HVal::I(self.i()),
             ScalarType::F32 => HVal::F(self.f() as f32 as f64),
             ScalarType::F64 => HVal::F(self.f()),
+            ScalarType::U64 => match self {
+                HVal::F(f) => HVal::N(f as u64 as i64, t),
+                v => HVal::N(v.i(), t),
+            },
+            t => HVal::N(wrap_int(self.i(), t), t),
         }
     }
+
+    /// The narrow or unsigned type of an operand, if any.
+    fn narrow(self) -> Option<ScalarType> {
+        match self {
+            HVal::N(_, t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// `x op y` on integers of type `t` (narrow or unsigned), wrapped.
+fn narrow_binary(op: BinOp, x: i64, y: i64, t: ScalarType) -> i64 {
+    if t.is_signed() {
+        let d = if y == 0 { 1 } else { y };
+        let v = match op {
+            BinOp::Add => x.wrapping_add(y),
+            BinOp::Sub => x.wrapping_sub(y),
+            BinOp::Mul => x.wrapping_mul(y),
+            BinOp::Div => x.wrapping_div(d),
+            BinOp::FloorDiv => x.div_euclid(d) - i64::from(d < 0 && x.rem_euclid(d) != 0),
+            BinOp::Rem => x.wrapping_rem(d),
+            BinOp::Min => x.min(y),
+            BinOp::Max => x.max(y),
+            BinOp::BitAnd => x & y,
+            BinOp::BitOr => x | y,
+            BinOp::BitXor => x ^ y,
+            BinOp::Shl if (y as u64) < u64::from(t.bits()) => x << y,
+            BinOp::Shl => 0,
+            _ => x >> (y as u64).min(63),
+        };
+        return wrap_int(v, t);
+    }
+    let (x, y) = (x as u64, y as u64);
+    let d = if y == 0 { 1 } else { y };
+    let v = match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div | BinOp::FloorDiv => x / d,
+        BinOp::Rem => x % d,
+        BinOp::Min => x.min(y),
+        BinOp::Max => x.max(y),
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::Shl if y < u64::from(t.bits()) => x << y,
+        BinOp::Shr if y < u64::from(t.bits()) => x >> y,
+        _ => 0,
+    };
+    wrap_int(v as i64, t)
 }
 
 /// An array where the kernels run: the backend's buffer, its shape and
@@ -89,11 +162,7 @@ impl<B> DevArray<B> {
 
 /// Bytes per element as the kernels store it (`bool` is one byte).
 pub fn elem_size(t: ScalarType) -> usize {
-    match t {
-        ScalarType::Bool => 1,
-        ScalarType::I32 | ScalarType::F32 => 4,
-        ScalarType::I64 | ScalarType::F64 => 8,
-    }
+    t.size_bytes()
 }
 
 /// `n` elements of type `t`, each `fill`.
@@ -104,6 +173,12 @@ pub fn filled(t: ScalarType, n: usize, fill: f64) -> ArrayData {
         ScalarType::I64 => ArrayData::I64(vec![fill as i64; n]),
         ScalarType::F32 => ArrayData::F32(vec![fill as f32; n]),
         ScalarType::F64 => ArrayData::F64(vec![fill; n]),
+        ScalarType::I8 => ArrayData::I8(vec![fill as i64 as i8; n]),
+        ScalarType::I16 => ArrayData::I16(vec![fill as i64 as i16; n]),
+        ScalarType::U8 => ArrayData::U8(vec![fill as i64 as u8; n]),
+        ScalarType::U16 => ArrayData::U16(vec![fill as i64 as u16; n]),
+        ScalarType::U32 => ArrayData::U32(vec![fill as i64 as u32; n]),
+        ScalarType::U64 => ArrayData::U64(vec![fill as u64; n]),
     }
 }
 
@@ -348,6 +423,8 @@ impl<B> State<B> {
                 let v = self.eval(dev, a)?;
                 match (op, v) {
                     (UnaryOp::Neg, HVal::F(f)) => HVal::F(-f),
+                    (UnaryOp::Neg, HVal::N(i, t)) => HVal::N(wrap_int(i.wrapping_neg(), t), t),
+                    (UnaryOp::Not, HVal::N(i, t)) => HVal::N(wrap_int(!i, t), t),
                     (UnaryOp::Neg, v) => HVal::I(-v.i()),
                     (UnaryOp::Not, HVal::B(b)) => HVal::B(!b),
                     (UnaryOp::Not, v) => HVal::I(!v.i()),
@@ -370,6 +447,11 @@ impl<B> State<B> {
                         BinOp::Max => x.max(y),
                         _ => return Err(VerifyError::BadPlan("bit operation on floats".into())),
                     })
+                } else if let Some(t) = x.narrow().or(y.narrow()) {
+                    if matches!(op, BinOp::And | BinOp::Or) {
+                        return Err(VerifyError::BadPlan("logic operator on integers".into()));
+                    }
+                    HVal::N(narrow_binary(*op, x.i(), y.i(), t), t)
                 } else if matches!(op, BinOp::And | BinOp::Or) {
                     HVal::B(if *op == BinOp::And {
                         x.b() && y.b()
@@ -400,7 +482,19 @@ impl<B> State<B> {
                 }
             }
             Expr::Cmp(op, a, b) => {
-                let (x, y) = (self.eval(dev, a)?.f(), self.eval(dev, b)?.f());
+                let (x, y) = (self.eval(dev, a)?, self.eval(dev, b)?);
+                if x.narrow() == Some(ScalarType::U64) || y.narrow() == Some(ScalarType::U64) {
+                    let (x, y) = (x.i() as u64, y.i() as u64);
+                    return Ok(HVal::B(match op {
+                        CmpOp::Eq => x == y,
+                        CmpOp::Ne => x != y,
+                        CmpOp::Lt => x < y,
+                        CmpOp::Le => x <= y,
+                        CmpOp::Gt => x > y,
+                        CmpOp::Ge => x >= y,
+                    }));
+                }
+                let (x, y) = (x.f(), y.f());
                 HVal::B(match op {
                     CmpOp::Eq => x == y,
                     CmpOp::Ne => x != y,
@@ -960,6 +1054,12 @@ fn broadcast_to(a: &NdArray, shape: &[usize]) -> NdArray {
         ArrayData::I64(v) => ArrayData::I64((0..n).map(|k| v[index(k)]).collect()),
         ArrayData::F32(v) => ArrayData::F32((0..n).map(|k| v[index(k)]).collect()),
         ArrayData::F64(v) => ArrayData::F64((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::I8(v) => ArrayData::I8((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::I16(v) => ArrayData::I16((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::U8(v) => ArrayData::U8((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::U16(v) => ArrayData::U16((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::U32(v) => ArrayData::U32((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::U64(v) => ArrayData::U64((0..n).map(|k| v[index(k)]).collect()),
     };
     NdArray {
         shape: shape.to_vec(),
@@ -1010,6 +1110,7 @@ fn value<B, D: Device<Buf = B>>(
                 ScalarType::I32 => ArrayData::I32(vec![x.i() as i32]),
                 ScalarType::I64 => ArrayData::I64(vec![x.i()]),
                 ScalarType::F32 | ScalarType::F64 => ArrayData::F64(vec![x.f()]),
+                t => crate::npy::from_i64s(*t, &[x.cast(*t).i()]),
             };
             Ok(NdArray {
                 shape: vec![],

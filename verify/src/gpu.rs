@@ -266,6 +266,12 @@ fn host_bytes(a: &NdArray) -> Vec<u8> {
         ArrayData::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         ArrayData::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         ArrayData::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::I8(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::I16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::U8(v) => v.clone(),
+        ArrayData::U16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::U32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::U64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
     }
 }
 
@@ -281,6 +287,12 @@ fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
         ScalarType::I64 => ArrayData::I64(chunks(b, i64::from_ne_bytes)),
         ScalarType::F32 => ArrayData::F32(chunks(b, f32::from_ne_bytes)),
         ScalarType::F64 => ArrayData::F64(chunks(b, f64::from_ne_bytes)),
+        ScalarType::I8 => ArrayData::I8(chunks(b, i8::from_ne_bytes)),
+        ScalarType::I16 => ArrayData::I16(chunks(b, i16::from_ne_bytes)),
+        ScalarType::U8 => ArrayData::U8(b.to_vec()),
+        ScalarType::U16 => ArrayData::U16(chunks(b, u16::from_ne_bytes)),
+        ScalarType::U32 => ArrayData::U32(chunks(b, u32::from_ne_bytes)),
+        ScalarType::U64 => ArrayData::U64(chunks(b, u64::from_ne_bytes)),
     }
 }
 
@@ -289,6 +301,7 @@ fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
 enum Slot {
     Buffer,
     U8(u8),
+    U16(u16),
     I32(i32),
     I64(i64),
     F32(f32),
@@ -339,6 +352,11 @@ fn arg_slots<B>(k: &Kernel, args: &[KArg<B>]) -> Result<Vec<Slot>, String> {
                 ScalarType::I64 => Slot::I64(v.i()),
                 ScalarType::F32 => Slot::F32(v.f() as f32),
                 ScalarType::F64 => Slot::F64(v.f()),
+                // Narrow and unsigned integers travel as their bits.
+                ScalarType::I8 | ScalarType::U8 => Slot::U8(v.i() as u8),
+                ScalarType::I16 | ScalarType::U16 => Slot::U16(v.i() as u16),
+                ScalarType::U32 => Slot::I32(v.i() as u32 as i32),
+                ScalarType::U64 => Slot::I64(v.i()),
             }),
             _ => {
                 return Err(format!(
@@ -361,9 +379,22 @@ fn arg_slots<B>(k: &Kernel, args: &[KArg<B>]) -> Result<Vec<Slot>, String> {
             (s, &a.kind),
             (Slot::Buffer, AbiKind::Pointer(_))
                 | (Slot::I64(_), AbiKind::Shape | AbiKind::Stride)
-                | (Slot::U8(_), AbiKind::Scalar(ScalarType::Bool))
-                | (Slot::I32(_), AbiKind::Scalar(ScalarType::I32))
-                | (Slot::I64(_), AbiKind::Scalar(ScalarType::I64))
+                | (
+                    Slot::U8(_),
+                    AbiKind::Scalar(ScalarType::Bool | ScalarType::I8 | ScalarType::U8)
+                )
+                | (
+                    Slot::U16(_),
+                    AbiKind::Scalar(ScalarType::I16 | ScalarType::U16)
+                )
+                | (
+                    Slot::I32(_),
+                    AbiKind::Scalar(ScalarType::I32 | ScalarType::U32)
+                )
+                | (
+                    Slot::I64(_),
+                    AbiKind::Scalar(ScalarType::I64 | ScalarType::U64)
+                )
                 | (Slot::F32(_), AbiKind::Scalar(ScalarType::F32))
                 | (Slot::F64(_), AbiKind::Scalar(ScalarType::F64))
         );
@@ -422,6 +453,7 @@ impl Device for GpuDevice {
             ArrayData::I64(v) => HVal::I(v[0]),
             ArrayData::F32(v) => HVal::F(f64::from(v[0])),
             ArrayData::F64(v) => HVal::F(v[0]),
+            data => HVal::N(crate::npy::elem_i64(&data, 0), a.elem),
         })
     }
 
@@ -461,6 +493,9 @@ impl Device for GpuDevice {
                         l.arg(b);
                     }
                     Slot::U8(v) => {
+                        l.arg(v);
+                    }
+                    Slot::U16(v) => {
                         l.arg(v);
                     }
                     Slot::I32(v) => {

@@ -601,8 +601,8 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                 s,
                 match s {
                     ScalarType::Bool => 1.0,
-                    ScalarType::I32 | ScalarType::I64 => INT_SCALAR as f64,
                     ScalarType::F32 | ScalarType::F64 => 0.75,
+                    _ => INT_SCALAR as f64,
                 },
             ),
             ArgType::Array(a) => {
@@ -629,6 +629,17 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                     ScalarType::F64 => {
                         ArrayData::F64((0..len).map(|_| lo + (hi - lo) * rng.unit()).collect())
                     }
+                    // Bytes and shorts over their whole range (pixels,
+                    // samples: the wrap-around is what differs); wider
+                    // integers small, like int32/int64 (they index).
+                    t if t.bits() <= 16 => {
+                        let v: Vec<i64> = (0..len).map(|_| rng.next() as i64).collect();
+                        crate::npy::from_i64s(t, &v)
+                    }
+                    t => {
+                        let v: Vec<i64> = (0..len).map(|_| (rng.next() % 8) as i64).collect();
+                        crate::npy::from_i64s(t, &v)
+                    }
                 };
                 InputValue::Array(NdArray { shape, data })
             }
@@ -646,6 +657,8 @@ fn type_word(t: ScalarType) -> &'static str {
         ScalarType::Bool => "bool",
         ScalarType::I32 | ScalarType::I64 => "int",
         ScalarType::F32 | ScalarType::F64 => "float",
+        // A NumPy scalar of that dtype, so that promotion matches.
+        t => crate::dtype_name(t),
     }
 }
 
@@ -688,6 +701,9 @@ pub fn read(dir: &Path, origin: InputOrigin) -> Result<Inputs, VerifyError> {
                 let t = match a["type"].as_str() {
                     Some("bool") => ScalarType::Bool,
                     Some("int") => ScalarType::I64,
+                    Some(name) if name.contains("int") => {
+                        port_rewriter::types::scalar_from_name(name).unwrap_or(ScalarType::I64)
+                    }
                     _ => ScalarType::F64,
                 };
                 let x = match &a["scalar"] {

@@ -199,13 +199,19 @@ pub fn tolerance(plan: &KernelPlan) -> Tolerance {
     }
 }
 
-fn dtype_name(t: ScalarType) -> &'static str {
+pub(crate) fn dtype_name(t: ScalarType) -> &'static str {
     match t {
         ScalarType::Bool => "bool",
         ScalarType::I32 => "int32",
         ScalarType::I64 => "int64",
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
+        ScalarType::I8 => "int8",
+        ScalarType::I16 => "int16",
+        ScalarType::U8 => "uint8",
+        ScalarType::U16 => "uint16",
+        ScalarType::U32 => "uint32",
+        ScalarType::U64 => "uint64",
     }
 }
 

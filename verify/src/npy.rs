@@ -1,5 +1,5 @@
-//! NumPy's `.npy` format (version 1.0), for the five dtypes port's kernels
-//! take: how inputs and results travel between Rust and the CPython run of
+//! NumPy's `.npy` format (version 1.0), for the dtypes port's kernels
+//! take (bool, int8–int64, uint8–uint64, float32, float64): how inputs and results travel between Rust and the CPython run of
 //! the original.
 
 use std::path::Path;
@@ -37,15 +37,49 @@ impl NdArray {
             ArrayData::I64(v) => v[k] as f64,
             ArrayData::F32(v) => f64::from(v[k]),
             ArrayData::F64(v) => v[k],
+            ArrayData::U64(v) => v[k] as f64,
+            _ => self.get_i64(k) as f64,
         }
     }
 
+    /// Element `k` of an integer or bool array as `i64` (a `u64` as its
+    /// bits); floats truncate.
+    pub fn get_i64(&self, k: usize) -> i64 {
+        elem_i64(&self.data, k)
+    }
+}
+
+/// Element `k` of `data` as `i64` (see [`NdArray::get_i64`]).
+pub fn elem_i64(data: &ArrayData, k: usize) -> i64 {
+    match data {
+        ArrayData::Bool(v) => i64::from(v[k]),
+        ArrayData::I32(v) => i64::from(v[k]),
+        ArrayData::I64(v) => v[k],
+        ArrayData::F32(v) => v[k] as i64,
+        ArrayData::F64(v) => v[k] as i64,
+        ArrayData::I8(v) => i64::from(v[k]),
+        ArrayData::I16(v) => i64::from(v[k]),
+        ArrayData::U8(v) => i64::from(v[k]),
+        ArrayData::U16(v) => i64::from(v[k]),
+        ArrayData::U32(v) => i64::from(v[k]),
+        ArrayData::U64(v) => v[k] as i64,
+    }
+}
+
+impl NdArray {
     /// The same values as another element type.
     pub fn convert(&self, to: ScalarType) -> NdArray {
         if self.elem() == to {
             return self.clone();
         }
         let n = self.len();
+        if to.is_int() && !self.elem().is_float() {
+            let ints: Vec<i64> = (0..n).map(|k| self.get_i64(k)).collect();
+            return NdArray {
+                shape: self.shape.clone(),
+                data: from_i64s(to, &ints),
+            };
+        }
         let vals = (0..n).map(|k| self.get_f64(k));
         let data = match to {
             ScalarType::Bool => ArrayData::Bool(vals.map(|v| v != 0.0).collect()),
@@ -53,11 +87,33 @@ impl NdArray {
             ScalarType::I64 => ArrayData::I64(vals.map(|v| v as i64).collect()),
             ScalarType::F32 => ArrayData::F32(vals.map(|v| v as f32).collect()),
             ScalarType::F64 => ArrayData::F64(vals.collect()),
+            ScalarType::U64 => ArrayData::U64(vals.map(|v| v as u64).collect()),
+            t => {
+                let ints: Vec<i64> = vals.map(|v| v as i64).collect();
+                from_i64s(t, &ints)
+            }
         };
         NdArray {
             shape: self.shape.clone(),
             data,
         }
+    }
+}
+
+/// Integers of type `t` from `i64`s, wrapped like NumPy's `astype`.
+pub fn from_i64s(t: ScalarType, v: &[i64]) -> ArrayData {
+    match t {
+        ScalarType::Bool => ArrayData::Bool(v.iter().map(|&x| x != 0).collect()),
+        ScalarType::I8 => ArrayData::I8(v.iter().map(|&x| x as i8).collect()),
+        ScalarType::I16 => ArrayData::I16(v.iter().map(|&x| x as i16).collect()),
+        ScalarType::I32 => ArrayData::I32(v.iter().map(|&x| x as i32).collect()),
+        ScalarType::I64 => ArrayData::I64(v.to_vec()),
+        ScalarType::U8 => ArrayData::U8(v.iter().map(|&x| x as u8).collect()),
+        ScalarType::U16 => ArrayData::U16(v.iter().map(|&x| x as u16).collect()),
+        ScalarType::U32 => ArrayData::U32(v.iter().map(|&x| x as u32).collect()),
+        ScalarType::U64 => ArrayData::U64(v.iter().map(|&x| x as u64).collect()),
+        ScalarType::F32 => ArrayData::F32(v.iter().map(|&x| x as f32).collect()),
+        ScalarType::F64 => ArrayData::F64(v.iter().map(|&x| x as f64).collect()),
     }
 }
 
@@ -68,6 +124,12 @@ fn descr(t: ScalarType) -> &'static str {
         ScalarType::I64 => "<i8",
         ScalarType::F32 => "<f4",
         ScalarType::F64 => "<f8",
+        ScalarType::I8 => "|i1",
+        ScalarType::I16 => "<i2",
+        ScalarType::U8 => "|u1",
+        ScalarType::U16 => "<u2",
+        ScalarType::U32 => "<u4",
+        ScalarType::U64 => "<u8",
     }
 }
 
@@ -108,6 +170,20 @@ pub fn write(path: &Path, a: &NdArray) -> Result<(), VerifyError> {
             .iter()
             .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
         ArrayData::F64(v) => v
+            .iter()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::I8(v) => bytes.extend(v.iter().map(|&x| x as u8)),
+        ArrayData::U8(v) => bytes.extend_from_slice(v),
+        ArrayData::I16(v) => v
+            .iter()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::U16(v) => v
+            .iter()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::U32(v) => v
+            .iter()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::U64(v) => v
             .iter()
             .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
     }
@@ -195,9 +271,35 @@ pub fn read(path: &Path) -> Result<NdArray, VerifyError> {
                 .map(|c| f64::from_le_bytes(c.try_into().expect("8")))
                 .collect(),
         ),
+        "|i1" | "<i1" => ArrayData::I8(need(1)?.iter().map(|&b| b as i8).collect()),
+        "|u1" | "<u1" => ArrayData::U8(need(1)?.to_vec()),
+        "<i2" => ArrayData::I16(
+            need(2)?
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes(c.try_into().expect("2")))
+                .collect(),
+        ),
+        "<u2" => ArrayData::U16(
+            need(2)?
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes(c.try_into().expect("2")))
+                .collect(),
+        ),
+        "<u4" => ArrayData::U32(
+            need(4)?
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
+                .collect(),
+        ),
+        "<u8" => ArrayData::U64(
+            need(8)?
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
+                .collect(),
+        ),
         other => {
             return Err(bad(&format!(
-                "dtype `{other}`: port compares bool, int32, int64, float32 and float64"
+                "dtype `{other}`: port compares bool, int8 to int64, uint8 to uint64, float32 and float64"
             )))
         }
     };
@@ -227,6 +329,30 @@ mod tests {
             NdArray {
                 shape: vec![1],
                 data: ArrayData::F32(vec![0.25]),
+            },
+            NdArray {
+                shape: vec![2, 2],
+                data: ArrayData::U8(vec![0, 255, 7, 128]),
+            },
+            NdArray {
+                shape: vec![2],
+                data: ArrayData::I8(vec![-128, 127]),
+            },
+            NdArray {
+                shape: vec![2],
+                data: ArrayData::I16(vec![-32768, 1000]),
+            },
+            NdArray {
+                shape: vec![2],
+                data: ArrayData::U16(vec![65535, 1]),
+            },
+            NdArray {
+                shape: vec![1],
+                data: ArrayData::U32(vec![0xDEAD_BEEF]),
+            },
+            NdArray {
+                shape: vec![1],
+                data: ArrayData::U64(vec![u64::MAX]),
             },
         ] {
             let p = dir.path().join("a.npy");

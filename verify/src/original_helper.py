@@ -73,7 +73,10 @@ def load_args(folder):
         else:
             kind = a["type"]
             v = a["scalar"]
-            args.append(bool(v) if kind == "bool" else int(v) if kind == "int" else float(v))
+            if kind in ("bool", "int", "float"):
+                args.append(bool(v) if kind == "bool" else int(v) if kind == "int" else float(v))
+            else:
+                args.append(np.dtype(kind).type(v))
     return manifest, args
 
 

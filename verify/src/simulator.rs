@@ -35,6 +35,12 @@ fn scalar_arg(t: ScalarType, v: HVal) -> SimArg {
         ScalarType::I64 => SimArg::I64(v.i()),
         ScalarType::F32 => SimArg::F32(v.f() as f32),
         ScalarType::F64 => SimArg::F64(v.f()),
+        ScalarType::I8 => SimArg::I8(v.i() as i8),
+        ScalarType::I16 => SimArg::I16(v.i() as i16),
+        ScalarType::U8 => SimArg::U8(v.i() as u8),
+        ScalarType::U16 => SimArg::U16(v.i() as u16),
+        ScalarType::U32 => SimArg::U32(v.i() as u32),
+        ScalarType::U64 => SimArg::U64(v.i() as u64),
     }
 }
 
@@ -71,6 +77,7 @@ impl Device for SimDevice {
             ArrayData::I64(v) => HVal::I(v[k]),
             ArrayData::F32(v) => HVal::F(f64::from(v[k])),
             ArrayData::F64(v) => HVal::F(v[k]),
+            data => HVal::N(crate::npy::elem_i64(data, k), data.elem()),
         })
     }
 
@@ -108,6 +115,24 @@ impl Device for SimDevice {
                 (_, SimArg::I64(i)) => KArg::Scalar(ScalarType::I64, HVal::I(i)),
                 (_, SimArg::F32(f)) => KArg::Scalar(ScalarType::F32, HVal::F(f64::from(f))),
                 (_, SimArg::F64(f)) => KArg::Scalar(ScalarType::F64, HVal::F(f)),
+                (_, SimArg::I8(i)) => {
+                    KArg::Scalar(ScalarType::I8, HVal::N(i64::from(i), ScalarType::I8))
+                }
+                (_, SimArg::I16(i)) => {
+                    KArg::Scalar(ScalarType::I16, HVal::N(i64::from(i), ScalarType::I16))
+                }
+                (_, SimArg::U8(i)) => {
+                    KArg::Scalar(ScalarType::U8, HVal::N(i64::from(i), ScalarType::U8))
+                }
+                (_, SimArg::U16(i)) => {
+                    KArg::Scalar(ScalarType::U16, HVal::N(i64::from(i), ScalarType::U16))
+                }
+                (_, SimArg::U32(i)) => {
+                    KArg::Scalar(ScalarType::U32, HVal::N(i64::from(i), ScalarType::U32))
+                }
+                (_, SimArg::U64(i)) => {
+                    KArg::Scalar(ScalarType::U64, HVal::N(i as i64, ScalarType::U64))
+                }
                 (None, SimArg::Array(_)) => unreachable!("arrays keep their metadata"),
             });
         }

@@ -353,6 +353,7 @@ impl Lowerer<'_> {
                     ScalarType::F64
                 }
             }
+            AxisOp::Plain(Reduce::Sum | Reduce::Prod) if av.elem.is_unsigned() => ScalarType::U64,
             AxisOp::Plain(Reduce::Sum | Reduce::Prod) if !av.elem.is_float() => ScalarType::I64,
             AxisOp::Any | AxisOp::All => ScalarType::I64,
             _ => av.elem,

@@ -206,15 +206,29 @@ impl Lowerer<'_> {
                 select(mask.clone(), cast_to(x, t, acc_t), identity)
             }))
         };
-        let sum_t = match t {
-            ScalarType::Bool | ScalarType::I32 => ScalarType::I64,
-            other => other,
+        // NumPy sums integers in the platform's (u)int64.
+        let wide = |t: ScalarType| {
+            if t.is_float() {
+                t
+            } else if t.is_unsigned() {
+                ScalarType::U64
+            } else {
+                ScalarType::I64
+            }
         };
+        let sum_t = wide(t);
+        // The identities of max and min, of type `wide(t)`.
         let (lowest, highest) = match t {
-            ScalarType::F32 | ScalarType::F64 => (f64(f64::NEG_INFINITY), f64(f64::INFINITY)),
+            ScalarType::F32 | ScalarType::F64 => (
+                cast_to(f64(f64::NEG_INFINITY), ScalarType::F64, t),
+                cast_to(f64(f64::INFINITY), ScalarType::F64, t),
+            ),
+            _ if t.is_unsigned() => (
+                cast_to(i64(0), ScalarType::I64, ScalarType::U64),
+                cast_to(i64(-1), ScalarType::I64, ScalarType::U64),
+            ),
             _ => (i64(i64::MIN), i64(i64::MAX)),
         };
-        let wide = |t: ScalarType| if t.is_float() { t } else { ScalarType::I64 };
         let val = match op {
             Op::Count => self.reduce(r, Reduce::Sum, count(), line)?,
             Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
@@ -222,13 +236,13 @@ impl Lowerer<'_> {
             Op::Max => self.reduce(
                 r,
                 Reduce::Max,
-                fill(cast_to(lowest, wide(t), wide(t)), wide(t)),
+                fill(lowest, wide(t)),
                 line,
             )?,
             Op::Min => self.reduce(
                 r,
                 Reduce::Min,
-                fill(cast_to(highest, wide(t), wide(t)), wide(t)),
+                fill(highest, wide(t)),
                 line,
             )?,
             Op::Mean => {

@@ -258,6 +258,11 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             (cast_to(e, t, ScalarType::I32), ScalarType::I32)
         }),
         ("bool" | "bool_", [a], true) => map1(a, &mut |e, t| (truthy(e, t), ScalarType::Bool)),
+        // `np.uint8(x)`, `np.int16(x)`, …: a cast that wraps like NumPy's.
+        ("int8" | "int16" | "uint8" | "uint16" | "uint32" | "uint64", [a], true) if numpy => {
+            let to = crate::types::scalar_from_name(short).expect("a NumPy integer name");
+            map1(a, &mut |e, t| (cast_to(e, t, to), to))
+        }
         _ => None,
     }
 }

@@ -23,9 +23,10 @@ pub fn acc_type(op: Reduce, t: ScalarType) -> ScalarType {
                 ScalarType::F64
             }
         }
-        _ if t == ScalarType::Bool
-            || t == ScalarType::I32 && op != Reduce::Max && op != Reduce::Min =>
-        {
+        // NumPy sums and multiplies integers in 64 bits (uint64 for
+        // unsigned ones).
+        _ if t.is_unsigned() && op != Reduce::Max && op != Reduce::Min => ScalarType::U64,
+        _ if t == ScalarType::Bool || t.is_int() && op != Reduce::Max && op != Reduce::Min => {
             ScalarType::I64
         }
         _ => t,

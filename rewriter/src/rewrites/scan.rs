@@ -10,7 +10,7 @@
 //!
 //! Work is twice the input's, parallelism `rows × CHUNKS`. A float sum
 //! adds in another order than NumPy's sequential `cumsum`, within the
-//! usual tolerance. Integers and booleans accumulate in int64, as NumPy's.
+//! usual tolerance. Integers and booleans accumulate in (u)int64, as NumPy's.
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, ElemRef, Expr, ParallelFor, ScalarType, Stmt};
@@ -127,6 +127,8 @@ impl Lowerer<'_> {
         let nd = av.ndim();
         let acc_t = if av.elem.is_float() {
             av.elem
+        } else if av.elem.is_unsigned() {
+            ScalarType::U64
         } else {
             ScalarType::I64
         };

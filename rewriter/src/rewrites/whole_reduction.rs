@@ -162,8 +162,9 @@ impl Lowerer<'_> {
             let tree0 = load(&tree_names[k], vec![i32(0)]);
             let atomic = match s.op {
                 RedOp::Sum => Some(AtomicOp::Add),
-                RedOp::Max if s.ty.is_int() => Some(AtomicOp::Max),
-                RedOp::Min if s.ty.is_int() => Some(AtomicOp::Min),
+                // GPUs have no 8- or 16-bit atomics.
+                RedOp::Max if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Max),
+                RedOp::Min if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Min),
                 _ => None,
             };
             match atomic {
