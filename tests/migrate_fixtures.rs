@@ -720,6 +720,7 @@ mod dtypes {
 
     program_in! {
         "migrate/programs_dtypes.py";
+        bright_pixel_stats: "uint8[:]",
         threshold_u8: "uint8[:,:], int64",
         box_blur_u8: "uint8[:,:]",
         brighten_u8: "uint8[:,:], int64",

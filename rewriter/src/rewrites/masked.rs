@@ -233,18 +233,8 @@ impl Lowerer<'_> {
             Op::Count => self.reduce(r, Reduce::Sum, count(), line)?,
             Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
             Op::Prod => self.reduce(r, Reduce::Prod, fill(one(sum_t), sum_t), line)?,
-            Op::Max => self.reduce(
-                r,
-                Reduce::Max,
-                fill(lowest, wide(t)),
-                line,
-            )?,
-            Op::Min => self.reduce(
-                r,
-                Reduce::Min,
-                fill(highest, wide(t)),
-                line,
-            )?,
+            Op::Max => self.reduce(r, Reduce::Max, fill(lowest, wide(t)), line)?,
+            Op::Min => self.reduce(r, Reduce::Min, fill(highest, wide(t)), line)?,
             Op::Mean => {
                 let total = self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?;
                 let n = self.reduce(r, Reduce::Sum, count(), line)?;
