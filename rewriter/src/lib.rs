@@ -185,7 +185,16 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
 /// that its `cuda` verdict means exactly "migrate has a plan".
 pub fn plan(req: &MigrationRequest) -> Result<PlanOutcome, RewriteError> {
     let src = source::SourceFile::parse(req.file_name, req.source)?;
-    let found = find(&src, req.function)?;
+    plan_parsed(&src, req)
+}
+
+/// [`plan`] on a file already parsed (`req.source` is not read again):
+/// asking about every function of a file parses it once.
+pub fn plan_parsed(
+    src: &source::SourceFile,
+    req: &MigrationRequest,
+) -> Result<PlanOutcome, RewriteError> {
+    let found = find(src, req.function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args
@@ -273,11 +282,11 @@ pub fn plan(req: &MigrationRequest) -> Result<PlanOutcome, RewriteError> {
         })
         .unwrap_or_default();
 
-    let ufunc = rewrites::scalar_function::is_scalar_function(&src, def, req.types);
+    let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
     let mut types: HashMap<String, ScalarType> = HashMap::new();
     let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
     for _ in 0..6 {
-        let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
+        let mut l = lower::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
         l.analysis_scans = scans.clone();
         let res = run(&mut l, def, &names, req.types, ufunc);
         let widened = l.observed.iter().any(|(k, t)| {

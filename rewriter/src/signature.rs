@@ -70,7 +70,15 @@ pub fn assumed_types(
     function: &str,
 ) -> Result<Vec<ArgType>, RewriteError> {
     let src = crate::source::SourceFile::parse(file_name, source)?;
-    let found = crate::find(&src, function)?;
+    Ok(assumed_types_parsed(&src, function)?.1)
+}
+
+/// The parameter names and [`assumed_types`] of `function` in a parsed file.
+pub fn assumed_types_parsed(
+    src: &crate::source::SourceFile,
+    function: &str,
+) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
+    let found = crate::find(src, function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args
@@ -115,7 +123,7 @@ pub fn assumed_types(
         .iter()
         .filter_map(|a| a.default.as_deref().map(|d| (a.def.arg.as_str(), d)))
         .collect();
-    Ok(names
+    let types = names
         .iter()
         .map(|n| {
             let u = uses[n.as_str()];
@@ -156,7 +164,8 @@ pub fn assumed_types(
                 }))
             }
         })
-        .collect())
+        .collect();
+    Ok((names, types))
 }
 
 fn const_int(e: &Expr) -> Option<i64> {

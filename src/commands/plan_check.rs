@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 
 use port_analyzer::{Analysis, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict};
+use port_rewriter::source::SourceFile;
 use port_rewriter::{ArgType, MigrationRequest, PlanOutcome};
 
 use crate::commands::migrate::{facts_of, local_qualname};
@@ -26,7 +27,7 @@ fn worth_asking(f: &FunctionReport) -> bool {
 /// Asks the planner about every function and adjusts verdicts, findings and
 /// the static coverage (a profile merged later weights it by time).
 pub fn apply(a: &mut Analysis) {
-    let mut sources: HashMap<String, Option<String>> = HashMap::new();
+    let mut sources: HashMap<String, Option<(String, SourceFile)>> = HashMap::new();
     // The static verdicts, as the planner first sees its callees; a second
     // round re-plans callers when a callee's verdict changed.
     let original: Vec<FunctionReport> = a.functions.clone();
@@ -38,13 +39,16 @@ pub fn apply(a: &mut Analysis) {
             if !asked[k] {
                 continue;
             }
-            let text = sources
-                .entry(f.file.clone())
-                .or_insert_with(|| std::fs::read_to_string(&f.file).ok());
-            let Some(text) = text.as_deref() else {
+            // Each file is read and parsed once, whatever its number of functions.
+            let parsed = sources.entry(f.file.clone()).or_insert_with(|| {
+                let text = std::fs::read_to_string(&f.file).ok()?;
+                let src = SourceFile::parse(&f.file, &text).ok()?;
+                Some((text, src))
+            });
+            let Some((text, src)) = parsed.as_ref() else {
                 continue;
             };
-            checks[k] = Some(check(text, f, &facts));
+            checks[k] = Some(check(text, src, f, &facts));
         }
         let mut changed = false;
         for (k, f) in original.iter().enumerate() {
@@ -79,9 +83,14 @@ fn calls_app(a: &Analysis, f: &FunctionReport) -> bool {
 }
 
 /// The planner's answer for one function.
-fn check(text: &str, f: &FunctionReport, facts: &port_rewriter::AppFacts) -> PlanCheck {
+fn check(
+    text: &str,
+    src: &SourceFile,
+    f: &FunctionReport,
+    facts: &port_rewriter::AppFacts,
+) -> PlanCheck {
     let name = local_qualname(f);
-    let (types, types_from) = match types_of(text, f, &name) {
+    let (types, types_from) = match types_of(src, f, &name) {
         Ok(t) => t,
         Err(reason) => return refused(String::new(), "assumed", reason, f.line, "frontend"),
     };
@@ -102,7 +111,7 @@ fn check(text: &str, f: &FunctionReport, facts: &port_rewriter::AppFacts) -> Pla
         report: Some(&report),
         fp32: false,
     };
-    match port_rewriter::plan(&req) {
+    match port_rewriter::plan_parsed(src, &req) {
         Ok(PlanOutcome::Planned(_)) => PlanCheck {
             status: PlanStatus::Planned,
             signature,
@@ -135,12 +144,12 @@ fn refused(signature: String, from: &str, reason: String, line: u32, pass: &str)
 }
 
 fn types_of(
-    text: &str,
+    src: &SourceFile,
     f: &FunctionReport,
     name: &str,
 ) -> Result<(Vec<ArgType>, &'static str), String> {
-    let params = port_rewriter::parameters(text, &f.file, name).map_err(|e| e.to_string())?;
-    let assumed = port_rewriter::assumed_types(text, &f.file, name).map_err(|e| e.to_string())?;
+    let (params, assumed) =
+        port_rewriter::signature::assumed_types_parsed(src, name).map_err(|e| e.to_string())?;
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
         return Ok((assumed, "assumed"));
