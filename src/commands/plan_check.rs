@@ -27,6 +27,20 @@ fn worth_asking(f: &FunctionReport) -> bool {
 /// Asks the planner about every function and adjusts verdicts, findings and
 /// the static coverage (a profile merged later weights it by time).
 pub fn apply(a: &mut Analysis) {
+    // The planner recurses over the syntax tree like the analyzer does: on
+    // a thread with the analyzer's stack, so no input overflows it.
+    std::thread::scope(|s| {
+        let planned = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn_scoped(s, || apply_here(a))
+            .map(|h| h.join());
+        if let Ok(Err(panic)) = planned {
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
+fn apply_here(a: &mut Analysis) {
     let mut sources: HashMap<String, Option<(String, SourceFile)>> = HashMap::new();
     // The static verdicts, as the planner first sees its callees; a second
     // round re-plans callers when a callee's verdict changed.
@@ -82,6 +96,9 @@ fn calls_app(a: &Analysis, f: &FunctionReport) -> bool {
         .any(|e| e.caller == key || e.caller == f.qualname)
 }
 
+/// Functions longer than this (in characters) are not planned.
+const MAX_PLANNED_CHARS: usize = 20_000;
+
 /// The planner's answer for one function.
 fn check(
     text: &str,
@@ -90,6 +107,18 @@ fn check(
     facts: &port_rewriter::AppFacts,
 ) -> PlanCheck {
     let name = local_qualname(f);
+    // The planner's passes are not linear in the size of one expression: a
+    // generated function of tens of thousands of characters is not planned.
+    let size: usize = text
+        .lines()
+        .skip(f.line.saturating_sub(1) as usize)
+        .take((f.end_line.saturating_sub(f.line) + 1) as usize)
+        .map(str::len)
+        .sum();
+    if size > MAX_PLANNED_CHARS {
+        let why = format!("the function is too large to plan ({size} characters; port plans up to {MAX_PLANNED_CHARS})");
+        return refused(String::new(), "assumed", why, f.line, "frontend");
+    }
     let (types, types_from) = match types_of(src, f, &name) {
         Ok(t) => t,
         Err(reason) => return refused(String::new(), "assumed", reason, f.line, "frontend"),
@@ -194,6 +223,8 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
             }
         }
         PlanStatus::Refused => {
+            // PORT405 describes the GPU plan of a `cuda` function: there is none.
+            f.findings.retain(|x| x.code != "PORT405");
             f.verdict = if object.is_empty() {
                 Verdict::Nopython
             } else {
