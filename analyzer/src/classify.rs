@@ -1110,6 +1110,20 @@ impl<'a> Checker<'a> {
             return Ty::Str;
         }
         if b.op == ast::Operator::MatMult {
+            let rank = |t: &Ty| match t {
+                Ty::Array { ndim, .. } => ndim.unwrap_or(0),
+                _ => 0,
+            };
+            if rank(&l) > 2 || rank(&r) > 2 {
+                self.add(
+                    "PORT121",
+                    line,
+                    format!(
+                        "`{}` on an array of more than 2 dimensions: nopython mode multiplies vectors and matrices only",
+                        self.m.text_of(b.range)
+                    ),
+                );
+            }
             self.add(
                 "PORT206",
                 line,
@@ -1483,6 +1497,17 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some((base, a)) = receiver {
+            if let Ty::External(f) = &base {
+                let m = a.attr.as_str();
+                if f.starts_with("numpy.") && support::UFUNC_METHODS.contains(&m) {
+                    self.add(
+                        "PORT119",
+                        line,
+                        format!("`{f}.{m}`: nopython mode compiles ufunc calls, not their methods (Unknown attribute '{m}')"),
+                    );
+                    return Ty::Opaque(format!("{f}.{m}"));
+                }
+            }
             return self.method_call(&base, a, &arg_tys, &kw, c, line);
         }
         match callee {
@@ -1625,6 +1650,7 @@ impl<'a> Checker<'a> {
                 );
                 return Ty::Opaque(full.to_string());
             }
+            self.argument_gap(name, false, args, c, line);
             if let Some(why) = support::numpy_cuda_blocker(name) {
                 self.add("PORT206", line, format!("np.{name}: {why}"));
             }
@@ -1669,6 +1695,41 @@ impl<'a> Checker<'a> {
             format!("Untyped global name '{attr}' (from {module}): Numba cannot compile {full}"),
         );
         Ty::Opaque(full.to_string())
+    }
+
+    /// Numba's support at the level of this call's arguments (keywords,
+    /// `axis`, list shapes, ranks): a PORT116–PORT121 finding when it refuses.
+    fn argument_gap(
+        &mut self,
+        name: &str,
+        method: bool,
+        args: &[Ty],
+        c: &ast::ExprCall,
+        line: u32,
+    ) {
+        let keywords: Vec<&str> = c
+            .keywords
+            .iter()
+            .filter_map(|k| k.arg.as_ref().map(|a| a.as_str()))
+            .collect();
+        let list_at = if name == "transpose" { 1 } else { 0 };
+        let list_arg = c
+            .args
+            .get(list_at)
+            .is_some_and(|e| matches!(e, Expr::List(_)))
+            || args.get(list_at) == Some(&Ty::List);
+        let ranks: Vec<Option<u8>> = args
+            .iter()
+            .map(|t| match t {
+                Ty::Array { ndim, .. } => *ndim,
+                _ => None,
+            })
+            .collect();
+        if let Some((code, msg)) =
+            support::numpy_argument_gap(name, method, &keywords, c.args.len(), list_arg, &ranks)
+        {
+            self.add(code, line, msg);
+        }
     }
 
     fn numpy_result(
@@ -1820,6 +1881,9 @@ impl<'a> Checker<'a> {
                     );
                     return Ty::Opaque(m.to_string());
                 }
+                let mut with_self = vec![base.clone()];
+                with_self.extend(args.iter().cloned());
+                self.argument_gap(m, true, &with_self, c, line);
                 if !support::NDARRAY_KERNEL_METHODS.contains(&m) {
                     self.add(
                         "PORT206",

@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-pub use model::{Analysis, ArgType, Finding, FunctionReport, Severity, Verdict};
+pub use model::{
+    Analysis, ArgType, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {
@@ -154,6 +156,7 @@ fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) 
                 self_pct: None,
                 total_pct: None,
                 types: opts.captured.get(&f.key).cloned(),
+                migration_plan: None,
             }
         })
         .collect();

@@ -96,9 +96,52 @@ pub struct FunctionReport {
     pub total_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub types: Option<Vec<ArgType>>,
+    /// What `port migrate`'s planner answered when `port analyze` asked it
+    /// (absent when it was not asked: object mode, or an analysis made
+    /// without the CLI). The verdict `cuda` means `planned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_plan: Option<PlanCheck>,
+}
+
+/// The migration planner's answer for one function, at analysis time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanCheck {
+    /// `planned` or `refused`.
+    pub status: PlanStatus,
+    /// The argument types it planned with, in Numba's syntax.
+    pub signature: String,
+    /// Where they came from: `captured` (a profiled call) or `assumed`
+    /// (read from how the body uses each argument).
+    pub types_from: String,
+    /// The refusal (absent when planned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The rewrite (pass) that refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanStatus {
+    Planned,
+    Refused,
 }
 
 impl FunctionReport {
+    /// What Numba's own nopython mode would say: `object` when any finding
+    /// forces object mode, else `nopython`. Equal to the verdict except for
+    /// a `cuda` function port migrates although Numba refuses it (PORT406).
+    pub fn numba_mode(&self) -> Verdict {
+        if self.findings.iter().any(|f| f.severity == Severity::Object) {
+            Verdict::Object
+        } else {
+            Verdict::Nopython
+        }
+    }
+
     /// The finding that decided the verdict: the first object-mode reason for
     /// `object`, the first GPU blocker for `nopython`, else the first finding.
     pub fn main_reason(&self) -> Option<&Finding> {

@@ -318,6 +318,134 @@ def cdf(x):
 ## Fix
 Use the `math` equivalent (`math.erf`) or compute the value outside.";
 
+"PORT116" "numpy-axis" Object
+"## What it does
+Flags an `axis=` argument (keyword or positional) to a NumPy reduction whose
+nopython implementation takes none: `np.mean`, `np.max`/`np.amax`,
+`np.min`/`np.amin`, `np.std`, `np.var`, `np.prod`, `np.any`, `np.all`,
+`np.median`, `np.ptp`, `np.cumprod`, the `np.nan*` reductions and their
+array methods (`a.mean(axis=0)`). `np.sum`,
+`np.argmax`, `np.argmin` and `np.cumsum` do take an integer `axis`.
+
+## Why is this bad?
+Numba 0.68 supports the function but not the argument: `No implementation of
+function ... mean(array(float64, 2d, A), axis=int64)`, so `@njit` fails and
+the function needs object mode. When `port migrate` can still plan it (the
+`axis_reduction` rewrite), the verdict is `cuda` with a PORT406 note: a lead
+over Numba, not a disagreement.
+
+## Example
+```python
+def col_means(a):
+    return np.mean(a, axis=0)
+```
+
+## Fix
+For Numba, write the reduction as a loop over the other axis; or migrate it
+with `port migrate`, which reduces along an axis on the GPU.";
+
+"PORT117" "numpy-keepdims" Object
+"## What it does
+Flags `keepdims=` in a call to a NumPy reduction.
+
+## Why is this bad?
+No reduction in Numba 0.68's nopython mode takes `keepdims`
+(`np.sum(a, axis=0, keepdims=True)` fails to type), so the function needs
+object mode.
+
+## Example
+```python
+def normalise(x):
+    return x / np.max(x, axis=-1, keepdims=True)
+```
+
+## Fix
+Reduce without `keepdims` and index the result with `None` where it is
+broadcast (`m[:, None]`); `port migrate` takes the `keepdims` form as it is.";
+
+"PORT118" "numpy-keyword" Object
+"## What it does
+Flags a keyword argument that Numba's implementation of a supported NumPy
+function does not accept: `np.histogram(..., weights=/density=)`,
+`np.linspace(..., dtype=/endpoint=/retstep=/axis=)`, and any keyword
+(`out=`, `where=`, `dtype=`) to a ufunc such as `np.sqrt`.
+
+## Why is this bad?
+Numba documents its NumPy support argument by argument: an accepted function
+with an unaccepted argument still fails to type (`unsupported keyword
+arguments when calling Function(<ufunc 'sqrt'>)`), so the function needs
+object mode.
+
+## Example
+```python
+def weighted_hist(a, w):
+    return np.histogram(a, bins=10, weights=w)
+```
+
+## Fix
+Drop the argument and do its work by hand: cast after `np.linspace`
+(`.astype(np.float32)`), pass a ufunc's output positionally
+(`np.sqrt(a, out)`), bin with weights in a loop.";
+
+"PORT119" "ufunc-method" Object
+"## What it does
+Flags the methods of NumPy ufuncs: `np.add.outer`, `np.add.reduce`,
+`np.multiply.accumulate`, `np.maximum.at`, `.reduceat`.
+
+## Why is this bad?
+Numba 0.68 compiles ufunc calls but not their methods: `Unknown attribute
+'outer' of type Function(<ufunc 'add'>)`, so the function needs object mode.
+
+## Example
+```python
+def pairwise(a, b):
+    return np.add.outer(a, b)
+```
+
+## Fix
+Broadcast instead: `a[:, None] + b[None, :]` for `outer`, `np.sum` for
+`reduce`, `np.cumsum` for `add.accumulate`.";
+
+"PORT120" "list-shape" Object
+"## What it does
+Flags a shape or axes given as a list where Numba wants a tuple:
+`np.empty([n, m])`, `np.zeros([n])`, `np.full([n, m], v)`,
+`np.transpose(a, [1, 0, 2])`.
+
+## Why is this bad?
+Numba types a list as a reflected/typed list, not as a shape:
+`No implementation of function ... empty(list(int64))`. The function needs
+object mode although the tuple form compiles.
+
+## Example
+```python
+def grid(n, m):
+    return np.zeros([n, m])
+```
+
+## Fix
+Write the shape as a tuple: `np.zeros((n, m))`.";
+
+"PORT121" "matmul-rank" Object
+"## What it does
+Flags `@`, `np.dot` and `np.matmul` on arrays of more than two dimensions,
+and the function `np.matmul` itself.
+
+## Why is this bad?
+Numba 0.68 implements `@` and `np.dot` for vectors and matrices only
+(`_impl(array(float64, 3d, A), ...)` has no implementation), and does not
+implement `np.matmul` at all. The function needs object mode.
+
+## Example
+```python
+def batched(a, b):   # a, b: float64[:, :, :]
+    return a @ b
+```
+
+## Fix
+Loop over the leading (batch) dimension and multiply matrices; write
+`np.matmul(a, b)` as `a @ b` for 2-D arrays.";
+
 "PORT201" "container" Blocker
 "## What it does
 Flags Python lists, dicts, sets and comprehensions that build them.
@@ -567,6 +695,28 @@ def compute_pi(n):
 ## Fix
 Rewrite with `create_xoroshiro128p_states` and `xoroshiro128p_uniform_float32`.";
 
+"PORT214" "gpu-plan-refused" Blocker
+"## What it does
+Says why `port migrate` cannot plan the function: the migration planner was
+asked at analysis time, with the captured argument types (or, without a
+profile, the types read from how the body uses each argument, shown in
+`migration_plan.signature`), and this is its refusal, with its line.
+
+## Why is this bad?
+The verdict `cuda` means exactly that `port migrate` has a plan for the
+function; the planner is the one source of truth for what the GPU path takes.
+A function it refuses compiles with `@njit` (or needs object mode, per the
+other findings), but does not migrate.
+
+## Example
+`port migrate refuses it (host_schedule): a chained assignment whose first
+target is not a name`
+
+## Fix
+Rewrite the construct the refusal names, or keep the function on the CPU
+with `@njit`. If the assumed types are wrong, profile the program so real
+types are captured, or migrate with `--signature`.";
+
 "PORT301" "float64" Performance
 "## What it does
 Notes double-precision arithmetic in a function bound for the GPU.
@@ -695,6 +845,38 @@ migrating.
 
 ## Fix
 Nothing to fix.";
+
+"PORT406" "lead-over-numba" Note
+"## What it does
+Says that `port migrate` can plan a function that Numba's nopython mode
+would refuse (the PORT1xx findings beside it say why Numba refuses).
+
+## Why is this bad?
+It is not: the verdict is `cuda` because port migrates the construct to the
+GPU (an `axis=`/`keepdims` reduction, say); Numba itself would need object
+mode or a rewrite. A lead over Numba, not a disagreement.
+
+## Example
+`port migrates it, but Numba's nopython mode would refuse it: PORT116 at line 4`
+
+## Fix
+Nothing to fix for `port migrate`; for `@njit`, fix the PORT1xx findings.";
+}
+
+/// Object-mode findings about a call's arguments (PORT116–PORT121) that
+/// port's migration planner may still take (an `axis=` reduction, a list
+/// shape): a function whose object-mode findings are all among these is
+/// still planned, and is `cuda` when the planner takes it.
+pub const ARGUMENT_LEVEL_CODES: &[&str] = &[
+    "PORT116", "PORT117", "PORT118", "PORT119", "PORT120", "PORT121",
+];
+
+/// Whether the only object-mode findings are [`ARGUMENT_LEVEL_CODES`].
+pub fn only_argument_level(findings: &[crate::model::Finding]) -> bool {
+    findings
+        .iter()
+        .filter(|f| f.severity == Severity::Object)
+        .all(|f| ARGUMENT_LEVEL_CODES.contains(&f.code.as_str()))
 }
 
 pub fn rule(code: &str) -> Option<&'static Rule> {

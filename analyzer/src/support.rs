@@ -798,3 +798,163 @@ pub fn random_nopython(name: &str) -> bool {
             | "getrandbits"
     )
 }
+
+// Numba 0.68's nopython mode at the level of arguments ("Supported NumPy
+// features": a supported function may still refuse an argument, a keyword
+// or a kind of argument). Every row has a fixture in
+// `fixtures/classify/numba_args.py` checked against real Numba.
+
+/// Reductions (functions and array methods) that take no `axis` in nopython
+/// mode. `sum`, `argmax`, `argmin` and `cumsum` do take one.
+pub const NUMPY_NO_AXIS: &[&str] = &[
+    "mean",
+    "max",
+    "amax",
+    "min",
+    "amin",
+    "std",
+    "var",
+    "prod",
+    "any",
+    "all",
+    "median",
+    "nanmean",
+    "nanmax",
+    "nanmin",
+    "nanstd",
+    "nanvar",
+    "nanprod",
+    "nansum",
+    "nanmedian",
+    "ptp",
+    "cumprod",
+];
+
+/// Keywords a supported NumPy function refuses in nopython mode.
+pub const NUMPY_REFUSED_KEYWORDS: &[(&str, &[&str])] = &[
+    ("histogram", &["weights", "density"]),
+    ("linspace", &["dtype", "endpoint", "retstep", "axis"]),
+];
+
+/// Ufuncs: nopython mode accepts no keyword argument when calling them.
+pub const NUMPY_UFUNCS: &[&str] = &[
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "floor_divide",
+    "power",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "sqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "hypot",
+    "sinh",
+    "cosh",
+    "tanh",
+    "absolute",
+    "abs",
+    "negative",
+    "square",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "sign",
+];
+
+/// Methods of ufunc objects (`np.add.outer`): none is supported.
+pub const UFUNC_METHODS: &[&str] = &["outer", "reduce", "accumulate", "at", "reduceat"];
+
+/// Functions whose shape (first argument) must be an int or a tuple, not a list.
+pub const NUMPY_SHAPE_FIRST: &[&str] = &["empty", "zeros", "ones", "full"];
+
+/// A gap of nopython mode at the level of one call's arguments: the finding
+/// code and its message, or `None` when Numba takes the call as written.
+///
+/// `name` is the NumPy function (`mean`) or array method (`method` true);
+/// `keywords` the keyword names, `positional` the number of positional
+/// arguments (the receiver of a method not counted), `first_is_list`
+/// whether the shape/axes argument is a list, `ranks` the known ranks of
+/// the array arguments.
+pub fn numpy_argument_gap(
+    name: &str,
+    method: bool,
+    keywords: &[&str],
+    positional: usize,
+    list_arg: bool,
+    ranks: &[Option<u8>],
+) -> Option<(&'static str, String)> {
+    let call = if method {
+        format!(".{name}()")
+    } else {
+        format!("np.{name}")
+    };
+    if keywords.contains(&"keepdims") {
+        return Some((
+            "PORT117",
+            format!("{call}(..., keepdims=...): nopython mode takes no keepdims"),
+        ));
+    }
+    let axis_at = if method { 1 } else { 2 };
+    if NUMPY_NO_AXIS.contains(&name) && (keywords.contains(&"axis") || positional >= axis_at) {
+        return Some((
+            "PORT116",
+            format!(
+                "{call}(..., axis=...): nopython mode supports {call} only over the whole array"
+            ),
+        ));
+    }
+    if !method {
+        if let Some((_, refused)) = NUMPY_REFUSED_KEYWORDS.iter().find(|(f, _)| *f == name) {
+            if let Some(k) = keywords.iter().find(|k| refused.contains(k)) {
+                return Some((
+                    "PORT118",
+                    format!("np.{name}(..., {k}=...): nopython mode does not take `{k}`"),
+                ));
+            }
+        }
+        if NUMPY_UFUNCS.contains(&name) {
+            if let Some(k) = keywords.first() {
+                return Some((
+                    "PORT118",
+                    format!("np.{name}(..., {k}=...): nopython mode passes no keyword to a ufunc"),
+                ));
+            }
+        }
+        if list_arg && (NUMPY_SHAPE_FIRST.contains(&name) || name == "transpose") {
+            let what = if name == "transpose" { "axes" } else { "shape" };
+            return Some((
+                "PORT120",
+                format!("np.{name} with a list as its {what}: nopython mode wants a tuple"),
+            ));
+        }
+        if name == "matmul" {
+            return Some((
+                "PORT121",
+                "np.matmul: nopython mode implements `@`, not np.matmul".into(),
+            ));
+        }
+    }
+    if matches!(name, "dot" | "matmul") && ranks.iter().any(|r| r.is_some_and(|n| n > 2)) {
+        return Some(("PORT121", format!("{call} on an array of more than 2 dimensions: nopython mode multiplies vectors and matrices only")));
+    }
+    None
+}

@@ -34,6 +34,7 @@ pub mod plan;
 pub mod pyast;
 pub mod python;
 pub mod rewrites;
+pub mod signature;
 pub mod source;
 pub mod types;
 
@@ -45,6 +46,7 @@ use port_codegen::ir::ScalarType;
 pub use error::{Reason, RewriteError};
 pub use lower::AppFacts;
 pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
+pub use signature::assumed_types;
 pub use types::{parse_signature, ArgType};
 
 /// What to migrate.
@@ -144,10 +146,55 @@ fn find<'s>(
     }
 }
 
+/// The result of [`plan`]: the plan alone, before any source is printed.
+#[derive(Clone, Debug)]
+pub enum PlanOutcome {
+    Planned(Box<KernelPlan>),
+    /// Every reason, with its line; the first is the planner's own.
+    Refused(Vec<Reason>),
+}
+
 /// Migrates one function: a plan and its patch, or the reasons it cannot be.
 pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
+    let plan = match plan(req)? {
+        PlanOutcome::Planned(p) => *p,
+        PlanOutcome::Refused(r) => return Ok(Outcome::Refused(r)),
+    };
     let src = source::SourceFile::parse(req.file_name, req.source)?;
-    let found = find(&src, req.function)?;
+    let def = find(&src, req.function)?.def;
+    let names: Vec<String> = def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
+    let doc = docstring(def);
+    let python = python::render(&plan, doc.as_deref(), &names);
+    let new_source = patch::patched_file(&src, def, &python, plan.kind == PlanKind::Ufunc);
+    let diff = patch::unified_diff(req.file_name, req.source, &new_source);
+    Ok(Outcome::Migrated(Box::new(Migration {
+        plan,
+        python,
+        new_source,
+        diff,
+    })))
+}
+
+/// Plans one function without printing anything: what `port migrate` would
+/// build, or why it refuses. `port analyze` asks this once per function, so
+/// that its `cuda` verdict means exactly "migrate has a plan".
+pub fn plan(req: &MigrationRequest) -> Result<PlanOutcome, RewriteError> {
+    let src = source::SourceFile::parse(req.file_name, req.source)?;
+    plan_parsed(&src, req)
+}
+
+/// [`plan`] on a file already parsed (`req.source` is not read again):
+/// asking about every function of a file parses it once.
+pub fn plan_parsed(
+    src: &source::SourceFile,
+    req: &MigrationRequest,
+) -> Result<PlanOutcome, RewriteError> {
+    let found = find(src, req.function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args
@@ -171,11 +218,15 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
     // function, so the planner tries, and its refusal comes first.
     let mut nopython: Vec<Reason> = Vec::new();
     if let Some(rep) = req.report {
-        if rep.verdict == Verdict::Nopython {
+        // An object verdict that rests only on how a call's arguments are
+        // written (`axis=`, a list shape) is Numba's limit, not port's.
+        let argument_level = rep.verdict == Verdict::Object
+            && port_analyzer::rules::only_argument_level(&rep.findings);
+        if rep.verdict == Verdict::Nopython || argument_level {
             nopython = rep
                 .findings
                 .iter()
-                .filter(|f| f.severity == Severity::Blocker)
+                .filter(|f| f.severity <= Severity::Blocker)
                 .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
                 .collect();
         } else if rep.verdict != Verdict::Cuda {
@@ -199,11 +250,11 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
             } else {
                 reasons
             };
-            return Ok(Outcome::Refused(reasons));
+            return Ok(PlanOutcome::Refused(reasons));
         }
     }
     if found.class.is_some() {
-        return Ok(Outcome::Refused(vec![Reason::new(
+        return Ok(PlanOutcome::Refused(vec![Reason::new(
             "frontend",
             line,
             format!(
@@ -214,7 +265,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         )]));
     }
     if def.args.vararg.is_some() || def.args.kwarg.is_some() || !def.args.kwonlyargs.is_empty() {
-        return Ok(Outcome::Refused(vec![Reason::new(
+        return Ok(PlanOutcome::Refused(vec![Reason::new(
             "frontend",
             line,
             "*args, **kwargs and keyword-only arguments have no kernel equivalent",
@@ -231,12 +282,12 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         })
         .unwrap_or_default();
 
-    let ufunc = rewrites::scalar_function::is_scalar_function(&src, def, req.types);
+    let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
         let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
         for _ in 0..6 {
-            let mut l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), types.clone());
+            let mut l = lower::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
             let res = run(&mut l, def, &names, req.types, ufunc);
             let observed = l.observed_types();
@@ -263,7 +314,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
     // Array arguments handed to helpers of the program: when the helpers
     // are no element functions, they are inlined into a host schedule.
     if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
-        let l = lower::Lowerer::new(&src, req.facts, def.name.as_str(), HashMap::new());
+        let l = lower::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
         if l.body_calls_app(&def.body) {
             last = fixed_point(false);
         }
@@ -277,7 +328,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
                 .filter(|n| n.line != first.line)
                 .collect();
             all.insert(0, first);
-            return Ok(Outcome::Refused(all));
+            return Ok(PlanOutcome::Refused(all));
         }
     };
     let mut l = l;
@@ -294,16 +345,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
             }
         }
     }
-    let doc = docstring(def);
-    let python = python::render(&plan, doc.as_deref(), &names);
-    let new_source = patch::patched_file(&src, def, &python, plan.kind == PlanKind::Ufunc);
-    let diff = patch::unified_diff(req.file_name, req.source, &new_source);
-    Ok(Outcome::Migrated(Box::new(Migration {
-        plan,
-        python,
-        new_source,
-        diff,
-    })))
+    Ok(PlanOutcome::Planned(Box::new(plan)))
 }
 
 fn run(

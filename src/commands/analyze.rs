@@ -11,6 +11,7 @@ use port_analyzer::{analyze, Analysis, AnalyzeOptions};
 use port_profiler::{resolve_python, ProfileOptions};
 use port_reports::terminal;
 
+use crate::commands::plan_check;
 use crate::profile_merge::{captured_types, merge, AnalysisResolver};
 use crate::state;
 use crate::UserError;
@@ -132,17 +133,20 @@ pub fn reanalyze_keeping_profile(path: &Path) -> Result<Analysis> {
         captured: captured_types(&profile),
     };
     let mut a = analyze(path, &opts).map_err(|e| UserError::new(e.to_string()))?;
+    plan_check::apply(&mut a);
     merge(&mut a, &profile);
     Ok(a)
 }
 
 fn run_static(path: &Path) -> Result<Analysis> {
-    let a = analyze(path, &AnalyzeOptions::default()).map_err(|e| UserError::new(e.to_string()))?;
+    let mut a =
+        analyze(path, &AnalyzeOptions::default()).map_err(|e| UserError::new(e.to_string()))?;
     if a.functions.is_empty() && a.files.is_empty() && !a.parse_errors.is_empty() {
         // Nothing parsed: the errors are the whole story.
         let lines: Vec<String> = a.parse_errors.iter().map(|e| e.to_string()).collect();
         return Err(UserError::new(lines.join("\n")).into());
     }
+    plan_check::apply(&mut a);
     Ok(a)
 }
 
@@ -205,6 +209,7 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
         captured: captured_types(&profile),
     };
     let mut analysis = analyze(&args.path, &opts).map_err(|e| UserError::new(e.to_string()))?;
+    plan_check::apply(&mut analysis);
     merge(&mut analysis, &profile);
 
     if let Some(svg) = &args.flamegraph {

@@ -145,7 +145,7 @@ fn full_name(f: &FunctionReport) -> String {
 }
 
 /// The function's qualified name inside its file (`f`, `Class.method`).
-fn local_qualname(f: &FunctionReport) -> String {
+pub(crate) fn local_qualname(f: &FunctionReport) -> String {
     f.qualname
         .strip_prefix(&format!("{}.", f.module))
         .unwrap_or(&f.qualname)
@@ -239,7 +239,7 @@ fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Resul
     Ok(out)
 }
 
-fn facts_of(a: &Analysis) -> AppFacts {
+pub(crate) fn facts_of(a: &Analysis) -> AppFacts {
     let mut facts = AppFacts::default();
     for f in &a.functions {
         let reason = f

@@ -1,0 +1,479 @@
+//! The types `port analyze` plans a function with when no real call was
+//! captured: read from how the body uses each parameter.
+//!
+//! - an argument that is subscripted, has `.shape`/`.T`/array methods, is
+//!   iterated over or is an operand of `@` is an array; its rank is the
+//!   most indices it is given (`A[i, j]`, `A[i][j]`), `.shape[k]` (rank
+//!   above `k`) or the names unpacked from `.shape`; without any of these, a
+//!   capitalised name is taken as a matrix (`A`, `B`: the linear-algebra
+//!   convention) and any other as a vector;
+//! - an array whose elements index other arrays (`x[col[i]]`, `range(row[i],
+//!   …)`) holds `int64`, any other `float64`;
+//! - a scalar used as a bound (`range(n)`), an index, a size or a slice
+//!   bound is `int64`, any other `float64` (a constant default decides
+//!   first).
+
+use std::collections::HashMap;
+
+use port_codegen::ir::{ArrayType, ScalarType, MAX_DIMS};
+use rustpython_parser::ast::{self, Constant, Expr, Stmt};
+
+use crate::error::RewriteError;
+use crate::pyast::{stmt_exprs, walk_expr, walk_stmts};
+use crate::types::ArgType;
+
+const ARRAY_ATTRS: &[&str] = &[
+    "shape",
+    "size",
+    "ndim",
+    "T",
+    "dtype",
+    "copy",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "std",
+    "var",
+    "argmax",
+    "argmin",
+    "reshape",
+    "ravel",
+    "flatten",
+    "transpose",
+    "fill",
+    "astype",
+    "any",
+    "all",
+    "dot",
+    "cumsum",
+    "flat",
+    "real",
+    "imag",
+    "conj",
+    "item",
+];
+
+#[derive(Default, Clone, Copy)]
+struct Use {
+    array: bool,
+    ndim: u8,
+    index_elems: bool,
+    int: bool,
+}
+
+/// One type per parameter of `function` in `source`, as described above.
+pub fn assumed_types(
+    source: &str,
+    file_name: &str,
+    function: &str,
+) -> Result<Vec<ArgType>, RewriteError> {
+    let src = crate::source::SourceFile::parse(file_name, source)?;
+    Ok(assumed_types_parsed(&src, function)?.1)
+}
+
+/// The parameter names and [`assumed_types`] of `function` in a parsed file.
+pub fn assumed_types_parsed(
+    src: &crate::source::SourceFile,
+    function: &str,
+) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
+    let found = crate::find(src, function)?;
+    let def = found.def;
+    let names: Vec<String> = def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
+    let mut uses: HashMap<&str, Use> = names.iter().map(|n| (n.as_str(), Use::default())).collect();
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        if let Stmt::Assign(a) = s {
+            // `n, m = A.shape`
+            if let (Some(Expr::Tuple(t)), Expr::Attribute(at)) =
+                (a.targets.first(), a.value.as_ref())
+            {
+                if at.attr.as_str() == "shape" {
+                    if let Some(u) = name_of(&at.value).and_then(|n| uses.get_mut(n)) {
+                        u.array = true;
+                        u.ndim = u.ndim.max(t.elts.len() as u8);
+                    }
+                }
+            }
+        }
+        if let Stmt::AugAssign(a) = s {
+            if is_bitwise(a.op) {
+                mark_bitwise(&a.target, &mut uses);
+                mark_bitwise(&a.value, &mut uses);
+            }
+        }
+        if let Stmt::For(f) = s {
+            if let Some(u) = name_of(&f.iter).and_then(|n| uses.get_mut(n)) {
+                u.array = true;
+                u.ndim = u.ndim.max(1);
+            }
+        }
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| observe(x, &mut uses));
+        }
+    });
+    let defaults: HashMap<&str, &Expr> = def
+        .args
+        .args
+        .iter()
+        .filter_map(|a| a.default.as_deref().map(|d| (a.def.arg.as_str(), d)))
+        .collect();
+    let types = names
+        .iter()
+        .map(|n| {
+            let u = uses[n.as_str()];
+            if u.array {
+                let guessed = if n.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    2
+                } else {
+                    1
+                };
+                let ndim = if u.ndim == 0 {
+                    guessed
+                } else {
+                    u.ndim.min(MAX_DIMS)
+                };
+                ArgType::Array(ArrayType {
+                    elem: if u.index_elems {
+                        ScalarType::I64
+                    } else {
+                        ScalarType::F64
+                    },
+                    ndim,
+                    contiguous: false,
+                })
+            } else {
+                let by_default = defaults.get(n.as_str()).and_then(|d| match d {
+                    Expr::Constant(c) => match c.value {
+                        Constant::Int(_) => Some(ScalarType::I64),
+                        Constant::Float(_) => Some(ScalarType::F64),
+                        Constant::Bool(_) => Some(ScalarType::Bool),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+                ArgType::Scalar(by_default.unwrap_or(if u.int {
+                    ScalarType::I64
+                } else {
+                    ScalarType::F64
+                }))
+            }
+        })
+        .collect();
+    Ok((names, types))
+}
+
+fn const_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Constant(c) => match &c.value {
+            Constant::Int(i) => i.try_into().ok(),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if u.op == ast::UnaryOp::USub => const_int(&u.operand).map(|v| -v),
+        _ => None,
+    }
+}
+
+fn is_bitwise(op: ast::Operator) -> bool {
+    matches!(
+        op,
+        ast::Operator::BitXor
+            | ast::Operator::BitAnd
+            | ast::Operator::BitOr
+            | ast::Operator::LShift
+            | ast::Operator::RShift
+    )
+}
+
+/// An operand of a bitwise operator holds integers: a scalar parameter is
+/// an `int64`, a subscripted one an array of them.
+fn mark_bitwise(e: &Expr, uses: &mut HashMap<&str, Use>) {
+    match e {
+        Expr::Name(n) => {
+            if let Some(u) = uses.get_mut(n.id.as_str()) {
+                if !u.array {
+                    u.int = true;
+                }
+            }
+        }
+        Expr::Subscript(s) => {
+            if let Some(u) = name_of(&s.value).and_then(|n| uses.get_mut(n)) {
+                u.index_elems = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn name_of(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Name(n) => Some(n.id.as_str()),
+        _ => None,
+    }
+}
+
+/// Marks every parameter named directly in `e` (not under a subscript) as
+/// used where an integer belongs.
+fn mark_int(e: &Expr, uses: &mut HashMap<&str, Use>) {
+    walk_expr(e, &mut |x: &Expr| match x {
+        Expr::Name(n) => {
+            if let Some(u) = uses.get_mut(n.id.as_str()) {
+                if !u.array {
+                    u.int = true;
+                }
+            }
+        }
+        Expr::Subscript(s) => {
+            if let Some(u) = name_of(&s.value).and_then(|n| uses.get_mut(n)) {
+                u.index_elems = true;
+            }
+        }
+        _ => {}
+    });
+}
+
+fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
+    match x {
+        Expr::Subscript(s) => {
+            // The chain `A[i][j]`: its depth plus the indices at its root.
+            let mut depth = 0u8;
+            let mut base = x;
+            let mut root_slice: &Expr = &s.slice;
+            while let Expr::Subscript(inner) = base {
+                depth += 1;
+                root_slice = &inner.slice;
+                base = &inner.value;
+            }
+            let n_idx = match root_slice {
+                Expr::Tuple(t) => {
+                    if t.elts.iter().any(
+                        |e| matches!(e, Expr::Constant(c) if matches!(c.value, Constant::Ellipsis)),
+                    ) {
+                        0
+                    } else {
+                        t.elts
+                            .iter()
+                            .filter(|e| !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None)))
+                            .count() as u8
+                    }
+                }
+                // `C[:] = …`, `x[...]`: the whole array, whatever its rank.
+                Expr::Slice(sl)
+                    if sl.lower.is_none() && sl.upper.is_none() && sl.step.is_none() =>
+                {
+                    0
+                }
+                Expr::Constant(c) if matches!(c.value, Constant::Ellipsis) => 0,
+                _ => 1,
+            };
+            if let Some(u) = name_of(base).and_then(|n| uses.get_mut(n)) {
+                u.array = true;
+                if n_idx > 0 {
+                    u.ndim = u.ndim.max(n_idx + depth - 1);
+                }
+            }
+            // `A.shape[k]`
+            if let (Expr::Attribute(a), Expr::Constant(c)) = (s.value.as_ref(), s.slice.as_ref()) {
+                if a.attr.as_str() == "shape" {
+                    if let (Some(u), Constant::Int(k)) =
+                        (name_of(&a.value).and_then(|n| uses.get_mut(n)), &c.value)
+                    {
+                        let k: u8 = k.try_into().unwrap_or(0);
+                        u.array = true;
+                        u.ndim = u.ndim.max(k + 1);
+                    }
+                }
+            }
+            // Indices and slice bounds are integers.
+            let idx: Vec<&Expr> = match s.slice.as_ref() {
+                Expr::Tuple(t) => t.elts.iter().collect(),
+                e => vec![e],
+            };
+            for i in idx {
+                match i {
+                    Expr::Slice(sl) => {
+                        for b in [&sl.lower, &sl.upper, &sl.step].into_iter().flatten() {
+                            mark_int(b, uses);
+                        }
+                    }
+                    e => mark_int(e, uses),
+                }
+            }
+        }
+        Expr::Attribute(a) if ARRAY_ATTRS.contains(&a.attr.as_str()) => {
+            if let Some(u) = name_of(&a.value).and_then(|n| uses.get_mut(n)) {
+                u.array = true;
+                if a.attr.as_str() == "T" {
+                    u.ndim = u.ndim.max(2);
+                }
+            }
+        }
+        Expr::BinOp(b) if is_bitwise(b.op) => {
+            for side in [&b.left, &b.right] {
+                mark_bitwise(side, uses);
+            }
+        }
+        Expr::BinOp(b) if b.op == ast::Operator::MatMult => {
+            // `alpha * A @ B` parses as `(alpha * A) @ B`: the operand next
+            // to `@` on each side is the array.
+            let mut left: &Expr = &b.left;
+            while let Expr::BinOp(l) = left {
+                left = &l.right;
+            }
+            let mut right: &Expr = &b.right;
+            while let Expr::BinOp(r) = right {
+                right = &r.left;
+            }
+            for side in [left, right] {
+                if let Some(u) = name_of(side).and_then(|n| uses.get_mut(n)) {
+                    u.array = true;
+                }
+            }
+        }
+        Expr::Call(c) => {
+            let callee = match c.func.as_ref() {
+                Expr::Name(n) => n.id.as_str(),
+                Expr::Attribute(a) => a.attr.as_str(),
+                _ => "",
+            };
+            // `a.sum(axis=1)`, `np.max(x, axis=(1, 2))`: an array of more
+            // dimensions than the axis (and an explicit axis means at least 2).
+            let axis = c
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "axis"))
+                .map(|k| &k.value);
+            if let Some(axis) = axis {
+                let top = match axis {
+                    Expr::Tuple(t) => t.elts.iter().filter_map(const_int).max(),
+                    e => const_int(e),
+                };
+                let rank = top.map_or(2, |k| if k < 0 { 2 } else { (k + 1).max(2) }) as u8;
+                let operand: Option<&Expr> = match c.func.as_ref() {
+                    Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "np" || n.id.as_str() == "numpy") => {
+                        c.args.first()
+                    }
+                    Expr::Attribute(a) => Some(&a.value),
+                    _ => None,
+                };
+                if let Some(op) = operand {
+                    // A subscripted name (`mass[None, :]`) has its rank from its indices.
+                    let mut indexed: Vec<&str> = Vec::new();
+                    walk_expr(op, &mut |x: &Expr| {
+                        if let Expr::Subscript(s) = x {
+                            indexed.extend(name_of(&s.value));
+                        }
+                    });
+                    walk_expr(op, &mut |x: &Expr| {
+                        if let Some(u) = name_of(x)
+                            .filter(|n| !indexed.contains(n))
+                            .and_then(|n| uses.get_mut(n))
+                        {
+                            if !u.int {
+                                u.array = true;
+                                u.ndim = u.ndim.max(rank);
+                            }
+                        }
+                    });
+                }
+            }
+            let on_numpy = matches!(c.func.as_ref(), Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "np" || n.id.as_str() == "numpy"));
+            let creation = matches!(
+                callee,
+                "empty" | "zeros" | "ones" | "full" | "arange" | "linspace" | "eye" | "identity"
+            );
+            if on_numpy && !creation {
+                // `np.sum(a)`, `np.sqrt(x)`: NumPy's functions take arrays.
+                for a in &c.args {
+                    if let Some(u) = name_of(a).and_then(|n| uses.get_mut(n)) {
+                        if !u.int {
+                            u.array = true;
+                        }
+                    }
+                }
+            }
+            match callee {
+                "range" | "prange" => c.args.iter().for_each(|a| mark_int(a, uses)),
+                "empty" | "zeros" | "ones" | "full" | "arange" | "eye" | "identity" => {
+                    if let Some(first) = c.args.first() {
+                        mark_int(first, uses);
+                    }
+                }
+                "transpose" => {
+                    // `np.transpose(A, (1, 0, 2))`: one axis per dimension.
+                    if let (Some(u), Some(Expr::Tuple(t))) = (
+                        c.args
+                            .first()
+                            .and_then(name_of)
+                            .and_then(|n| uses.get_mut(n)),
+                        c.args.get(1),
+                    ) {
+                        u.array = true;
+                        u.ndim = u.ndim.max(t.elts.len() as u8);
+                    }
+                }
+                "swapaxes" | "moveaxis" => {
+                    // `np.swapaxes(t, 0, 2)`: more dimensions than either axis.
+                    let top = c.args.iter().skip(1).filter_map(const_int).max();
+                    if let (Some(u), Some(k)) = (
+                        c.args
+                            .first()
+                            .and_then(name_of)
+                            .and_then(|n| uses.get_mut(n)),
+                        top,
+                    ) {
+                        u.array = true;
+                        u.ndim = u.ndim.max((k.max(0) + 1) as u8);
+                    }
+                }
+                "len" => {
+                    if let Some(u) = c
+                        .args
+                        .first()
+                        .and_then(name_of)
+                        .and_then(|n| uses.get_mut(n))
+                    {
+                        u.array = true;
+                        u.ndim = u.ndim.max(1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(src: &str, f: &str) -> String {
+        assumed_types(src, "t.py", f)
+            .unwrap()
+            .iter()
+            .map(|t| t.numba())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    #[test]
+    fn ranks_come_from_indices_and_shapes() {
+        let src = "def k(n, alpha, A, x, idx):\n    m, p = A.shape\n    for i in range(n):\n        x[idx[i]] += alpha * A[i, 0]\n";
+        assert_eq!(
+            sig(src, "k"),
+            "int64, float64, float64[:, :], float64[:], int64[:]"
+        );
+    }
+
+    #[test]
+    fn capitalised_operands_of_matmul_are_matrices() {
+        let src = "def k(A, B, x):\n    return A @ B @ x\n";
+        assert_eq!(sig(src, "k"), "float64[:, :], float64[:, :], float64[:]");
+    }
+}
