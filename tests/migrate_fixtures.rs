@@ -420,6 +420,7 @@ mod programs {
         permute_columns: "float64[:,:], int64[:]",
         lookup_table: "float64[:], int64[:]",
         center_on_first_column: "float64[:,:], int64",
+        kick_drift: "float64[:,:], float64[:,:], float64",
     }
 }
 

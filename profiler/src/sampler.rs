@@ -82,6 +82,12 @@ fn strip_bootstrap(frames: &mut Vec<RawFrame>) {
             frames.pop();
         }
     }
+    // The hook's own work with no frame of the app under it (its exit
+    // handler saving the manifest): not the app's time.
+    let lone_module = frames.len() == 1 && frames[0].name == "<module>";
+    if frames.iter().all(is_boot) && !lone_module {
+        frames.clear();
+    }
 }
 
 fn spy_config(settings: &SamplerSettings) -> Config {
@@ -523,6 +529,13 @@ mod tests {
         let mut starting = vec![import.clone(), setup.clone(), boot.clone()];
         strip_bootstrap(&mut starting);
         assert_eq!(starting, vec![import]);
+        // At exit, the hook's handler alone: nothing of the app.
+        let mut exiting = vec![
+            RawFrame::new("_port_capture.<locals>.write_manifest", "<string>", 300),
+            RawFrame::new("_port_capture.<locals>.at_exit", "<string>", 320),
+        ];
+        strip_bootstrap(&mut exiting);
+        assert!(exiting.is_empty());
         // The bootstrap alone, before the app runs: nothing of the app.
         let mut before = vec![setup, boot];
         strip_bootstrap(&mut before);

@@ -1758,7 +1758,7 @@ impl<'a> Lowerer<'a> {
                     }
                 };
                 let value = array_expr::tidy(&value);
-                if !array_expr::reads_only_own_element(&tgt, &value) {
+                if !array_expr::reads_only_unwritten(&tgt, &value, &vars, &tv.shape) {
                     return refuse(
                         array_expr::NAME,
                         line,

@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{ArrayType, BinOp, ElemRef, Expr, ScalarType, Stmt};
+use port_codegen::ir::{ArrayType, BinOp, ElemRef, Expr, Literal, ScalarType, Stmt};
 
 use crate::ir_util::{map_expr, subst};
 
@@ -305,6 +305,66 @@ pub fn reads_only_own_element(target: &ElemRef, value: &Expr) -> bool {
         if let Expr::Load(r) = e {
             if r.array == target.array && r.indices != target.indices {
                 ok = false;
+            }
+        }
+    });
+    ok
+}
+
+/// Like [`reads_only_own_element`], knowing that the element loop variable
+/// `vars[k]` runs over `0..extents[k]`: a read of the target at another
+/// element is harmless when, in some dimension, it is at a constant the
+/// writes never reach (`v[i, :3] += v[i, 3] * …` writes columns 0..3 and
+/// reads column 3), so no element loop reads what another iteration wrote.
+pub fn reads_only_unwritten(
+    target: &ElemRef,
+    value: &Expr,
+    vars: &[String],
+    extents: &[Expr],
+) -> bool {
+    // The constant interval [lo, hi) an index of the target covers, when
+    // it is `c + v` or `v` for a loop variable with a constant bound.
+    fn bound(e: &Expr) -> Option<i64> {
+        match e {
+            Expr::Lit(Literal::I64(n)) => Some(*n),
+            // `max(…, 0)`: a slice's length is never negative.
+            Expr::Binary(BinOp::Max, a, b) if **b == Expr::Lit(Literal::I64(0)) => bound(a),
+            Expr::Binary(BinOp::Min, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Lit(Literal::I64(n)), _) | (_, Expr::Lit(Literal::I64(n))) => Some(*n),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    let written = |e: &Expr| -> Option<(i64, i64)> {
+        let (c, v) = match e {
+            Expr::Var(v) => (0, v),
+            Expr::Binary(BinOp::Add, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Lit(Literal::I64(c)), Expr::Var(v))
+                | (Expr::Var(v), Expr::Lit(Literal::I64(c))) => (*c, v),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let k = vars.iter().position(|x| x == v)?;
+        let hi = bound(extents.get(k)?)?;
+        Some((c, c + hi))
+    };
+    let mut ok = true;
+    port_codegen::ir::walk_expr(value, &mut |e| {
+        if let Expr::Load(r) = e {
+            if r.array == target.array && r.indices != target.indices {
+                let disjoint =
+                    r.indices
+                        .iter()
+                        .zip(&target.indices)
+                        .any(|(ri, ti)| match (ri, written(ti)) {
+                            (Expr::Lit(Literal::I64(at)), Some((lo, hi))) => *at < lo || *at >= hi,
+                            _ => false,
+                        });
+                if !disjoint {
+                    ok = false;
+                }
             }
         }
     });
