@@ -421,6 +421,7 @@ mod programs {
         lookup_table: "float64[:], int64[:]",
         center_on_first_column: "float64[:,:], int64",
         kick_drift: "float64[:,:], float64[:,:], float64",
+        column_recursive_blur: "float32[:,:,:], float64",
     }
 }
 

@@ -871,12 +871,15 @@ pub const ARGUMENT_LEVEL_CODES: &[&str] = &[
     "PORT116", "PORT117", "PORT118", "PORT119", "PORT120", "PORT121",
 ];
 
-/// Whether the only object-mode findings are [`ARGUMENT_LEVEL_CODES`].
-pub fn only_argument_level(findings: &[crate::model::Finding]) -> bool {
+/// Whether the migration planner should be asked despite an `object`
+/// verdict: every object-mode finding is argument-level, or a call to a
+/// function of the program (PORT113), which the planner inlines and judges
+/// by its own body (`mlp` calling a `softmax` that uses `keepdims=`).
+pub fn planner_may_take(findings: &[crate::model::Finding]) -> bool {
     findings
         .iter()
         .filter(|f| f.severity == Severity::Object)
-        .all(|f| ARGUMENT_LEVEL_CODES.contains(&f.code.as_str()))
+        .all(|f| ARGUMENT_LEVEL_CODES.contains(&f.code.as_str()) || f.code == "PORT113")
 }
 
 pub fn rule(code: &str) -> Option<&'static Rule> {

@@ -220,8 +220,8 @@ pub fn plan_parsed(
     if let Some(rep) = req.report {
         // An object verdict that rests only on how a call's arguments are
         // written (`axis=`, a list shape) is Numba's limit, not port's.
-        let argument_level = rep.verdict == Verdict::Object
-            && port_analyzer::rules::only_argument_level(&rep.findings);
+        let argument_level =
+            rep.verdict == Verdict::Object && port_analyzer::rules::planner_may_take(&rep.findings);
         if rep.verdict == Verdict::Nopython || argument_level {
             nopython = rep
                 .findings

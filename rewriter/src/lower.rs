@@ -1318,7 +1318,9 @@ impl<'a> Lowerer<'a> {
                 let b = self.expr(r, &c.args[0])?;
                 self.dot(r, Val::Array(av.clone()), b, line)
             }
-            "transpose" if c.args.is_empty() => Ok(Val::Array(av.transpose())),
+            "transpose" if c.args.is_empty() && c.keywords.is_empty() => {
+                Ok(Val::Array(av.transpose()))
+            }
             "reshape" | "ravel" | "flatten" | "swapaxes" | "transpose" => {
                 self.shape_method(r, av, method, &c.args, c, line)
             }

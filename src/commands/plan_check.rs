@@ -21,7 +21,7 @@ use port_rewriter::{ArgType, MigrationRequest, PlanOutcome};
 use crate::commands::migrate::{facts_of, local_qualname};
 
 fn worth_asking(f: &FunctionReport) -> bool {
-    port_analyzer::rules::only_argument_level(&f.findings)
+    port_analyzer::rules::planner_may_take(&f.findings)
 }
 
 /// Asks the planner about every function and adjusts verdicts, findings and

@@ -329,6 +329,30 @@ impl Lowerer<'_> {
                 ),
             }
         };
+        // Keywords name what would be positional (`axes=`, `newshape=`,
+        // `axis=`); `order='C'` is the only order; anything else is refused
+        // rather than ignored.
+        let mut all: Vec<ast::Expr> = args.to_vec();
+        for k in &c.keywords {
+            let name = k.arg.as_ref().map(|a| a.as_str()).unwrap_or("**");
+            match (method, name) {
+                ("transpose", "axes")
+                | ("reshape", "newshape" | "shape")
+                | ("flip", "axis")
+                | ("swapaxes", "axis1" | "axis2") => all.push(k.value.clone()),
+                (_, "order")
+                    if matches!(&k.value, ast::Expr::Constant(s)
+                        if matches!(&s.value, ast::Constant::Str(o) if o == "C")) => {}
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!("`{method}`: keyword `{name}` is not supported"),
+                    )
+                }
+            }
+        }
+        let args = all.as_slice();
         let out = match method {
             "ravel" | "flatten" if args.is_empty() => reshape(av, vec![av.size()]),
             "reshape" => {
