@@ -117,6 +117,56 @@ pub fn assumed_types_parsed(
             walk_expr(e, &mut |x: &Expr| observe(x, &mut uses));
         }
     });
+    // A local bound to a slice of a parameter (`cols = A_col[a:b]`) and
+    // used as an index (`x[cols]`) makes the parameter's elements indices.
+    let mut slices_of: HashMap<String, &str> = HashMap::new();
+    // Names on either side of `@`.
+    let mut matmul_operands: Vec<String> = Vec::new();
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        if let Stmt::Assign(a) = s {
+            if let ([Expr::Name(t)], Expr::Subscript(sub)) =
+                (a.targets.as_slice(), a.value.as_ref())
+            {
+                if let Some(p) = name_of(&sub.value).and_then(|n| names.iter().find(|x| *x == n)) {
+                    slices_of.insert(t.id.to_string(), p.as_str());
+                }
+            }
+        }
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| match x {
+                Expr::BinOp(b) if b.op == ast::Operator::MatMult => {
+                    for side in [&b.left, &b.right] {
+                        matmul_operands.extend(name_of(side).map(str::to_string));
+                    }
+                }
+                _ => {}
+            });
+        }
+    });
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| {
+                if let Expr::Subscript(sub) = x {
+                    if let Some(p) = name_of(&sub.slice).and_then(|n| slices_of.get(n)) {
+                        if let Some(u) = uses.get_mut(p) {
+                            u.array = true;
+                            u.index_elems = true;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    // In a function on stacks of matrices (a parameter of 3 or more
+    // dimensions), the operands of `@` are matrices too.
+    if uses.values().any(|u| u.array && u.ndim >= 3) {
+        for n in &matmul_operands {
+            if let Some(u) = uses.get_mut(n.as_str()) {
+                u.array = true;
+                u.ndim = u.ndim.max(2);
+            }
+        }
+    }
     let defaults: HashMap<&str, &Expr> = def
         .args
         .args
@@ -207,6 +257,15 @@ fn mark_bitwise(e: &Expr, uses: &mut HashMap<&str, Use>) {
             }
         }
         _ => {}
+    }
+}
+
+/// `np`, `numpy`, `np.linalg`, …
+fn is_numpy(e: &Expr) -> bool {
+    match e {
+        Expr::Name(n) => n.id.as_str() == "np" || n.id.as_str() == "numpy",
+        Expr::Attribute(a) => is_numpy(&a.value),
+        _ => false,
     }
 }
 
@@ -355,9 +414,8 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                 };
                 let rank = top.map_or(2, |k| if k < 0 { 2 } else { (k + 1).max(2) }) as u8;
                 let operand: Option<&Expr> = match c.func.as_ref() {
-                    Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "np" || n.id.as_str() == "numpy") => {
-                        c.args.first()
-                    }
+                    // `np.max(x, …)`, `np.linalg.norm(x, …)`: a module's function.
+                    Expr::Attribute(a) if is_numpy(&a.value) => c.args.first(),
                     Expr::Attribute(a) => Some(&a.value),
                     _ => None,
                 };
@@ -469,6 +527,16 @@ mod tests {
             sig(src, "k"),
             "int64, float64, float64[:, :], float64[:], int64[:]"
         );
+    }
+
+    #[test]
+    fn slices_used_as_indices_and_batched_matmul_operands() {
+        let src = "def k(row, col, val, x):\n    for i in range(row.size - 1):\n        c = col[row[i]:row[i + 1]]\n        x[i] = val[0] @ x[c]\n";
+        assert_eq!(sig(src, "k"), "int64[:], int64[:], float64[:], float64[:]");
+        let src = "def a(q, v):\n    s = q @ q.transpose(0, 2, 1) / q.shape[2]\n    return s @ v\n";
+        assert_eq!(sig(src, "a"), "float64[:, :, :], float64[:, :]");
+        let src = "def n(X):\n    return X / np.linalg.norm(X, axis=1, keepdims=True)\n";
+        assert_eq!(sig(src, "n"), "float64[:, :]");
     }
 
     #[test]
