@@ -201,14 +201,7 @@ impl Lowerer<'_> {
             }
             ast::Expr::Subscript(_) => {
                 let v = self.expr(r, value)?;
-                match self.expr(r, target)? {
-                    Val::Array(tv) => {
-                        let hint = pyast::subscript_base(target).unwrap_or_default();
-                        self.store_kernel(&tv, &v, &hint, line)
-                    }
-                    Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
-                    _ => refuse("frontend", line, self.single_element_reason()),
-                }
+                self.store_subscript(r, target, v, line)
             }
             _ => refuse(
                 "frontend",
@@ -282,14 +275,9 @@ impl Lowerer<'_> {
     ) -> Lower<()> {
         match target {
             ast::Expr::Name(n) => self.host_assign(n.id.as_str(), v, line),
-            ast::Expr::Subscript(s) if !is_mask_index(&s.slice) => match self.expr(r, target)? {
-                Val::Array(tv) => {
-                    let hint = pyast::subscript_base(target).unwrap_or_default();
-                    self.store_kernel(&tv, &v, &hint, line)
-                }
-                Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
-                _ => refuse("frontend", line, self.single_element_reason()),
-            },
+            ast::Expr::Subscript(s) if !is_mask_index(&s.slice) => {
+                self.store_subscript(r, target, v, line)
+            }
             _ => refuse(
                 "frontend",
                 line,
@@ -298,6 +286,25 @@ impl Lowerer<'_> {
                     self.src.text_of(target)
                 ),
             ),
+        }
+    }
+
+    /// `a[…] = v` for a computed value: a kernel storing a view, or one
+    /// element.
+    fn store_subscript(
+        &mut self,
+        r: &mut Region,
+        target: &ast::Expr,
+        v: Val,
+        line: u32,
+    ) -> Lower<()> {
+        match self.expr(r, target)? {
+            Val::Array(tv) => {
+                let hint = pyast::subscript_base(target).unwrap_or_default();
+                self.store_kernel(&tv, &v, &hint, line)
+            }
+            Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
+            _ => refuse("frontend", line, self.single_element_reason()),
         }
     }
 
@@ -471,14 +478,7 @@ impl Lowerer<'_> {
             // Not a mask: an ordinary subscript.
             let v = self.expr(r, value)?;
             let target = ast::Expr::Subscript(s.clone());
-            return match self.expr(r, &target)? {
-                Val::Array(tv) => {
-                    let hint = pyast::subscript_base(&target).unwrap_or_default();
-                    self.store_kernel(&tv, &v, &hint, line)
-                }
-                Val::Scalar(Expr::Load(er), t, _) => self.store_element(er, t, v, line),
-                _ => refuse("frontend", line, self.single_element_reason()),
-            };
+            return self.store_subscript(r, &target, v, line);
         };
         if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
             return refuse(
