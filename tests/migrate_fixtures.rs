@@ -574,25 +574,10 @@ mod helpers {
     /// comment naming the helper and the call site.
     #[test]
     fn the_wrapper_names_each_inlined_helper() {
-        let tmp = tempfile::tempdir().unwrap();
-        let file = "programs_helpers.py";
-        std::fs::copy(
-            fixture("migrate/programs_helpers.py"),
-            tmp.path().join(file),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "--function",
-                "mlp",
-                file,
-                "--signature",
-                "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:]",
-                "--json",
-            ],
+        let (tmp, _, j) = helper_migration(
+            "mlp",
+            "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:]",
         );
-        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
         assert_eq!(j["status"], "verified", "{j}");
         let diff = std::fs::read_to_string(tmp.path().join(j["patch"].as_str().unwrap())).unwrap();
         for c in [
@@ -613,8 +598,12 @@ mod helpers {
         assert!(diff.contains("softmax1_tmp_out"), "{diff}");
     }
 
-    /// The first reason `port migrate --json` gives for `function`.
-    fn first_refusal(function: &str, signature: &str) -> serde_json::Value {
+    /// `port migrate --json` of `function` in a copy of `programs_helpers.py`:
+    /// the folder (kept alive for the patch), the process and its JSON.
+    fn helper_migration(
+        function: &str,
+        signature: &str,
+    ) -> (tempfile::TempDir, std::process::Output, serde_json::Value) {
         let tmp = tempfile::tempdir().unwrap();
         let file = "programs_helpers.py";
         std::fs::copy(
@@ -633,8 +622,14 @@ mod helpers {
                 "--json",
             ],
         );
-        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
         let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        (tmp, o, j)
+    }
+
+    /// The first reason `port migrate --json` gives for `function`.
+    fn first_refusal(function: &str, signature: &str) -> serde_json::Value {
+        let (_tmp, o, j) = helper_migration(function, signature);
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
         assert_eq!(j["status"], "refused");
         j["reasons"][0].clone()
     }
@@ -667,26 +662,8 @@ mod helpers {
     /// names (not the renamed ones).
     #[test]
     fn refusal_inside_a_helper_names_the_call_site_and_the_helper_line() {
-        let tmp = tempfile::tempdir().unwrap();
-        let file = "programs_helpers.py";
-        std::fs::copy(
-            fixture("migrate/programs_helpers.py"),
-            tmp.path().join(file),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "--function",
-                "smooth_and_total",
-                file,
-                "--signature",
-                "float64[:]",
-                "--json",
-            ],
-        );
+        let (_tmp, o, j) = helper_migration("smooth_and_total", "float64[:]");
         assert!(!o.status.success());
-        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
         assert_eq!(j["status"], "refused");
         let first = &j["reasons"][0];
         assert_eq!(first["line"], 177, "{first}");
