@@ -107,3 +107,43 @@ pub fn json_error(o: &Output, exit: i32, code: &str, needle: &str) -> serde_json
     assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
     j
 }
+
+/// `port migrate` in `dir`, with the project's .venv for the original.
+pub fn migrate_in(dir: &Path, args: &[&str]) -> Output {
+    let venv = repo().join(".venv");
+    let python = venv.join("bin/python");
+    let py = python.to_str().unwrap().to_string();
+    let mut all: Vec<&str> = vec!["migrate"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--python", &py]);
+    Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("VIRTUAL_ENV", &venv)
+        .args(&all)
+        .output()
+        .expect("port runs")
+}
+
+/// Real Numba's verdicts (the oracle venv) on the functions of
+/// `fixtures/{fixture_rel}.py`, as `{fixture_rel}.spec.json` types them.
+pub fn oracle(fixture_rel: &str) -> serde_json::Value {
+    let py = repo().join(".venv-oracle/bin/python");
+    assert!(
+        py.exists(),
+        "the Numba oracle venv is missing: run `make test` (or scripts/setup.sh --oracle)"
+    );
+    let out = std::process::Command::new(py)
+        .arg(repo().join("scripts/oracle.py"))
+        .arg(fixture(&format!("{fixture_rel}.py")))
+        .arg(fixture(&format!("{fixture_rel}.spec.json")))
+        .output()
+        .expect("oracle runs");
+    assert!(
+        out.status.success(),
+        "oracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
+}

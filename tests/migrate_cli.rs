@@ -7,24 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixture, json_error, repo, stderr, stdout, user_error};
-
-fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    let venv = repo().join(".venv");
-    let python = venv.join("bin/python");
-    let py = python.to_str().unwrap().to_string();
-    let mut all: Vec<&str> = vec!["migrate"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--python", &py]);
-    assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("VIRTUAL_ENV", &venv)
-        .args(&all)
-        .output()
-        .expect("port runs")
-}
+use common::{fixture, json_error, migrate_in, repo, stderr, stdout, user_error};
 
 fn copy_fixture(dir: &Path, rel: &str) -> String {
     let name = Path::new(rel)

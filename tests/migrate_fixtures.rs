@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fixture, repo, stderr, stdout};
+use common::{fixture, migrate_in, repo, stderr, stdout};
 
 /// The oracle venv's Python (numba + numba-cuda), made by `make test`.
 fn oracle_python() -> PathBuf {
@@ -20,24 +20,6 @@ fn oracle_python() -> PathBuf {
         p.display()
     );
     p
-}
-
-/// `port migrate` in `dir` with the project's .venv for the original.
-pub fn migrate_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    let venv = repo().join(".venv");
-    let python = venv.join("bin/python");
-    let mut all: Vec<&str> = vec!["migrate"];
-    all.extend_from_slice(args);
-    let py = python.to_str().unwrap().to_string();
-    all.extend_from_slice(&["--python", &py]);
-    assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("VIRTUAL_ENV", &venv)
-        .args(&all)
-        .output()
-        .expect("port runs")
 }
 
 /// Migrates `function` of a copy of `file` with `--write --json`, asserts

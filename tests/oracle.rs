@@ -6,30 +6,6 @@
 mod common;
 use common::*;
 
-use std::process::Command;
-
-fn oracle(fixture_rel: &str) -> serde_json::Value {
-    let py = repo().join(".venv-oracle/bin/python");
-    assert!(
-        py.exists(),
-        "the Numba oracle venv is missing: run `make test` (or scripts/setup.sh --oracle)"
-    );
-    let src = fixture(&format!("{fixture_rel}.py"));
-    let spec = fixture(&format!("{fixture_rel}.spec.json"));
-    let out = Command::new(py)
-        .arg(repo().join("scripts/oracle.py"))
-        .arg(&src)
-        .arg(&spec)
-        .output()
-        .expect("oracle runs");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
-}
-
 fn agree(fixture_rel: &str) -> usize {
     let numba = oracle(fixture_rel);
     let port = analyze_json(&fixture(&format!("{fixture_rel}.py")));

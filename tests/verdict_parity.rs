@@ -12,27 +12,6 @@ mod common;
 use common::*;
 
 use std::collections::HashMap;
-use std::process::Command;
-
-fn oracle(fixture_rel: &str) -> serde_json::Value {
-    let py = repo().join(".venv-oracle/bin/python");
-    assert!(
-        py.exists(),
-        "the Numba oracle venv is missing: run `make test` (or scripts/setup.sh --oracle)"
-    );
-    let out = Command::new(py)
-        .arg(repo().join("scripts/oracle.py"))
-        .arg(fixture(&format!("{fixture_rel}.py")))
-        .arg(fixture(&format!("{fixture_rel}.spec.json")))
-        .output()
-        .expect("oracle runs");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
-}
 
 /// What Numba's nopython mode would say, in port's analysis: object when
 /// any finding forces object mode (a `cuda` verdict may carry such findings
@@ -183,24 +162,6 @@ fn what_migrate_verifies_analyze_calls_cuda() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
-/// `port migrate` with the project's .venv for the original.
-fn migrate_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let venv = repo().join(".venv");
-    let python = venv.join("bin/python");
-    let mut all: Vec<&str> = vec!["migrate"];
-    all.extend_from_slice(args);
-    let py = python.to_str().unwrap().to_string();
-    all.extend_from_slice(&["--python", &py]);
-    assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("VIRTUAL_ENV", &venv)
-        .args(&all)
-        .output()
-        .expect("port runs")
 }
 
 /// The fixture of refusals (two of which port now migrates): for every
