@@ -404,6 +404,7 @@ mod programs {
         center_on_first_column: "float64[:,:], int64",
         kick_drift: "float64[:,:], float64[:,:], float64",
         column_recursive_blur: "float32[:,:,:], float64",
+        column_workspace: "float64[:,:], float64[:,:], float64",
     }
 }
 

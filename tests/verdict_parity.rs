@@ -99,6 +99,32 @@ fn a_reduction_numba_refuses_is_cuda_with_a_lead_note() {
     assert!(codes(f).contains(&"PORT214".to_string()), "{f}");
 }
 
+/// Numba's list of NumPy functions (PORT102) is not port's: a function
+/// Numba needs object mode for because of `np.ndarray` is planned and
+/// `cuda`, one that calls `np.fft` stays `object` with the planner's
+/// reason (naming the call and its line) beside Numba's.
+#[test]
+fn a_numpy_function_numba_lacks_is_left_to_the_planner() {
+    let port = analyze_json(&fixture("migrate/programs.py"));
+    let f = function(&port, "column_workspace");
+    assert_eq!(f["verdict"], "cuda", "{f}");
+    let c = codes(f);
+    assert!(c.contains(&"PORT102".to_string()), "{c:?}");
+    assert!(c.contains(&"PORT406".to_string()), "{c:?}");
+    assert_eq!(f["migration_plan"]["status"], "planned", "{f}");
+
+    let f = function(&port, "spectral_energy");
+    assert_eq!(f["verdict"], "object", "{f}");
+    assert_eq!(f["migration_plan"]["status"], "refused", "{f}");
+    let c = codes(f);
+    assert!(
+        c.contains(&"PORT102".to_string()) && c.contains(&"PORT214".to_string()),
+        "{c:?}"
+    );
+    let reason = f["migration_plan"]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("np.fft.rfft"), "{f}");
+}
+
 #[test]
 fn port_explain_documents_every_new_code() {
     for code in [

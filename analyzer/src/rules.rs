@@ -871,15 +871,27 @@ pub const ARGUMENT_LEVEL_CODES: &[&str] = &[
     "PORT116", "PORT117", "PORT118", "PORT119", "PORT120", "PORT121",
 ];
 
+/// Object-mode findings that are Numba's lists of NumPy functions (PORT102)
+/// and methods (PORT114), not port's: the planner has its own list and
+/// refuses what it cannot take by name and line (`np.ogrid`, `np.ndarray`
+/// are templates to it).
+pub const NUMBA_LIST_CODES: &[&str] = &["PORT102", "PORT114"];
+
 /// Whether the migration planner should be asked despite an `object`
-/// verdict: every object-mode finding is argument-level, or a call to a
-/// function of the program (PORT113), which the planner inlines and judges
-/// by its own body (`mlp` calling a `softmax` that uses `keepdims=`).
+/// verdict: every object-mode finding is argument-level, a NumPy function
+/// or method missing from Numba's lists, or a call to a function of the
+/// program (PORT113), which the planner inlines and judges by its own body
+/// (`mlp` calling a `softmax` that uses `keepdims=`).
 pub fn planner_may_take(findings: &[crate::model::Finding]) -> bool {
     findings
         .iter()
         .filter(|f| f.severity == Severity::Object)
-        .all(|f| ARGUMENT_LEVEL_CODES.contains(&f.code.as_str()) || f.code == "PORT113")
+        .all(|f| {
+            let code = f.code.as_str();
+            ARGUMENT_LEVEL_CODES.contains(&code)
+                || NUMBA_LIST_CODES.contains(&code)
+                || code == "PORT113"
+        })
 }
 
 pub fn rule(code: &str) -> Option<&'static Rule> {
@@ -922,6 +934,24 @@ mod tests {
             };
             assert_eq!(r.severity, expected, "{} is in the wrong group", r.code);
         }
+    }
+
+    #[test]
+    fn numba_list_gaps_let_the_planner_try_other_object_reasons_do_not() {
+        let f = |code: &str| crate::model::Finding {
+            code: code.into(),
+            severity: rule(code).unwrap().severity,
+            line: 1,
+            message: String::new(),
+        };
+        assert!(planner_may_take(&[
+            f("PORT102"),
+            f("PORT116"),
+            f("PORT204")
+        ]));
+        assert!(planner_may_take(&[f("PORT114"), f("PORT113")]));
+        assert!(!planner_may_take(&[f("PORT102"), f("PORT104")]));
+        assert!(!planner_may_take(&[f("PORT106")]));
     }
 
     #[test]
