@@ -405,6 +405,49 @@ mod programs {
         kick_drift: "float64[:,:], float64[:,:], float64",
         column_recursive_blur: "float32[:,:,:], float64",
         column_workspace: "float64[:,:], float64[:,:], float64",
+        despike_signal: "float64[:], float64, int64",
+        softened_inverse_distance: "float64[:,:]",
+        escape_time_real: "float64, float64, float64, float64, int64, int64, int64, float64",
+    }
+
+    /// `a[m] = b[m2]` through another mask has no element-by-element
+    /// meaning: refused, naming the selection, the assignment's mask and
+    /// the line.
+    #[test]
+    fn a_masked_assignment_from_another_mask_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            crate::fixture("migrate/programs.py"),
+            tmp.path().join("programs.py"),
+        )
+        .unwrap();
+        let o = crate::migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "fill_from_another_mask",
+                "programs.py",
+                "--signature",
+                "float64[:], float64[:]",
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", crate::stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&crate::stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        let r = &j["reasons"][0];
+        let text = std::fs::read_to_string(crate::fixture("migrate/programs.py")).unwrap();
+        let line = text
+            .lines()
+            .position(|l| l.trim() == "a[a > 0] = b[b > 0]")
+            .unwrap()
+            + 1;
+        assert_eq!(r["line"], line, "{r}");
+        let m = r["message"].as_str().unwrap();
+        assert!(
+            m.contains("`b[b > 0]` selects through another mask") && m.contains("`[a > 0]`"),
+            "{r}"
+        );
     }
 }
 

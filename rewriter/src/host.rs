@@ -92,6 +92,19 @@ impl Lowerer<'_> {
                     let v = a.value.as_ref().expect("checked");
                     self.host_assign_stmt(r, &a.target, v, line)?
                 }
+                // `a[m] += v` is `a[m] = a[m] + v`, element by element.
+                ast::Stmt::AugAssign(a) if self.is_masked_target(r, &a.target) => {
+                    let ast::Expr::Subscript(s) = a.target.as_ref() else {
+                        unreachable!("a masked target is a subscript")
+                    };
+                    let value = ast::Expr::BinOp(ast::ExprBinOp {
+                        range: a.range,
+                        left: a.target.clone(),
+                        op: a.op,
+                        right: a.value.clone(),
+                    });
+                    self.masked_store(r, s, &value, line)?
+                }
                 ast::Stmt::AugAssign(a) => {
                     let cur = self.expr(r, &a.target)?;
                     let rhs = self.expr(r, &a.value)?;
@@ -462,8 +475,21 @@ fn is_mask_index(e: &ast::Expr) -> bool {
 }
 
 impl Lowerer<'_> {
-    /// `a[mask] = value` for a boolean array `mask` of `a`'s shape and a
-    /// scalar value: `a = np.where(mask, value, a)`, element by element.
+    /// Whether `target` is `a[m]` with `m` a boolean array.
+    fn is_masked_target(&mut self, r: &mut Region, target: &ast::Expr) -> bool {
+        match target {
+            ast::Expr::Subscript(s) if is_mask_index(&s.slice) => matches!(
+                self.expr(r, &s.slice),
+                Ok(Val::Array(m)) if m.elem == port_codegen::ir::ScalarType::Bool
+            ),
+            _ => false,
+        }
+    }
+
+    /// `a[mask] = value` for a boolean array `mask` of `a`'s shape:
+    /// `a = np.where(mask, value, a)`, element by element, where `value`
+    /// is a single value or built from selections through the same mask
+    /// (`masked::masked_value`).
     /// Other indices (an integer name) go the usual way.
     fn masked_store(
         &mut self,
@@ -487,19 +513,13 @@ impl Lowerer<'_> {
                 "fancy indexing with an array of indices: only a boolean mask of the array's shape is supported",
             );
         }
-        let Val::Scalar(v, vt, _) = self.expr(r, value)? else {
-            return refuse(
-                crate::rewrites::array_expr::NAME,
-                line,
-                "`a[mask] = values`: only a single value can be stored through a mask",
-            );
-        };
         let n = base.ndim();
-        let body = crate::ir_util::select(
-            mask.body_in(n),
-            cast_to(v, vt, base.elem),
-            base.body.clone(),
-        );
+        let v = match self.masked_value(r, &s.slice, mask, value, line)? {
+            Val::Scalar(v, vt, _) => cast_to(v, vt, base.elem),
+            Val::Array(av) => cast_to(av.body_in(n), av.elem, base.elem),
+            Val::Tuple(_) => unreachable!("masked_value refuses tuples"),
+        };
+        let body = crate::ir_util::select(mask.body_in(n), v, base.body.clone());
         let new = ArrVal {
             shape: base.shape.clone(),
             elem: base.elem,

@@ -301,3 +301,170 @@ fn one(t: ScalarType) -> Expr {
         cast_to(i64(1), ScalarType::I64, t)
     }
 }
+
+/// Text without spaces, to compare two writings of one mask (`N == k`,
+/// `N==k`).
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+impl Lowerer<'_> {
+    /// The right-hand side of `a[m] = value` (or `a[m] += value`), element
+    /// by element: NumPy stores the selected elements of `value` in order,
+    /// so this is elementwise only when every array `value` reads is a
+    /// selection through the same mask (`b[m]`, with `b` of the mask's
+    /// shape), read here as `b` itself, and everything else is a single
+    /// value (`n`, `x.max()`, `np.sum(b[m])`). Anything else is refused,
+    /// naming it.
+    pub(crate) fn masked_value(
+        &mut self,
+        r: &mut Region,
+        slice: &ast::Expr,
+        mask: &ArrVal,
+        value: &ast::Expr,
+        line: u32,
+    ) -> Lower<Val> {
+        let mask_text = squeezed(self.src.text_of(slice));
+        let same = |this: &Self, e: &ast::Expr| -> bool {
+            matches!(e, ast::Expr::Subscript(s)
+                if squeezed(this.src.text_of(s.slice.as_ref())) == mask_text)
+        };
+        let mut pending = vec![value];
+        while let Some(e) = pending.pop() {
+            if same(self, e) {
+                let ast::Expr::Subscript(s) = e else {
+                    unreachable!("checked above")
+                };
+                match self.expr(r, &s.value)? {
+                    Val::Array(b) if b.ndim() == mask.ndim() => {}
+                    _ => {
+                        return refuse(
+                            NAME,
+                            line,
+                            format!(
+                                "`{}`: a selection through a mask of {} dimension(s) from a value of another shape",
+                                self.src.text_of(e),
+                                mask.ndim()
+                            ),
+                        )
+                    }
+                }
+                continue;
+            }
+            let mentions_selection = {
+                let mut found = false;
+                crate::pyast::walk_expr(e, &mut |x| found |= same(self, x));
+                found
+            };
+            match e {
+                ast::Expr::Constant(_) => {}
+                ast::Expr::BinOp(b) => pending.extend([b.left.as_ref(), b.right.as_ref()]),
+                ast::Expr::UnaryOp(u) => pending.push(&u.operand),
+                ast::Expr::BoolOp(b) => pending.extend(b.values.iter()),
+                ast::Expr::Compare(c) => {
+                    pending.push(&c.left);
+                    pending.extend(c.comparators.iter());
+                }
+                ast::Expr::IfExp(i) => {
+                    pending.extend([i.test.as_ref(), i.body.as_ref(), i.orelse.as_ref()])
+                }
+                ast::Expr::Attribute(a) if mentions_selection => pending.push(&a.value),
+                // A reduction (`b[m].sum()`, `np.max(b)`) is one value.
+                ast::Expr::Call(c) if is_reduction(self, c) => {}
+                ast::Expr::Call(c) if mentions_selection => {
+                    pending.extend(c.args.iter());
+                    pending.extend(c.keywords.iter().map(|k| &k.value));
+                }
+                _ if mentions_selection => {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{}` in a masked assignment: port takes arithmetic and calls of the selections `[{}]`",
+                            self.src.text_of(e),
+                            self.src.text_of(slice)
+                        ),
+                    )
+                }
+                _ => {
+                    // Neither a selection nor built from one: it must be a
+                    // single value (it broadcasts to every selected element).
+                    if let ast::Expr::Subscript(s) = e {
+                        if let Ok(Val::Array(other)) = self.expr(r, &s.slice) {
+                            if other.elem == ScalarType::Bool {
+                                return refuse(
+                                    NAME,
+                                    line,
+                                    format!(
+                                        "`{}` selects through another mask than the assignment's `[{}]`: the selections would not line up element by element",
+                                        self.src.text_of(e),
+                                        self.src.text_of(slice)
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                    if let Val::Array(_) = self.expr(r, e)? {
+                        return refuse(
+                            NAME,
+                            line,
+                            format!(
+                                "`{}` is a whole array on the right of a masked assignment: NumPy stores it into the selected elements in order; port takes selections through the same mask (`x[{}]`) and single values",
+                                self.src.text_of(e),
+                                self.src.text_of(slice)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // Every selection `b[m]` is `b`, element by element.
+        let mut elementwise = value.clone();
+        crate::pyast::walk_expr_mut(&mut elementwise, &mut |x| {
+            if same(self, x) {
+                let ast::Expr::Subscript(s) = x else {
+                    unreachable!("checked above")
+                };
+                *x = (*s.value).clone();
+                return true;
+            }
+            false
+        });
+        let v = self.expr(r, &elementwise)?;
+        match &v {
+            Val::Array(av) if av.ndim() != mask.ndim() => refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}` in a masked assignment: a value of {} dimension(s) for a mask of {}",
+                    self.src.text_of(value),
+                    av.ndim(),
+                    mask.ndim()
+                ),
+            ),
+            Val::Tuple(_) => refuse(NAME, line, "a tuple stored through a boolean mask"),
+            _ => Ok(v),
+        }
+    }
+}
+
+/// Whether `c` reduces to one value (`x.sum()`, `np.max(x)`, `len(x)`).
+fn is_reduction(l: &Lowerer<'_>, c: &ast::ExprCall) -> bool {
+    let has_axis = c.keywords.iter().any(|k| {
+        k.arg
+            .as_ref()
+            .is_some_and(|a| matches!(a.as_str(), "axis" | "keepdims"))
+    });
+    if has_axis {
+        return false;
+    }
+    let name = l.src.resolve(&c.func).unwrap_or_default();
+    if name.starts_with("numpy.") || name == "len" {
+        return c.args.len() == 1 && op_of(&name).is_some();
+    }
+    match c.func.as_ref() {
+        // A method of a value, not of a module.
+        ast::Expr::Attribute(a) => c.args.is_empty() && op_of(a.attr.as_str()).is_some(),
+        _ => false,
+    }
+}

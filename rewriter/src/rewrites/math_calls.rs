@@ -134,6 +134,28 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 (e, ScalarType::Bool)
             })
         }
+        // The comparison ufuncs (`np.less(abs(z), 2.0)`), as the operators.
+        (
+            "less" | "less_equal" | "greater" | "greater_equal" | "equal" | "not_equal",
+            [a, b],
+            true,
+        ) if numpy => {
+            let op = match short {
+                "less" => CmpOp::Lt,
+                "less_equal" => CmpOp::Le,
+                "greater" => CmpOp::Gt,
+                "greater_equal" => CmpOp::Ge,
+                "equal" => CmpOp::Eq,
+                _ => CmpOp::Ne,
+            };
+            map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
+                let common = promote(tx, wx, ty, wy);
+                (
+                    cmp(op, cast_to(x, tx, common), cast_to(y, ty, common)),
+                    ScalarType::Bool,
+                )
+            })
+        }
         ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
         ("negative", [a], true) if numpy => {
             map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Neg, Box::new(e)), t))
