@@ -408,6 +408,9 @@ mod programs {
         despike_signal: "float64[:], float64, int64",
         softened_inverse_distance: "float64[:,:]",
         escape_time_real: "float64, float64, float64, float64, int64, int64, int64, float64",
+        distance_map: "int64, int64, float64, float64",
+        gaussian_window_3d: "int64, float64",
+        sample_plane: "int64, float64",
     }
 
     /// `a[m] = b[m2]` through another mask has no element-by-element

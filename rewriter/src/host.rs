@@ -188,8 +188,18 @@ impl Lowerer<'_> {
                 self.host_assign(n.id.as_str(), v, line)
             }
             ast::Expr::Tuple(t) => {
-                let Val::Tuple(items) = self.expr(r, value)? else {
-                    return refuse("frontend", line, "unpacking a value that is not a tuple");
+                let items = match self.expr(r, value)? {
+                    Val::Tuple(items) => items,
+                    // `I, J = np.mgrid[…]`: an array unpacks along its first axis.
+                    Val::Array(av) if av.shape[0] == i64(t.elts.len() as i64) => (0..t.elts.len())
+                        .map(|k| {
+                            crate::rewrites::array_expr::index(
+                                &av,
+                                vec![crate::rewrites::array_expr::IndexItem::At(i64(k as i64))],
+                            )
+                        })
+                        .collect(),
+                    _ => return refuse("frontend", line, "unpacking a value that is not a tuple"),
                 };
                 if items.len() != t.elts.len() {
                     return refuse("frontend", line, "unpacking the wrong number of values");

@@ -728,6 +728,11 @@ impl<'a> Lowerer<'a> {
             }
             ast::Expr::Attribute(a) => self.attribute(r, e, a, line),
             ast::Expr::Subscript(s) => {
+                match self.src.resolve(&s.value).as_deref() {
+                    Some("numpy.ogrid") => return self.index_grid(r, false, &s.slice, line),
+                    Some("numpy.mgrid") => return self.index_grid(r, true, &s.slice, line),
+                    _ => {}
+                }
                 let base = self.expr(r, &s.value)?;
                 self.subscript(r, base, &s.slice, line)
             }

@@ -1,6 +1,7 @@
 //! Array creation and shape operations as element templates (part of
 //! **array_expr**): `np.zeros/ones/full/empty(_like)` inside an
-//! expression, `np.arange`, `np.linspace`, `np.eye`, and the views
+//! expression, `np.arange`, `np.linspace`, `np.eye`, `np.ogrid[…]` and
+//! `np.mgrid[…]`, and the views
 //! `reshape`/`ravel`/`flatten`, `np.flip`, `np.swapaxes`, `transpose`. A
 //! template costs nothing until it is stored: `np.arange(n) * dx` is one
 //! element kernel, not an allocation and a multiplication.
@@ -505,5 +506,225 @@ fn is_minus_one(e: &Expr) -> bool {
             matches!(x.as_ref(), Expr::Lit(port_codegen::ir::Literal::I64(1)))
         }
         _ => false,
+    }
+}
+
+/// One axis of `np.ogrid`/`np.mgrid`: its length, and its value at
+/// position `k` (an `i64` expression) in the grid's type.
+struct GridAxis {
+    len: Expr,
+    start: Expr,
+    step: Expr,
+}
+
+impl GridAxis {
+    fn at(&self, k: Expr, elem: ScalarType) -> Expr {
+        array_expr::tidy(&add(
+            self.start.clone(),
+            mul(cast_to(k, ScalarType::I64, elem), self.step.clone()),
+        ))
+    }
+}
+
+impl Lowerer<'_> {
+    /// `np.ogrid[a:b, c:d]` (open grids: a tuple of arrays of shapes
+    /// `(n, 1)` and `(1, m)`) and `np.mgrid[a:b, c:d]` (the dense grids as
+    /// one array of shape `(2, n, m)`), as element templates: nothing is
+    /// allocated until stored. One slice gives one 1-D array, as
+    /// `np.arange` would. A complex step `5j` is a number of points, as in
+    /// `np.linspace`.
+    pub(crate) fn index_grid(
+        &mut self,
+        r: &mut Region,
+        dense: bool,
+        slice: &ast::Expr,
+        line: u32,
+    ) -> Lower<Val> {
+        let what = if dense { "np.mgrid" } else { "np.ogrid" };
+        let (items, single): (Vec<&ast::Expr>, bool) = match slice {
+            ast::Expr::Tuple(t) => (t.elts.iter().collect(), false),
+            one => (vec![one], true),
+        };
+        let mut bounds = Vec::new();
+        let mut float = false;
+        for it in &items {
+            let ast::Expr::Slice(s) = it else {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!(
+                        "`{what}[…]` takes slices `start:stop:step`; `{}` is not one",
+                        self.src.text_of(*it)
+                    ),
+                );
+            };
+            let Some(stop) = s.upper.as_deref() else {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{what}[…]`: a slice without a stop"),
+                );
+            };
+            let mut num = |this: &mut Self, e: Option<&ast::Expr>, default: i64| match e {
+                None => Ok((i64(default), ScalarType::I64)),
+                Some(e) => {
+                    let (x, t) = this.scalar(r, e)?;
+                    if t.is_float() || t.is_int() {
+                        Ok((x, t))
+                    } else {
+                        refuse(
+                            array_expr::NAME,
+                            line,
+                            format!(
+                                "`{what}[…]`: `{}` is not a real number",
+                                this.src.text_of(e)
+                            ),
+                        )
+                    }
+                }
+            };
+            let start = num(self, s.lower.as_deref(), 0)?;
+            let stop = num(self, Some(stop), 0)?;
+            // `5j`: five points from start to stop, both included.
+            let points =
+                match s.step.as_deref() {
+                    Some(ast::Expr::Constant(c)) => match &c.value {
+                        ast::Constant::Complex { real, imag } if *real == 0.0 && *imag >= 0.0 => {
+                            Some(imag.trunc() as i64)
+                        }
+                        ast::Constant::Complex { .. } => return refuse(
+                            array_expr::NAME,
+                            line,
+                            format!(
+                                "`{what}[…]`: a complex step must be a number of points like `5j`"
+                            ),
+                        ),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+            let step = match points {
+                Some(_) => (f64(0.0), ScalarType::F64),
+                None => num(self, s.step.as_deref(), 1)?,
+            };
+            float |= points.is_some() || [&start, &stop, &step].iter().any(|(_, t)| t.is_float());
+            bounds.push((start, stop, step, points));
+        }
+        let elem = if float {
+            ScalarType::F64
+        } else {
+            ScalarType::I64
+        };
+        let mut axes = Vec::new();
+        for ((start, st), (stop, pt), (step, sp), points) in bounds {
+            let (start_e, stop_e) = (cast_to(start, st, elem), cast_to(stop, pt, elem));
+            let axis = match points {
+                Some(n) => GridAxis {
+                    len: i64(n.max(0)),
+                    step: if n > 1 {
+                        div(sub(stop_e, start_e.clone()), f64((n - 1) as f64))
+                    } else {
+                        f64(0.0)
+                    },
+                    start: start_e,
+                },
+                None => {
+                    let step_e = cast_to(step, sp, elem);
+                    // NumPy: ceil((stop - start) / step), at least 0.
+                    let len = if float {
+                        cast(
+                            ScalarType::I64,
+                            math(
+                                port_codegen::ir::MathFn::Ceil,
+                                vec![div(sub(stop_e, start_e.clone()), step_e.clone())],
+                            ),
+                        )
+                    } else {
+                        let sign = select(
+                            cmp(port_codegen::ir::CmpOp::Gt, step_e.clone(), i64(0)),
+                            i64(1),
+                            i64(-1),
+                        );
+                        binary(
+                            BinOp::FloorDiv,
+                            sub(add(sub(stop_e, start_e.clone()), step_e.clone()), sign),
+                            step_e.clone(),
+                        )
+                    };
+                    GridAxis {
+                        len: array_expr::tidy(&array_expr::nonneg(len)),
+                        start: start_e,
+                        step: step_e,
+                    }
+                }
+            };
+            axes.push(axis);
+        }
+        let k = axes.len();
+        let out = if single {
+            Val::Array(ArrVal {
+                shape: vec![axes[0].len.clone()],
+                elem,
+                body: axes[0].at(var(&ph(0)), elem),
+                computed: true,
+            })
+        } else if dense {
+            if k + 1 > port_codegen::ir::MAX_DIMS as usize {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!(
+                        "`{what}` of {k} axes is an array of {} dimensions: kernels take 1 to 4",
+                        k + 1
+                    ),
+                );
+            }
+            // Element (d, i_0, …) is axis d's value at i_d.
+            let mut body = axes[k - 1].at(var(&ph(k)), elem);
+            for d in (0..k - 1).rev() {
+                body = select(
+                    cmp(port_codegen::ir::CmpOp::Eq, var(&ph(0)), i64(d as i64)),
+                    axes[d].at(var(&ph(d + 1)), elem),
+                    body,
+                );
+            }
+            let mut shape = vec![i64(k as i64)];
+            shape.extend(axes.iter().map(|a| a.len.clone()));
+            Val::Array(ArrVal {
+                shape,
+                elem,
+                body,
+                computed: true,
+            })
+        } else {
+            if k > port_codegen::ir::MAX_DIMS as usize {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{what}` of {k} axes: kernels take 1 to 4 dimensions"),
+                );
+            }
+            // Grid d varies along axis d and has extent 1 elsewhere.
+            Val::Tuple(
+                axes.iter()
+                    .enumerate()
+                    .map(|(d, a)| {
+                        let mut shape = vec![i64(1); k];
+                        shape[d] = a.len.clone();
+                        Val::Array(ArrVal {
+                            shape,
+                            elem,
+                            body: a.at(var(&ph(d)), elem),
+                            computed: true,
+                        })
+                    })
+                    .collect(),
+            )
+        };
+        self.log.applied(
+            array_expr::NAME,
+            format!("`{what}[…]` as element templates (line {line})"),
+        );
+        Ok(out)
     }
 }

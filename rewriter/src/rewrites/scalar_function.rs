@@ -43,6 +43,11 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
                     creates |= crate::rewrites::hoist_alloc::is_allocation(&name)
                         || matches!(name.as_str(), "numpy.eye" | "numpy.identity");
                 }
+                // `np.ogrid[…]`, `np.mgrid[…]` build index grids.
+                if let ast::Expr::Subscript(s) = x {
+                    let name = src.resolve(&s.value).unwrap_or_default();
+                    creates |= matches!(name.as_str(), "numpy.ogrid" | "numpy.mgrid");
+                }
             });
         }
     });
