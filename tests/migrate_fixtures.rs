@@ -411,6 +411,8 @@ mod programs {
         distance_map: "int64, int64, float64, float64",
         gaussian_window_3d: "int64, float64",
         sample_plane: "int64, float64",
+        ogrid_stencil_3d: "float64[:,:,:], float64[:,:,:], int64",
+        neighbour_average: "float64[:,:], int64[:,:,:]",
     }
 
     /// `a[m] = b[m2]` through another mask has no element-by-element

@@ -321,6 +321,12 @@ impl Lowerer<'_> {
         v: Val,
         line: u32,
     ) -> Lower<()> {
+        if let ast::Expr::Subscript(s) = target {
+            if let Some(tv) = self.grid_view(r, s, line)? {
+                let hint = pyast::subscript_base(target).unwrap_or_default();
+                return self.store_kernel(&tv, &v, &hint, line);
+            }
+        }
         match self.expr(r, target)? {
             Val::Array(tv) => {
                 let hint = pyast::subscript_base(target).unwrap_or_default();

@@ -586,23 +586,24 @@ impl Lowerer<'_> {
             let start = num(self, s.lower.as_deref(), 0)?;
             let stop = num(self, Some(stop), 0)?;
             // `5j`: five points from start to stop, both included.
-            let points =
-                match s.step.as_deref() {
-                    Some(ast::Expr::Constant(c)) => match &c.value {
-                        ast::Constant::Complex { real, imag } if *real == 0.0 && *imag >= 0.0 => {
-                            Some(imag.trunc() as i64)
-                        }
-                        ast::Constant::Complex { .. } => return refuse(
+            let points = match s.step.as_deref() {
+                Some(ast::Expr::Constant(c)) => match &c.value {
+                    ast::Constant::Complex { real, imag } if *real == 0.0 && *imag >= 0.0 => {
+                        Some(imag.trunc() as i64)
+                    }
+                    ast::Constant::Complex { .. } => {
+                        return refuse(
                             array_expr::NAME,
                             line,
                             format!(
                                 "`{what}[…]`: a complex step must be a number of points like `5j`"
                             ),
-                        ),
-                        _ => None,
-                    },
+                        )
+                    }
                     _ => None,
-                };
+                },
+                _ => None,
+            };
             let step = match points {
                 Some(_) => (f64(0.0), ScalarType::F64),
                 None => num(self, s.step.as_deref(), 1)?,
@@ -661,12 +662,15 @@ impl Lowerer<'_> {
             axes.push(axis);
         }
         let k = axes.len();
+        // Not `computed`: a grid reads no array, so a name bound to it is
+        // the template itself (no copy to protect), allocated only if
+        // stored, and a store through open grids can see their indices.
         let out = if single {
             Val::Array(ArrVal {
                 shape: vec![axes[0].len.clone()],
                 elem,
                 body: axes[0].at(var(&ph(0)), elem),
-                computed: true,
+                computed: false,
             })
         } else if dense {
             if k + 1 > port_codegen::ir::MAX_DIMS as usize {
@@ -694,7 +698,7 @@ impl Lowerer<'_> {
                 shape,
                 elem,
                 body,
-                computed: true,
+                computed: false,
             })
         } else {
             if k > port_codegen::ir::MAX_DIMS as usize {
@@ -715,7 +719,7 @@ impl Lowerer<'_> {
                             shape,
                             elem,
                             body: a.at(var(&ph(d)), elem),
-                            computed: true,
+                            computed: false,
                         })
                     })
                     .collect(),
