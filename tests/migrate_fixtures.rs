@@ -413,6 +413,7 @@ mod programs {
         sample_plane: "int64, float64",
         ogrid_stencil_3d: "float64[:,:,:], float64[:,:,:], int64",
         neighbour_average: "float64[:,:], int64[:,:,:]",
+        energy_history: "float64[:,:], float64[:,:], float64[:], float64, float64, int64",
     }
 
     /// `a[m] = b[m2]` through another mask has no element-by-element

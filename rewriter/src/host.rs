@@ -207,15 +207,30 @@ impl Lowerer<'_> {
                 if self.tuple_rebind(&t.elts, &items, line)? {
                     return Ok(());
                 }
+                // `KE[i], PE[i] = energies(…)`: every value is computed
+                // before the first store, as Python does.
+                let stores = t.elts.iter().any(|e| matches!(e, ast::Expr::Subscript(_)));
+                let items = if stores {
+                    let mut settled = Vec::new();
+                    for v in items {
+                        settled.push(self.settle_chained(v, line)?);
+                    }
+                    settled
+                } else {
+                    items
+                };
                 for (tgt, v) in t.elts.iter().zip(items) {
-                    let ast::Expr::Name(n) = tgt else {
-                        return refuse(
-                            "frontend",
-                            line,
-                            "unpacking into something other than names",
-                        );
-                    };
-                    self.host_assign(n.id.as_str(), v, line)?;
+                    match tgt {
+                        ast::Expr::Name(n) => self.host_assign(n.id.as_str(), v, line)?,
+                        ast::Expr::Subscript(_) => self.store_subscript(r, tgt, v, line)?,
+                        _ => {
+                            return refuse(
+                                "frontend",
+                                line,
+                                "unpacking into something other than names and subscripts",
+                            )
+                        }
+                    }
                 }
                 Ok(())
             }

@@ -282,6 +282,40 @@ impl Lowerer<'_> {
                 let one = cmp(port_codegen::ir::CmpOp::Eq, var(&ph(0)), var(&ph(1)));
                 filled(vec![n.clone(), n], t, cast_to(one, ScalarType::Bool, t))
             }
+            "hstack" | "vstack" | "concatenate" => return self.joined(r, short, c, line).map(Some),
+            "triu" | "tril" => {
+                let Some(Val::Array(av)) = c.args.first().map(|a| self.expr(r, a)).transpose()?
+                else {
+                    return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
+                };
+                let k = match c.args.get(1).or(c.keywords.first().map(|k| &k.value)) {
+                    None => 0,
+                    Some(e) => match self.src.eval_const(e) {
+                        Some(crate::source::Const::Int(k)) => k,
+                        _ => {
+                            return refuse(
+                                array_expr::NAME,
+                                line,
+                                format!("`{short}`: the diagonal must be an integer constant"),
+                            )
+                        }
+                    },
+                };
+                let n = av.ndim();
+                if n < 2 {
+                    return refuse(array_expr::NAME, line, format!("`{short}` of a 1-D array"));
+                }
+                // triu keeps column - row >= k, tril column - row <= k.
+                let d = sub(var(&ph(n - 1)), var(&ph(n - 2)));
+                let op = if short == "triu" {
+                    port_codegen::ir::CmpOp::Ge
+                } else {
+                    port_codegen::ir::CmpOp::Le
+                };
+                let keep = cmp(op, d, i64(k));
+                let zero = crate::ir_util::lit(av.elem, 0.0);
+                Val::Array(av.map(av.elem, |x| select(keep, x, zero)))
+            }
             "reshape" | "ravel" | "flip" | "swapaxes" | "transpose" => {
                 let Some(first) = c.args.first() else {
                     return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
@@ -730,5 +764,149 @@ impl Lowerer<'_> {
             format!("`{what}[…]` as element templates (line {line})"),
         );
         Ok(out)
+    }
+}
+
+impl Lowerer<'_> {
+    /// `np.hstack`, `np.vstack`, `np.concatenate` of a tuple or list of
+    /// arrays, as a template: each element reads the part its position
+    /// falls in (the others' indices are clamped, since both sides of a
+    /// select are evaluated).
+    fn joined(&mut self, r: &mut Region, short: &str, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let items: Vec<&ast::Expr> = match c.args.first() {
+            Some(ast::Expr::Tuple(t)) => t.elts.iter().collect(),
+            Some(ast::Expr::List(l)) => l.elts.iter().collect(),
+            _ => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`np.{short}` of a tuple or list of arrays written out"),
+                )
+            }
+        };
+        let mut axis_e = c.args.get(1);
+        for k in &c.keywords {
+            match k.arg.as_ref().map(|a| a.as_str()) {
+                Some("axis") if short == "concatenate" => axis_e = Some(&k.value),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!("`{}`: unsupported keyword argument", self.src.text_of(c)),
+                    )
+                }
+            }
+        }
+        let mut parts = Vec::new();
+        for it in &items {
+            match self.expr(r, it)? {
+                Val::Array(av) => parts.push(av),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`np.{short}` of `{}`, which is not an array",
+                            self.src.text_of(*it)
+                        ),
+                    )
+                }
+            }
+        }
+        if parts.is_empty() {
+            return refuse(array_expr::NAME, line, format!("`np.{short}` of nothing"));
+        }
+        let ndim = parts[0].ndim();
+        if parts.iter().any(|p| p.ndim() != ndim) {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`np.{short}` of arrays with different numbers of dimensions"),
+            );
+        }
+        // vstack stacks 1-D arrays as rows.
+        if short == "vstack" && ndim == 1 {
+            parts = parts
+                .iter()
+                .map(|p| p.reindexed(vec![i64(1), p.shape[0].clone()], &[var(&ph(1))]))
+                .collect();
+        }
+        let ndim = parts[0].ndim();
+        let axis = match short {
+            "hstack" if ndim == 1 => 0,
+            "hstack" => 1,
+            "vstack" => 0,
+            _ => match axis_e.map(|e| self.src.eval_const(e)) {
+                None => 0,
+                Some(Some(crate::source::Const::Int(a))) if (-(ndim as i64)..ndim as i64).contains(&a) => {
+                    a.rem_euclid(ndim as i64) as usize
+                }
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "`np.concatenate`: the axis must be an integer constant within the arrays' dimensions",
+                    )
+                }
+            },
+        };
+        let elem = parts
+            .iter()
+            .map(|p| p.elem)
+            .reduce(crate::ir_util::join)
+            .expect("at least one part");
+        let at = var(&ph(axis));
+        let mut offsets = vec![i64(0)];
+        for p in &parts {
+            let last = offsets.last().cloned().expect("starts with 0");
+            offsets.push(array_expr::tidy(&add(last, p.shape[axis].clone())));
+        }
+        let part_body = |k: usize| {
+            let p = &parts[k];
+            let local = binary(
+                BinOp::Max,
+                binary(
+                    BinOp::Min,
+                    sub(at.clone(), offsets[k].clone()),
+                    sub(p.shape[axis].clone(), i64(1)),
+                ),
+                i64(0),
+            );
+            let idx: Vec<Expr> = (0..ndim)
+                .map(|d| {
+                    if d == axis {
+                        local.clone()
+                    } else {
+                        var(&ph(d))
+                    }
+                })
+                .collect();
+            cast_to(p.element(&idx), p.elem, elem)
+        };
+        let last = parts.len() - 1;
+        let mut body = part_body(last);
+        for k in (0..last).rev() {
+            body = select(
+                cmp(
+                    port_codegen::ir::CmpOp::Lt,
+                    at.clone(),
+                    offsets[k + 1].clone(),
+                ),
+                part_body(k),
+                body,
+            );
+        }
+        let mut shape = parts[0].shape.clone();
+        shape[axis] = offsets[parts.len()].clone();
+        self.log.applied(
+            array_expr::NAME,
+            format!("`np.{short}` as an element template (line {line})"),
+        );
+        Ok(Val::Array(ArrVal {
+            shape,
+            elem,
+            body,
+            computed: true,
+        }))
     }
 }
