@@ -414,6 +414,7 @@ mod programs {
         ogrid_stencil_3d: "float64[:,:,:], float64[:,:,:], int64",
         neighbour_average: "float64[:,:], int64[:,:,:]",
         energy_history: "float64[:,:], float64[:,:], float64[:], float64, float64, int64",
+        scale_by_pivot_columns: "float64[:,:], float64[:,:]",
     }
 
     /// `a[m] = b[m2]` through another mask has no element-by-element

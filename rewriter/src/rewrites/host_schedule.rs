@@ -102,9 +102,16 @@ impl Lowerer<'_> {
         // on the host with the helper inlined (a time loop calling
         // `build_up_b(b, …)`).
         let calls = self.body_calls_app(&f.body);
+        // So does one whose body rebinds a name to an array expression of
+        // an array it then changes (vadv's `divided = 1.0 / bcol`): on the
+        // host that name is a temporary array, in one kernel it cannot be.
+        let needs_temporary = parallel
+            .message
+            .contains("temporary array inside the kernel");
         if parallel.rewrite != dependences::NAME
             && parallel.rewrite != super::axis_reduction::NAME
             && !calls
+            && !needs_temporary
         {
             return Err(parallel);
         }
