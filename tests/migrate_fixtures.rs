@@ -704,3 +704,26 @@ mod dtypes {
         csr_spmv_u32: "uint32[:], uint32[:], float64[:], float64[:]",
     }
 }
+
+/// Complex numbers as signal processing and wave physics use them: DFTs,
+/// spectra, beamforming, a Schrödinger step, escape-time fractals, in
+/// complex128 and complex64, with NumPy 2's promotion (`x_f32 * 1j` is
+/// complex64) and `allclose` on the modulus of the difference.
+mod complex {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_complex.py";
+        dft: "complex128[:]",
+        cross_spectrum: "complex128[:], complex128[:]",
+        modulate_c64: "complex64[:], float64, float32[:]",
+        beamform: "complex128[:,:], complex128[:]",
+        total_power: "complex128[:]",
+        coherence_matrix: "complex128[:,:], complex128[:,:]",
+        schrodinger_1d: "complex128[:], float64[:], float64, float64, int64",
+        fresnel_phase: "complex128[:,:], float64, float64, float64",
+        split_step_c64: "complex64[:], float32[:], float64, int64",
+        escape_counts: "float64, float64, float64, float64, int64, int64, int64",
+        julia_escape: "complex128[:], complex128, int64",
+    }
+}

@@ -104,6 +104,10 @@ pub enum ArrayData {
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+    /// `complex64` elements as `[re, im]`.
+    C64(Vec<[f32; 2]>),
+    /// `complex128` elements as `[re, im]`.
+    C128(Vec<[f64; 2]>),
 }
 
 impl ArrayData {
@@ -120,6 +124,8 @@ impl ArrayData {
             ArrayData::U16(_) => ScalarType::U16,
             ArrayData::U32(_) => ScalarType::U32,
             ArrayData::U64(_) => ScalarType::U64,
+            ArrayData::C64(_) => ScalarType::C64,
+            ArrayData::C128(_) => ScalarType::C128,
         }
     }
 
@@ -136,6 +142,8 @@ impl ArrayData {
             ArrayData::U16(v) => v.len(),
             ArrayData::U32(v) => v.len(),
             ArrayData::U64(v) => v.len(),
+            ArrayData::C64(v) => v.len(),
+            ArrayData::C128(v) => v.len(),
         }
     }
 
@@ -156,6 +164,8 @@ impl ArrayData {
             ArrayData::U16(v) => v.as_mut_ptr().cast(),
             ArrayData::U32(v) => v.as_mut_ptr().cast(),
             ArrayData::U64(v) => v.as_mut_ptr().cast(),
+            ArrayData::C64(v) => v.as_mut_ptr().cast(),
+            ArrayData::C128(v) => v.as_mut_ptr().cast(),
         }
     }
 }
@@ -180,6 +190,8 @@ from_vec!(u8, U8);
 from_vec!(u16, U16);
 from_vec!(u32, U32);
 from_vec!(u64, U64);
+from_vec!([f32; 2], C64);
+from_vec!([f64; 2], C128);
 
 /// An array argument: a buffer with a shape and element strides.
 /// Strides are in elements and non-negative; every element the shape and

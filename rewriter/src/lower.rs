@@ -591,11 +591,12 @@ impl<'a> Lowerer<'a> {
                 },
                 ast::Constant::Float(f) => Ok(Val::Scalar(f64(*f), ScalarType::F64, true)),
                 ast::Constant::Bool(b) => Ok(Val::Scalar(bool(*b), ScalarType::Bool, true)),
-                ast::Constant::Complex { .. } => refuse(
-                    "frontend",
-                    line,
-                    "complex numbers: port's kernels work on real scalars (split into real and imaginary parts)",
-                ),
+                // A Python complex is weak like a float (`x_f32 * 1j` is complex64).
+                ast::Constant::Complex { real, imag } => Ok(Val::Scalar(
+                    Expr::Complex(Box::new(f64(*real)), Box::new(f64(*imag))),
+                    ScalarType::C128,
+                    true,
+                )),
                 _ => refuse(
                     "frontend",
                     line,
@@ -615,7 +616,11 @@ impl<'a> Lowerer<'a> {
                 let v = self.expr(r, &u.operand)?;
                 let out = array_expr::map1(&v, &mut |x, t| match u.op {
                     ast::UnaryOp::USub => {
-                        let t2 = if t == ScalarType::Bool { ScalarType::I64 } else { t };
+                        let t2 = if t == ScalarType::Bool {
+                            ScalarType::I64
+                        } else {
+                            t
+                        };
                         (Expr::Unary(UnaryOp::Neg, Box::new(cast_to(x, t, t2))), t2)
                     }
                     ast::UnaryOp::UAdd => (x, t),
@@ -674,13 +679,29 @@ impl<'a> Lowerer<'a> {
                             )
                         }
                     };
+                    let mut ordered_complex = false;
                     let one = array_expr::map2(&left, &rv, &mut |(x, tx, wx), (y, ty, wy)| {
                         let t = promote(tx, wx, ty, wy);
-                        (cmp(cop, cast_to(x, tx, t), cast_to(y, ty, t)), ScalarType::Bool)
+                        ordered_complex |= t.is_complex() && !matches!(cop, CmpOp::Eq | CmpOp::Ne);
+                        (
+                            cmp(cop, cast_to(x, tx, t), cast_to(y, ty, t)),
+                            ScalarType::Bool,
+                        )
                     })
                     .ok_or_else(|| {
-                        Box::new(crate::error::Reason::new("frontend", line, "comparison of tuples"))
+                        Box::new(crate::error::Reason::new(
+                            "frontend",
+                            line,
+                            "comparison of tuples",
+                        ))
                     })?;
+                    if ordered_complex {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "`<`/`>` on complex numbers: compare `abs(z)` or `z.real`",
+                        );
+                    }
                     acc = Some(match acc {
                         None => one,
                         Some(a) => array_expr::map2(&a, &one, &mut |(x, _, _), (y, _, _)| {
@@ -771,12 +792,22 @@ impl<'a> Lowerer<'a> {
                 t
             };
             let (cx, cy) = (cast_to(x.clone(), tx, t), cast_to(y.clone(), ty, t));
+            if t.is_complex() && !matches!(op, O::Add | O::Sub | O::Mult | O::Div | O::Pow) {
+                // NumPy raises a TypeError for `//`, `%` and bitwise
+                // operators on complex numbers.
+                failed = Some("this operator on complex numbers (NumPy refuses it too)");
+                return (cx, t);
+            }
             match op {
                 O::Add => (add(cx, cy), t),
                 O::Sub => (sub(cx, cy), t),
                 O::Mult => (mul(cx, cy), t),
                 O::Div => {
-                    let ft = if t.is_float() { t } else { ScalarType::F64 };
+                    let ft = if t.is_float() || t.is_complex() {
+                        t
+                    } else {
+                        ScalarType::F64
+                    };
                     (div(cast_to(x, tx, ft), cast_to(y, ty, ft)), ft)
                 }
                 O::FloorDiv => (binary(BinOp::FloorDiv, cx, cy), t),
@@ -863,6 +894,15 @@ impl<'a> Lowerer<'a> {
             }
         }
         let base = self.expr(r, &a.value)?;
+        if matches!(attr, "real" | "imag") && !matches!(base, Val::Tuple(_)) {
+            let p = if attr == "real" {
+                port_codegen::ir::Part::Re
+            } else {
+                port_codegen::ir::Part::Im
+            };
+            let out = array_expr::map1(&base, &mut |e, t| math_calls::real_or_imag(p, e, t));
+            return Ok(out.expect("a scalar or an array"));
+        }
         let Val::Array(av) = base else {
             return refuse(
                 "frontend",
@@ -1184,8 +1224,39 @@ impl<'a> Lowerer<'a> {
             let b = self.expr(r, &c.args[1])?;
             return self.outer(a, b, line);
         }
-        if matches!(name.as_str(), "numpy.dot" | "numpy.vdot" | "numpy.inner") && c.args.len() == 2
-        {
+        if name == "numpy.vdot" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Both flattened, the first conjugated: a whole-array sum of
+            // elementwise products (arrays of one shape).
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            let same = match (&a, &b) {
+                (Val::Array(x), Val::Array(y)) => x.shape == y.shape,
+                _ => false,
+            };
+            if !same {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.vdot` of values other than two arrays of one shape",
+                );
+            }
+            let ca = math_calls::call("numpy.conj", &[a]).expect("np.conj of an array");
+            let prod = self.binop(ast::Operator::Mult, &ca, &b, line)?;
+            return self.reduce(r, Reduce::Sum, prod, line);
+        }
+        if name == "numpy.inner" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Over the last axes: `a @ b.T` for matrices, a dot for vectors.
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return match (&a, &b) {
+                (Val::Array(_), Val::Array(y)) if y.ndim() == 2 => {
+                    let bt = Val::Array(y.transpose());
+                    self.dot(r, a, bt, line)
+                }
+                _ => self.dot(r, a, b, line),
+            };
+        }
+        if name == "numpy.dot" && c.args.len() == 2 {
             let a = self.expr(r, &c.args[0])?;
             let b = self.expr(r, &c.args[1])?;
             return self.dot(r, a, b, line);
@@ -1243,8 +1314,14 @@ impl<'a> Lowerer<'a> {
         if let Some(v) = math_calls::call(&name, &args) {
             if math_calls::math_fn(&name).is_some() {
                 let mf = math_calls::math_fn(&name).map_or(short.as_str(), |f| f.name());
+                let complex = args.iter().any(|a| match a {
+                    Val::Scalar(_, t, _) => t.is_complex(),
+                    Val::Array(av) => av.elem.is_complex(),
+                    Val::Tuple(_) => false,
+                });
+                let module = if complex { "cmath" } else { "math" };
                 let note = if is_numpy {
-                    format!("`np.{short}` → `math.{mf}` (line {line})")
+                    format!("`np.{short}` → `{module}.{mf}` (line {line})")
                 } else {
                     format!("`{name}` on the device (line {line})")
                 };
@@ -1318,6 +1395,10 @@ impl<'a> Lowerer<'a> {
                 let b = self.expr(r, &c.args[0])?;
                 self.dot(r, Val::Array(av.clone()), b, line)
             }
+            "conj" | "conjugate" if c.args.is_empty() && c.keywords.is_empty() => {
+                Ok(math_calls::call("numpy.conj", &[Val::Array(av.clone())])
+                    .expect("np.conj of an array"))
+            }
             "transpose" if c.args.is_empty() && c.keywords.is_empty() => {
                 Ok(Val::Array(av.transpose()))
             }
@@ -1367,6 +1448,13 @@ impl<'a> Lowerer<'a> {
             }
             Val::Tuple(_) => return refuse("frontend", line, "a reduction over a tuple"),
         };
+        if av.elem.is_complex() && matches!(op, Reduce::Max | Reduce::Min) {
+            return refuse(
+                "frontend",
+                line,
+                "max/min of complex numbers (NumPy orders them lexicographically): reduce `abs(z)` or `z.real`",
+            );
+        }
         if r.kind == RegionKind::Host {
             self.whole_reduction(op, &av, line)
         } else {
@@ -1822,11 +1910,14 @@ impl<'a> Lowerer<'a> {
                     "atomic update with an array",
                 );
             };
-            if et == ScalarType::Bool {
+            if et == ScalarType::Bool || et.is_complex() {
                 return refuse(
                     crate::rewrites::dependences::NAME,
                     line,
-                    "atomic update of a bool array",
+                    format!(
+                        "atomic update of a {} array (numba-cuda has no atomic for it)",
+                        crate::types::numba_scalar(et)
+                    ),
                 );
             }
             let mut v = cast_to(e, t, et);
@@ -2028,7 +2119,50 @@ impl<'a> Lowerer<'a> {
         };
         self.docs.insert(name.clone(), doc);
         let shared_names: Vec<String> = shared.iter().map(|s| s.name.clone()).collect();
-        let params = self.kernel_params(&body, &shared_names);
+        let mut body = body;
+        // A kernel takes no complex scalar: the host passes its parts and
+        // the kernel puts them back together.
+        let mut prelude = Vec::new();
+        let mut params = Vec::new();
+        for p in self.kernel_params(&body, &shared_names) {
+            let t = match p.ty {
+                Type::Scalar(t) if t.is_complex() => t,
+                _ => {
+                    params.push(p);
+                    continue;
+                }
+            };
+            let part_t = t.component();
+            let z = p.name;
+            let (re, im) = (
+                self.fresh(&format!("{z}_re")),
+                self.fresh(&format!("{z}_im")),
+            );
+            for (n, part) in [
+                (&re, port_codegen::ir::Part::Re),
+                (&im, port_codegen::ir::Part::Im),
+            ] {
+                self.steps.push(HostStep::Scalar {
+                    name: n.clone(),
+                    ty: part_t,
+                    value: Expr::Part(part, Box::new(var(&z))),
+                });
+                self.host.insert(n.clone(), HostBind::Scalar(part_t));
+                params.push(Param {
+                    name: n.clone(),
+                    ty: Type::Scalar(part_t),
+                });
+            }
+            prelude.push(let_(
+                &z,
+                t,
+                Expr::Complex(Box::new(var(&re)), Box::new(var(&im))),
+            ));
+        }
+        if !prelude.is_empty() {
+            prelude.append(&mut body);
+            body = prelude;
+        }
         let args = params.iter().map(|p| p.name.clone()).collect();
         let shape = self.hostify_launch(shape);
         self.module.kernels.push(Kernel {
@@ -2278,7 +2412,11 @@ fn pow(
     }
     if let Expr::Lit(Literal::F64(v)) = y {
         if v == 2.0 {
-            let ft = if t.is_float() { t } else { ScalarType::F64 };
+            let ft = if t.is_float() || t.is_complex() {
+                t
+            } else {
+                ScalarType::F64
+            };
             let b = cast_to(x, tx, ft);
             return (mul(b.clone(), b), ft);
         }
