@@ -140,6 +140,27 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 (e, ScalarType::Bool)
             })
         }
+        (
+            "less" | "less_equal" | "greater" | "greater_equal" | "equal" | "not_equal",
+            [a, b],
+            true,
+        ) if numpy => {
+            let op = match short {
+                "less" => CmpOp::Lt,
+                "less_equal" => CmpOp::Le,
+                "greater" => CmpOp::Gt,
+                "greater_equal" => CmpOp::Ge,
+                "equal" => CmpOp::Eq,
+                _ => CmpOp::Ne,
+            };
+            map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
+                let t = promote(tx, wx, ty, wy);
+                (
+                    cmp(op, cast_to(x, tx, t), cast_to(y, ty, t)),
+                    ScalarType::Bool,
+                )
+            })
+        }
         ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
         ("negative", [a], true) if numpy => {
             map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Neg, Box::new(e)), t))
@@ -374,7 +395,8 @@ fn complex_call(name: &str, short: &str, numpy: bool, args: &[Val]) -> Option<Op
     }
     match (short, numpy || !name.contains('.')) {
         (
-            "abs" | "absolute" | "square" | "negative" | "where" | "isnan" | "isinf" | "isfinite",
+            "abs" | "absolute" | "square" | "negative" | "where" | "isnan" | "isinf" | "isfinite"
+            | "equal" | "not_equal",
             true,
         ) => None,
         _ => Some(None),
