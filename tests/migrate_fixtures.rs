@@ -727,3 +727,18 @@ mod complex {
         julia_escape: "complex128[:], complex128, int64",
     }
 }
+
+/// NumPy library routines port composes from its own kernels: `np.cov`
+/// (centre, then `@` with the conjugate transpose), `np.inner`, `np.vdot`
+/// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`.
+mod library {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_library.py";
+        portfolio_risk: "float64[:,:], float64[:]",
+        feature_covariance: "float64[:,:]",
+        gram_scores: "float64[:,:], float64[:,:]",
+        flat_similarity: "float64[:,:], float64[:,:]",
+    }
+}

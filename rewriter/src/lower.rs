@@ -1224,20 +1224,38 @@ impl<'a> Lowerer<'a> {
             let b = self.expr(r, &c.args[1])?;
             return self.outer(a, b, line);
         }
+        if matches!(
+            name.as_str(),
+            "numpy.trace" | "numpy.diagonal" | "numpy.diag"
+        ) && c.args.len() == 1
+            && c.keywords.is_empty()
+        {
+            let v = self.expr(r, &c.args[0])?;
+            let diag = self.diagonal(&name, v, line)?;
+            if name == "numpy.trace" {
+                return self.reduce(r, Reduce::Sum, diag, line);
+            }
+            return Ok(diag);
+        }
+        if name == "numpy.cov" && c.args.len() == 1 {
+            return self.cov(r, c, line);
+        }
         if name == "numpy.vdot" && c.args.len() == 2 && c.keywords.is_empty() {
             // Both flattened, the first conjugated: a whole-array sum of
             // elementwise products (arrays of one shape).
             let a = self.expr(r, &c.args[0])?;
             let b = self.expr(r, &c.args[1])?;
+            // NumPy needs equal sizes; arrays of one rank are taken as one
+            // shape (the kernels' extents come from the first).
             let same = match (&a, &b) {
-                (Val::Array(x), Val::Array(y)) => x.shape == y.shape,
+                (Val::Array(x), Val::Array(y)) => x.ndim() == y.ndim(),
                 _ => false,
             };
             if !same {
                 return refuse(
                     array_expr::NAME,
                     line,
-                    "`np.vdot` of values other than two arrays of one shape",
+                    "`np.vdot` of values other than two arrays of one rank",
                 );
             }
             let ca = math_calls::call("numpy.conj", &[a]).expect("np.conj of an array");
@@ -1395,6 +1413,13 @@ impl<'a> Lowerer<'a> {
                 let b = self.expr(r, &c.args[0])?;
                 self.dot(r, Val::Array(av.clone()), b, line)
             }
+            "diagonal" | "trace" if c.args.is_empty() && c.keywords.is_empty() => {
+                let diag = self.diagonal("numpy.diagonal", Val::Array(av.clone()), line)?;
+                if method == "trace" {
+                    return self.reduce(r, Reduce::Sum, diag, line);
+                }
+                Ok(diag)
+            }
             "conj" | "conjugate" if c.args.is_empty() && c.keywords.is_empty() => {
                 Ok(math_calls::call("numpy.conj", &[Val::Array(av.clone())])
                     .expect("np.conj of an array"))
@@ -1411,6 +1436,117 @@ impl<'a> Lowerer<'a> {
                 format!("array method `.{method}()` is not supported in kernels"),
             ),
         }
+    }
+
+    /// The main diagonal of a matrix as a 1-D view (`np.diagonal`,
+    /// `np.diag` of a matrix, what `np.trace` sums); `np.diag` of a vector
+    /// is the square matrix with it on the diagonal.
+    fn diagonal(&mut self, name: &str, v: Val, line: u32) -> Lower<Val> {
+        let Val::Array(a) = v else {
+            return refuse(array_expr::NAME, line, format!("`{name}` of a scalar"));
+        };
+        match a.ndim() {
+            2 => {
+                let n = binary(BinOp::Min, a.shape[0].clone(), a.shape[1].clone());
+                let k = var(&array_expr::ph(0));
+                Ok(Val::Array(a.reindexed(vec![n], &[k.clone(), k])))
+            }
+            1 if name == "numpy.diag" => {
+                let n = a.shape[0].clone();
+                let (i, j) = (var(&array_expr::ph(0)), var(&array_expr::ph(1)));
+                let on = a.reindexed(vec![n.clone(), n.clone()], &[i.clone()]);
+                let zero = lit(a.elem, 0.0);
+                let body = select(cmp(CmpOp::Eq, i, j), on.body.clone(), zero);
+                Ok(Val::Array(ArrVal {
+                    shape: vec![n.clone(), n],
+                    elem: a.elem,
+                    body,
+                    computed: true,
+                }))
+            }
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{name}` of a {}-D array (port takes the diagonal of a matrix)",
+                    a.ndim()
+                ),
+            ),
+        }
+    }
+
+    /// `np.cov(m)`: rows are variables, columns observations (`rowvar=False`
+    /// swaps them); `(X - mean) @ (X - mean).conj().T / (n - 1)`, or `n`
+    /// with `bias=True`, or `n - ddof`.
+    fn cov(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let mut rowvar = true;
+        let mut ddof: Option<i64> = None;
+        let mut bias = false;
+        for k in &c.keywords {
+            let v = self.src.eval_const(&k.value);
+            match (k.arg.as_ref().map(|a| a.as_str()), v) {
+                (Some("rowvar"), Some(Const::Bool(b))) => rowvar = b,
+                (Some("bias"), Some(Const::Bool(b))) => bias = b,
+                (Some("ddof"), Some(Const::Int(d))) => ddof = Some(d),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`{}`: np.cov takes constant `rowvar=`, `bias=` and `ddof=` here (no `y`, weights or dtype)",
+                            self.src.text_of(c)
+                        ),
+                    )
+                }
+            }
+        }
+        let m = self.expr(r, &c.args[0])?;
+        let Val::Array(mut x) = m else {
+            return refuse(array_expr::NAME, line, "`np.cov` of a scalar");
+        };
+        if x.ndim() != 2 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.cov` of an array other than 2-D (of one variable it is `np.var(x, ddof=1)`)",
+            );
+        }
+        if !rowvar {
+            x = x.transpose();
+        }
+        if !x.elem.is_float() && !x.elem.is_complex() {
+            let t = ScalarType::F64;
+            x = x.map(t, |e| cast_to(e, x.elem, t));
+        }
+        let n = x.shape[1].clone();
+        let args = crate::rewrites::axis_reduction::RedArgs {
+            axes: Some(vec![1]),
+            keepdims: true,
+            ddof: 0,
+        };
+        let mean = self.reduce_with(
+            r,
+            crate::rewrites::axis_reduction::AxisOp::Plain(Reduce::Mean),
+            Val::Array(x.clone()),
+            args,
+            "cov",
+            line,
+        )?;
+        let centred = self.binop(ast::Operator::Sub, &Val::Array(x), &mean, line)?;
+        let Val::Array(xc) = centred.clone() else {
+            unreachable!("an array minus its mean is an array")
+        };
+        let xh = math_calls::call("numpy.conj", &[Val::Array(xc.transpose())])
+            .expect("np.conj of an array");
+        let prod = self.matmul(r, centred, xh, line)?;
+        let dd = ddof.unwrap_or(if bias { 0 } else { 1 });
+        let denom = sub(n, i64(dd));
+        self.binop(
+            ast::Operator::Div,
+            &prod,
+            &Val::scalar(denom, ScalarType::I64),
+            line,
+        )
     }
 
     fn dot(&mut self, r: &mut Region, a: Val, b: Val, line: u32) -> Lower<Val> {
