@@ -1454,7 +1454,7 @@ impl<'a> Lowerer<'a> {
             1 if name == "numpy.diag" => {
                 let n = a.shape[0].clone();
                 let (i, j) = (var(&array_expr::ph(0)), var(&array_expr::ph(1)));
-                let on = a.reindexed(vec![n.clone(), n.clone()], &[i.clone()]);
+                let on = a.reindexed(vec![n.clone(), n.clone()], std::slice::from_ref(&i));
                 let zero = lit(a.elem, 0.0);
                 let body = select(cmp(CmpOp::Eq, i, j), on.body.clone(), zero);
                 Ok(Val::Array(ArrVal {
