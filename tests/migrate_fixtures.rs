@@ -730,7 +730,8 @@ mod complex {
 
 /// NumPy library routines port composes from its own kernels: `np.cov`
 /// (centre, then `@` with the conjugate transpose), `np.inner`, `np.vdot`
-/// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`.
+/// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`,
+/// `np.histogram` (NumPy's bin arithmetic, atomic counts, weights, density).
 mod library {
     use super::verified;
 
@@ -740,5 +741,8 @@ mod library {
         feature_covariance: "float64[:,:]",
         gram_scores: "float64[:,:], float64[:,:]",
         flat_similarity: "float64[:,:], float64[:,:]",
+        radial_profile: "float64[:], float64[:], int64",
+        intensity_histogram: "float32[:,:], float64, float64",
+        pixel_histogram: "uint8[:,:], int64",
     }
 }

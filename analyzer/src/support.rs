@@ -700,6 +700,7 @@ const NUMPY_HOST_SCHEDULE: &[&str] = &[
     "diagonal",
     "diag",
     "linalg.norm",
+    "histogram",
 ];
 
 /// Is `numpy.<name>` (name may be dotted, e.g. `linalg.inv`) supported in nopython mode?

@@ -1237,6 +1237,9 @@ impl<'a> Lowerer<'a> {
             }
             return Ok(diag);
         }
+        if name == "numpy.histogram" {
+            return self.histogram(r, c, line);
+        }
         if name == "numpy.cov" && c.args.len() == 1 {
             return self.cov(r, c, line);
         }
