@@ -746,3 +746,16 @@ mod library {
         pixel_histogram: "uint8[:,:], int64",
     }
 }
+
+/// Tensors of 5 and 6 dimensions (kernel arrays take up to 8): grouped
+/// attention, an orbital contraction, complex self-energy blocks.
+mod tensors {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_tensors.py";
+        grouped_attention: "float64[:,:,:,:,:], float64[:,:,:,:,:], float64[:,:,:,:,:]",
+        contract_orbitals: "float64[:,:,:,:,:,:], float64[:,:]",
+        self_energy_blocks: "complex128[:,:,:,:,:], complex128[:,:,:,:,:], complex128[:,:,:,:,:]",
+    }
+}

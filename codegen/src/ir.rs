@@ -154,8 +154,9 @@ impl std::fmt::Display for ScalarType {
 }
 
 /// The most dimensions an array of a kernel has (NumPy programs use
-/// 4-D tensors: batches of images, attention heads).
-pub const MAX_DIMS: u8 = 4;
+/// 4-D tensors — batches of images, attention heads — and physics codes
+/// 5-D and 6-D ones: momentum × energy × orbital blocks).
+pub const MAX_DIMS: u8 = 8;
 
 /// An array type: element type, number of dimensions, and whether the array
 /// is known to be C-contiguous (the fast path: no strides are passed and

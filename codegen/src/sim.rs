@@ -239,7 +239,8 @@ impl SimArray {
             || shape.len() != strides.len()
         {
             return Err(SimError::BadArray(format!(
-                "an array has 1 to 4 dimensions with one stride each (shape {shape:?}, strides {strides:?})"
+                "an array has 1 to {} dimensions with one stride each (shape {shape:?}, strides {strides:?})",
+                crate::ir::MAX_DIMS
             )));
         }
         if !shape.contains(&0) {

@@ -2,7 +2,7 @@
 //! float64[:], float64[::1]"`), the analyzer's captured types, and the
 //! mapping to port's kernel IR types.
 
-use port_codegen::ir::{ArrayType, ScalarType, Type};
+use port_codegen::ir::{ArrayType, ScalarType, Type, MAX_DIMS};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RewriteError;
@@ -141,7 +141,12 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
             .strip_suffix('d')
             .and_then(|n| n.parse().ok())
             .filter(|n| (1..=port_codegen::ir::MAX_DIMS).contains(n))
-            .ok_or_else(|| bad(t, "arrays have 1 to 4 dimensions (`1d` … `4d`)"))?;
+            .ok_or_else(|| {
+                bad(
+                    t,
+                    &format!("arrays have 1 to {MAX_DIMS} dimensions (`1d` … `{MAX_DIMS}d`)"),
+                )
+            })?;
         let contiguous = parts.get(2).is_some_and(|l| *l == "C");
         return Ok(ArgType::Array(ArrayType {
             elem,
@@ -160,7 +165,7 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
             .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
             .collect();
         if dims.is_empty() || dims.len() > port_codegen::ir::MAX_DIMS as usize {
-            return Err(bad(t, "arrays have 1 to 4 dimensions"));
+            return Err(bad(t, &format!("arrays have 1 to {MAX_DIMS} dimensions")));
         }
         let mut contiguous = false;
         for (k, d) in dims.iter().enumerate() {
@@ -246,7 +251,7 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
             let ndim = t.ndim.unwrap_or(1);
             if !(1..=u32::from(port_codegen::ir::MAX_DIMS)).contains(&ndim) {
                 return Err(RewriteError::CapturedType(format!(
-                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 4",
+                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to {MAX_DIMS}",
                     t.name
                 )));
             }

@@ -47,7 +47,10 @@ impl Lowerer<'_> {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 4 dimensions in kernels",
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
             );
         }
         Ok(out)
@@ -456,7 +459,10 @@ impl Lowerer<'_> {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 4 dimensions in kernels",
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
             );
         }
         self.log.applied(

@@ -147,7 +147,14 @@ impl Lowerer<'_> {
                 (shape, dtype.unwrap_or(ScalarType::F64), None)
             };
         if shape.is_empty() || shape.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(NAME, line, "arrays have 1 to 4 dimensions in kernels");
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
+            );
         }
         let fill = match short.as_str() {
             "zeros" | "zeros_like" => Fill::Value(crate::ir_util::lit(elem, 0.0)),
