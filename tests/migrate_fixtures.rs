@@ -733,7 +733,7 @@ mod complex {
 /// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`,
 /// `np.histogram` (NumPy's bin arithmetic, atomic counts, weights, density).
 mod library {
-    use super::verified;
+    use super::{fixture, migrate_in, stdout, verified};
 
     program_in! {
         "migrate/programs_library.py";
@@ -744,6 +744,51 @@ mod library {
         radial_profile: "float64[:], float64[:], int64",
         intensity_histogram: "float32[:,:], float64, float64",
         pixel_histogram: "uint8[:,:], int64",
+        smooth_signal: "float64[:], float64[:]",
+        separable_blur: "float32[:,:]",
+    }
+
+    /// A filter whose length is an argument's cannot be unrolled: the
+    /// refusal names `np.convolve`, why, and the line, and the source is
+    /// left alone.
+    #[test]
+    fn convolve_with_a_run_time_filter_is_refused_at_its_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_library.py";
+        std::fs::copy(
+            fixture("migrate/programs_library.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "moving_average",
+                file,
+                "--signature",
+                "float64[:], float64[:]",
+                "--json",
+                "--write",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        let r = &j["reasons"][0];
+        assert_eq!(r["line"], 99, "{r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("`np.convolve` with a filter of run-time length"),
+            "{r}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(file)).unwrap(),
+            std::fs::read_to_string(fixture("migrate/programs_library.py")).unwrap(),
+            "a refused migration leaves the source alone"
+        );
     }
 }
 

@@ -1240,6 +1240,14 @@ impl<'a> Lowerer<'a> {
         if name == "numpy.histogram" {
             return self.histogram(r, c, line);
         }
+        if matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
+            if let Some(v) = self.literal_array(r, c, line)? {
+                return Ok(v);
+            }
+        }
+        if matches!(name.as_str(), "numpy.convolve" | "numpy.correlate") {
+            return self.convolve(r, &name, c, line);
+        }
         if name == "numpy.cov" && c.args.len() == 1 {
             return self.cov(r, c, line);
         }
