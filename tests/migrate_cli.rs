@@ -206,10 +206,10 @@ fn bad_input_is_one_line_and_exit_2() {
                 "saxpy",
                 &f,
                 "--signature",
-                "complex128, float64[:]",
+                "float16, float64[:]",
             ],
         ),
-        "bad --signature `complex128`",
+        "bad --signature `float16`",
     );
     user_error(
         &migrate_in(
@@ -562,11 +562,11 @@ fn json_errors_are_one_document_naming_the_real_source() {
             "saxpy",
             &f,
             "--signature",
-            "complex128, float64[:]",
+            "float16, float64[:]",
         ]),
         2,
         "bad_signature",
-        "bad --signature `complex128`",
+        "bad --signature `float16`",
     );
     json_error(
         &run(&[

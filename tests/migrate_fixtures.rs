@@ -755,3 +755,103 @@ mod dtypes {
         csr_spmv_u32: "uint32[:], uint32[:], float64[:], float64[:]",
     }
 }
+
+/// Complex numbers as signal processing and wave physics use them: DFTs,
+/// spectra, beamforming, a Schrödinger step, escape-time fractals, in
+/// complex128 and complex64, with NumPy 2's promotion (`x_f32 * 1j` is
+/// complex64) and `allclose` on the modulus of the difference.
+mod complex {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_complex.py";
+        dft: "complex128[:]",
+        cross_spectrum: "complex128[:], complex128[:]",
+        modulate_c64: "complex64[:], float64, float32[:]",
+        beamform: "complex128[:,:], complex128[:]",
+        total_power: "complex128[:]",
+        coherence_matrix: "complex128[:,:], complex128[:,:]",
+        schrodinger_1d: "complex128[:], float64[:], float64, float64, int64",
+        fresnel_phase: "complex128[:,:], float64, float64, float64",
+        split_step_c64: "complex64[:], float32[:], float64, int64",
+        escape_counts: "float64, float64, float64, float64, int64, int64, int64",
+        julia_escape: "complex128[:], complex128, int64",
+    }
+}
+
+/// NumPy library routines port composes from its own kernels: `np.cov`
+/// (centre, then `@` with the conjugate transpose), `np.inner`, `np.vdot`
+/// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`,
+/// `np.histogram` (NumPy's bin arithmetic, atomic counts, weights, density).
+mod library {
+    use super::{fixture, migrate_in, stdout, verified};
+
+    program_in! {
+        "migrate/programs_library.py";
+        portfolio_risk: "float64[:,:], float64[:]",
+        feature_covariance: "float64[:,:]",
+        gram_scores: "float64[:,:], float64[:,:]",
+        flat_similarity: "float64[:,:], float64[:,:]",
+        radial_profile: "float64[:], float64[:], int64",
+        intensity_histogram: "float32[:,:], float64, float64",
+        pixel_histogram: "uint8[:,:], int64",
+        smooth_signal: "float64[:], float64[:]",
+        separable_blur: "float32[:,:]",
+    }
+
+    /// A filter whose length is an argument's cannot be unrolled: the
+    /// refusal names `np.convolve`, why, and the line, and the source is
+    /// left alone.
+    #[test]
+    fn convolve_with_a_run_time_filter_is_refused_at_its_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_library.py";
+        std::fs::copy(
+            fixture("migrate/programs_library.py"),
+            tmp.path().join(file),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "moving_average",
+                file,
+                "--signature",
+                "float64[:], float64[:]",
+                "--json",
+                "--write",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        let r = &j["reasons"][0];
+        assert_eq!(r["line"], 99, "{r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("`np.convolve` with a filter of run-time length"),
+            "{r}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(file)).unwrap(),
+            std::fs::read_to_string(fixture("migrate/programs_library.py")).unwrap(),
+            "a refused migration leaves the source alone"
+        );
+    }
+}
+
+/// Tensors of 5 and 6 dimensions (kernel arrays take up to 8): grouped
+/// attention, an orbital contraction, complex self-energy blocks.
+mod tensors {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_tensors.py";
+        grouped_attention: "float64[:,:,:,:,:], float64[:,:,:,:,:], float64[:,:,:,:,:]",
+        contract_orbitals: "float64[:,:,:,:,:,:], float64[:,:]",
+        self_energy_blocks: "complex128[:,:,:,:,:], complex128[:,:,:,:,:], complex128[:,:,:,:,:]",
+    }
+}

@@ -1124,14 +1124,8 @@ impl<'a> Checker<'a> {
                     ),
                 );
             }
-            self.add(
-                "PORT206",
-                line,
-                format!(
-                    "`{}`: matrix multiplication has no kernel form in port's rewrites",
-                    self.m.text_of(b.range)
-                ),
-            );
+            // `@` itself is port's (a reduction over a broadcast product);
+            // whether a given use plans is the planner's answer.
             return Ty::array(None);
         }
         if l == Ty::List || r == Ty::List {

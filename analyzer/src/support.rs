@@ -684,6 +684,25 @@ pub const STR_METHODS: &[&str] = &[
     "rpartition",
 ];
 
+/// Whole-array operations the rewriter's host schedule composes from its
+/// own kernels (products as reductions over broadcast products, scans as
+/// three-kernel scans): no static blocker; the planner decides each use.
+const NUMPY_HOST_SCHEDULE: &[&str] = &[
+    "matmul",
+    "dot",
+    "vdot",
+    "inner",
+    "outer",
+    "cumsum",
+    "cumprod",
+    "cov",
+    "trace",
+    "diagonal",
+    "diag",
+    "linalg.norm",
+    "histogram",
+];
+
 /// Is `numpy.<name>` (name may be dotted, e.g. `linalg.inv`) supported in nopython mode?
 pub fn numpy_nopython(name: &str) -> bool {
     NUMPY_NOPYTHON.contains(&name)
@@ -694,6 +713,7 @@ pub fn numpy_cuda_blocker(name: &str) -> Option<&'static str> {
     if NUMPY_KERNEL_ELEMENTWISE.contains(&name)
         || NUMPY_KERNEL_REDUCTIONS.contains(&name)
         || NUMPY_ALLOCATIONS.contains(&name)
+        || NUMPY_HOST_SCHEDULE.contains(&name)
     {
         return None;
     }

@@ -32,6 +32,10 @@ pub enum ScalarType {
     U16,
     U32,
     U64,
+    /// `complex64`: two `f32`, real part first (NumPy's layout).
+    C64,
+    /// `complex128`: two `f64`, real part first.
+    C128,
 }
 
 impl ScalarType {
@@ -49,6 +53,8 @@ impl ScalarType {
             ScalarType::U16 => "u16",
             ScalarType::U32 => "u32",
             ScalarType::U64 => "u64",
+            ScalarType::C64 => "c64",
+            ScalarType::C128 => "c128",
         }
     }
 
@@ -66,6 +72,8 @@ impl ScalarType {
             "u16" => ScalarType::U16,
             "u32" => ScalarType::U32,
             "u64" => ScalarType::U64,
+            "c64" => ScalarType::C64,
+            "c128" => ScalarType::C128,
             _ => return None,
         })
     }
@@ -92,7 +100,8 @@ impl ScalarType {
         self.size_bytes() as u32 * 8
     }
 
-    /// Every scalar type, for tests and tables.
+    /// Every real scalar type, for tests and tables (complex ones are
+    /// [`ScalarType::C64`] and [`ScalarType::C128`]).
     pub const ALL: [ScalarType; 11] = {
         use ScalarType::*;
         [Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64]
@@ -102,13 +111,38 @@ impl ScalarType {
         matches!(self, ScalarType::F32 | ScalarType::F64)
     }
 
+    /// A complex type (`c64`, `c128`): arithmetic, `==`/`!=`, casts from
+    /// any number and the complex math functions; no ordering.
+    pub fn is_complex(self) -> bool {
+        matches!(self, ScalarType::C64 | ScalarType::C128)
+    }
+
+    /// The type of a complex number's parts (`c64` → `f32`); a real type
+    /// is its own.
+    pub fn component(self) -> ScalarType {
+        match self {
+            ScalarType::C64 => ScalarType::F32,
+            ScalarType::C128 => ScalarType::F64,
+            t => t,
+        }
+    }
+
+    /// The complex type whose parts are `self` (`f32` → `c64`, else `c128`).
+    pub fn complexified(self) -> ScalarType {
+        match self {
+            ScalarType::F32 | ScalarType::C64 => ScalarType::C64,
+            _ => ScalarType::C128,
+        }
+    }
+
     /// Size of one element in memory, in bytes (`bool` is stored as one byte).
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
             ScalarType::I16 | ScalarType::U16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
-            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 | ScalarType::C64 => 8,
+            ScalarType::C128 => 16,
         }
     }
 }
@@ -120,8 +154,9 @@ impl std::fmt::Display for ScalarType {
 }
 
 /// The most dimensions an array of a kernel has (NumPy programs use
-/// 4-D tensors: batches of images, attention heads).
-pub const MAX_DIMS: u8 = 4;
+/// 4-D tensors — batches of images, attention heads — and physics codes
+/// 5-D and 6-D ones: momentum × energy × orbital blocks).
+pub const MAX_DIMS: u8 = 8;
 
 /// An array type: element type, number of dimensions, and whether the array
 /// is known to be C-contiguous (the fast path: no strides are passed and
@@ -379,6 +414,16 @@ impl MathFn {
         MathFn::ALL.into_iter().find(|m| m.name() == name)
     }
 
+    /// Whether the function has a complex form (the arguments may then be
+    /// `c64`/`c128`; `fabs` of a complex number is its modulus, a real).
+    pub fn takes_complex(self) -> bool {
+        use MathFn::*;
+        matches!(
+            self,
+            Sqrt | Exp | Log | Log10 | Sin | Cos | Tan | Sinh | Cosh | Tanh | Fabs | Pow
+        )
+    }
+
     /// Number of arguments.
     pub fn arity(self) -> usize {
         match self {
@@ -489,6 +534,27 @@ pub enum Expr {
     Atomic(AtomicOp, ElemRef, Box<Expr>),
     /// `atomic_cas(a[i], expected, new)`; its value is the old element.
     AtomicCas(ElemRef, Box<Expr>, Box<Expr>),
+    /// `complex(re, im)`: a complex number from two reals of one float type.
+    Complex(Box<Expr>, Box<Expr>),
+    /// `z.real` / `z.imag` of a complex number (a real of its part type).
+    Part(Part, Box<Expr>),
+}
+
+/// Which part of a complex number [`Expr::Part`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Part {
+    Re,
+    Im,
+}
+
+impl Part {
+    /// The Python attribute (`real`, `imag`), also the text form's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Re => "real",
+            Part::Im => "imag",
+        }
+    }
 }
 
 /// The parallel loop: `parallel for i in range(n)` or
@@ -699,8 +765,8 @@ pub fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
     match e {
         Expr::Lit(_) | Expr::Var(_) | Expr::Special(..) | Expr::Shape { .. } => {}
-        Expr::Unary(_, a) | Expr::Cast(_, a) => walk_expr(a, f),
-        Expr::Binary(_, a, b) | Expr::Cmp(_, a, b) => {
+        Expr::Unary(_, a) | Expr::Cast(_, a) | Expr::Part(_, a) => walk_expr(a, f),
+        Expr::Binary(_, a, b) | Expr::Cmp(_, a, b) | Expr::Complex(a, b) => {
             walk_expr(a, f);
             walk_expr(b, f);
         }

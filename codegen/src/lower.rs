@@ -47,6 +47,8 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, AtomicOrdering, AtomicRMWBinOp, FloatPredicate, IntPredicate};
 
+mod complex;
+
 use crate::error::CodegenError;
 use crate::ir::*;
 
@@ -350,6 +352,11 @@ impl<'ctx> Lowerer<'ctx, '_> {
             ScalarType::I64 | ScalarType::U64 => self.ctx.i64_type().into(),
             ScalarType::F32 => self.ctx.f32_type().into(),
             ScalarType::F64 => self.ctx.f64_type().into(),
+            // NumPy's layout: real part, then imaginary part.
+            ScalarType::C64 | ScalarType::C128 => {
+                let part = self.value_type(t.component());
+                self.ctx.struct_type(&[part, part], false).into()
+            }
         }
     }
 
@@ -1198,6 +1205,12 @@ impl<'ctx> Lowerer<'ctx, '_> {
             }
             Expr::Unary(op, a) => {
                 let a = self.expr(st, a)?;
+                if a.ty.is_complex() {
+                    let (re, im) = self.parts(a)?;
+                    let re = self.builder.build_float_neg(re, "neg").ll()?;
+                    let im = self.builder.build_float_neg(im, "neg").ll()?;
+                    return self.make_complex(a.ty, re, im);
+                }
                 let v: BasicValueEnum<'ctx> = match (op, a.ty.is_float()) {
                     (UnaryOp::Neg, true) => {
                         self.builder.build_float_neg(a.float(), "neg").ll()?.into()
@@ -1220,7 +1233,28 @@ impl<'ctx> Lowerer<'ctx, '_> {
             Expr::Cmp(op, a, b) => {
                 let a = self.expr(st, a)?;
                 let b = self.expr(st, b)?;
-                let v = if a.ty.is_float() {
+                let v = if a.ty.is_complex() {
+                    let (ar, ai) = self.parts(a)?;
+                    let (br, bi) = self.parts(b)?;
+                    let bld = &self.builder;
+                    if *op == CmpOp::Eq {
+                        let r = bld
+                            .build_float_compare(FloatPredicate::OEQ, ar, br, "eq")
+                            .ll()?;
+                        let i = bld
+                            .build_float_compare(FloatPredicate::OEQ, ai, bi, "eq")
+                            .ll()?;
+                        bld.build_and(r, i, "eq").ll()?
+                    } else {
+                        let r = bld
+                            .build_float_compare(FloatPredicate::UNE, ar, br, "ne")
+                            .ll()?;
+                        let i = bld
+                            .build_float_compare(FloatPredicate::UNE, ai, bi, "ne")
+                            .ll()?;
+                        bld.build_or(r, i, "ne").ll()?
+                    }
+                } else if a.ty.is_float() {
                     let p = match op {
                         CmpOp::Eq => FloatPredicate::OEQ,
                         // Python: nan != nan is True.
@@ -1279,6 +1313,9 @@ impl<'ctx> Lowerer<'ctx, '_> {
                     vals.push(self.expr(st, a)?);
                 }
                 let ty = vals.first().map(|v| v.ty).unwrap_or(F64);
+                if ty.is_complex() {
+                    return self.complex_math(*f, &vals);
+                }
                 let name = math_symbol(*f, ty, self.opts.target);
                 let ft = self.value_type(ty);
                 let f = self.intrinsic_fn(&name, Some(ft), &vec![ft.into(); vals.len()])?;
@@ -1298,6 +1335,19 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 let v = self.expr(st, v)?;
                 let (ptr, elem) = self.elem_ptr(st, r)?;
                 self.atomic(*op, ptr, elem, v)?
+            }
+            Expr::Complex(re, im) => {
+                let re = self.expr(st, re)?;
+                let im = self.expr(st, im)?;
+                self.make_complex(re.ty.complexified(), re.float(), im.float())?
+            }
+            Expr::Part(p, z) => {
+                let z = self.expr(st, z)?;
+                let (re, im) = self.parts(z)?;
+                Val {
+                    v: if *p == Part::Re { re } else { im }.into(),
+                    ty: z.ty.component(),
+                }
             }
             Expr::AtomicCas(r, c, v) => {
                 let c = self.expr(st, c)?;
@@ -1356,6 +1406,9 @@ impl<'ctx> Lowerer<'ctx, '_> {
 
     fn binary(&mut self, op: BinOp, a: Val<'ctx>, b: Val<'ctx>) -> Result<Val<'ctx>, CodegenError> {
         let ty = a.ty;
+        if ty.is_complex() {
+            return self.complex_binary(op, a, b);
+        }
         let bld = &self.builder;
         let v: BasicValueEnum<'ctx> = if ty.is_float() {
             let (x, y) = (a.float(), b.float());
@@ -1564,6 +1617,31 @@ impl<'ctx> Lowerer<'ctx, '_> {
         use ScalarType::*;
         let b = &self.builder;
         let from = a.ty;
+        if to.is_complex() && from != to {
+            let part = to.component();
+            let (re, im) = if from.is_complex() {
+                let (re, im) = self.parts(a)?;
+                let re = self.cast(
+                    Val {
+                        v: re.into(),
+                        ty: from.component(),
+                    },
+                    part,
+                )?;
+                let im = self.cast(
+                    Val {
+                        v: im.into(),
+                        ty: from.component(),
+                    },
+                    part,
+                )?;
+                (re.float(), im.float())
+            } else {
+                let re = self.cast(a, part)?.float();
+                (re, re.get_type().const_zero())
+            };
+            return self.make_complex(to, re, im);
+        }
         let v: BasicValueEnum<'ctx> = match (from, to) {
             _ if from == to => a.v,
             (Bool, t) if t.is_int() => b
@@ -1660,6 +1738,34 @@ impl<'ctx> Lowerer<'ctx, '_> {
         v: Val<'ctx>,
     ) -> Result<Val<'ctx>, CodegenError> {
         let ord = AtomicOrdering::Monotonic;
+        if elem.is_complex() && op == AtomicOp::Add {
+            // Two independent float atomics, one per part: a sum's parts
+            // never interact.
+            let part = elem.component();
+            let st = self.value_type(elem).into_struct_type();
+            let (re, im) = self.parts(v)?;
+            let pr = self.builder.build_struct_gep(st, ptr, 0, "re").ll()?;
+            let pi = self.builder.build_struct_gep(st, ptr, 1, "im").ll()?;
+            let or = self.atomic(
+                op,
+                pr,
+                part,
+                Val {
+                    v: re.into(),
+                    ty: part,
+                },
+            )?;
+            let oi = self.atomic(
+                op,
+                pi,
+                part,
+                Val {
+                    v: im.into(),
+                    ty: part,
+                },
+            )?;
+            return self.make_complex(elem, or.float(), oi.float());
+        }
         if elem.is_int() {
             let rmw = match op {
                 AtomicOp::Add => AtomicRMWBinOp::Add,

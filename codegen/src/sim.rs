@@ -9,13 +9,18 @@
 //! - A kernel without `syncthreads()` runs its threads one after another in a
 //!   plain loop (the fast path). Blocks are shared out among a few OS threads,
 //!   as blocks of a real grid run in any order; atomics are real atomics.
-//! - A kernel with a barrier runs each block's threads as OS threads, as
-//!   Numba's CUDA simulator does, one block at a time. `syncthreads()` calls
-//!   back into Rust (`port_sim_barrier`, mapped into the JIT), which waits
-//!   on a block-wide barrier. A thread that leaves the kernel stops counting
-//!   towards the barrier, so a kernel that exits early (or stops on a debug
-//!   bounds error) cannot hang the simulator. The verifier rejects barriers
-//!   in divergent code, where a GPU would hang or misbehave.
+//! - A kernel with a barrier runs each block's threads as coroutines
+//!   (stackful, with `corosensei`) on one OS thread: `syncthreads()` calls
+//!   back into Rust (`port_sim_barrier`, mapped into the JIT), which
+//!   suspends the thread; once every live thread of the block has suspended
+//!   or left, the next round resumes them all. A thread that leaves the
+//!   kernel stops counting towards the barrier, so a kernel that exits
+//!   early (or stops on a debug bounds error) cannot hang the simulator.
+//!   Blocks are shared out among a few OS threads, as in the fast path. (One
+//!   OS thread per GPU thread, as Numba's CUDA simulator does, spent minutes
+//!   in the kernel's futexes on programs that reduce inside a loop.) The
+//!   verifier rejects barriers in divergent code, where a GPU would hang or
+//!   misbehave.
 //!
 //! Math calls go to the host's libm (`sin`, `sinf`, …), not libdevice: the
 //! results agree with the GPU's to within libdevice's documented ulp errors.
@@ -26,9 +31,10 @@
 //! whose text follows Numba's `debug=True`:
 //! `IndexError: tid=[10,0,0] ctaid=[0,0,0]: index 10 is out of bounds for axis 0 with size 10`.
 
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
-use std::sync::{Condvar, Mutex};
 
 use inkwell::context::Context;
 use inkwell::execution_engine::ExecutionEngine;
@@ -104,6 +110,10 @@ pub enum ArrayData {
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+    /// `complex64` elements as `[re, im]`.
+    C64(Vec<[f32; 2]>),
+    /// `complex128` elements as `[re, im]`.
+    C128(Vec<[f64; 2]>),
 }
 
 impl ArrayData {
@@ -120,6 +130,8 @@ impl ArrayData {
             ArrayData::U16(_) => ScalarType::U16,
             ArrayData::U32(_) => ScalarType::U32,
             ArrayData::U64(_) => ScalarType::U64,
+            ArrayData::C64(_) => ScalarType::C64,
+            ArrayData::C128(_) => ScalarType::C128,
         }
     }
 
@@ -136,6 +148,8 @@ impl ArrayData {
             ArrayData::U16(v) => v.len(),
             ArrayData::U32(v) => v.len(),
             ArrayData::U64(v) => v.len(),
+            ArrayData::C64(v) => v.len(),
+            ArrayData::C128(v) => v.len(),
         }
     }
 
@@ -156,6 +170,8 @@ impl ArrayData {
             ArrayData::U16(v) => v.as_mut_ptr().cast(),
             ArrayData::U32(v) => v.as_mut_ptr().cast(),
             ArrayData::U64(v) => v.as_mut_ptr().cast(),
+            ArrayData::C64(v) => v.as_mut_ptr().cast(),
+            ArrayData::C128(v) => v.as_mut_ptr().cast(),
         }
     }
 }
@@ -180,6 +196,8 @@ from_vec!(u8, U8);
 from_vec!(u16, U16);
 from_vec!(u32, U32);
 from_vec!(u64, U64);
+from_vec!([f32; 2], C64);
+from_vec!([f64; 2], C128);
 
 /// An array argument: a buffer with a shape and element strides.
 /// Strides are in elements and non-negative; every element the shape and
@@ -221,7 +239,8 @@ impl SimArray {
             || shape.len() != strides.len()
         {
             return Err(SimError::BadArray(format!(
-                "an array has 1 to 4 dimensions with one stride each (shape {shape:?}, strides {strides:?})"
+                "an array has 1 to {} dimensions with one stride each (shape {shape:?}, strides {strides:?})",
+                crate::ir::MAX_DIMS
             )));
         }
         if !shape.contains(&0) {
@@ -387,58 +406,14 @@ struct ThreadCtx {
     ntid: [u32; 3],
     nctaid: [u32; 3],
     shared: *mut u8,
-    block: *const BlockSync,
+    /// The coroutine handle of this GPU thread (kernels with barriers), or
+    /// null (the fast path, where `syncthreads()` never runs).
+    yielder: *const Yielder<(), ()>,
 }
 
-/// A block-wide barrier that threads may leave (exit) while others wait.
-struct BlockSync {
-    state: Mutex<BarrierState>,
-    cv: Condvar,
-}
-
-struct BarrierState {
-    live: usize,
-    arrived: usize,
-    generation: u64,
-}
-
-impl BlockSync {
-    fn new(threads: usize) -> BlockSync {
-        BlockSync {
-            state: Mutex::new(BarrierState {
-                live: threads,
-                arrived: 0,
-                generation: 0,
-            }),
-            cv: Condvar::new(),
-        }
-    }
-
-    fn wait(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.arrived += 1;
-        if s.arrived >= s.live {
-            s.arrived = 0;
-            s.generation += 1;
-            self.cv.notify_all();
-            return;
-        }
-        let generation = s.generation;
-        while s.generation == generation {
-            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn exit(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.live -= 1;
-        if s.arrived > 0 && s.arrived >= s.live {
-            s.arrived = 0;
-            s.generation += 1;
-            self.cv.notify_all();
-        }
-    }
-}
+/// Stack of one simulated GPU thread of a kernel with barriers: the JIT
+/// code and libm need little; the pages are only touched when used.
+const FIBER_STACK: usize = 256 << 10;
 
 /// `syncthreads()` on the host: called by JIT code.
 extern "C" fn port_sim_barrier(ctx: *mut ThreadCtx) {
@@ -447,13 +422,14 @@ extern "C" fn port_sim_barrier(ctx: *mut ThreadCtx) {
     }
     // SAFETY: the JIT code passes on the context pointer it was given by
     // `run_thread`, which points to a live `ThreadCtx` on that thread's stack.
-    let block = unsafe { (*ctx).block };
-    if block.is_null() {
+    let yielder = unsafe { (*ctx).yielder };
+    if yielder.is_null() {
         return;
     }
-    // SAFETY: `block` points to the `BlockSync` owned by `run_block_threads`,
-    // which outlives every thread of the block (they are scoped threads).
-    unsafe { (*block).wait() };
+    // SAFETY: `yielder` is the handle of the coroutine running this thread
+    // (set by `run_block_fibers`), alive while the coroutine runs; we are on
+    // that coroutine's stack, the only place `suspend` may be called from.
+    unsafe { (*yielder).suspend(()) };
 }
 
 type EntryFn = unsafe extern "C" fn(*mut ThreadCtx, *const u64);
@@ -606,9 +582,7 @@ impl Simulator {
             shared_bytes: k.shared_bytes,
         };
         if k.has_barrier {
-            for b in 0..grid.count() {
-                launch.run_block_threads(b).map_err(&bad_launch)?;
-            }
+            launch.run_blocks_as_fibers().map_err(&bad_launch)?;
         } else {
             launch.run_blocks_serially();
         }
@@ -702,6 +676,7 @@ fn pack_args(k: &Kernel, args: &mut [SimArg], debug: bool) -> Result<Vec<u64>, S
     Ok(slots)
 }
 
+#[derive(Clone, Copy)]
 struct Launch {
     entry: EntryFn,
     /// Address of the argument slots, alive for the whole launch.
@@ -719,14 +694,20 @@ fn unflatten(i: u64, d: Dim3) -> [u32; 3] {
 }
 
 impl Launch {
-    fn ctx(&self, block: u64, thread: u64, shared: *mut u8, sync: *const BlockSync) -> ThreadCtx {
+    fn ctx(
+        &self,
+        block: u64,
+        thread: u64,
+        shared: *mut u8,
+        yielder: *const Yielder<(), ()>,
+    ) -> ThreadCtx {
         ThreadCtx {
             tid: unflatten(thread, self.block),
             ctaid: unflatten(block, self.grid),
             ntid: [self.block.x, self.block.y, self.block.z],
             nctaid: [self.grid.x, self.grid.y, self.grid.z],
             shared,
-            block: sync,
+            yielder,
         }
     }
 
@@ -771,37 +752,65 @@ impl Launch {
         }
     }
 
-    /// Kernels with barriers: one OS thread per GPU thread of the block.
-    fn run_block_threads(&self, b: u64) -> Result<(), String> {
+    /// Kernels with barriers: blocks shared out among a few OS threads as
+    /// in the fast path, each block's GPU threads as coroutines.
+    fn run_blocks_as_fibers(&self) -> Result<(), String> {
+        let blocks = self.grid.count();
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get() as u64)
+            .unwrap_or(1)
+            .min(blocks)
+            .max(1);
+        let work = |w: u64| -> Result<(), String> {
+            let mut stacks: Vec<DefaultStack> = Vec::new();
+            let mut b = w;
+            while b < blocks {
+                self.run_block_fibers(b, &mut stacks)?;
+                b += workers;
+            }
+            Ok(())
+        };
+        if workers == 1 {
+            return work(0);
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || work(w))).collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })
+    }
+
+    /// One block: every live thread runs to its next `syncthreads()` (or
+    /// its end), round after round, until all have ended. `stacks` keeps
+    /// the coroutines' stacks from one block to the next.
+    fn run_block_fibers(&self, b: u64, stacks: &mut Vec<DefaultStack>) -> Result<(), String> {
         let n = self.block.count();
         let mut shared = vec![0u8; self.shared_bytes.max(1)];
         let shared_addr = shared.as_mut_ptr() as usize;
-        let sync = BlockSync::new(n as usize);
-        let mut failure = None;
-        std::thread::scope(|s| {
-            for t in 0..n {
-                let sync = &sync;
-                let spawned = std::thread::Builder::new()
-                    .stack_size(1 << 20)
-                    .spawn_scoped(s, move || {
-                        let mut ctx = self.ctx(b, t, shared_addr as *mut u8, sync);
-                        self.run_thread(&mut ctx);
-                        sync.exit();
-                    });
-                if let Err(e) = spawned {
-                    // The threads not started leave the barrier's count, so
-                    // the started ones finish; the launch then fails.
-                    for _ in t..n {
-                        sync.exit();
-                    }
-                    failure = Some(format!(
-                        "the OS refused thread {t} of {n} for block {b}: {e}"
-                    ));
-                    break;
-                }
-            }
-        });
+        let mut threads: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::with_capacity(n as usize);
+        for t in 0..n {
+            let stack = match stacks.pop() {
+                Some(s) => s,
+                None => DefaultStack::new(FIBER_STACK).map_err(|e| {
+                    format!("cannot allocate the stack of thread {t} of {n} for block {b}: {e}")
+                })?,
+            };
+            let launch = *self;
+            threads.push(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<(), ()>, ()| {
+                    let mut ctx = launch.ctx(b, t, shared_addr as *mut u8, y);
+                    launch.run_thread(&mut ctx);
+                },
+            ));
+        }
+        let mut live: Vec<usize> = (0..threads.len()).collect();
+        while !live.is_empty() {
+            live.retain(|&k| matches!(threads[k].resume(()), CoroutineResult::Yield(())));
+        }
+        stacks.extend(threads.into_iter().map(Coroutine::into_stack));
         drop(shared);
-        failure.map_or(Ok(()), Err)
+        Ok(())
     }
 }

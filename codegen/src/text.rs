@@ -411,6 +411,16 @@ fn write_expr(out: &mut String, e: &Expr) {
             write_expr(out, v);
             out.push(')');
         }
+        Expr::Complex(re, im) => {
+            out.push_str("complex(");
+            write_args(out, &[(**re).clone(), (**im).clone()]);
+            out.push(')');
+        }
+        Expr::Part(p, z) => {
+            let _ = write!(out, "{}(", p.name());
+            write_expr(out, z);
+            out.push(')');
+        }
         Expr::AtomicCas(r, c, v) => {
             let _ = write!(out, "atomic_cas({}, ", elem_text(r));
             write_expr(out, c);
@@ -625,7 +635,7 @@ struct Parser {
     pos: usize,
 }
 
-const RESERVED: [&str; 20] = [
+const RESERVED: [&str; 21] = [
     "let",
     "if",
     "else",
@@ -645,6 +655,7 @@ const RESERVED: [&str; 20] = [
     "false",
     "syncthreads",
     "select",
+    "complex",
     "atomic_cas",
 ];
 
@@ -1314,6 +1325,18 @@ impl Parser {
                 let x = a.pop().unwrap_or(Expr::Lit(Literal::Bool(false)));
                 let op = if w == "min" { BinOp::Min } else { BinOp::Max };
                 Ok(Expr::Binary(op, Box::new(x), Box::new(b)))
+            }
+            "complex" => {
+                let mut a = self.args_exactly("complex", 2)?;
+                let im = a.pop().unwrap_or(Expr::Lit(Literal::F64(0.0)));
+                let re = a.pop().unwrap_or(Expr::Lit(Literal::F64(0.0)));
+                Ok(Expr::Complex(Box::new(re), Box::new(im)))
+            }
+            "real" | "imag" => {
+                let mut a = self.args_exactly(&w, 1)?;
+                let z = a.pop().unwrap_or(Expr::Lit(Literal::F64(0.0)));
+                let part = if w == "real" { Part::Re } else { Part::Im };
+                Ok(Expr::Part(part, Box::new(z)))
             }
             "select" => {
                 let mut a = self.args_exactly("select", 3)?;

@@ -101,6 +101,18 @@ pub fn verify_module(m: &Module) -> Result<(), VerifyError> {
         let mut cx = FnChecker::new(m, "kernel", &k.name, None);
         cx.in_kernel = true;
         cx.params(&k.params)?;
+        // A kernel's scalar arguments are one 64-bit slot each; a complex
+        // one travels as its two parts (`complex(re, im)` in the body).
+        if let Some(p) = k
+            .params
+            .iter()
+            .find(|p| p.ty.scalar().is_some_and(ScalarType::is_complex))
+        {
+            return Err(cx.err_at(
+                format!("{}: {}", p.name, crate::text::type_text(p.ty)),
+                "a kernel takes no complex scalar argument; pass its real and imaginary parts",
+            ));
+        }
         let mut total: u64 = 0;
         for s in &k.shared {
             let construct = format!("shared {}: {}[..]", s.name, s.elem);
@@ -600,7 +612,7 @@ impl<'m> FnChecker<'m> {
             Expr::Unary(op, a) => {
                 let t = self.scalar(a)?;
                 match (op, t) {
-                    (UnaryOp::Neg, t) if t.is_int() || t.is_float() => t,
+                    (UnaryOp::Neg, t) if t.is_int() || t.is_float() || t.is_complex() => t,
                     (UnaryOp::Not, t) if t.is_int() || t == Bool => t,
                     _ => return Err(here(self, format!("this operator does not apply to {t}"))),
                 }
@@ -618,14 +630,10 @@ impl<'m> FnChecker<'m> {
                     ));
                 }
                 let ok = match op {
-                    BinOp::Add
-                    | BinOp::Sub
-                    | BinOp::Mul
-                    | BinOp::Div
-                    | BinOp::FloorDiv
-                    | BinOp::Rem
-                    | BinOp::Min
-                    | BinOp::Max => ta != Bool,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => ta != Bool,
+                    BinOp::FloorDiv | BinOp::Rem | BinOp::Min | BinOp::Max => {
+                        ta != Bool && !ta.is_complex()
+                    }
                     BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => ta.is_int() || ta == Bool,
                     BinOp::Shl | BinOp::Shr => ta.is_int(),
                     BinOp::And | BinOp::Or => ta == Bool,
@@ -653,11 +661,44 @@ impl<'m> FnChecker<'m> {
                 if ta == Bool && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                     return Err(here(self, "bools compare only with `==` and `!=`".into()));
                 }
+                if ta.is_complex() && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                    return Err(here(
+                        self,
+                        "complex numbers compare only with `==` and `!=`".into(),
+                    ));
+                }
                 Bool
             }
             Expr::Cast(t, a) => {
-                self.scalar(a)?;
+                let from = self.scalar(a)?;
+                if from.is_complex() && !t.is_complex() {
+                    return Err(here(
+                        self,
+                        format!("a cast from {from} to {t} would drop the imaginary part; take `real(..)`"),
+                    ));
+                }
                 *t
+            }
+            Expr::Complex(re, im) => {
+                let tr = self.scalar(re)?;
+                let ti = self.scalar(im)?;
+                if !tr.is_float() || tr != ti {
+                    return Err(here(
+                        self,
+                        format!("`complex` takes two parts of one float type (got {tr} and {ti})"),
+                    ));
+                }
+                tr.complexified()
+            }
+            Expr::Part(p, z) => {
+                let t = self.scalar(z)?;
+                if !t.is_complex() {
+                    return Err(here(
+                        self,
+                        format!("`{}` takes a complex number, not {t}", p.name()),
+                    ));
+                }
+                t.component()
             }
             Expr::Select(c, a, b) => {
                 let tc = self.scalar(c)?;
@@ -688,7 +729,17 @@ impl<'m> FnChecker<'m> {
                 let mut t0 = None;
                 for a in args {
                     let t = self.scalar(a)?;
-                    if !t.is_float() {
+                    if t.is_complex() && !f.takes_complex() {
+                        return Err(here(
+                            self,
+                            format!(
+                                "`{}` has no complex form (`{}` is {t})",
+                                f.name(),
+                                expr_text(a)
+                            ),
+                        ));
+                    }
+                    if !t.is_float() && !t.is_complex() {
                         return Err(here(
                             self,
                             format!(
@@ -706,7 +757,11 @@ impl<'m> FnChecker<'m> {
                     }
                     t0 = Some(t);
                 }
-                t0.unwrap_or(F64)
+                match t0 {
+                    // `abs` of a complex number is its modulus, a real.
+                    Some(t) if *f == MathFn::Fabs => t.component(),
+                    t => t.unwrap_or(F64),
+                }
             }
             Expr::Call(..) => match self.call(e)? {
                 Some(t) => t,
@@ -727,7 +782,8 @@ impl<'m> FnChecker<'m> {
                     ));
                 }
                 let ok = match op {
-                    AtomicOp::Add | AtomicOp::Exch => elem != Bool,
+                    AtomicOp::Add => elem != Bool,
+                    AtomicOp::Exch => elem != Bool && !elem.is_complex(),
                     AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max => elem.is_int(),
                 };
                 if !ok {

@@ -394,7 +394,12 @@ impl Lowerer<'_> {
                 self.host.insert(name.to_string(), HostBind::Scalar(ty));
                 Ok(())
             }
-            Val::Array(av) => {
+            Val::Array(mut av) => {
+                if av.computed && av.is_constant() {
+                    // Constants (a filter, a stencil's weights): the name is
+                    // the template, nothing is allocated.
+                    av.computed = false;
+                }
                 if !av.computed {
                     if self.host_depth > 0 || self.loop_bound.contains(name) {
                         if let Some(src) = whole_array(&av) {

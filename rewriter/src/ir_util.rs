@@ -33,6 +33,8 @@ pub fn map_expr(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
         Expr::Call(n, args) => Expr::Call(n.clone(), args.iter().map(|a| map_expr(a, f)).collect()),
         Expr::Atomic(op, r, v) => Expr::Atomic(*op, map_ref(r, f), m(v)),
         Expr::AtomicCas(r, c, v) => Expr::AtomicCas(map_ref(r, f), m(c), m(v)),
+        Expr::Complex(a, b) => Expr::Complex(m(a), m(b)),
+        Expr::Part(p, a) => Expr::Part(*p, m(a)),
     }
 }
 
@@ -137,6 +139,10 @@ pub fn lit(ty: ScalarType, v: f64) -> Expr {
         ScalarType::I64 => Literal::I64(v as i64),
         ScalarType::F32 => Literal::F32(v as f32),
         ScalarType::F64 => Literal::F64(v),
+        ScalarType::C64 | ScalarType::C128 => {
+            let part = ty.component();
+            return Expr::Complex(Box::new(lit(part, v)), Box::new(lit(part, 0.0)));
+        }
         // Narrow and unsigned integers: a cast of an i64 literal (the IR has
         // no literal of their own; the cast wraps like NumPy's).
         t => return cast(t, Expr::Lit(Literal::I64(int_of(v)))),
@@ -198,6 +204,10 @@ fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
     if a == b {
         return a;
     }
+    if a.is_complex() || b.is_complex() {
+        // complex64 holds what float32 holds; anything wider needs complex128.
+        return strong(a.component(), b.component()).complexified();
+    }
     match (a, b) {
         (Bool, t) | (t, Bool) => t,
         (F64, _) | (_, F64) => F64,
@@ -233,6 +243,11 @@ fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
 fn weak_with(weak: ScalarType, strong_t: ScalarType) -> ScalarType {
     use ScalarType::*;
     match (weak, strong_t) {
+        // `x_f32 * 1j` is complex64, `i * 1j` complex128 (NEP 50).
+        (w, s) if w.is_complex() && s.is_complex() => s,
+        (w, s) if w.is_complex() && s.is_float() => s.complexified(),
+        (w, _) if w.is_complex() => C128,
+        (_, s) if s.is_complex() => s,
         (w, s) if w.is_float() && !s.is_float() => F64,
         (w, Bool) if w.is_int() => I64,
         _ => strong_t,
@@ -246,7 +261,7 @@ pub fn join(a: ScalarType, b: ScalarType) -> ScalarType {
         return a;
     }
     match (a, b) {
-        (F32, t) | (t, F32) if !t.is_float() => F32,
+        (F32, t) | (t, F32) if !t.is_float() && !t.is_complex() => F32,
         _ => strong(a, b),
     }
 }
@@ -343,6 +358,43 @@ mod tests {
         assert_eq!(promote(Bool, false, I64, true), I64);
         assert_eq!(promote(F32, false, F64, true), F32);
         assert_eq!(promote(U64, false, Bool, true), U64);
+    }
+
+    /// Complex pairs against `np.result_type` (NumPy 2.4), and NEP 50's
+    /// weak Python `complex`/`float`/`int` next to complex arrays.
+    #[test]
+    fn complex_promotion_matches_numpy() {
+        for (t, with_c64) in [
+            (Bool, C64),
+            (I8, C64),
+            (I16, C64),
+            (I32, C128),
+            (I64, C128),
+            (U8, C64),
+            (U16, C64),
+            (U32, C128),
+            (U64, C128),
+            (F32, C64),
+            (F64, C128),
+            (C64, C64),
+            (C128, C128),
+        ] {
+            assert_eq!(
+                promote(C64, false, t, false),
+                with_c64,
+                "complex64 with {t}"
+            );
+            assert_eq!(promote(t, false, C128, false), C128, "{t} with complex128");
+        }
+        assert_eq!(promote(F32, false, C128, true), C64);
+        assert_eq!(promote(C128, true, I64, false), C128);
+        assert_eq!(promote(C64, false, F64, true), C64);
+        assert_eq!(promote(I64, true, C64, false), C64);
+        assert_eq!(join(F32, C64), C64);
+        assert_eq!(
+            lit(C64, 2.0),
+            Expr::Complex(Box::new(f32(2.0)), Box::new(f32(0.0)))
+        );
     }
 
     #[test]

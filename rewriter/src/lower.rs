@@ -591,11 +591,12 @@ impl<'a> Lowerer<'a> {
                 },
                 ast::Constant::Float(f) => Ok(Val::Scalar(f64(*f), ScalarType::F64, true)),
                 ast::Constant::Bool(b) => Ok(Val::Scalar(bool(*b), ScalarType::Bool, true)),
-                ast::Constant::Complex { .. } => refuse(
-                    "frontend",
-                    line,
-                    "complex numbers: port's kernels work on real scalars (split into real and imaginary parts)",
-                ),
+                // A Python complex is weak like a float (`x_f32 * 1j` is complex64).
+                ast::Constant::Complex { real, imag } => Ok(Val::Scalar(
+                    Expr::Complex(Box::new(f64(*real)), Box::new(f64(*imag))),
+                    ScalarType::C128,
+                    true,
+                )),
                 _ => refuse(
                     "frontend",
                     line,
@@ -615,7 +616,11 @@ impl<'a> Lowerer<'a> {
                 let v = self.expr(r, &u.operand)?;
                 let out = array_expr::map1(&v, &mut |x, t| match u.op {
                     ast::UnaryOp::USub => {
-                        let t2 = if t == ScalarType::Bool { ScalarType::I64 } else { t };
+                        let t2 = if t == ScalarType::Bool {
+                            ScalarType::I64
+                        } else {
+                            t
+                        };
                         (Expr::Unary(UnaryOp::Neg, Box::new(cast_to(x, t, t2))), t2)
                     }
                     ast::UnaryOp::UAdd => (x, t),
@@ -674,13 +679,29 @@ impl<'a> Lowerer<'a> {
                             )
                         }
                     };
+                    let mut ordered_complex = false;
                     let one = array_expr::map2(&left, &rv, &mut |(x, tx, wx), (y, ty, wy)| {
                         let t = promote(tx, wx, ty, wy);
-                        (cmp(cop, cast_to(x, tx, t), cast_to(y, ty, t)), ScalarType::Bool)
+                        ordered_complex |= t.is_complex() && !matches!(cop, CmpOp::Eq | CmpOp::Ne);
+                        (
+                            cmp(cop, cast_to(x, tx, t), cast_to(y, ty, t)),
+                            ScalarType::Bool,
+                        )
                     })
                     .ok_or_else(|| {
-                        Box::new(crate::error::Reason::new("frontend", line, "comparison of tuples"))
+                        Box::new(crate::error::Reason::new(
+                            "frontend",
+                            line,
+                            "comparison of tuples",
+                        ))
                     })?;
+                    if ordered_complex {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "`<`/`>` on complex numbers: compare `abs(z)` or `z.real`",
+                        );
+                    }
                     acc = Some(match acc {
                         None => one,
                         Some(a) => array_expr::map2(&a, &one, &mut |(x, _, _), (y, _, _)| {
@@ -776,12 +797,22 @@ impl<'a> Lowerer<'a> {
                 t
             };
             let (cx, cy) = (cast_to(x.clone(), tx, t), cast_to(y.clone(), ty, t));
+            if t.is_complex() && !matches!(op, O::Add | O::Sub | O::Mult | O::Div | O::Pow) {
+                // NumPy raises a TypeError for `//`, `%` and bitwise
+                // operators on complex numbers.
+                failed = Some("this operator on complex numbers (NumPy refuses it too)");
+                return (cx, t);
+            }
             match op {
                 O::Add => (add(cx, cy), t),
                 O::Sub => (sub(cx, cy), t),
                 O::Mult => (mul(cx, cy), t),
                 O::Div => {
-                    let ft = if t.is_float() { t } else { ScalarType::F64 };
+                    let ft = if t.is_float() || t.is_complex() {
+                        t
+                    } else {
+                        ScalarType::F64
+                    };
                     (div(cast_to(x, tx, ft), cast_to(y, ty, ft)), ft)
                 }
                 O::FloorDiv => (binary(BinOp::FloorDiv, cx, cy), t),
@@ -868,6 +899,15 @@ impl<'a> Lowerer<'a> {
             }
         }
         let base = self.expr(r, &a.value)?;
+        if matches!(attr, "real" | "imag") && !matches!(base, Val::Tuple(_)) {
+            let p = if attr == "real" {
+                port_codegen::ir::Part::Re
+            } else {
+                port_codegen::ir::Part::Im
+            };
+            let out = array_expr::map1(&base, &mut |e, t| math_calls::real_or_imag(p, e, t));
+            return Ok(out.expect("a scalar or an array"));
+        }
         let Val::Array(av) = base else {
             return refuse(
                 "frontend",
@@ -1189,8 +1229,68 @@ impl<'a> Lowerer<'a> {
             let b = self.expr(r, &c.args[1])?;
             return self.outer(a, b, line);
         }
-        if matches!(name.as_str(), "numpy.dot" | "numpy.vdot" | "numpy.inner") && c.args.len() == 2
+        if matches!(
+            name.as_str(),
+            "numpy.trace" | "numpy.diagonal" | "numpy.diag"
+        ) && c.args.len() == 1
+            && c.keywords.is_empty()
         {
+            let v = self.expr(r, &c.args[0])?;
+            let diag = self.diagonal(&name, v, line)?;
+            if name == "numpy.trace" {
+                return self.reduce(r, Reduce::Sum, diag, line);
+            }
+            return Ok(diag);
+        }
+        if name == "numpy.histogram" {
+            return self.histogram(r, c, line);
+        }
+        if matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
+            if let Some(v) = self.literal_array(r, c, line)? {
+                return Ok(v);
+            }
+        }
+        if matches!(name.as_str(), "numpy.convolve" | "numpy.correlate") {
+            return self.convolve(r, &name, c, line);
+        }
+        if name == "numpy.cov" && c.args.len() == 1 {
+            return self.cov(r, c, line);
+        }
+        if name == "numpy.vdot" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Both flattened, the first conjugated: a whole-array sum of
+            // elementwise products (arrays of one shape).
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            // NumPy needs equal sizes; arrays of one rank are taken as one
+            // shape (the kernels' extents come from the first).
+            let same = match (&a, &b) {
+                (Val::Array(x), Val::Array(y)) => x.ndim() == y.ndim(),
+                _ => false,
+            };
+            if !same {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.vdot` of values other than two arrays of one rank",
+                );
+            }
+            let ca = math_calls::call("numpy.conj", &[a]).expect("np.conj of an array");
+            let prod = self.binop(ast::Operator::Mult, &ca, &b, line)?;
+            return self.reduce(r, Reduce::Sum, prod, line);
+        }
+        if name == "numpy.inner" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Over the last axes: `a @ b.T` for matrices, a dot for vectors.
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return match (&a, &b) {
+                (Val::Array(_), Val::Array(y)) if y.ndim() == 2 => {
+                    let bt = Val::Array(y.transpose());
+                    self.dot(r, a, bt, line)
+                }
+                _ => self.dot(r, a, b, line),
+            };
+        }
+        if name == "numpy.dot" && c.args.len() == 2 {
             let a = self.expr(r, &c.args[0])?;
             let b = self.expr(r, &c.args[1])?;
             return self.dot(r, a, b, line);
@@ -1248,8 +1348,14 @@ impl<'a> Lowerer<'a> {
         if let Some(v) = math_calls::call(&name, &args) {
             if math_calls::math_fn(&name).is_some() {
                 let mf = math_calls::math_fn(&name).map_or(short.as_str(), |f| f.name());
+                let complex = args.iter().any(|a| match a {
+                    Val::Scalar(_, t, _) => t.is_complex(),
+                    Val::Array(av) => av.elem.is_complex(),
+                    Val::Tuple(_) => false,
+                });
+                let module = if complex { "cmath" } else { "math" };
                 let note = if is_numpy {
-                    format!("`np.{short}` → `math.{mf}` (line {line})")
+                    format!("`np.{short}` → `{module}.{mf}` (line {line})")
                 } else {
                     format!("`{name}` on the device (line {line})")
                 };
@@ -1323,6 +1429,17 @@ impl<'a> Lowerer<'a> {
                 let b = self.expr(r, &c.args[0])?;
                 self.dot(r, Val::Array(av.clone()), b, line)
             }
+            "diagonal" | "trace" if c.args.is_empty() && c.keywords.is_empty() => {
+                let diag = self.diagonal("numpy.diagonal", Val::Array(av.clone()), line)?;
+                if method == "trace" {
+                    return self.reduce(r, Reduce::Sum, diag, line);
+                }
+                Ok(diag)
+            }
+            "conj" | "conjugate" if c.args.is_empty() && c.keywords.is_empty() => {
+                Ok(math_calls::call("numpy.conj", &[Val::Array(av.clone())])
+                    .expect("np.conj of an array"))
+            }
             "transpose" if c.args.is_empty() && c.keywords.is_empty() => {
                 Ok(Val::Array(av.transpose()))
             }
@@ -1335,6 +1452,117 @@ impl<'a> Lowerer<'a> {
                 format!("array method `.{method}()` is not supported in kernels"),
             ),
         }
+    }
+
+    /// The main diagonal of a matrix as a 1-D view (`np.diagonal`,
+    /// `np.diag` of a matrix, what `np.trace` sums); `np.diag` of a vector
+    /// is the square matrix with it on the diagonal.
+    fn diagonal(&mut self, name: &str, v: Val, line: u32) -> Lower<Val> {
+        let Val::Array(a) = v else {
+            return refuse(array_expr::NAME, line, format!("`{name}` of a scalar"));
+        };
+        match a.ndim() {
+            2 => {
+                let n = binary(BinOp::Min, a.shape[0].clone(), a.shape[1].clone());
+                let k = var(&array_expr::ph(0));
+                Ok(Val::Array(a.reindexed(vec![n], &[k.clone(), k])))
+            }
+            1 if name == "numpy.diag" => {
+                let n = a.shape[0].clone();
+                let (i, j) = (var(&array_expr::ph(0)), var(&array_expr::ph(1)));
+                let on = a.reindexed(vec![n.clone(), n.clone()], std::slice::from_ref(&i));
+                let zero = lit(a.elem, 0.0);
+                let body = select(cmp(CmpOp::Eq, i, j), on.body.clone(), zero);
+                Ok(Val::Array(ArrVal {
+                    shape: vec![n.clone(), n],
+                    elem: a.elem,
+                    body,
+                    computed: true,
+                }))
+            }
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{name}` of a {}-D array (port takes the diagonal of a matrix)",
+                    a.ndim()
+                ),
+            ),
+        }
+    }
+
+    /// `np.cov(m)`: rows are variables, columns observations (`rowvar=False`
+    /// swaps them); `(X - mean) @ (X - mean).conj().T / (n - 1)`, or `n`
+    /// with `bias=True`, or `n - ddof`.
+    fn cov(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let mut rowvar = true;
+        let mut ddof: Option<i64> = None;
+        let mut bias = false;
+        for k in &c.keywords {
+            let v = self.src.eval_const(&k.value);
+            match (k.arg.as_ref().map(|a| a.as_str()), v) {
+                (Some("rowvar"), Some(Const::Bool(b))) => rowvar = b,
+                (Some("bias"), Some(Const::Bool(b))) => bias = b,
+                (Some("ddof"), Some(Const::Int(d))) => ddof = Some(d),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`{}`: np.cov takes constant `rowvar=`, `bias=` and `ddof=` here (no `y`, weights or dtype)",
+                            self.src.text_of(c)
+                        ),
+                    )
+                }
+            }
+        }
+        let m = self.expr(r, &c.args[0])?;
+        let Val::Array(mut x) = m else {
+            return refuse(array_expr::NAME, line, "`np.cov` of a scalar");
+        };
+        if x.ndim() != 2 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.cov` of an array other than 2-D (of one variable it is `np.var(x, ddof=1)`)",
+            );
+        }
+        if !rowvar {
+            x = x.transpose();
+        }
+        if !x.elem.is_float() && !x.elem.is_complex() {
+            let t = ScalarType::F64;
+            x = x.map(t, |e| cast_to(e, x.elem, t));
+        }
+        let n = x.shape[1].clone();
+        let args = crate::rewrites::axis_reduction::RedArgs {
+            axes: Some(vec![1]),
+            keepdims: true,
+            ddof: 0,
+        };
+        let mean = self.reduce_with(
+            r,
+            crate::rewrites::axis_reduction::AxisOp::Plain(Reduce::Mean),
+            Val::Array(x.clone()),
+            args,
+            "cov",
+            line,
+        )?;
+        let centred = self.binop(ast::Operator::Sub, &Val::Array(x), &mean, line)?;
+        let Val::Array(xc) = centred.clone() else {
+            unreachable!("an array minus its mean is an array")
+        };
+        let xh = math_calls::call("numpy.conj", &[Val::Array(xc.transpose())])
+            .expect("np.conj of an array");
+        let prod = self.matmul(r, centred, xh, line)?;
+        let dd = ddof.unwrap_or(if bias { 0 } else { 1 });
+        let denom = sub(n, i64(dd));
+        self.binop(
+            ast::Operator::Div,
+            &prod,
+            &Val::scalar(denom, ScalarType::I64),
+            line,
+        )
     }
 
     fn dot(&mut self, r: &mut Region, a: Val, b: Val, line: u32) -> Lower<Val> {
@@ -1372,6 +1600,13 @@ impl<'a> Lowerer<'a> {
             }
             Val::Tuple(_) => return refuse("frontend", line, "a reduction over a tuple"),
         };
+        if av.elem.is_complex() && matches!(op, Reduce::Max | Reduce::Min) {
+            return refuse(
+                "frontend",
+                line,
+                "max/min of complex numbers (NumPy orders them lexicographically): reduce `abs(z)` or `z.real`",
+            );
+        }
         if r.kind == RegionKind::Host {
             self.whole_reduction(op, &av, line)
         } else {
@@ -1827,11 +2062,14 @@ impl<'a> Lowerer<'a> {
                     "atomic update with an array",
                 );
             };
-            if et == ScalarType::Bool {
+            if et == ScalarType::Bool || et.is_complex() {
                 return refuse(
                     crate::rewrites::dependences::NAME,
                     line,
-                    "atomic update of a bool array",
+                    format!(
+                        "atomic update of a {} array (numba-cuda has no atomic for it)",
+                        crate::types::numba_scalar(et)
+                    ),
                 );
             }
             let mut v = cast_to(e, t, et);
@@ -2033,7 +2271,50 @@ impl<'a> Lowerer<'a> {
         };
         self.docs.insert(name.clone(), doc);
         let shared_names: Vec<String> = shared.iter().map(|s| s.name.clone()).collect();
-        let params = self.kernel_params(&body, &shared_names);
+        let mut body = body;
+        // A kernel takes no complex scalar: the host passes its parts and
+        // the kernel puts them back together.
+        let mut prelude = Vec::new();
+        let mut params = Vec::new();
+        for p in self.kernel_params(&body, &shared_names) {
+            let t = match p.ty {
+                Type::Scalar(t) if t.is_complex() => t,
+                _ => {
+                    params.push(p);
+                    continue;
+                }
+            };
+            let part_t = t.component();
+            let z = p.name;
+            let (re, im) = (
+                self.fresh(&format!("{z}_re")),
+                self.fresh(&format!("{z}_im")),
+            );
+            for (n, part) in [
+                (&re, port_codegen::ir::Part::Re),
+                (&im, port_codegen::ir::Part::Im),
+            ] {
+                self.steps.push(HostStep::Scalar {
+                    name: n.clone(),
+                    ty: part_t,
+                    value: Expr::Part(part, Box::new(var(&z))),
+                });
+                self.host.insert(n.clone(), HostBind::Scalar(part_t));
+                params.push(Param {
+                    name: n.clone(),
+                    ty: Type::Scalar(part_t),
+                });
+            }
+            prelude.push(let_(
+                &z,
+                t,
+                Expr::Complex(Box::new(var(&re)), Box::new(var(&im))),
+            ));
+        }
+        if !prelude.is_empty() {
+            prelude.append(&mut body);
+            body = prelude;
+        }
         let args = params.iter().map(|p| p.name.clone()).collect();
         let shape = self.hostify_launch(shape);
         self.module.kernels.push(Kernel {
@@ -2283,7 +2564,11 @@ fn pow(
     }
     if let Expr::Lit(Literal::F64(v)) = y {
         if v == 2.0 {
-            let ft = if t.is_float() { t } else { ScalarType::F64 };
+            let ft = if t.is_float() || t.is_complex() {
+                t
+            } else {
+                ScalarType::F64
+            };
             let b = cast_to(x, tx, ft);
             return (mul(b.clone(), b), ft);
         }

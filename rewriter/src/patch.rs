@@ -59,8 +59,16 @@ pub fn patched_file(
 /// the file lacks them, after its last top-level import.
 fn add_imports(src: &SourceFile, new: &str, migrated: &str) -> String {
     let mut needed: Vec<String> = Vec::new();
-    if migrated.contains("math.") && src.imports.get("math").map(String::as_str) != Some("math") {
-        needed.push("import math".into());
+    // `math.` not preceded by a `c` (that is `cmath.`).
+    let uses = |module: &str| {
+        migrated
+            .match_indices(&format!("{module}."))
+            .any(|(k, _)| !migrated[..k].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+    };
+    for module in ["math", "cmath"] {
+        if uses(module) && src.imports.get(module).map(String::as_str) != Some(module) {
+            needed.push(format!("import {module}"));
+        }
     }
     if src.imports.get("np").map(String::as_str) != Some("numpy") {
         needed.push("import numpy as np".into());

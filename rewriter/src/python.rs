@@ -105,8 +105,18 @@ pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String
 pub fn numba_names(src: &str) -> Vec<&'static str> {
     let mut v = vec!["cuda"];
     for n in [
-        "float32", "float64", "int32", "int64", "int8", "int16", "uint8", "uint16", "uint32",
+        "float32",
+        "float64",
+        "int32",
+        "int64",
+        "int8",
+        "int16",
+        "uint8",
+        "uint16",
+        "uint32",
         "uint64",
+        "complex64",
+        "complex128",
     ] {
         // Not `int8(` inside `uint8(`.
         let called = src.match_indices(&format!("{n}(")).any(|(k, _)| {
@@ -208,8 +218,11 @@ impl Printer {
                     _ => F64,
                 }
             }
+            Expr::Math(MathFn::Fabs, args) => args.first().map_or(F64, |a| self.ty(a).component()),
             Expr::Math(_, args) => args.first().map_or(F64, |a| self.ty(a)),
             Expr::Call(..) => F64,
+            Expr::Complex(a, _) => self.ty(a).complexified(),
+            Expr::Part(_, a) => self.ty(a).component(),
         }
     }
 
@@ -513,9 +526,42 @@ impl Printer {
                 )
             }
             Expr::Load(r) => (self.elem_ref(r), ATOM),
+            Expr::Complex(re, im) => {
+                let t = self.ty(e);
+                let z = format!("complex({}, {})", self.expr(re, 0), self.expr(im, 0));
+                // Numba's `complex(a, b)` is complex128 whatever the parts.
+                if t == ScalarType::C64 {
+                    let conv = if self.host {
+                        "np.complex64"
+                    } else {
+                        "complex64"
+                    };
+                    (format!("{conv}({z})"), ATOM)
+                } else {
+                    (z, ATOM)
+                }
+            }
+            Expr::Part(p, z) => (format!("{}.{}", self.expr(z, ATOM), p.name()), ATOM),
             Expr::Math(f, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
                 let t = args.first().map_or(ScalarType::F64, |x| self.ty(x));
+                if t.is_complex() {
+                    let s = match f {
+                        MathFn::Fabs => format!("abs({})", a[0]),
+                        MathFn::Pow => {
+                            return (
+                                format!(
+                                    "{} ** {}",
+                                    self.expr(&args[0], 14),
+                                    self.expr(&args[1], 13)
+                                ),
+                                13,
+                            )
+                        }
+                        _ => format!("cmath.{}({})", f.name(), a.join(", ")),
+                    };
+                    return (s, ATOM);
+                }
                 let s = match f {
                     MathFn::Fmin => format!("min({})", a.join(", ")),
                     MathFn::Fmax => format!("max({})", a.join(", ")),

@@ -2,7 +2,7 @@
 //! float64[:], float64[::1]"`), the analyzer's captured types, and the
 //! mapping to port's kernel IR types.
 
-use port_codegen::ir::{ArrayType, ScalarType, Type};
+use port_codegen::ir::{ArrayType, ScalarType, Type, MAX_DIMS};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RewriteError;
@@ -71,6 +71,8 @@ pub fn numba_scalar(s: ScalarType) -> &'static str {
         ScalarType::U16 => "uint16",
         ScalarType::U32 => "uint32",
         ScalarType::U64 => "uint64",
+        ScalarType::C64 => "complex64",
+        ScalarType::C128 => "complex128",
     }
 }
 
@@ -88,6 +90,8 @@ pub fn numpy_dtype(s: ScalarType) -> &'static str {
         ScalarType::U16 => "np.uint16",
         ScalarType::U32 => "np.uint32",
         ScalarType::U64 => "np.uint64",
+        ScalarType::C64 => "np.complex64",
+        ScalarType::C128 => "np.complex128",
     }
 }
 
@@ -106,32 +110,21 @@ pub fn scalar_from_name(name: &str) -> Option<ScalarType> {
         "uint16" | "u2" | "ushort" => ScalarType::U16,
         "uint32" | "u4" | "uintc" => ScalarType::U32,
         "uint64" | "u8" | "uint" | "uintp" => ScalarType::U64,
+        "complex128" | "c16" | "complex" | "complex_" | "cdouble" => ScalarType::C128,
+        "complex64" | "c8" | "csingle" => ScalarType::C64,
         _ => return None,
     })
 }
 
-const SUPPORTED: &str =
-    "boolean, int8 to int64, uint8 to uint64, float32, float64 and arrays of them";
+const SUPPORTED: &str = "boolean, int8 to int64, uint8 to uint64, float32, float64, complex64, complex128 and arrays of them";
 
 fn bad(given: &str, why: &str) -> RewriteError {
     RewriteError::BadSignature(format!("`{}`: {why}", given.trim()))
 }
 
-/// Why an element type is refused: complex numbers get their own reason.
-fn unsupported_elem(name: &str) -> String {
-    if is_complex(name) {
-        "complex numbers: port's kernels work on real scalars (split into real and imaginary parts)"
-            .into()
-    } else {
-        format!("unsupported element type; port takes {SUPPORTED}")
-    }
-}
-
-fn is_complex(name: &str) -> bool {
-    matches!(
-        name.trim(),
-        "complex64" | "complex128" | "c8" | "c16" | "complex" | "complex_" | "csingle" | "cdouble"
-    )
+/// Why an element type is refused.
+fn unsupported_elem(_name: &str) -> String {
+    format!("unsupported element type; port takes {SUPPORTED}")
 }
 
 /// Parses one Numba type string: `float64`, `float64[:]`, `float32[:, ::1]`,
@@ -148,7 +141,12 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
             .strip_suffix('d')
             .and_then(|n| n.parse().ok())
             .filter(|n| (1..=port_codegen::ir::MAX_DIMS).contains(n))
-            .ok_or_else(|| bad(t, "arrays have 1 to 4 dimensions (`1d` … `4d`)"))?;
+            .ok_or_else(|| {
+                bad(
+                    t,
+                    &format!("arrays have 1 to {MAX_DIMS} dimensions (`1d` … `{MAX_DIMS}d`)"),
+                )
+            })?;
         let contiguous = parts.get(2).is_some_and(|l| *l == "C");
         return Ok(ArgType::Array(ArrayType {
             elem,
@@ -167,7 +165,7 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
             .map(|d| d.chars().filter(|c| !c.is_whitespace()).collect())
             .collect();
         if dims.is_empty() || dims.len() > port_codegen::ir::MAX_DIMS as usize {
-            return Err(bad(t, "arrays have 1 to 4 dimensions"));
+            return Err(bad(t, &format!("arrays have 1 to {MAX_DIMS} dimensions")));
         }
         let mut contiguous = false;
         for (k, d) in dims.iter().enumerate() {
@@ -189,14 +187,10 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
         }));
     }
     scalar_from_name(t).map(ArgType::Scalar).ok_or_else(|| {
-        if is_complex(t) {
-            bad(t, &unsupported_elem(t))
-        } else {
-            bad(
-                t,
-                &format!("unknown or unsupported type; port takes {SUPPORTED}"),
-            )
-        }
+        bad(
+            t,
+            &format!("unknown or unsupported type; port takes {SUPPORTED}"),
+        )
     })
 }
 
@@ -249,20 +243,15 @@ pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError
     match t.kind.as_str() {
         "ndarray" => {
             let elem = scalar_from_name(&t.dtype).ok_or_else(|| {
-                let why = if is_complex(&t.dtype) {
-                    unsupported_elem(&t.dtype)
-                } else {
-                    format!("port takes {SUPPORTED}")
-                };
                 RewriteError::CapturedType(format!(
-                    "argument `{}` was captured as a {} array; {why}",
+                    "argument `{}` was captured as a {} array; port takes {SUPPORTED}",
                     t.name, t.dtype
                 ))
             })?;
             let ndim = t.ndim.unwrap_or(1);
             if !(1..=u32::from(port_codegen::ir::MAX_DIMS)).contains(&ndim) {
                 return Err(RewriteError::CapturedType(format!(
-                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to 4",
+                    "argument `{}` was captured with {ndim} dimensions; port's kernels take 1 to {MAX_DIMS}",
                     t.name
                 )));
             }
@@ -318,11 +307,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_types() {
-        let e = parse_signature("int64, complex128[:]")
+        let e = parse_signature("int64, float16[:]")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("complex numbers"), "{e}");
-        assert!(parse_signature("complex128").is_err());
+        assert!(e.contains("complex128"), "the supported list: {e}");
+        assert_eq!(
+            parse_signature("complex64, complex128[:, ::1]").unwrap()[1].elem(),
+            ScalarType::C128
+        );
         assert!(parse_signature("float64[::2]").is_err());
         assert!(parse_signature("float64,, int64").is_err());
         assert!(parse_signature("float64[:").is_err());

@@ -91,7 +91,11 @@ pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Compari
         first_mismatch: None,
     };
     // Integers (and booleans) compare exactly: a pixel off by one is wrong.
-    let exact = !expected.elem().is_float() && !actual.elem().is_float();
+    let floating = |t: port_codegen::ir::ScalarType| t.is_float() || t.is_complex();
+    let exact = !floating(expected.elem()) && !floating(actual.elem());
+    // Complex results compare as NumPy's `allclose` does: the modulus of
+    // the difference against the modulus of the expected value.
+    let complex = expected.elem().is_complex() || actual.elem().is_complex();
     for k in 0..expected.len() {
         if exact {
             let (e, a) = (int_value(expected, k), int_value(actual, k));
@@ -111,20 +115,25 @@ pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Compari
             }
             continue;
         }
-        let (e, a) = (expected.get_f64(k), actual.get_f64(k));
-        if e.is_nan() && a.is_nan() {
+        let ((e, ei), (a, ai)) = if complex {
+            (expected.get_c(k), actual.get_c(k))
+        } else {
+            ((expected.get_f64(k), 0.0), (actual.get_f64(k), 0.0))
+        };
+        if (e.is_nan() || ei.is_nan()) && (a.is_nan() || ai.is_nan()) {
             continue;
         }
-        let err = (a - e).abs();
-        let ok = if e.is_infinite() || a.is_infinite() {
-            e == a
+        let err = (a - e).hypot(ai - ei);
+        let scale = e.hypot(ei);
+        let ok = if scale.is_infinite() || a.is_infinite() || ai.is_infinite() {
+            (e, ei) == (a, ai)
         } else {
-            err <= tol.atol + tol.rtol * e.abs()
+            err <= tol.atol + tol.rtol * scale
         };
         if err.is_finite() {
             out.max_abs_err = out.max_abs_err.max(err);
-            if e != 0.0 {
-                out.max_rel_err = out.max_rel_err.max(err / e.abs());
+            if scale != 0.0 {
+                out.max_rel_err = out.max_rel_err.max(err / scale);
             }
         } else if !ok {
             out.max_abs_err = f64::INFINITY;
@@ -132,9 +141,18 @@ pub fn allclose(expected: &NdArray, actual: &NdArray, tol: Tolerance) -> Compari
         }
         if !ok && out.first_mismatch.is_none() {
             out.passed = false;
+            let shown = |r: f64, i: f64| {
+                if complex {
+                    format!("({r}{}{}j)", if i < 0.0 { "-" } else { "+" }, i.abs())
+                } else {
+                    r.to_string()
+                }
+            };
             out.first_mismatch = Some(format!(
-                "index {}: expected {e}, got {a}",
-                index_text(&expected.shape, k)
+                "index {}: expected {}, got {}",
+                index_text(&expected.shape, k),
+                shown(e, ei),
+                shown(a, ai)
             ));
         }
     }
@@ -198,5 +216,21 @@ mod tests {
             data: ArrayData::I64(vec![-1]),
         };
         assert!(!allclose(&big, &minus_one, FLOAT64).passed);
+    }
+
+    #[test]
+    fn complex_results_compare_by_modulus() {
+        let c = |v: Vec<[f64; 2]>| NdArray {
+            shape: vec![v.len()],
+            data: ArrayData::C128(v),
+        };
+        let e = c(vec![[1.0, 2.0], [0.0, -3.0]]);
+        assert!(allclose(&e, &c(vec![[1.0, 2.0 + 1e-6], [0.0, -3.0]]), FLOAT64).passed);
+        // A wrong imaginary part is a mismatch even with the real part right.
+        let r = allclose(&e, &c(vec![[1.0, 2.0], [0.0, 3.0]]), FLOAT64);
+        assert_eq!(
+            r.first_mismatch.unwrap(),
+            "index [1]: expected (0-3j), got (0+3j)"
+        );
     }
 }

@@ -29,6 +29,8 @@ pub enum HVal {
     /// A narrow or unsigned integer (`i8`, `u8` … `u64`): its value wrapped
     /// into the type's range, held as the bits of an `i64`.
     N(i64, ScalarType),
+    /// A complex number `(re, im)` (complex64's parts rounded to `f32`).
+    C(f64, f64),
 }
 
 /// `v` wrapped into the range of integer type `t` (NumPy's overflow).
@@ -52,6 +54,15 @@ impl HVal {
             HVal::F(f) => f,
             HVal::N(i, ScalarType::U64) => i as u64 as f64,
             HVal::N(i, _) => i as f64,
+            HVal::C(re, _) => re,
+        }
+    }
+
+    /// The value as a complex number (a real one has imaginary part 0).
+    pub fn c(self) -> (f64, f64) {
+        match self {
+            HVal::C(re, im) => (re, im),
+            v => (v.f(), 0.0),
         }
     }
 
@@ -59,7 +70,7 @@ impl HVal {
         match self {
             HVal::B(b) => i64::from(b),
             HVal::I(i) | HVal::N(i, _) => i,
-            HVal::F(f) => f as i64,
+            HVal::F(f) | HVal::C(f, _) => f as i64,
         }
     }
 
@@ -68,6 +79,7 @@ impl HVal {
             HVal::B(b) => b,
             HVal::I(i) | HVal::N(i, _) => i != 0,
             HVal::F(f) => f != 0.0,
+            HVal::C(re, im) => re != 0.0 || im != 0.0,
         }
     }
 
@@ -82,6 +94,14 @@ impl HVal {
                 HVal::F(f) => HVal::N(f as u64 as i64, t),
                 v => HVal::N(v.i(), t),
             },
+            ScalarType::C64 => {
+                let (re, im) = self.c();
+                HVal::C(f64::from(re as f32), f64::from(im as f32))
+            }
+            ScalarType::C128 => {
+                let (re, im) = self.c();
+                HVal::C(re, im)
+            }
             t => HVal::N(wrap_int(self.i(), t), t),
         }
     }
@@ -93,6 +113,31 @@ impl HVal {
             _ => None,
         }
     }
+}
+
+/// `x op y` on complex numbers, as the kernels compute it (Smith's
+/// division).
+fn complex_binary(op: BinOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Result<HVal, VerifyError> {
+    Ok(match op {
+        BinOp::Add => HVal::C(a + c, b + d),
+        BinOp::Sub => HVal::C(a - c, b - d),
+        BinOp::Mul => HVal::C(a * c - b * d, a * d + b * c),
+        BinOp::Div if c.abs() >= d.abs() => {
+            let r = d / c;
+            let s = 1.0 / (c + d * r);
+            HVal::C((a + b * r) * s, (b - a * r) * s)
+        }
+        BinOp::Div => {
+            let r = c / d;
+            let s = 1.0 / (d + c * r);
+            HVal::C((a * r + b) * s, (b * r - a) * s)
+        }
+        _ => {
+            return Err(VerifyError::BadPlan(
+                "host code applies an operator complex numbers lack".into(),
+            ))
+        }
+    })
 }
 
 /// `x op y` on integers of type `t` (narrow or unsigned), wrapped.
@@ -179,6 +224,8 @@ pub fn filled(t: ScalarType, n: usize, fill: f64) -> ArrayData {
         ScalarType::U16 => ArrayData::U16(vec![fill as i64 as u16; n]),
         ScalarType::U32 => ArrayData::U32(vec![fill as i64 as u32; n]),
         ScalarType::U64 => ArrayData::U64(vec![fill as u64; n]),
+        ScalarType::C64 => ArrayData::C64(vec![[fill as f32, 0.0]; n]),
+        ScalarType::C128 => ArrayData::C128(vec![[fill, 0.0]; n]),
     }
 }
 
@@ -422,6 +469,7 @@ impl<B> State<B> {
             Expr::Unary(op, a) => {
                 let v = self.eval(dev, a)?;
                 match (op, v) {
+                    (UnaryOp::Neg, HVal::C(re, im)) => HVal::C(-re, -im),
                     (UnaryOp::Neg, HVal::F(f)) => HVal::F(-f),
                     (UnaryOp::Neg, HVal::N(i, t)) => HVal::N(wrap_int(i.wrapping_neg(), t), t),
                     (UnaryOp::Not, HVal::N(i, t)) => HVal::N(wrap_int(!i, t), t),
@@ -434,7 +482,9 @@ impl<B> State<B> {
             Expr::Binary(op, a, b) => {
                 let (x, y) = (self.eval(dev, a)?, self.eval(dev, b)?);
                 let float = matches!(x, HVal::F(_)) || matches!(y, HVal::F(_));
-                if float {
+                if matches!(x, HVal::C(..)) || matches!(y, HVal::C(..)) {
+                    complex_binary(*op, x.c(), y.c())?
+                } else if float {
                     let (x, y) = (x.f(), y.f());
                     HVal::F(match op {
                         BinOp::Add => x + y,
@@ -483,6 +533,11 @@ impl<B> State<B> {
             }
             Expr::Cmp(op, a, b) => {
                 let (x, y) = (self.eval(dev, a)?, self.eval(dev, b)?);
+                if let (CmpOp::Eq | CmpOp::Ne, HVal::C(..), _)
+                | (CmpOp::Eq | CmpOp::Ne, _, HVal::C(..)) = (op, x, y)
+                {
+                    return Ok(HVal::B((x.c() == y.c()) == (*op == CmpOp::Eq)));
+                }
                 if x.narrow() == Some(ScalarType::U64) || y.narrow() == Some(ScalarType::U64) {
                     let (x, y) = (x.i() as u64, y.i() as u64);
                     return Ok(HVal::B(match op {
@@ -510,6 +565,19 @@ impl<B> State<B> {
                 } else {
                     self.eval(dev, b)?
                 }
+            }
+            Expr::Complex(re, im) => HVal::C(self.eval(dev, re)?.f(), self.eval(dev, im)?.f()),
+            Expr::Part(p, z) => {
+                let (re, im) = self.eval(dev, z)?.c();
+                HVal::F(if *p == port_codegen::ir::Part::Re {
+                    re
+                } else {
+                    im
+                })
+            }
+            Expr::Math(MathFn::Fabs, args) if matches!(self.eval(dev, &args[0])?, HVal::C(..)) => {
+                let (re, im) = self.eval(dev, &args[0])?.c();
+                HVal::F(re.hypot(im))
             }
             Expr::Math(f, args) => {
                 let x = self.eval(dev, &args[0])?.f();
@@ -1060,6 +1128,8 @@ fn broadcast_to(a: &NdArray, shape: &[usize]) -> NdArray {
         ArrayData::U16(v) => ArrayData::U16((0..n).map(|k| v[index(k)]).collect()),
         ArrayData::U32(v) => ArrayData::U32((0..n).map(|k| v[index(k)]).collect()),
         ArrayData::U64(v) => ArrayData::U64((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::C64(v) => ArrayData::C64((0..n).map(|k| v[index(k)]).collect()),
+        ArrayData::C128(v) => ArrayData::C128((0..n).map(|k| v[index(k)]).collect()),
     };
     NdArray {
         shape: shape.to_vec(),
@@ -1110,6 +1180,10 @@ fn value<B, D: Device<Buf = B>>(
                 ScalarType::I32 => ArrayData::I32(vec![x.i() as i32]),
                 ScalarType::I64 => ArrayData::I64(vec![x.i()]),
                 ScalarType::F32 | ScalarType::F64 => ArrayData::F64(vec![x.f()]),
+                ScalarType::C64 | ScalarType::C128 => {
+                    let (re, im) = x.cast(*t).c();
+                    ArrayData::C128(vec![[re, im]])
+                }
                 t => crate::npy::from_i64s(*t, &[x.cast(*t).i()]),
             };
             Ok(NdArray {

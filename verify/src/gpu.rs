@@ -272,6 +272,8 @@ fn host_bytes(a: &NdArray) -> Vec<u8> {
         ArrayData::U16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         ArrayData::U32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         ArrayData::U64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::C64(v) => v.iter().flatten().flat_map(|x| x.to_ne_bytes()).collect(),
+        ArrayData::C128(v) => v.iter().flatten().flat_map(|x| x.to_ne_bytes()).collect(),
     }
 }
 
@@ -293,6 +295,20 @@ fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
         ScalarType::U16 => ArrayData::U16(chunks(b, u16::from_ne_bytes)),
         ScalarType::U32 => ArrayData::U32(chunks(b, u32::from_ne_bytes)),
         ScalarType::U64 => ArrayData::U64(chunks(b, u64::from_ne_bytes)),
+        ScalarType::C64 => ArrayData::C64(chunks(b, |c: [u8; 8]| {
+            let (re, im) = c.split_at(4);
+            [
+                f32::from_ne_bytes(re.try_into().expect("4")),
+                f32::from_ne_bytes(im.try_into().expect("4")),
+            ]
+        })),
+        ScalarType::C128 => ArrayData::C128(chunks(b, |c: [u8; 16]| {
+            let (re, im) = c.split_at(8);
+            [
+                f64::from_ne_bytes(re.try_into().expect("8")),
+                f64::from_ne_bytes(im.try_into().expect("8")),
+            ]
+        })),
     }
 }
 
@@ -357,6 +373,9 @@ fn arg_slots<B>(k: &Kernel, args: &[KArg<B>]) -> Result<Vec<Slot>, String> {
                 ScalarType::I16 | ScalarType::U16 => Slot::U16(v.i() as u16),
                 ScalarType::U32 => Slot::I32(v.i() as u32 as i32),
                 ScalarType::U64 => Slot::I64(v.i()),
+                // Kernels take no complex scalar (codegen's verifier): the
+                // rewriter passes the parts. A real slot fails the launch.
+                ScalarType::C64 | ScalarType::C128 => Slot::F64(v.f()),
             }),
             _ => {
                 return Err(format!(
@@ -453,6 +472,8 @@ impl Device for GpuDevice {
             ArrayData::I64(v) => HVal::I(v[0]),
             ArrayData::F32(v) => HVal::F(f64::from(v[0])),
             ArrayData::F64(v) => HVal::F(v[0]),
+            ArrayData::C64(v) => HVal::C(f64::from(v[0][0]), f64::from(v[0][1])),
+            ArrayData::C128(v) => HVal::C(v[0][0], v[0][1]),
             data => HVal::N(crate::npy::elem_i64(&data, 0), a.elem),
         })
     }

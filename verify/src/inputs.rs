@@ -601,7 +601,7 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                 s,
                 match s {
                     ScalarType::Bool => 1.0,
-                    ScalarType::F32 | ScalarType::F64 => 0.75,
+                    ScalarType::F32 | ScalarType::F64 | ScalarType::C64 | ScalarType::C128 => 0.75,
                     _ => INT_SCALAR as f64,
                 },
             ),
@@ -628,6 +628,16 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                     ),
                     ScalarType::F64 => {
                         ArrayData::F64((0..len).map(|_| lo + (hi - lo) * rng.unit()).collect())
+                    }
+                    // Both parts over the floats' range.
+                    ScalarType::C64 | ScalarType::C128 => {
+                        let mut part = || lo + (hi - lo) * rng.unit();
+                        let v: Vec<[f64; 2]> = (0..len).map(|_| [part(), part()]).collect();
+                        let z = NdArray {
+                            shape: vec![len],
+                            data: ArrayData::C128(v),
+                        };
+                        z.convert(a.elem).data
                     }
                     // Bytes and shorts over their whole range (pixels,
                     // samples: the wrap-around is what differs); wider

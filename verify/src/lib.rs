@@ -191,7 +191,7 @@ pub fn tolerance(plan: &KernelPlan) -> Tolerance {
     let f32_args = plan
         .params
         .iter()
-        .any(|p| p.ty.elem() == ScalarType::F32 && p.ty.is_array());
+        .any(|p| p.ty.elem().component() == ScalarType::F32 && p.ty.is_array());
     if f32_args || plan.ufunc_outputs.contains(&ScalarType::F32) {
         compare::FLOAT32
     } else {
@@ -212,6 +212,8 @@ pub(crate) fn dtype_name(t: ScalarType) -> &'static str {
         ScalarType::U16 => "uint16",
         ScalarType::U32 => "uint32",
         ScalarType::U64 => "uint64",
+        ScalarType::C64 => "complex64",
+        ScalarType::C128 => "complex128",
     }
 }
 

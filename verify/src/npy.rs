@@ -1,5 +1,6 @@
 //! NumPy's `.npy` format (version 1.0), for the dtypes port's kernels
-//! take (bool, int8–int64, uint8–uint64, float32, float64): how inputs and results travel between Rust and the CPython run of
+//! take (bool, int8–int64, uint8–uint64, float32, float64, complex64,
+//! complex128): how inputs and results travel between Rust and the CPython run of
 //! the original.
 
 use std::path::Path;
@@ -38,7 +39,19 @@ impl NdArray {
             ArrayData::F32(v) => f64::from(v[k]),
             ArrayData::F64(v) => v[k],
             ArrayData::U64(v) => v[k] as f64,
+            // A complex element's real part (see `get_c`).
+            ArrayData::C64(v) => f64::from(v[k][0]),
+            ArrayData::C128(v) => v[k][0],
             _ => self.get_i64(k) as f64,
+        }
+    }
+
+    /// Element `k` as a complex number `(re, im)`; a real one has `im` 0.
+    pub fn get_c(&self, k: usize) -> (f64, f64) {
+        match &self.data {
+            ArrayData::C64(v) => (f64::from(v[k][0]), f64::from(v[k][1])),
+            ArrayData::C128(v) => (v[k][0], v[k][1]),
+            _ => (self.get_f64(k), 0.0),
         }
     }
 
@@ -63,6 +76,8 @@ pub fn elem_i64(data: &ArrayData, k: usize) -> i64 {
         ArrayData::U16(v) => i64::from(v[k]),
         ArrayData::U32(v) => i64::from(v[k]),
         ArrayData::U64(v) => v[k] as i64,
+        ArrayData::C64(v) => v[k][0] as i64,
+        ArrayData::C128(v) => v[k][0] as i64,
     }
 }
 
@@ -73,6 +88,18 @@ impl NdArray {
             return self.clone();
         }
         let n = self.len();
+        if to.is_complex() {
+            let vals = (0..n).map(|k| self.get_c(k));
+            let data = if to == ScalarType::C64 {
+                ArrayData::C64(vals.map(|(r, i)| [r as f32, i as f32]).collect())
+            } else {
+                ArrayData::C128(vals.map(|(r, i)| [r, i]).collect())
+            };
+            return NdArray {
+                shape: self.shape.clone(),
+                data,
+            };
+        }
         if to.is_int() && !self.elem().is_float() {
             let ints: Vec<i64> = (0..n).map(|k| self.get_i64(k)).collect();
             return NdArray {
@@ -114,6 +141,8 @@ pub fn from_i64s(t: ScalarType, v: &[i64]) -> ArrayData {
         ScalarType::U64 => ArrayData::U64(v.iter().map(|&x| x as u64).collect()),
         ScalarType::F32 => ArrayData::F32(v.iter().map(|&x| x as f32).collect()),
         ScalarType::F64 => ArrayData::F64(v.iter().map(|&x| x as f64).collect()),
+        ScalarType::C64 => ArrayData::C64(v.iter().map(|&x| [x as f32, 0.0]).collect()),
+        ScalarType::C128 => ArrayData::C128(v.iter().map(|&x| [x as f64, 0.0]).collect()),
     }
 }
 
@@ -130,6 +159,8 @@ fn descr(t: ScalarType) -> &'static str {
         ScalarType::U16 => "<u2",
         ScalarType::U32 => "<u4",
         ScalarType::U64 => "<u8",
+        ScalarType::C64 => "<c8",
+        ScalarType::C128 => "<c16",
     }
 }
 
@@ -185,6 +216,14 @@ pub fn write(path: &Path, a: &NdArray) -> Result<(), VerifyError> {
             .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
         ArrayData::U64(v) => v
             .iter()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::C64(v) => v
+            .iter()
+            .flatten()
+            .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
+        ArrayData::C128(v) => v
+            .iter()
+            .flatten()
             .for_each(|x| bytes.extend_from_slice(&x.to_le_bytes())),
     }
     std::fs::write(path, bytes)
@@ -291,6 +330,28 @@ pub fn read(path: &Path) -> Result<NdArray, VerifyError> {
                 .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
                 .collect(),
         ),
+        "<c8" => ArrayData::C64(
+            need(8)?
+                .chunks_exact(8)
+                .map(|c| {
+                    [
+                        f32::from_le_bytes(c[..4].try_into().expect("4")),
+                        f32::from_le_bytes(c[4..].try_into().expect("4")),
+                    ]
+                })
+                .collect(),
+        ),
+        "<c16" => ArrayData::C128(
+            need(16)?
+                .chunks_exact(16)
+                .map(|c| {
+                    [
+                        f64::from_le_bytes(c[..8].try_into().expect("8")),
+                        f64::from_le_bytes(c[8..].try_into().expect("8")),
+                    ]
+                })
+                .collect(),
+        ),
         "<u8" => ArrayData::U64(
             need(8)?
                 .chunks_exact(8)
@@ -299,7 +360,7 @@ pub fn read(path: &Path) -> Result<NdArray, VerifyError> {
         ),
         other => {
             return Err(bad(&format!(
-                "dtype `{other}`: port compares bool, int8 to int64, uint8 to uint64, float32 and float64"
+                "dtype `{other}`: port compares bool, int8 to int64, uint8 to uint64, float32, float64, complex64 and complex128"
             )))
         }
     };
@@ -337,6 +398,14 @@ mod tests {
             NdArray {
                 shape: vec![2],
                 data: ArrayData::I8(vec![-128, 127]),
+            },
+            NdArray {
+                shape: vec![2],
+                data: ArrayData::C128(vec![[1.5, -2.0], [0.0, 1e-300]]),
+            },
+            NdArray {
+                shape: vec![1, 1],
+                data: ArrayData::C64(vec![[3.25, 0.5]]),
             },
             NdArray {
                 shape: vec![2],

@@ -82,12 +82,12 @@ def load_args(folder):
 
 def save(folder, name, value):
     arr = np.asarray(value)
-    if arr.dtype == np.bool_ or arr.dtype.kind in "iuf":
+    if arr.dtype == np.bool_ or arr.dtype.kind in "iufc":
         if arr.dtype.kind == "u":
             arr = arr.astype(np.int64)
         np.save(os.path.join(folder, name), np.ascontiguousarray(arr))
         return name + ".npy"
-    raise TypeError("cannot compare a value of type %s" % type(value).__name__)
+    raise TypeError("cannot compare a value of type %s (dtype %s)" % (type(value).__name__, arr.dtype))
 
 
 def fresh(args):

@@ -70,7 +70,9 @@ def check_ptx(patched, migration):
 def make_inputs(plan, rng):
     sig = numba_types(plan["signature"])
     ndim = max([getattr(t, "ndim", 0) for t in sig] + [1])
-    n = {1: 300, 2: 24}.get(ndim, 10)
+    # Fewer points per axis as the rank grows (a 6-D array of 10 per axis
+    # is a million elements, slow under the CUDA simulator).
+    n = {1: 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
     lo, hi = plan["input_range"]
     args = []
     for t in sig:
@@ -79,6 +81,9 @@ def make_inputs(plan, rng):
             shape = (n,) * t.ndim
             if dt.kind == "f":
                 args.append((lo + (hi - lo) * rng.random(shape)).astype(dt))
+            elif dt.kind == "c":
+                parts = lo + (hi - lo) * rng.random((2,) + shape)
+                args.append((parts[0] + 1j * parts[1]).astype(dt))
             elif dt.kind == "b":
                 args.append(rng.random(shape) < 0.5)
             else:
@@ -92,6 +97,8 @@ def make_inputs(plan, rng):
                             else rng.integers(1, 8, n).astype(dt))
             elif name.startswith("float"):
                 args.append(0.75)
+            elif name.startswith("complex"):
+                args.append(0.25 + 0.5j)
             elif name.startswith("int"):
                 args.append(5)
             else:

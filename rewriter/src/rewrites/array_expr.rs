@@ -75,9 +75,15 @@ impl ArrVal {
 
     /// A named array holding `like`'s values: where `like` has a
     /// dimension of literal extent 1 (`keepdims`, `None`), so does the
-    /// view, indexed at 0, so that it keeps broadcasting.
+    /// view, indexed at 0, so that it keeps broadcasting. Other literal
+    /// extents are kept too (a filter of 3 taps stays 3 long).
     pub fn named_like(name: &str, ty: ArrayType, like: &ArrVal) -> ArrVal {
         let mut v = ArrVal::named(name, ty);
+        for (k, e) in like.shape.iter().enumerate() {
+            if matches!(e, Expr::Lit(Literal::I64(_))) && k < v.shape.len() {
+                v.shape[k] = e.clone();
+            }
+        }
         let one = i64(1);
         if !like.shape.contains(&one) {
             return v;
@@ -115,6 +121,26 @@ impl ArrVal {
             body: subst(&self.element(&idx), &back),
             computed: self.computed,
         }
+    }
+
+    /// A template of constants: literal extents, and elements that read
+    /// no array and no variable (`np.array([1., 2., 1.]) / 4`). A name
+    /// bound to it can stay the template: nothing it reads can change.
+    pub fn is_constant(&self) -> bool {
+        if !self.shape.iter().all(|e| matches!(e, Expr::Lit(_))) {
+            return false;
+        }
+        let mut ok = true;
+        port_codegen::ir::walk_expr(&self.body, &mut |x| match x {
+            Expr::Var(n) => ok &= n.starts_with("__e"),
+            Expr::Load(_)
+            | Expr::Shape { .. }
+            | Expr::Call(..)
+            | Expr::Atomic(..)
+            | Expr::AtomicCas(..) => ok = false,
+            _ => {}
+        });
+        ok
     }
 
     /// Whether a dimension has literal extent 1 (a broadcast dimension).

@@ -190,6 +190,18 @@ impl Lowerer<'_> {
                 }
             }
         };
+        if av.elem.is_complex()
+            && !matches!(op, AxisOp::Plain(Reduce::Sum | Reduce::Prod | Reduce::Mean))
+        {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}` of complex numbers (NumPy orders them lexicographically): reduce `abs(z)` or `z.real`",
+                    op.word()
+                ),
+            );
+        }
         let nd = av.ndim();
         let axes = args.axes.clone().unwrap_or_else(|| (0..nd).collect());
         if axes.len() == nd {
@@ -347,14 +359,18 @@ impl Lowerer<'_> {
         }
         let acc_t = match op {
             AxisOp::Plain(Reduce::Mean) => {
-                if av.elem == ScalarType::F32 {
-                    ScalarType::F32
+                if av.elem == ScalarType::F32 || av.elem.is_complex() {
+                    av.elem
                 } else {
                     ScalarType::F64
                 }
             }
             AxisOp::Plain(Reduce::Sum | Reduce::Prod) if av.elem.is_unsigned() => ScalarType::U64,
-            AxisOp::Plain(Reduce::Sum | Reduce::Prod) if !av.elem.is_float() => ScalarType::I64,
+            AxisOp::Plain(Reduce::Sum | Reduce::Prod)
+                if !av.elem.is_float() && !av.elem.is_complex() =>
+            {
+                ScalarType::I64
+            }
             AxisOp::Any | AxisOp::All => ScalarType::I64,
             _ => av.elem,
         };

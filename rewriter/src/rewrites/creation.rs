@@ -48,7 +48,10 @@ impl Lowerer<'_> {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 4 dimensions in kernels",
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
             );
         }
         Ok(out)
@@ -491,7 +494,10 @@ impl Lowerer<'_> {
             return refuse(
                 array_expr::NAME,
                 line,
-                "arrays have 1 to 4 dimensions in kernels",
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
             );
         }
         self.log.applied(
@@ -712,8 +718,9 @@ impl Lowerer<'_> {
                     array_expr::NAME,
                     line,
                     format!(
-                        "`{what}` of {k} axes is an array of {} dimensions: kernels take 1 to 4",
-                        k + 1
+                        "`{what}` of {k} axes is an array of {} dimensions: kernels take 1 to {}",
+                        k + 1,
+                        port_codegen::ir::MAX_DIMS
                     ),
                 );
             }
@@ -739,7 +746,10 @@ impl Lowerer<'_> {
                 return refuse(
                     array_expr::NAME,
                     line,
-                    format!("`{what}` of {k} axes: kernels take 1 to 4 dimensions"),
+                    format!(
+                        "`{what}` of {k} axes: kernels take 1 to {} dimensions",
+                        port_codegen::ir::MAX_DIMS
+                    ),
                 );
             }
             // Grid d varies along axis d and has extent 1 elsewhere.

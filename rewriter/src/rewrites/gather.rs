@@ -224,7 +224,14 @@ impl Lowerer<'_> {
             shape.push(base.shape[d].clone());
         }
         if shape.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(NAME, line, "arrays have 1 to 4 dimensions in kernels");
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
+            );
         }
         Ok(Some((shape, idx)))
     }

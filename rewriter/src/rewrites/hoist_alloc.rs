@@ -118,28 +118,8 @@ impl Lowerer<'_> {
                 let Some(first) = call.args.first() else {
                     return refuse(NAME, line, format!("`{short}` needs a shape"));
                 };
-                let shape = match self.expr(r, first)? {
-                    Val::Scalar(e, t, _) if t.is_int() => vec![cast_to(e, t, ScalarType::I64)],
-                    Val::Tuple(items) => {
-                        let mut v = Vec::new();
-                        for it in items {
-                            match it {
-                                Val::Scalar(e, t, _) if t.is_int() => {
-                                    v.push(cast_to(e, t, ScalarType::I64))
-                                }
-                                _ => return refuse(NAME, line, "a shape must be integers"),
-                            }
-                        }
-                        v
-                    }
-                    _ => {
-                        return refuse(
-                            NAME,
-                            line,
-                            "a shape must be an integer or a tuple of integers",
-                        )
-                    }
-                };
+                // An integer, a tuple or a list of integers.
+                let shape = self.shape_arg(r, first, line)?;
                 if let (None, Some(d)) = (dtype, call.args.get(if short == "full" { 2 } else { 1 }))
                 {
                     dtype = self.dtype_value(r, d);
@@ -147,7 +127,14 @@ impl Lowerer<'_> {
                 (shape, dtype.unwrap_or(ScalarType::F64), None)
             };
         if shape.is_empty() || shape.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(NAME, line, "arrays have 1 to 4 dimensions in kernels");
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "arrays have 1 to {} dimensions in kernels",
+                    port_codegen::ir::MAX_DIMS
+                ),
+            );
         }
         let fill = match short.as_str() {
             "zeros" | "zeros_like" => Fill::Value(crate::ir_util::lit(elem, 0.0)),

@@ -193,10 +193,15 @@ impl Lowerer<'_> {
             step,
             body,
         });
+        let why = if carried.rewrite == dependences::NAME {
+            "its iterations depend on each other".to_string()
+        } else {
+            format!("one kernel cannot hold its body: {}", carried.message)
+        };
         self.log.applied(
             NAME,
             format!(
-                "loop at line {line} stays on the host (its iterations depend on each other) and launches {launches} kernel(s) per iteration"
+                "loop at line {line} stays on the host ({why}) and launches {launches} kernel(s) per iteration"
             ),
         );
         Ok(())

@@ -62,7 +62,10 @@ pub fn math_fn(name: &str) -> Option<MathFn> {
 /// The float type a math function computes in for an argument of type `t`:
 /// `math.*` always float64 (Python floats), `np.*` keeps float32.
 fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
-    if numpy && t == ScalarType::F32 {
+    if t.is_complex() {
+        // Only NumPy's ufuncs with a complex form get here (see `call`).
+        t
+    } else if numpy && t == ScalarType::F32 {
         ScalarType::F32
     } else {
         ScalarType::F64
@@ -74,6 +77,9 @@ fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
 pub fn call(name: &str, args: &[Val]) -> Option<Val> {
     let numpy = name.starts_with("numpy.");
     let short = name.rsplit('.').next().unwrap_or(name);
+    if let Some(v) = complex_call(name, short, numpy, args) {
+        return v;
+    }
     // math.floor / ceil / trunc return Python ints.
     if !numpy && matches!(name, "math.floor" | "math.ceil" | "math.trunc") && args.len() == 1 {
         let f = math_fn(name)?;
@@ -149,9 +155,9 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 _ => CmpOp::Ne,
             };
             map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
-                let common = promote(tx, wx, ty, wy);
+                let t = promote(tx, wx, ty, wy);
                 (
-                    cmp(op, cast_to(x, tx, common), cast_to(y, ty, common)),
+                    cmp(op, cast_to(x, tx, t), cast_to(y, ty, t)),
                     ScalarType::Bool,
                 )
             })
@@ -185,6 +191,31 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 ft,
             )
         }),
+        ("isnan" | "isinf" | "isfinite", [a], true)
+            if elem_type(a).is_some_and(ScalarType::is_complex) =>
+        {
+            // NumPy: nan if either part is; inf if either part is; finite if both are.
+            let re = call(
+                name,
+                &[map1(a, &mut |e, t| {
+                    real_or_imag(port_codegen::ir::Part::Re, e, t)
+                })?],
+            )?;
+            let im = call(
+                name,
+                &[map1(a, &mut |e, t| {
+                    real_or_imag(port_codegen::ir::Part::Im, e, t)
+                })?],
+            )?;
+            let op = if short == "isfinite" {
+                BinOp::And
+            } else {
+                BinOp::Or
+            };
+            map2(&re, &im, &mut |(x, _, _), (y, _, _)| {
+                (binary(op, x, y), ScalarType::Bool)
+            })
+        }
         ("isnan", [a], true) => map1(a, &mut |e, t| {
             if t.is_float() {
                 (cmp(CmpOp::Ne, e.clone(), e), ScalarType::Bool)
@@ -289,9 +320,108 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
     }
 }
 
-/// `abs(x)`: `fabs` for floats, a select for integers.
+/// The element type of a scalar or array value.
+fn elem_type(v: &Val) -> Option<ScalarType> {
+    match v {
+        Val::Scalar(_, t, _) => Some(*t),
+        Val::Array(a) => Some(a.elem),
+        Val::Tuple(_) => None,
+    }
+}
+
+/// The calls that create, take apart or compute on complex numbers:
+/// `np.real`/`np.imag`/`np.conj`/`np.angle` and `complex(a, b)` on any
+/// number, and with a complex argument the ufuncs that have a complex form
+/// (`np.exp`, `np.sqrt`, `abs`, `np.where`, …). `Some(None)` refuses: a
+/// complex argument to a function without a complex form (`math.sqrt`
+/// raises in Python, `np.floor` in NumPy). `None`: not this family.
+fn complex_call(name: &str, short: &str, numpy: bool, args: &[Val]) -> Option<Option<Val>> {
+    use port_codegen::ir::Part;
+    let part = |p: Part, e: Expr| Expr::Part(p, Box::new(e));
+    match (short, args, numpy) {
+        ("real" | "imag", [a], true) => {
+            let p = if short == "real" { Part::Re } else { Part::Im };
+            return Some(map1(a, &mut |e, t| real_or_imag(p, e, t)));
+        }
+        ("conj" | "conjugate", [a], true) => {
+            return Some(map1(a, &mut |e, t| {
+                if t.is_complex() {
+                    let im = Expr::Unary(UnaryOp::Neg, Box::new(part(Part::Im, e.clone())));
+                    (Expr::Complex(Box::new(part(Part::Re, e)), Box::new(im)), t)
+                } else {
+                    (e, t)
+                }
+            }))
+        }
+        ("angle", [a], true) => {
+            return Some(map1(a, &mut |e, t| {
+                let (re, im, ft) = if t.is_complex() {
+                    (part(Part::Re, e.clone()), part(Part::Im, e), t.component())
+                } else {
+                    let ft = float_of(t, true);
+                    (cast_to(e, t, ft), lit(ft, 0.0), ft)
+                };
+                (math(MathFn::Atan2, vec![im, re]), ft)
+            }))
+        }
+        ("complex", [re, im], false) if !name.contains('.') => {
+            return Some(map2(re, im, &mut |(x, tx, _), (y, ty, _)| {
+                let f = ScalarType::F64;
+                (
+                    Expr::Complex(Box::new(cast_to(x, tx, f)), Box::new(cast_to(y, ty, f))),
+                    ScalarType::C128,
+                )
+            }))
+        }
+        ("complex" | "complex128" | "cdouble" | "complex64" | "csingle", [a], _)
+            if numpy || short == "complex" =>
+        {
+            let to = if matches!(short, "complex64" | "csingle") {
+                ScalarType::C64
+            } else {
+                ScalarType::C128
+            };
+            return Some(map1(a, &mut |e, t| (cast_to(e, t, to), to)));
+        }
+        _ => {}
+    }
+    if !args
+        .iter()
+        .any(|a| elem_type(a).is_some_and(ScalarType::is_complex))
+    {
+        return None;
+    }
+    if let Some(f) = math_fn(name) {
+        return (!(numpy && f.takes_complex())).then_some(None);
+    }
+    match (short, numpy || !name.contains('.')) {
+        (
+            "abs" | "absolute" | "square" | "negative" | "where" | "isnan" | "isinf" | "isfinite"
+            | "equal" | "not_equal",
+            true,
+        ) => None,
+        _ => Some(None),
+    }
+}
+
+/// `x.real` / `x.imag` of one element: a part of a complex number; a real
+/// number is its own real part, with imaginary part 0.
+pub fn real_or_imag(p: port_codegen::ir::Part, e: Expr, t: ScalarType) -> (Expr, ScalarType) {
+    if t.is_complex() {
+        (Expr::Part(p, Box::new(e)), t.component())
+    } else if p == port_codegen::ir::Part::Re {
+        (e, t)
+    } else {
+        (lit(t, 0.0), t)
+    }
+}
+
+/// `abs(x)`: `fabs` for floats (the modulus for complex numbers), a select
+/// for integers.
 pub fn abs(e: Expr, t: ScalarType) -> (Expr, ScalarType) {
-    if t.is_float() {
+    if t.is_complex() {
+        (math(MathFn::Fabs, vec![e]), t.component())
+    } else if t.is_float() {
         (math(MathFn::Fabs, vec![e]), t)
     } else if t == ScalarType::Bool {
         (cast_to(e, t, ScalarType::I64), ScalarType::I64)
@@ -309,7 +439,9 @@ pub fn abs(e: Expr, t: ScalarType) -> (Expr, ScalarType) {
 
 /// Python truthiness as a bool.
 pub fn truthy(e: Expr, t: ScalarType) -> Expr {
-    if t == ScalarType::Bool {
+    if t.is_complex() {
+        cmp(CmpOp::Ne, e, lit(t, 0.0))
+    } else if t == ScalarType::Bool {
         e
     } else {
         cmp(CmpOp::Ne, e, lit(t, 0.0))

@@ -7,11 +7,13 @@ pub mod app_calls;
 pub mod app_inline;
 pub mod array_expr;
 pub mod axis_reduction;
+pub mod convolve;
 pub mod creation;
 pub mod dependences;
 pub mod fp32;
 pub mod gather;
 pub mod grid_stride;
+pub mod histogram;
 pub mod hoist_alloc;
 pub mod host_schedule;
 pub mod masked;
@@ -25,7 +27,7 @@ use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 12] = [
+pub const ALL: [(&str, &str); 17] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -45,6 +47,14 @@ pub const ALL: [(&str, &str); 12] = [
     (
         host_schedule::NAME,
         "no sequential loop or `if` around the kernels",
+    ),
+    (scan::NAME, "no cumsum or cumprod"),
+    (masked::NAME, "no reduction of a boolean-mask selection"),
+    (gather::NAME, "no read through an array of indices"),
+    (histogram::NAME, "no np.histogram"),
+    (
+        convolve::NAME,
+        "no array literal, np.convolve or np.correlate",
     ),
     (fp32::NAME, "not requested (pass --fp32)"),
 ];

@@ -17,7 +17,7 @@ pub const NAME: &str = "row_reduction";
 pub fn acc_type(op: Reduce, t: ScalarType) -> ScalarType {
     match op {
         Reduce::Mean => {
-            if t.is_float() {
+            if t.is_float() || t.is_complex() {
                 t
             } else {
                 ScalarType::F64

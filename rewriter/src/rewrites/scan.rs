@@ -213,7 +213,7 @@ impl Lowerer<'_> {
         ];
         let mut grid_vars: Vec<String> = rows.iter().map(|&d| vars[d].clone()).collect();
         grid_vars.push(chunk.clone());
-        self.scan_launch(
+        self.launch_over(
             &grid_vars,
             &part_shape,
             reduce_chunk,
@@ -240,7 +240,7 @@ impl Lowerer<'_> {
         ];
         let row_vars: Vec<String> = rows.iter().map(|&d| vars[d].clone()).collect();
         let row_shape: Vec<Expr> = rows.iter().map(|&d| av.shape[d].clone()).collect();
-        self.scan_launch(&row_vars, &row_shape, prefix, &format!("{hint}_prefix"), format!(
+        self.launch_over(&row_vars, &row_shape, prefix, &format!("{hint}_prefix"), format!(
             "Line {line} of `{fname}`: `{word}`, step 2 of 3: exclusive prefixes of the chunk totals."
         ))?;
 
@@ -258,7 +258,7 @@ impl Lowerer<'_> {
                 ],
             ),
         ];
-        self.scan_launch(
+        self.launch_over(
             &grid_vars,
             &part_shape,
             scan_chunk,
@@ -278,7 +278,7 @@ impl Lowerer<'_> {
 
     /// A kernel running `body` once per element of `shape` (one thread for
     /// an empty shape), the first two dimensions across the grid.
-    fn scan_launch(
+    pub(crate) fn launch_over(
         &mut self,
         vars: &[String],
         shape: &[Expr],

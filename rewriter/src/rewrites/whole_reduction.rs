@@ -161,7 +161,9 @@ impl Lowerer<'_> {
         for (k, s) in specs.iter().enumerate() {
             let tree0 = load(&tree_names[k], vec![i32(0)]);
             let atomic = match s.op {
-                RedOp::Sum => Some(AtomicOp::Add),
+                // numba-cuda has no complex atomic: complex sums go
+                // through per-block partials.
+                RedOp::Sum if !s.ty.is_complex() => Some(AtomicOp::Add),
                 // GPUs have no 8- or 16-bit atomics.
                 RedOp::Max if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Max),
                 RedOp::Min if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Min),
