@@ -200,6 +200,8 @@ pub const NUMPY_NOPYTHON: &[&str] = &[
     "digitize",
     "bincount",
     "histogram",
+    "convolve",
+    "correlate",
     "sort",
     "argsort",
     "partition",
@@ -701,6 +703,8 @@ const NUMPY_HOST_SCHEDULE: &[&str] = &[
     "diag",
     "linalg.norm",
     "histogram",
+    "convolve",
+    "correlate",
 ];
 
 /// Is `numpy.<name>` (name may be dotted, e.g. `linalg.inv`) supported in nopython mode?
