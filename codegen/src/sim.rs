@@ -721,16 +721,35 @@ impl Launch {
         unsafe { (self.entry)(ctx, self.slots as *const u64) };
     }
 
-    /// Barrier-free kernels: each worker takes every n-th block and runs its
-    /// threads in a loop.
-    fn run_blocks_serially(&self) {
-        let blocks = self.grid.count();
+    /// Runs `work(worker, workers)` on a few OS threads, one per core (at
+    /// most one per block): worker `w` takes blocks `w`, `w + workers`, …
+    fn on_workers(
+        &self,
+        work: impl Fn(u64, u64) -> Result<(), String> + Sync,
+    ) -> Result<(), String> {
         let workers = std::thread::available_parallelism()
             .map(|n| n.get() as u64)
             .unwrap_or(1)
-            .min(blocks)
+            .min(self.grid.count())
             .max(1);
-        let work = |w: u64| {
+        if workers == 1 {
+            return work(0, 1);
+        }
+        std::thread::scope(|s| {
+            let work = &work;
+            let handles: Vec<_> = (0..workers)
+                .map(|w| s.spawn(move || work(w, workers)))
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })
+    }
+
+    /// Barrier-free kernels: each worker runs its blocks' threads in a loop.
+    fn run_blocks_serially(&self) {
+        let blocks = self.grid.count();
+        let _ = self.on_workers(|w, workers| {
             let mut shared = vec![0u8; self.shared_bytes.max(1)];
             let mut b = w;
             while b < blocks {
@@ -740,28 +759,15 @@ impl Launch {
                 }
                 b += workers;
             }
-        };
-        if workers == 1 {
-            work(0);
-        } else {
-            std::thread::scope(|s| {
-                for w in 0..workers {
-                    s.spawn(move || work(w));
-                }
-            });
-        }
+            Ok(())
+        });
     }
 
-    /// Kernels with barriers: blocks shared out among a few OS threads as
-    /// in the fast path, each block's GPU threads as coroutines.
+    /// Kernels with barriers: each worker runs its blocks' GPU threads as
+    /// coroutines.
     fn run_blocks_as_fibers(&self) -> Result<(), String> {
         let blocks = self.grid.count();
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get() as u64)
-            .unwrap_or(1)
-            .min(blocks)
-            .max(1);
-        let work = |w: u64| -> Result<(), String> {
+        self.on_workers(|w, workers| {
             let mut stacks: Vec<DefaultStack> = Vec::new();
             let mut b = w;
             while b < blocks {
@@ -769,15 +775,6 @@ impl Launch {
                 b += workers;
             }
             Ok(())
-        };
-        if workers == 1 {
-            return work(0);
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || work(w))).collect();
-            handles
-                .into_iter()
-                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
         })
     }
 

@@ -97,3 +97,17 @@ pub(crate) type Lower<T> = Result<T, Box<Reason>>;
 pub(crate) fn refuse<T>(rewrite: &str, line: u32, message: impl Into<String>) -> Lower<T> {
     Err(Box::new(Reason::new(rewrite, line, message)))
 }
+
+/// Refuses a value of `ndim` dimensions when kernels cannot take it (none,
+/// or more than [`port_codegen::ir::MAX_DIMS`]).
+pub(crate) fn check_rank(rewrite: &str, line: u32, ndim: usize) -> Lower<()> {
+    let max = port_codegen::ir::MAX_DIMS;
+    if ndim == 0 || ndim > max as usize {
+        return refuse(
+            rewrite,
+            line,
+            format!("arrays have 1 to {max} dimensions in kernels"),
+        );
+    }
+    Ok(())
+}

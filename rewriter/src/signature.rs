@@ -317,7 +317,11 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     } else {
                         t.elts
                             .iter()
-                            .filter(|e| !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None)))
+                            .filter(|e| {
+                                // `None` and `np.newaxis` add a dimension to the view, not to the array.
+                                !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None))
+                                    && !matches!(e, Expr::Attribute(a) if a.attr.as_str() == "newaxis")
+                            })
                             .count() as u8
                     }
                 }

@@ -44,16 +44,7 @@ impl Lowerer<'_> {
                 _ => return refuse(array_expr::NAME, line, "a shape must be integers"),
             }
         }
-        if out.is_empty() || out.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(
-                array_expr::NAME,
-                line,
-                format!(
-                    "arrays have 1 to {} dimensions in kernels",
-                    port_codegen::ir::MAX_DIMS
-                ),
-            );
-        }
+        crate::error::check_rank(array_expr::NAME, line, out.len())?;
         Ok(out)
     }
 
@@ -491,14 +482,7 @@ impl Lowerer<'_> {
             }
         };
         if out.ndim() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(
-                array_expr::NAME,
-                line,
-                format!(
-                    "arrays have 1 to {} dimensions in kernels",
-                    port_codegen::ir::MAX_DIMS
-                ),
-            );
+            crate::error::check_rank(array_expr::NAME, line, out.ndim())?;
         }
         self.log.applied(
             array_expr::NAME,

@@ -224,14 +224,7 @@ impl Lowerer<'_> {
             shape.push(base.shape[d].clone());
         }
         if shape.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(
-                NAME,
-                line,
-                format!(
-                    "arrays have 1 to {} dimensions in kernels",
-                    port_codegen::ir::MAX_DIMS
-                ),
-            );
+            crate::error::check_rank(NAME, line, shape.len())?;
         }
         Ok(Some((shape, idx)))
     }

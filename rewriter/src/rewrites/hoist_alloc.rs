@@ -126,16 +126,7 @@ impl Lowerer<'_> {
                 }
                 (shape, dtype.unwrap_or(ScalarType::F64), None)
             };
-        if shape.is_empty() || shape.len() > port_codegen::ir::MAX_DIMS as usize {
-            return refuse(
-                NAME,
-                line,
-                format!(
-                    "arrays have 1 to {} dimensions in kernels",
-                    port_codegen::ir::MAX_DIMS
-                ),
-            );
-        }
+        crate::error::check_rank(NAME, line, shape.len())?;
         let fill = match short.as_str() {
             "zeros" | "zeros_like" => Fill::Value(crate::ir_util::lit(elem, 0.0)),
             "ones" | "ones_like" => Fill::Value(crate::ir_util::lit(elem, 1.0)),
