@@ -223,6 +223,10 @@ def _port_capture():
             return SKIP
         key = code_key(code)
         codes_seen[0] = True
+        if clock[0] is None:
+            # The budget counts from the first call of an app function.
+            clock[0] = time.perf_counter()
+            arm_timer()
         if key[0] not in files_seen:
             expect_file(key[0])
         expected.add(key)
@@ -340,6 +344,7 @@ def _port_capture():
         if state["stopped"] is None:
             state["stopped"] = why
             state["hook_s"] = round(time.perf_counter() - started, 3)
+            disarm_timer()
             uninstall()
             # Calls still running keep their types and inputs; the hook does
             # not stay on for their return.
@@ -371,11 +376,64 @@ def _port_capture():
                 count[0] = 0
                 return None
             clock[0] = time.perf_counter()
+            arm_timer()
         if time.perf_counter() - clock[0] >= budget_s:
-            return "budget of %.1f s" % budget_s
+            return "budget of %g s" % budget_s
         if count[0] >= budget_events:
             return "budget of %d events" % budget_events
         return None
+
+    # Before 3.12 the hook is a trace function, and while one is set CPython
+    # runs every Python frame on its slow, unspecialised path, whether or
+    # not calls happen: an app that spends its time in one long loop or in
+    # NumPy makes few call events, and the budget, checked on events, would
+    # never end it. So a timer backs the budget up: SIGALRM, whose handler
+    # runs in the main thread between bytecodes and stops the hook there,
+    # WALL_BUDGETS budgets after the first app call (set-up code before the
+    # hot functions gets that long). An app with its own SIGALRM handler
+    # keeps it; the event budget still ends the hook then.
+    WALL_BUDGETS = 4
+    alarm = {"previous": None, "armed": False}
+
+    def on_alarm(signum, frame):
+        import signal
+
+        if alarm["armed"]:
+            alarm["armed"] = False
+            signal.signal(signal.SIGALRM, alarm["previous"] or signal.SIG_DFL)
+        if state["stopped"] is None:
+            stop("time limit of %g s" % (WALL_BUDGETS * budget_s))
+
+    def arm_timer():
+        if sys.version_info >= (3, 12) or alarm["armed"]:
+            return
+        try:
+            import signal
+            import threading
+
+            if threading.current_thread() is not threading.main_thread():
+                return
+            if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
+                return  # the app's own alarm: leave it alone
+            if signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+                return
+            alarm["previous"] = signal.signal(signal.SIGALRM, on_alarm)
+            alarm["armed"] = True
+            signal.setitimer(signal.ITIMER_REAL, WALL_BUDGETS * budget_s)
+        except (ImportError, AttributeError, OSError, ValueError):
+            pass
+
+    def disarm_timer():
+        if not alarm["armed"]:
+            return
+        try:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm["previous"] or signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+        alarm["armed"] = False
 
     def start_call(frame, code, target):
         if os.getpid() != main_pid:
