@@ -1234,24 +1234,21 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 let a = self.expr(st, a)?;
                 let b = self.expr(st, b)?;
                 let v = if a.ty.is_complex() {
+                    // Equal when both parts are; unequal when either is.
                     let (ar, ai) = self.parts(a)?;
                     let (br, bi) = self.parts(b)?;
+                    let eq = *op == CmpOp::Eq;
+                    let p = if eq {
+                        FloatPredicate::OEQ
+                    } else {
+                        FloatPredicate::UNE
+                    };
                     let bld = &self.builder;
-                    if *op == CmpOp::Eq {
-                        let r = bld
-                            .build_float_compare(FloatPredicate::OEQ, ar, br, "eq")
-                            .ll()?;
-                        let i = bld
-                            .build_float_compare(FloatPredicate::OEQ, ai, bi, "eq")
-                            .ll()?;
+                    let r = bld.build_float_compare(p, ar, br, "re").ll()?;
+                    let i = bld.build_float_compare(p, ai, bi, "im").ll()?;
+                    if eq {
                         bld.build_and(r, i, "eq").ll()?
                     } else {
-                        let r = bld
-                            .build_float_compare(FloatPredicate::UNE, ar, br, "ne")
-                            .ll()?;
-                        let i = bld
-                            .build_float_compare(FloatPredicate::UNE, ai, bi, "ne")
-                            .ll()?;
                         bld.build_or(r, i, "ne").ll()?
                     }
                 } else if a.ty.is_float() {
@@ -1316,17 +1313,11 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 if ty.is_complex() {
                     return self.complex_math(*f, &vals);
                 }
-                let name = math_symbol(*f, ty, self.opts.target);
-                let ft = self.value_type(ty);
-                let f = self.intrinsic_fn(&name, Some(ft), &vec![ft.into(); vals.len()])?;
-                let argv: Vec<BasicMetadataValueEnum<'ctx>> =
-                    vals.iter().map(|v| v.v.into()).collect();
-                let call = self.builder.build_call(f, &argv, "math").ll()?;
-                let v = call
-                    .try_as_basic_value()
-                    .basic()
-                    .ok_or_else(|| missing("math result"))?;
-                Val { v, ty }
+                let floats: Vec<_> = vals.iter().map(|v| v.float()).collect();
+                Val {
+                    v: self.rmath(*f, &floats)?.into(),
+                    ty,
+                }
             }
             Expr::Call(name, args) => self
                 .call(st, name, args)?

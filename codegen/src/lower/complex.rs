@@ -46,9 +46,9 @@ impl<'ctx> Lowerer<'ctx, '_> {
         })
     }
 
-    /// A real math function of the part type (libdevice on the GPU, libm on
-    /// the host).
-    fn rmath(&self, f: MathFn, args: &[F<'ctx>]) -> Result<F<'ctx>, CodegenError> {
+    /// A real math function on `f32`/`f64` values (libdevice on the GPU,
+    /// libm on the host): the real `Expr::Math` and every complex formula.
+    pub(super) fn rmath(&self, f: MathFn, args: &[F<'ctx>]) -> Result<F<'ctx>, CodegenError> {
         let ft = args
             .first()
             .ok_or_else(|| missing("math argument"))?
@@ -64,7 +64,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
         let argv: Vec<_> = args.iter().map(|a| (*a).into()).collect();
         let v = self
             .builder
-            .build_call(fun, &argv, "cmath")
+            .build_call(fun, &argv, "math")
             .ll()?
             .try_as_basic_value()
             .basic()
