@@ -23,9 +23,23 @@ fn oracle_python() -> PathBuf {
 }
 
 /// Migrates `function` of a copy of `file` with `--write --json`, asserts
-/// it is verified, then checks the patched file with real Numba.
+/// it is verified on generated inputs, then checks the patched file with
+/// real Numba.
 fn verified(file: &str, function: &str, signature: &str, extra: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
+    verified_in(&tmp, file, function, signature, extra, "generated");
+}
+
+/// [`verified`] in `tmp`, on the inputs `expected` says (`--inputs` among
+/// `extra` gives `given` ones); gives the migration's JSON.
+fn verified_in(
+    tmp: &tempfile::TempDir,
+    file: &str,
+    function: &str,
+    signature: &str,
+    extra: &[&str],
+    expected: &str,
+) -> serde_json::Value {
     let name = Path::new(file).file_name().unwrap().to_str().unwrap();
     let copy = tmp.path().join(name);
     std::fs::copy(fixture(file), &copy).unwrap();
@@ -52,7 +66,7 @@ fn verified(file: &str, function: &str, signature: &str, extra: &[&str]) {
     assert_eq!(j["status"], "verified", "{out}");
     assert_eq!(j["verification"]["passed"], true);
     assert_eq!(j["verification"]["backend"], "simulator");
-    assert_eq!(j["verification"]["inputs"], "generated");
+    assert_eq!(j["verification"]["inputs"], expected);
     assert!(!j["kernels"].as_array().unwrap().is_empty());
     for k in j["kernels"].as_array().unwrap() {
         let ptx = tmp.path().join(k["ptx"].as_str().unwrap());
@@ -110,6 +124,7 @@ fn verified(file: &str, function: &str, signature: &str, extra: &[&str]) {
         stderr(&o)
     );
     assert!(stdout(&o).contains("ok cudasim"));
+    j
 }
 
 // The seeds.
@@ -754,6 +769,45 @@ mod dtypes {
         image_stats_u8: "uint8[:,:]",
         csr_spmv_u32: "uint32[:], uint32[:], float64[:], float64[:]",
     }
+
+    /// A uint8 image given as inputs reaches the original as uint8, so
+    /// both sides wrap past 255 alike (it used to arrive as int64).
+    #[test]
+    fn given_uint8_inputs_keep_their_dtype() {
+        let tmp = tempfile::tempdir().unwrap();
+        let py = super::common::repo().join(".venv/bin/python");
+        let o = std::process::Command::new(py)
+            .arg("-c")
+            .arg("import numpy as np; np.savez('inputs.npz', img=np.arange(240, dtype=np.uint8).reshape(12, 20), delta=np.int64(40))")
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", super::stderr(&o));
+        super::verified_in(
+            &tmp,
+            "migrate/programs_dtypes.py",
+            "brighten_u8",
+            "uint8[:,:], int64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+    }
+}
+
+/// NumPy's ufuncs called by name and their `.outer` forms
+/// (fixtures/migrate/programs_ufuncs.py); `xorshift_rounds` gives uint64
+/// results past 2**63, compared exactly.
+mod ufuncs {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_ufuncs.py";
+        pairwise_sq_dists: "float64[:,:], float64[:,:]",
+        rbf_covariance: "float64[:], float64[:], float64, float64",
+        xorshift_rounds: "uint64[:], int64",
+        masked_average: "float32[:,:], int32[:,:]",
+        pair_extremes: "float64[:], float64[:]",
+    }
 }
 
 /// Complex numbers as signal processing and wave physics use them: DFTs,
@@ -853,5 +907,157 @@ mod tensors {
         grouped_attention: "float64[:,:,:,:,:], float64[:,:,:,:,:], float64[:,:,:,:,:]",
         contract_orbitals: "float64[:,:,:,:,:,:], float64[:,:]",
         self_energy_blocks: "complex128[:,:,:,:,:], complex128[:,:,:,:,:], complex128[:,:,:,:,:]",
+    }
+}
+
+/// Extents port takes to be equal are guarded on the host, and an axis of
+/// extent 1 that only the inputs have is planned as a broadcast axis
+/// (fixtures/migrate/programs_shapes.py).
+mod shapes {
+    use super::common::{port_in, repo};
+    use super::{fixture, migrate_in, oracle_python, stderr, stdout, verified, verified_in};
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Writes `inputs.npz` in `dir` with the project's NumPy.
+    fn npz(dir: &Path, make: &str) {
+        let py = common_python();
+        let script = format!(
+            "import numpy as np\nrng = np.random.default_rng(3)\nnp.savez('inputs.npz', {make})\n"
+        );
+        let o = Command::new(py)
+            .arg("-c")
+            .arg(&script)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+
+    fn common_python() -> std::path::PathBuf {
+        repo().join(".venv/bin/python")
+    }
+
+    /// n-body masses as an (N, 1) column: on the inputs, mass.T is a row
+    /// that broadcasts, `mass * vel` stretches the column; the plan says
+    /// so, and a guard at entry holds it to such inputs.
+    #[test]
+    fn a_column_of_masses_broadcasts_as_the_inputs_have_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        npz(
+            tmp.path(),
+            "mass=rng.random((12, 1)) + 0.5, pos=rng.random((12, 3)), vel=0.1 * rng.random((12, 3)), dt=np.float64(1e-3), steps=np.int64(4)",
+        );
+        let j = verified_in(
+            &tmp,
+            "migrate/programs_shapes.py",
+            "leapfrog_masses",
+            "float64[:,:], float64[:,:], float64[:,:], float64, int64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["plan"]["unit_dims"], serde_json::json!([["mass", 1]]));
+        let python = j["python"].as_str().unwrap();
+        assert!(
+            python.contains("if mass.shape[1] != 1:"),
+            "the wrapper checks the specialisation first:\n{python}"
+        );
+    }
+
+    /// The same function on a full matrix of rates: NumPy takes it, the
+    /// kernels built for a column do not, and say so before running.
+    #[test]
+    fn inputs_that_break_the_specialisation_fail_with_the_reason() {
+        let tmp = tempfile::tempdir().unwrap();
+        npz(
+            tmp.path(),
+            "w=rng.random((10, 1)), x=rng.random((10, 4)), lr=np.float64(0.1)",
+        );
+        let name = "programs_shapes.py";
+        std::fs::copy(fixture("migrate/programs_shapes.py"), tmp.path().join(name)).unwrap();
+        let sig = "float64[:,:], float64[:,:], float64";
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "scale_rows",
+                name,
+                "--signature",
+                sig,
+                "--inputs",
+                "inputs.npz",
+                "--json",
+            ],
+        );
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "verified", "{}", stdout(&o));
+        std::fs::rename(tmp.path().join("inputs.npz"), tmp.path().join("column.npz")).unwrap();
+        npz(
+            tmp.path(),
+            "w=rng.random((10, 4)), x=rng.random((10, 4)), lr=np.float64(0.1)",
+        );
+        let py = common_python();
+        let o = port_in(
+            tmp.path(),
+            &[
+                "verify",
+                "--inputs",
+                "inputs.npz",
+                "--json",
+                "--python",
+                py.to_str().unwrap(),
+            ],
+        );
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}\n{}", stderr(&o));
+        assert!(!out.contains("mismatch"), "never a wrong answer:\n{out}");
+        assert!(
+            out.contains("the inputs' shapes do not fit the kernels: line 22: the kernels were built for inputs whose `w` has extent 1 along axis 1 (it broadcasts); here `w.shape[1]` is 4"),
+            "{out}"
+        );
+    }
+
+    /// Without inputs, nothing is specialised: generated rates are a full
+    /// matrix like `x`.
+    #[test]
+    fn generated_inputs_specialise_nothing() {
+        verified(
+            "migrate/programs_shapes.py",
+            "scale_rows",
+            "float64[:,:], float64[:,:], float64",
+            &[],
+        );
+    }
+
+    /// Vectors of different lengths: NumPy raises, and so does the emitted
+    /// wrapper, before any kernel reads past the shorter one.
+    #[test]
+    fn the_wrapper_refuses_operands_numpy_refuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = verified_in(
+            &tmp,
+            "migrate/programs_shapes.py",
+            "add_into",
+            "float64[:], float64[:], float64[:]",
+            &[],
+            "generated",
+        );
+        assert!(j["python"].as_str().unwrap().contains("_port_shape_error("));
+        let script = "import numpy as np, programs_shapes as m\n\
+             try:\n    m.add_into(np.ones(5), np.ones(7), np.zeros(5))\n\
+             except ValueError as e:\n    print('ValueError:', e)\n";
+        let o = Command::new(oracle_python())
+            .arg("-c")
+            .arg(script)
+            .current_dir(tmp.path())
+            .env("NUMBA_ENABLE_CUDASIM", "1")
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        assert!(
+            out.contains("ValueError: line 31: operands could not be broadcast together: `a.shape[0]` is 5 but `b.shape[0]` is 7"),
+            "{out}\n{}",
+            stderr(&o)
+        );
     }
 }

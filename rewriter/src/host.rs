@@ -108,6 +108,7 @@ impl Lowerer<'_> {
                 ast::Stmt::AugAssign(a) => {
                     let cur = self.expr(r, &a.target)?;
                     let rhs = self.expr(r, &a.value)?;
+                    self.assume_broadcast(r, &[&cur, &rhs], line)?;
                     let new = self.binop(a.op, &cur, &rhs, line)?;
                     match (a.target.as_ref(), &cur) {
                         (ast::Expr::Name(n), Val::Scalar(..)) => {

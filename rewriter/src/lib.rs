@@ -65,6 +65,10 @@ pub struct MigrationRequest<'a> {
     pub report: Option<&'a FunctionReport>,
     /// Lower float64 to float32.
     pub fp32: bool,
+    /// Shapes of the array arguments in the inputs the plan will be
+    /// verified on (captured or given), when known: an axis of extent 1
+    /// there is planned as a broadcast axis ([`rewrites::shapes`]).
+    pub input_shapes: &'a [(String, Vec<usize>)],
 }
 
 /// A migrated function: the plan and everything made from it.
@@ -283,12 +287,15 @@ pub fn plan_parsed(
         .unwrap_or_default();
 
     let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
+    let unit_dims =
+        rewrites::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
         let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
         for _ in 0..6 {
             let mut l = lower::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
+            l.unit_dims = unit_dims.clone();
             let res = run(&mut l, def, &names, req.types, ufunc);
             let observed = l.observed_types();
             let widened = observed.iter().any(|(k, t)| {
@@ -333,7 +340,16 @@ pub fn plan_parsed(
     };
     let mut l = l;
     l.finish_mutated();
+    l.flush_guards();
     let mut plan = finish(l, &names, req.types);
+    if plan.kind == PlanKind::Kernels {
+        // Only the arguments' axes the plan really read as broadcast.
+        plan.unit_dims = unit_dims;
+        let mut steps = rewrites::shapes::specialisation_guards(&plan.unit_dims, line);
+        steps.append(&mut plan.steps);
+        plan.steps = steps;
+        rewrites::shapes::place_guards(&mut plan);
+    }
     if req.fp32 {
         rewrites::fp32::lower_plan(&mut plan);
         for r in &mut plan.rewrites {
@@ -405,6 +421,7 @@ fn finish(l: lower::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan 
         rewrites,
         fp32: false,
         docs: l.docs,
+        unit_dims: Vec::new(),
     }
 }
 

@@ -287,6 +287,12 @@ pub(crate) struct Lowerer<'a> {
     pub scratch: HashSet<String>,
     /// Kernels of one thread writing one element: kernel → line.
     pub tiny: HashMap<String, u32>,
+    /// Extents taken to be equal since the last launch
+    /// (`rewrites::shapes`): guards before the next one.
+    pub shape_facts: Vec<crate::rewrites::shapes::Fact>,
+    /// Axes of array arguments planned as a literal 1 (the inputs'
+    /// extent there, which NumPy broadcasts).
+    pub unit_dims: Vec<(String, u8)>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -349,6 +355,8 @@ impl<'a> Lowerer<'a> {
             rebinds: Vec::new(),
             scratch: HashSet::new(),
             tiny: HashMap::new(),
+            shape_facts: Vec::new(),
+            unit_dims: Vec::new(),
         }
     }
 
@@ -543,7 +551,7 @@ impl<'a> Lowerer<'a> {
                     HostBind::DeviceScalar { acc, ty } => {
                         Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))
                     }
-                    HostBind::Array(t) => Ok(Val::Array(ArrVal::named(name, t))),
+                    HostBind::Array(t) => Ok(Val::Array(self.named_array(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),
                     HostBind::Diverged { line: l } => refuse(
                         crate::rewrites::host_schedule::NAME,
@@ -610,6 +618,7 @@ impl<'a> Lowerer<'a> {
                 if b.op == ast::Operator::MatMult {
                     return self.matmul(r, a, c, line);
                 }
+                self.assume_broadcast(r, &[&a, &c], line)?;
                 self.binop(b.op, &a, &c, line)
             }
             ast::Expr::UnaryOp(u) => {
@@ -679,6 +688,7 @@ impl<'a> Lowerer<'a> {
                             )
                         }
                     };
+                    self.assume_broadcast(r, &[&left, &rv], line)?;
                     let mut ordered_complex = false;
                     let one = array_expr::map2(&left, &rv, &mut |(x, tx, wx), (y, ty, wy)| {
                         let t = promote(tx, wx, ty, wy);
@@ -1229,6 +1239,11 @@ impl<'a> Lowerer<'a> {
             let b = self.expr(r, &c.args[1])?;
             return self.outer(a, b, line);
         }
+        if is_numpy && c.args.len() == 2 && c.keywords.is_empty() {
+            if let Some(v) = self.binary_ufunc(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
         if matches!(
             name.as_str(),
             "numpy.trace" | "numpy.diagonal" | "numpy.diag"
@@ -1346,6 +1361,9 @@ impl<'a> Lowerer<'a> {
             args.push(self.expr(r, a)?);
         }
         if let Some(v) = math_calls::call(&name, &args) {
+            // A ufunc of several arrays broadcasts them together.
+            let vals: Vec<&Val> = args.iter().collect();
+            self.assume_broadcast(r, &vals, line)?;
             if math_calls::math_fn(&name).is_some() {
                 let mf = math_calls::math_fn(&name).map_or(short.as_str(), |f| f.name());
                 let complex = args.iter().any(|a| match a {
@@ -1982,6 +2000,7 @@ impl<'a> Lowerer<'a> {
                         .map(|i| array_expr::tidy(&array_expr::at_vars(i, &vars)))
                         .collect(),
                 };
+                self.assume_fits(Some(&*r), &tv, &v, line)?;
                 let value = match &v {
                     Val::Scalar(e, t, _) => cast_to(e.clone(), *t, tv.elem),
                     Val::Array(va) => {
@@ -2087,6 +2106,7 @@ impl<'a> Lowerer<'a> {
             );
             return Ok(());
         }
+        self.assume_broadcast(r, &[&cur, &rhs], line)?;
         let new = self.binop(a.op, &cur, &rhs, line)?;
         match a.target.as_ref() {
             ast::Expr::Name(n) => match new {
@@ -2323,6 +2343,7 @@ impl<'a> Lowerer<'a> {
             shared,
             body,
         });
+        self.flush_guards();
         self.steps.push(HostStep::Launch {
             kernel: name,
             args,
@@ -2456,6 +2477,82 @@ impl<'a> Lowerer<'a> {
             _ => None,
         })
     }
+}
+
+impl Lowerer<'_> {
+    /// NumPy's binary ufuncs called by name: `np.add(a, b)` is `a + b`
+    /// (the operators' promotion and broadcasting), and `np.f.outer(a,
+    /// b)` applies `f` to every pair, `a` given as many trailing axes of
+    /// extent 1 as `b` has dimensions. `None` when `name` is no such call.
+    fn binary_ufunc(
+        &mut self,
+        r: &mut Region,
+        name: &str,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let (ufunc, outer) = match name.strip_suffix(".outer") {
+            Some(u) => (u, true),
+            None => (name, false),
+        };
+        let short = ufunc.strip_prefix("numpy.").unwrap_or(ufunc);
+        let op = arithmetic_ufunc(short);
+        if op.is_none() && !outer {
+            return Ok(None);
+        }
+        let a = self.expr(r, &c.args[0])?;
+        let b = self.expr(r, &c.args[1])?;
+        let (a, b) = match (outer, &a, &b) {
+            (true, Val::Array(x), Val::Array(y)) => {
+                let mut shape = x.shape.clone();
+                shape.extend(std::iter::repeat_n(i64(1), y.ndim()));
+                let idx: Vec<Expr> = (0..x.ndim()).map(|k| var(&array_expr::ph(k))).collect();
+                (Val::Array(x.reindexed(shape, &idx)), b)
+            }
+            _ => (a, b),
+        };
+        self.assume_broadcast(r, &[&a, &b], line)?;
+        let what = if outer {
+            format!("`np.{short}.outer` as a broadcast pair of operands (line {line})")
+        } else {
+            format!("ufunc `np.{short}` element by element (line {line})")
+        };
+        let v =
+            match op {
+                Some(op) => self.binop(op, &a, &b, line)?,
+                None => match math_calls::call(ufunc, &[a, b]) {
+                    Some(v) => v,
+                    None => return refuse(
+                        math_calls::NAME,
+                        line,
+                        format!(
+                            "`np.{short}.outer`: `np.{short}` is not a binary ufunc port computes"
+                        ),
+                    ),
+                },
+            };
+        self.log.applied(array_expr::NAME, what);
+        Ok(Some(v))
+    }
+}
+
+/// The operator of a NumPy arithmetic or bitwise ufunc.
+fn arithmetic_ufunc(short: &str) -> Option<ast::Operator> {
+    use ast::Operator as O;
+    Some(match short {
+        "add" => O::Add,
+        "subtract" => O::Sub,
+        "multiply" => O::Mult,
+        "divide" | "true_divide" => O::Div,
+        "floor_divide" => O::FloorDiv,
+        "mod" | "remainder" => O::Mod,
+        "bitwise_and" => O::BitAnd,
+        "bitwise_or" => O::BitOr,
+        "bitwise_xor" => O::BitXor,
+        "left_shift" => O::LShift,
+        "right_shift" => O::RShift,
+        _ => return None,
+    })
 }
 
 /// Reductions port rewrites.

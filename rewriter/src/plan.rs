@@ -119,6 +119,50 @@ pub enum HostStep {
         targets: Vec<String>,
         sources: Vec<String>,
     },
+    /// `lhs == rhs` on host integers (extents of arrays, host scalars),
+    /// checked before the kernels that rely on it: two extents the
+    /// kernels take to be equal (NumPy's broadcasting, a store into a
+    /// slice, the inner extents of a matrix product), or an extent the plan
+    /// was specialised to (`mass.shape[1] == 1`). A kernel never runs on
+    /// arrays whose shapes break what it was built for: it would read
+    /// outside them, or broadcast the wrong way. See [`crate::rewrites::shapes`].
+    Guard(ShapeGuard),
+}
+
+/// One [`HostStep::Guard`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShapeGuard {
+    pub lhs: ir::Expr,
+    pub rhs: ir::Expr,
+    /// The statement that relies on it.
+    pub line: u32,
+    /// What relies on it, in NumPy's words (`operands could not be
+    /// broadcast together`), for the error when it fails.
+    pub what: String,
+    /// `lhs` and `rhs` as Python (`mass.shape[1]`, `n - 2`).
+    pub lhs_text: String,
+    pub rhs_text: String,
+    /// A guard of the specialisation (an extent of 1 the inputs had): the
+    /// original function would accept other shapes, so the emitted
+    /// wrapper falls back to it instead of raising.
+    pub specialised: bool,
+}
+
+impl ShapeGuard {
+    /// The message when it fails, with the values found.
+    pub fn failure(&self, lhs: i64, rhs: i64) -> String {
+        if self.specialised {
+            format!(
+                "line {}: {}; here `{}` is {lhs}: migrate again on inputs of this shape",
+                self.line, self.what, self.lhs_text
+            )
+        } else {
+            format!(
+                "line {}: {}: `{}` is {lhs} but `{}` is {rhs}",
+                self.line, self.what, self.lhs_text, self.rhs_text
+            )
+        }
+    }
 }
 
 impl HostStep {
@@ -212,6 +256,11 @@ pub struct KernelPlan {
     pub fp32: bool,
     /// What each kernel is, one line (its docstring in the Python source).
     pub docs: std::collections::BTreeMap<String, String>,
+    /// Axes of array arguments the plan is specialised to extent 1 (the
+    /// inputs had extent 1 there, and NumPy broadcasts it): guarded at
+    /// entry, and kept at 1 when inputs are generated.
+    #[serde(default)]
+    pub unit_dims: Vec<(String, u8)>,
 }
 
 impl KernelPlan {

@@ -177,6 +177,26 @@ pub fn target_names(t: &Expr) -> Vec<String> {
     }
 }
 
+/// Names `body` binds anew as a whole (`a = …`, `a, b = …`, a `for`
+/// target, `with … as a`), anywhere; not `a += …`, which changes an array
+/// in place.
+pub fn names_rebound(body: &[Stmt]) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    walk_stmts(body, &mut |s| match s {
+        Stmt::Assign(a) => out.extend(a.targets.iter().flat_map(target_names)),
+        Stmt::AnnAssign(a) => out.extend(target_names(&a.target)),
+        Stmt::For(f) => out.extend(target_names(&f.target)),
+        Stmt::With(w) => out.extend(
+            w.items
+                .iter()
+                .filter_map(|i| i.optional_vars.as_deref())
+                .flat_map(target_names),
+        ),
+        _ => {}
+    });
+    out
+}
+
 /// Names bound (`a = …`, `a += …`, `a, b = …`) somewhere inside a `for`
 /// or `while` of `body`.
 pub fn names_bound_in_loops(body: &[Stmt]) -> std::collections::HashSet<String> {

@@ -72,10 +72,19 @@ def _port_copy_back(a, d):
 def _port_result(d, on_gpu):
     """A result: left on the GPU when the arguments were, else brought back."""
     return d if on_gpu else d.copy_to_host()
+
+
+def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
+    """Arrays of shapes the kernels were not built for: NumPy's own error
+    (operands that do not broadcast), or an extent of 1 the kernels were
+    specialised to (`rhs` None). Raised before any kernel reads them."""
+    if rhs is None:
+        raise ValueError(f"{what}; here `{lhs}` is {lhs_value}: migrate again on inputs of this shape")
+    raise ValueError(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
 "#;
 
 /// Names of the helpers, to see whether a file already has them.
-pub const HELPER_NAMES: [&str; 7] = [
+pub const HELPER_NAMES: [&str; 8] = [
     "_port_blocks",
     "_port_reduce_blocks",
     "_port_grid_2d",
@@ -83,6 +92,7 @@ pub const HELPER_NAMES: [&str; 7] = [
     "_port_to_device",
     "_port_copy_back",
     "_port_result",
+    "_port_shape_error",
 ];
 
 /// Everything the migrated function needs, as Python source: device
@@ -795,6 +805,13 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
         }
     }
     let ind = "    ";
+    // The guards on the arguments' shapes, before anything is copied.
+    let entry = plan
+        .steps
+        .iter()
+        .take_while(|s| matches!(s, HostStep::Guard(_)))
+        .count();
+    emit_steps(&mut h, &plan.steps[..entry], 1, &mut out);
     if plan.kind == PlanKind::Ufunc {
         let elementwise: Vec<&crate::plan::PlanParam> =
             plan.params.iter().filter(|p| p.elementwise).collect();
@@ -864,7 +881,7 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
             let _ = writeln!(out, "{ind}{0}_in = {0}", h.array(&p.name));
         }
     }
-    emit_steps(&mut h, &plan.steps, 1, &mut out);
+    emit_steps(&mut h, &plan.steps[entry..], 1, &mut out);
     // Copy back what the original mutated.
     for m in &plan.mutated {
         let src = if h.rebound.contains(m) {
@@ -1034,6 +1051,21 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
             HostStep::Comment(text) => {
                 let _ = writeln!(out, "{ind}# {text}");
             }
+            HostStep::Guard(g) => {
+                let (l, r) = (h.expr(&g.lhs), h.expr(&g.rhs));
+                let what = py_str(&format!("line {}: {}", g.line, g.what));
+                let lhs = py_str(&g.lhs_text);
+                let _ = writeln!(out, "{ind}if {l} != {r}:");
+                if g.specialised {
+                    let _ = writeln!(out, "{ind}    _port_shape_error({what}, {lhs}, {l})");
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "{ind}    _port_shape_error({what}, {lhs}, {l}, {}, {r})",
+                        py_str(&g.rhs_text)
+                    );
+                }
+            }
             HostStep::Rebind { targets, sources } => {
                 let t: Vec<String> = targets.iter().map(|n| h.array(n)).collect();
                 let s: Vec<String> = sources.iter().map(|n| h.array(n)).collect();
@@ -1044,6 +1076,21 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
             }
         }
     }
+}
+
+/// A Python string literal.
+fn py_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A block of a host loop or `if`: `pass` when it has no steps.

@@ -28,6 +28,7 @@ pub fn run(file: &str, function: &str, sig: &str, fp32: bool) -> Outcome {
         facts: &facts,
         report: None,
         fp32,
+        input_shapes: &[],
     })
     .expect("request is valid")
 }

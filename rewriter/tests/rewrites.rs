@@ -52,6 +52,7 @@ fn migrate_src(src: &str, function: &str, sig: &str) -> Outcome {
         facts: &AppFacts::default(),
         report: None,
         fp32: false,
+        input_shapes: &[],
     })
     .unwrap()
 }
@@ -236,6 +237,7 @@ fn callees_that_are_not_cuda_eligible_are_refused_by_name() {
         facts: &facts,
         report: None,
         fp32: false,
+        input_shapes: &[],
     })
     .unwrap();
     let Outcome::Refused(r) = out else { panic!() };

@@ -442,6 +442,16 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
     let types = arg_types(args, report_fn, &params)?;
     let facts = facts_of(&analysis);
+    // The inputs the plan will be verified on, when known: an axis of
+    // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
+    // be read here fail verification below, with the reason.
+    let input_shapes = args
+        .run
+        .inputs
+        .clone()
+        .or_else(|| captured_inputs(&analysis, report_fn))
+        .and_then(|npz| port_verify::original::npz_shapes(&python, &npz, &params).ok())
+        .unwrap_or_default();
     let outcome = port_rewriter::migrate(&MigrationRequest {
         source: &source,
         file_name: &report_fn.file,
@@ -450,6 +460,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         facts: &facts,
         report: Some(report_fn),
         fp32: args.fp32,
+        input_shapes: &input_shapes,
     })
     .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
 
@@ -502,6 +513,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 "ufunc_outputs": m.plan.ufunc_outputs.iter().map(|t| port_rewriter::types::numba_scalar(*t)).collect::<Vec<_>>(),
                 "input_range": [lo, hi],
                 "fp32": m.plan.fp32,
+                "params": m.plan.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+                "unit_dims": m.plan.unit_dims,
             }));
             let ir_text = port_codegen::text::print_module(&m.plan.module);
             let kernels_dir = state::dir().join("kernels");
@@ -565,7 +578,14 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 "qualname": local_name,
                 "original": report_fn.file,
                 "plan_file": plan_path.display().to_string(),
-                "inputs_npz": captured.as_ref().map(|p| p.display().to_string()),
+                // `port verify` runs again on the inputs this run used.
+                "inputs_npz": args
+                    .run
+                    .inputs
+                    .as_ref()
+                    .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                    .or_else(|| captured.clone())
+                    .map(|p| p.display().to_string()),
                 "size": args.run.size,
             })
             .as_object()

@@ -139,6 +139,7 @@ fn check(
         facts,
         report: Some(&report),
         fp32: false,
+        input_shapes: &[],
     };
     match port_rewriter::plan_parsed(src, &req) {
         Ok(PlanOutcome::Planned(_)) => PlanCheck {

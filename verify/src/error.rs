@@ -27,4 +27,8 @@ pub enum VerifyError {
     Cuda(String),
     #[error("the plan cannot run: {0}")]
     BadPlan(String),
+    /// A shape guard of the plan failed: the inputs' shapes break what
+    /// the kernels were built for, so no kernel ran on them.
+    #[error("the inputs' shapes do not fit the kernels: {0}")]
+    Shape(String),
 }

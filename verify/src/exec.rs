@@ -1057,6 +1057,12 @@ fn exec_steps<D: Device>(
             }
             HostStep::Break => return Ok(Flow::Break),
             HostStep::Comment(_) => {}
+            HostStep::Guard(g) => {
+                let (l, r) = (st.eval(dev, &g.lhs)?.i(), st.eval(dev, &g.rhs)?.i());
+                if l != r {
+                    return Err(VerifyError::Shape(g.failure(l, r)));
+                }
+            }
             HostStep::Rebind { targets, sources } => st.arrays.rebind(targets, sources)?,
         }
     }

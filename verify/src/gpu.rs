@@ -737,6 +737,7 @@ mod tests {
                 facts: &port_rewriter::AppFacts::default(),
                 report: None,
                 fp32,
+                input_shapes: &[],
             })
             .unwrap()
             {

@@ -222,12 +222,67 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
         shapes.push(grown);
     }
     shapes.push(equal);
+    // Axes the plan is specialised to extent 1 have extent 1; shapes that
+    // break the plan's guards on the arguments (extents its kernels take
+    // to be equal) are tried last.
+    for s in &mut shapes {
+        for (p, k) in &plan.unit_dims {
+            if let Some(e) = s.get_mut(p).and_then(|d| d.get_mut(*k as usize)) {
+                *e = 1;
+            }
+        }
+    }
     let mut seen = HashSet::new();
-    shapes
+    let mut shapes: Vec<Shapes> = shapes
         .into_iter()
         .filter(|s| seen.insert(s.clone()))
+        .collect();
+    shapes.sort_by_key(|s| !fits_guards(plan, s));
+    shapes
+        .into_iter()
         .map(|s| generate_shaped(plan, &s, n))
         .collect()
+}
+
+/// Whether generated arguments of these shapes pass the guards at the
+/// start of the plan (those that read only the arguments).
+fn fits_guards(plan: &KernelPlan, shapes: &Shapes) -> bool {
+    fn eval(e: &Expr, shapes: &Shapes, plan: &KernelPlan) -> Option<i64> {
+        Some(match e {
+            Expr::Lit(port_codegen::ir::Literal::I64(v)) => *v,
+            Expr::Shape { array, axis } => *shapes.get(array)?.get(*axis as usize)? as i64,
+            Expr::Var(v) => match plan.params.iter().find(|p| p.name == *v)?.ty {
+                ArgType::Scalar(t) if t.is_int() => INT_SCALAR,
+                _ => return None,
+            },
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (eval(a, shapes, plan)?, eval(b, shapes, plan)?);
+                match op {
+                    BinOp::Add => a.wrapping_add(b),
+                    BinOp::Sub => a.wrapping_sub(b),
+                    BinOp::Mul => a.wrapping_mul(b),
+                    BinOp::FloorDiv if b != 0 => a.div_euclid(b),
+                    BinOp::Min => a.min(b),
+                    BinOp::Max => a.max(b),
+                    _ => return None,
+                }
+            }
+            Expr::Cast(_, a) => eval(a, shapes, plan)?,
+            _ => return None,
+        })
+    }
+    plan.steps
+        .iter()
+        .map_while(|s| match s {
+            HostStep::Guard(g) => Some(g),
+            _ => None,
+        })
+        .all(
+            |g| match (eval(&g.lhs, shapes, plan), eval(&g.rhs, shapes, plan)) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            },
+        )
 }
 
 /// One bound an access puts on an array dimension:
@@ -384,6 +439,7 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
             | HostStep::If { .. }
             | HostStep::Break
             | HostStep::Comment(_)
+            | HostStep::Guard(_)
             | HostStep::Rebind { .. } => {}
         }
     }

@@ -69,6 +69,40 @@ pub enum Via {
     Vectorize,
 }
 
+/// The shapes of the arrays among `names` in an `.npz` of inputs (read
+/// from the `.npy` headers, without loading the data), in `names`' order;
+/// scalars and missing names are left out.
+pub fn npz_shapes(
+    python: &Path,
+    npz: &Path,
+    names: &[String],
+) -> Result<Vec<(String, Vec<usize>)>, VerifyError> {
+    let work = tempfile::tempdir()
+        .map_err(|e| VerifyError::Io("a temporary folder".into(), e.to_string()))?;
+    let helper = helper_path(work.path())?;
+    let o = python_cmd(
+        python,
+        &[helper.as_os_str(), "shapes".as_ref(), npz.as_os_str()],
+    )?;
+    if !o.status.success() {
+        return Err(VerifyError::BadData(format!(
+            "inputs {}: {}",
+            npz.display(),
+            last_line(&o.stderr)
+        )));
+    }
+    let all: std::collections::HashMap<String, Vec<usize>> = serde_json::from_slice(&o.stdout)
+        .map_err(|e| VerifyError::BadData(format!("inputs {}: {e}", npz.display())))?;
+    Ok(names
+        .iter()
+        .filter_map(|n| {
+            all.get(n)
+                .filter(|s| !s.is_empty())
+                .map(|s| (n.clone(), s.clone()))
+        })
+        .collect())
+}
+
 fn helper_path(dir: &Path) -> Result<PathBuf, VerifyError> {
     let p = dir.join("original_helper.py");
     std::fs::write(&p, HELPER)

@@ -83,8 +83,9 @@ def load_args(folder):
 def save(folder, name, value):
     arr = np.asarray(value)
     if arr.dtype == np.bool_ or arr.dtype.kind in "iufc":
-        if arr.dtype.kind == "u":
-            arr = arr.astype(np.int64)
+        # Unsigned arrays keep their dtype: an input converted to int64
+        # would compute something else (uint8 wraps at 256), and a uint64
+        # result past 2**63 would not survive the conversion.
         np.save(os.path.join(folder, name), np.ascontiguousarray(arr))
         return name + ".npy"
     raise TypeError("cannot compare a value of type %s (dtype %s)" % (type(value).__name__, arr.dtype))
@@ -187,10 +188,30 @@ def unpack_npz(npz, names, out):
         json.dump({"args": args, "otypes": []}, f)
 
 
+def npz_shapes(npz):
+    """The shape of every array in `npz`, as JSON, from the headers alone."""
+    import zipfile
+    shapes = {}
+    with zipfile.ZipFile(npz) as z:
+        for member in z.namelist():
+            if not member.endswith(".npy"):
+                continue
+            with z.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, _ = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, _, _ = np.lib.format.read_array_header_2_0(f)
+            shapes[member[:-4]] = list(shape)
+    json.dump(shapes, sys.stdout)
+
+
 def main():
     try:
         if sys.argv[1] == "npz":
             unpack_npz(sys.argv[2], sys.argv[3], sys.argv[4])
+        elif sys.argv[1] == "shapes":
+            npz_shapes(sys.argv[2])
         else:
             repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 0
             run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats)

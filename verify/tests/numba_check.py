@@ -74,11 +74,18 @@ def make_inputs(plan, rng):
     # is a million elements, slow under the CUDA simulator).
     n = {1: 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
     lo, hi = plan["input_range"]
+    # Axes the plan was specialised to extent 1 (the inputs it was
+    # verified on had extent 1 there): its guards refuse other extents.
+    units = {}
+    for name, axis in plan.get("unit_dims", []):
+        units.setdefault(name, set()).add(axis)
+    names = migration_params(plan)
     args = []
-    for t in sig:
+    for k, t in enumerate(sig):
         if hasattr(t, "ndim"):
             dt = np.dtype(str(t.dtype))
-            shape = (n,) * t.ndim
+            unit = units.get(names[k] if k < len(names) else None, set())
+            shape = tuple(1 if d in unit else n for d in range(t.ndim))
             if dt.kind == "f":
                 args.append((lo + (hi - lo) * rng.random(shape)).astype(dt))
             elif dt.kind == "c":
@@ -104,6 +111,11 @@ def make_inputs(plan, rng):
             else:
                 args.append(True)
     return args
+
+
+def migration_params(plan):
+    """The argument names, in order (the migration JSON's `params`)."""
+    return plan.get("params", [])
 
 
 def copy(args):

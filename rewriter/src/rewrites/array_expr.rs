@@ -6,7 +6,8 @@
 //! casts, `np.where` and comparisons build bigger templates; indexing and
 //! slicing (`x[i, :]`, `x[1:-1]`, `x.T`) substitute the placeholders. Scalars
 //! broadcast; operands of fewer dimensions broadcast right-aligned (NumPy's
-//! rule; extents are assumed to agree, as NumPy would otherwise raise).
+//! rule). Only a literal extent of 1 stretches; other extents are taken to
+//! be equal, and [`crate::rewrites::shapes`] guards that on the host.
 //! Materialising a template — storing it into a target — gives a loop over
 //! the target's elements: thread-private `for` loops inside a kernel, a
 //! grid-stride kernel at the top of the function.
@@ -233,23 +234,10 @@ fn tmp(k: usize) -> String {
 /// The result shape and the two element bodies of `a op b`: NumPy's
 /// broadcasting, right-aligned. A dimension of literal extent 1 (from
 /// `None`/np.newaxis or `keepdims=True`) stretches to the other operand's;
-/// other extents are assumed to agree, as NumPy would otherwise raise.
+/// other extents are taken to agree ([`crate::rewrites::shapes`] guards it).
 pub fn broadcast(a: &ArrVal, b: &ArrVal) -> (Vec<Expr>, Expr, Expr) {
     let r = a.ndim().max(b.ndim());
-    let one = i64(1);
-    let mut shape = Vec::with_capacity(r);
-    for k in 0..r {
-        let ea = (k + a.ndim()).checked_sub(r).map(|j| &a.shape[j]);
-        let eb = (k + b.ndim()).checked_sub(r).map(|j| &b.shape[j]);
-        shape.push(match (ea, eb) {
-            (Some(x), Some(y)) if *x == one => y.clone(),
-            (Some(x), Some(_)) => x.clone(),
-            (Some(x), None) => x.clone(),
-            (None, Some(y)) => y.clone(),
-            (None, None) => one.clone(),
-        });
-    }
-    (shape, a.body_in(r), b.body_in(r))
+    (broadcast_shape(&[a, b]), a.body_in(r), b.body_in(r))
 }
 
 /// One index of a subscript.
@@ -568,15 +556,34 @@ pub fn map3(
     }
     let [x, y, z]: [Operand; 3] = ops.try_into().ok()?;
     let (body, t) = f(x, y, z);
-    Some(match arrays.iter().max_by_key(|x| x.ndim()) {
-        None => Val::scalar(body, t),
-        Some(widest) => Val::Array(ArrVal {
-            shape: widest.shape.clone(),
+    Some(if arrays.is_empty() {
+        Val::scalar(body, t)
+    } else {
+        Val::Array(ArrVal {
+            shape: broadcast_shape(&arrays),
             elem: t,
             body,
             computed: true,
-        }),
+        })
     })
+}
+
+/// The shape of arrays broadcast together (right-aligned): along each
+/// axis the first extent that is not a literal 1, else 1 — the rule of
+/// [`broadcast`], for any number of operands.
+pub fn broadcast_shape(arrays: &[&ArrVal]) -> Vec<Expr> {
+    let r = arrays.iter().map(|a| a.ndim()).max().unwrap_or(0);
+    let one = i64(1);
+    (0..r)
+        .map(|k| {
+            arrays
+                .iter()
+                .filter_map(|a| (k + a.ndim()).checked_sub(r).map(|j| &a.shape[j]))
+                .find(|e| **e != one)
+                .cloned()
+                .unwrap_or_else(|| one.clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -566,6 +566,8 @@ impl Lowerer<'_> {
             );
         }
         if m == 1 && n == 1 {
+            let pairs = crate::rewrites::shapes::broadcast_pairs(&[x, y]);
+            self.assume_equal(Some(r), pairs, line, crate::rewrites::shapes::MATMUL)?;
             let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
             return self.reduce(r, Reduce::Sum, prod, line);
         }
@@ -587,6 +589,8 @@ impl Lowerer<'_> {
             (2, 1) => (x.clone(), with_unit_dim(y, 0), 1),
             _ => (with_unit_dim(x, 1), y.clone(), 0),
         };
+        let pairs = crate::rewrites::shapes::broadcast_pairs(&[&l, &rr]);
+        self.assume_equal(Some(r), pairs, line, crate::rewrites::shapes::MATMUL)?;
         let prod = self.binop(ast::Operator::Mult, &Val::Array(l), &Val::Array(rr), line)?;
         let Val::Array(prod) = prod else {
             unreachable!("a product of arrays")

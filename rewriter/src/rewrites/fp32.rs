@@ -151,7 +151,8 @@ pub fn lower_plan(plan: &mut KernelPlan) {
         HostStep::Launch { .. }
         | HostStep::Break
         | HostStep::Rebind { .. }
-        | HostStep::Comment(_) => {}
+        | HostStep::Comment(_)
+        | HostStep::Guard(_) => {}
     });
     if let Some(r) = &mut plan.ret {
         host_value(r);

@@ -313,6 +313,7 @@ impl Lowerer<'_> {
         if let Val::Scalar(e, _, _) = value {
             seen.push(e);
         }
+        self.assume_fits(None, target, value, line)?;
         let vars = self.element_vars(n, &seen);
         let tgt = port_codegen::ir::ElemRef {
             array: er.array.clone(),

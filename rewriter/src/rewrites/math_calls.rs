@@ -163,6 +163,17 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             })
         }
         ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
+        ("positive", [a], true) if numpy => map1(a, &mut |e, t| (e, t)),
+        ("invert" | "bitwise_not" | "bitwise_invert", [a], true)
+            if numpy && elem_type(a).is_some_and(|t| t.is_int() || t == ScalarType::Bool) =>
+        {
+            map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Not, Box::new(e)), t))
+        }
+        ("reciprocal", [a], true)
+            if numpy && elem_type(a).is_some_and(|t| t.is_float() || t.is_complex()) =>
+        {
+            map1(a, &mut |e, t| (div(lit(t, 1.0), e), t))
+        }
         ("negative", [a], true) if numpy => {
             map1(a, &mut |e, t| (Expr::Unary(UnaryOp::Neg, Box::new(e)), t))
         }

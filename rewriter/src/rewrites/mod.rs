@@ -21,13 +21,14 @@ pub mod math_calls;
 pub mod row_reduction;
 pub mod scalar_function;
 pub mod scan;
+pub mod shapes;
 pub mod whole_reduction;
 
 use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 17] = [
+pub const ALL: [(&str, &str); 18] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -55,6 +56,10 @@ pub const ALL: [(&str, &str); 17] = [
     (
         convolve::NAME,
         "no array literal, np.convolve or np.correlate",
+    ),
+    (
+        shapes::NAME,
+        "no two extents taken to be equal without proof",
     ),
     (fp32::NAME, "not requested (pass --fp32)"),
 ];

@@ -39,6 +39,7 @@ pub fn plan_of(file: &Path, function: &str, sig: &str, fp32: bool) -> KernelPlan
         facts: &AppFacts::default(),
         report: None,
         fp32,
+        input_shapes: &[],
     })
     .unwrap()
     {

@@ -1,0 +1,803 @@
+//! **shapes**: the extents a plan takes to be equal, checked on the host
+//! before the kernels that rely on them.
+//!
+//! NumPy checks shapes when it runs each statement: `a * b` raises unless
+//! every pair of extents is equal or one of them is 1, a slice assignment
+//! raises unless the value broadcasts to the slice, `a @ b` raises unless
+//! the inner extents agree. port's element templates are built before any
+//! shape is known: two extents it cannot prove equal (`n.shape[0]` and
+//! `m.shape[0]`) are taken to be equal, and only a *literal* extent of 1
+//! (`x[:, 0:1]`, `None`, `keepdims=True`) broadcasts. A kernel run on
+//! arrays that break such an assumption would read outside an array, or
+//! broadcast the wrong way and compute something else — silently on a GPU.
+//! So every assumption is recorded where it is made ([`Fact`]), with its
+//! line and NumPy's words for it, and becomes a [`HostStep::Guard`] before
+//! the first kernel launched after it, as Numba's array analysis inserts
+//! `assert_equiv` where it cannot prove two shapes equal. Equal extents
+//! (after [`array_expr::tidy`]) need no guard; two literal extents that
+//! differ are refused at once, with NumPy's message. [`place_guards`] then
+//! moves the guards that read only the arguments to the start of the
+//! wrapper, once, and drops repeats.
+//!
+//! An extent of 1 that only the inputs have (an `(N, 1)` column of masses
+//! broadcast against `(N, 3)` velocities) is the other half: when the
+//! inputs are known (captured or `--inputs`), [`unit_dims_of`]'s axes of
+//! the arguments are planned as literal 1 ([`crate::MigrationRequest`]'s
+//! `unit_dims`), so they broadcast as NumPy broadcasts them, and a guard
+//! at entry says the plan holds for them only.
+
+use std::collections::{BTreeMap, HashSet};
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, Expr, Literal};
+
+use crate::error::{refuse, Lower};
+use crate::lower::{HostBind, Local, Lowerer, Region, RegionKind};
+use crate::plan::{HostStep, KernelPlan, ShapeGuard};
+use crate::rewrites::array_expr::{self, ArrVal, Val};
+
+pub const NAME: &str = "shapes";
+
+/// Two extents the kernels take to be equal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    pub lhs: Expr,
+    pub rhs: Expr,
+    pub line: u32,
+    pub what: String,
+}
+
+/// NumPy's phrase for a broadcast that fails.
+pub const BROADCAST: &str = "operands could not be broadcast together";
+/// NumPy's phrase for a matrix product whose inner extents differ.
+pub const MATMUL: &str = "matmul: the operands have a mismatch in their core dimension";
+/// NumPy's phrase for a slice assignment whose value does not fit.
+pub const STORE: &str = "could not broadcast the value into the slice it is stored to";
+
+/// The pairs of extents NumPy's broadcasting of `arrays` requires equal:
+/// along each axis (right-aligned), every extent that is not a literal 1
+/// against the first such one.
+pub fn broadcast_pairs(arrays: &[&ArrVal]) -> Vec<(Expr, Expr)> {
+    let r = arrays.iter().map(|a| a.ndim()).max().unwrap_or(0);
+    let one = i64(1);
+    let mut out = Vec::new();
+    for k in 0..r {
+        let mut first: Option<&Expr> = None;
+        for a in arrays {
+            let Some(j) = (k + a.ndim()).checked_sub(r) else {
+                continue;
+            };
+            let e = &a.shape[j];
+            if *e == one {
+                continue;
+            }
+            match first {
+                None => first = Some(e),
+                Some(f) => out.push((f.clone(), e.clone())),
+            }
+        }
+    }
+    out
+}
+
+/// The pairs a store of `value` into `target` requires equal: the value's
+/// extents, right-aligned, that are not a literal 1, against the target's.
+pub fn store_pairs(target: &ArrVal, value: &ArrVal) -> Vec<(Expr, Expr)> {
+    let one = i64(1);
+    let off = target.ndim().saturating_sub(value.ndim());
+    value
+        .shape
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| **e != one)
+        .filter_map(|(k, e)| target.shape.get(k + off).map(|t| (t.clone(), e.clone())))
+        .collect()
+}
+
+/// An integer expression as `constant + Σ coefficient · atom`, where an
+/// atom is any other sub-expression (a shape, a variable, a product of
+/// two of them), keyed by its printed form: enough to see that
+/// `x.shape[0] - 2` and `(x.shape[0] - 1) - 1` are one extent.
+fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
+    fn go(e: &Expr, sign: i64, k: &mut i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
+        match e {
+            Expr::Lit(Literal::I64(v)) => *k += sign * v,
+            Expr::Binary(BinOp::Add, a, b) => {
+                go(a, sign, k, terms);
+                go(b, sign, k, terms);
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                go(a, sign, k, terms);
+                go(b, -sign, k, terms);
+            }
+            Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Lit(Literal::I64(c)), x) | (x, Expr::Lit(Literal::I64(c))) => {
+                    go(x, sign * c, k, terms)
+                }
+                _ => atom(e, sign, terms),
+            },
+            _ => atom(e, sign, terms),
+        }
+    }
+    fn atom(e: &Expr, sign: i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
+        let key = format!("{e:?}");
+        let slot = terms.entry(key).or_insert((0, e.clone()));
+        slot.0 += sign;
+    }
+    let mut k = 0;
+    let mut terms = BTreeMap::new();
+    go(e, 1, &mut k, &mut terms);
+    terms.retain(|_, (c, _)| *c != 0);
+    (k, terms)
+}
+
+/// `lhs - rhs` as a linear form: `Some(c)` when it is the constant `c`.
+fn constant_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
+    let (a, ta) = linear(lhs);
+    let (b, tb) = linear(rhs);
+    let mut terms = ta;
+    for (key, (c, e)) in tb {
+        let slot = terms.entry(key).or_insert((0, e));
+        slot.0 -= c;
+    }
+    terms.retain(|_, (c, _)| *c != 0);
+    terms.is_empty().then_some(a - b)
+}
+
+/// An extent as Python: `mass.shape[1]`, `n - 2`.
+pub fn extent_text(e: &Expr) -> String {
+    fn prec(op: BinOp) -> u8 {
+        match op {
+            BinOp::Add | BinOp::Sub => 1,
+            _ => 2,
+        }
+    }
+    fn go(e: &Expr, outer: u8, right: bool) -> String {
+        match e {
+            Expr::Lit(Literal::I64(v)) => v.to_string(),
+            Expr::Lit(l) => format!("{l:?}"),
+            Expr::Var(n) => n.clone(),
+            Expr::Shape { array, axis } => format!("{array}.shape[{axis}]"),
+            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => format!(
+                "{}({}, {})",
+                if *op == BinOp::Min { "min" } else { "max" },
+                go(a, 0, false),
+                go(b, 0, false)
+            ),
+            Expr::Binary(op, a, b) => {
+                let p = prec(*op);
+                let sym = match op {
+                    BinOp::FloorDiv => "//",
+                    BinOp::Div => "/",
+                    BinOp::Rem => "%",
+                    o => o.symbol(),
+                };
+                let s = format!("{} {sym} {}", go(a, p, false), go(b, p, true));
+                if p < outer || (p == outer && right) {
+                    format!("({s})")
+                } else {
+                    s
+                }
+            }
+            Expr::Cast(_, x) => go(x, outer, right),
+            other => format!("{other:?}"),
+        }
+    }
+    go(e, 0, false)
+}
+
+impl Lowerer<'_> {
+    /// Records that the kernels built for the statement at `line` take
+    /// each pair of extents to be equal. Pairs equal by arithmetic need
+    /// nothing; literal extents that differ are NumPy's error, refused
+    /// now; an extent only a kernel knows (a variable of the kernel's own
+    /// loop) cannot be checked before it runs: the rewrite log says it is
+    /// taken on trust.
+    /// `r` is the region the extents come from (`None`: the host level).
+    pub fn assume_equal(
+        &mut self,
+        r: Option<&Region>,
+        pairs: Vec<(Expr, Expr)>,
+        line: u32,
+        what: &str,
+    ) -> Lower<()> {
+        for (lhs, rhs) in pairs {
+            let (lhs, rhs) = (array_expr::tidy(&lhs), array_expr::tidy(&rhs));
+            match constant_difference(&lhs, &rhs) {
+                Some(0) => continue,
+                Some(_)
+                    if matches!(
+                        (&lhs, &rhs),
+                        (Expr::Lit(Literal::I64(_)), Expr::Lit(Literal::I64(_)))
+                    ) =>
+                {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "{what}: extents {} and {} (NumPy raises ValueError)",
+                            extent_text(&lhs),
+                            extent_text(&rhs)
+                        ),
+                    );
+                }
+                _ => {}
+            }
+            if let Some(name) = self
+                .kernel_only_name(r, &lhs)
+                .or_else(|| self.kernel_only_name(r, &rhs))
+            {
+                // A per-thread slice (`x[:, i:i + K]` in a loop over `i`):
+                // no host check can see it. Said, not hidden.
+                self.log.applied(
+                    NAME,
+                    format!(
+                        "`{} == {}` taken on trust at line {line}: it depends on `{name}`, which only the kernel knows",
+                        extent_text(&lhs),
+                        extent_text(&rhs)
+                    ),
+                );
+                continue;
+            }
+            let fact = Fact {
+                lhs,
+                rhs,
+                line,
+                what: what.to_string(),
+            };
+            if !self.shape_facts.contains(&fact) {
+                self.shape_facts.push(fact);
+            }
+        }
+        Ok(())
+    }
+
+    /// A name in `e` the host does not have at launch time: a variable of
+    /// the kernel being built, an array read inside an extent.
+    fn kernel_only_name(&self, r: Option<&Region>, e: &Expr) -> Option<String> {
+        let mut bad: Option<String> = None;
+        let kernel_local = |n: &str| {
+            r.is_some_and(|r| {
+                r.kind != RegionKind::Host
+                    && (r.visible(n)
+                        || r.locals.values().any(|l| match l {
+                            Local::Scalar { ir, .. } => ir == n,
+                            Local::Array { .. } => false,
+                        })
+                        || r.locals.contains_key(n))
+            })
+        };
+        port_codegen::ir::walk_expr(e, &mut |x| {
+            if bad.is_some() {
+                return;
+            }
+            match x {
+                Expr::Var(n) => {
+                    let host = matches!(self.host.get(n), Some(HostBind::Scalar(_)));
+                    if !host || kernel_local(n) {
+                        bad = Some(n.clone());
+                    }
+                }
+                Expr::Shape { array, .. } => {
+                    let host = matches!(self.host.get(array), Some(HostBind::Array(_)))
+                        || self.params.iter().any(|(p, t)| p == array && t.is_array());
+                    if !host {
+                        bad = Some(array.clone());
+                    }
+                }
+                Expr::Load(er) => bad = Some(er.array.clone()),
+                _ => {}
+            }
+        });
+        bad
+    }
+
+    /// A named array as a template: an argument's axes the plan is
+    /// specialised to extent 1 are a literal 1, read at index 0.
+    pub fn named_array(&self, name: &str, ty: port_codegen::ir::ArrayType) -> ArrVal {
+        let units: Vec<u8> = self
+            .unit_dims
+            .iter()
+            .filter(|(p, _)| p == name)
+            .map(|(_, k)| *k)
+            .collect();
+        let mut v = ArrVal::named(name, ty);
+        if units.is_empty() {
+            return v;
+        }
+        let idx: Vec<Expr> = (0..v.ndim())
+            .map(|k| {
+                if units.contains(&(k as u8)) {
+                    i64(0)
+                } else {
+                    var(&array_expr::ph(k))
+                }
+            })
+            .collect();
+        for &k in &units {
+            if let Some(e) = v.shape.get_mut(k as usize) {
+                *e = i64(1);
+            }
+        }
+        v.body = load(name, idx);
+        v
+    }
+
+    /// Records NumPy's broadcasting of the arrays among `vals` (scalars
+    /// broadcast anywhere).
+    pub fn assume_broadcast(&mut self, r: &Region, vals: &[&Val], line: u32) -> Lower<()> {
+        let arrays: Vec<&ArrVal> = vals
+            .iter()
+            .filter_map(|v| match v {
+                Val::Array(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        if arrays.len() < 2 {
+            return Ok(());
+        }
+        let pairs = broadcast_pairs(&arrays);
+        self.assume_equal(Some(r), pairs, line, BROADCAST)
+    }
+
+    /// Records that `value` fits the slice `target` it is stored into.
+    pub fn assume_fits(
+        &mut self,
+        r: Option<&Region>,
+        target: &ArrVal,
+        value: &Val,
+        line: u32,
+    ) -> Lower<()> {
+        match value {
+            Val::Array(v) => self.assume_equal(r, store_pairs(target, v), line, STORE),
+            _ => Ok(()),
+        }
+    }
+
+    /// The recorded facts, as guards pushed before the launch about to be
+    /// pushed.
+    pub(crate) fn flush_guards(&mut self) {
+        let facts = std::mem::take(&mut self.shape_facts);
+        for f in facts {
+            self.log.applied(
+                NAME,
+                format!(
+                    "`{} == {}` checked before the kernels of line {}",
+                    extent_text(&f.lhs),
+                    extent_text(&f.rhs),
+                    f.line
+                ),
+            );
+            let guard = ShapeGuard {
+                lhs_text: extent_text(&f.lhs),
+                rhs_text: extent_text(&f.rhs),
+                lhs: f.lhs,
+                rhs: f.rhs,
+                line: f.line,
+                what: f.what,
+                specialised: false,
+            };
+            self.steps.push(HostStep::Guard(guard));
+        }
+    }
+}
+
+/// The guards of the specialisation: `p.shape[k] == 1` for each axis the
+/// plan took as a literal 1.
+pub fn specialisation_guards(unit_dims: &[(String, u8)], line: u32) -> Vec<HostStep> {
+    unit_dims
+        .iter()
+        .map(|(p, k)| {
+            let lhs = shape(p, *k);
+            HostStep::Guard(ShapeGuard {
+                lhs_text: extent_text(&lhs),
+                rhs_text: "1".into(),
+                lhs,
+                rhs: i64(1),
+                line,
+                what: format!(
+                    "the kernels were built for inputs whose `{p}` has extent 1 along axis {k} (it broadcasts)"
+                ),
+                specialised: true,
+            })
+        })
+        .collect()
+}
+
+/// Names every step list of the plan binds (host scalars, allocations,
+/// read-backs, loop variables, rebound names).
+fn bound_names(steps: &[HostStep]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    HostStep::walk(steps, &mut |s| match s {
+        HostStep::Scalar { name, .. }
+        | HostStep::Alloc { name, .. }
+        | HostStep::ReadBack { name, .. }
+        | HostStep::ReadElement { name, .. } => {
+            out.insert(name.clone());
+        }
+        HostStep::Loop { var, .. } => {
+            out.insert(var.clone());
+        }
+        HostStep::Rebind { targets, .. } => out.extend(targets.iter().cloned()),
+        _ => {}
+    });
+    out
+}
+
+/// The names a guard reads.
+fn guard_names(g: &ShapeGuard) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for e in [&g.lhs, &g.rhs] {
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Var(n) => {
+                out.insert(n.clone());
+            }
+            Expr::Shape { array, .. } => {
+                out.insert(array.clone());
+            }
+            _ => {}
+        });
+    }
+    out
+}
+
+/// Moves every guard that reads only arguments the function never rebinds
+/// to the start of the wrapper (once: the specialisation's guards first),
+/// and drops a guard repeated in one step list with nothing it reads
+/// rebound in between.
+pub fn place_guards(plan: &mut KernelPlan) {
+    let allocs = fixed_allocations(plan);
+    let none = BTreeMap::new();
+    let mut keep = |steps: &mut Vec<HostStep>| {
+        steps.retain(|s| match s {
+            HostStep::Guard(g) => !holds(g, &allocs, &none),
+            _ => true,
+        })
+    };
+    fn each_list(steps: &mut Vec<HostStep>, f: &mut dyn FnMut(&mut Vec<HostStep>)) {
+        f(steps);
+        for s in steps.iter_mut() {
+            match s {
+                HostStep::Loop { body, .. } => each_list(body, f),
+                HostStep::While { test, body, .. } => {
+                    each_list(test, f);
+                    each_list(body, f);
+                }
+                HostStep::If { then, orelse, .. } => {
+                    each_list(then, f);
+                    each_list(orelse, f);
+                }
+                _ => {}
+            }
+        }
+    }
+    each_list(&mut plan.steps, &mut keep);
+    let params: HashSet<&str> = plan.params.iter().map(|p| p.name.as_str()).collect();
+    let bound = bound_names(&plan.steps);
+    let entry_only = |g: &ShapeGuard| {
+        guard_names(g)
+            .iter()
+            .all(|n| params.contains(n.as_str()) && !bound.contains(n))
+    };
+    let mut entry: Vec<ShapeGuard> = Vec::new();
+    fn take(
+        steps: &mut Vec<HostStep>,
+        entry: &mut Vec<ShapeGuard>,
+        movable: &dyn Fn(&ShapeGuard) -> bool,
+    ) {
+        let mut kept: Vec<HostStep> = Vec::with_capacity(steps.len());
+        for mut s in std::mem::take(steps) {
+            match &mut s {
+                HostStep::Guard(g) if movable(g) => {
+                    if !entry.iter().any(|e| same(e, g)) {
+                        entry.push(g.clone());
+                    }
+                    continue;
+                }
+                HostStep::Guard(g) => {
+                    // The same check with nothing it reads bound since.
+                    let names = guard_names(g);
+                    let mut repeat = false;
+                    for earlier in kept.iter().rev() {
+                        match earlier {
+                            HostStep::Guard(e) if same(e, g) => {
+                                repeat = true;
+                                break;
+                            }
+                            other => {
+                                let b = bound_names(std::slice::from_ref(other));
+                                if names.iter().any(|n| b.contains(n)) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    if repeat {
+                        continue;
+                    }
+                }
+                HostStep::Loop { body, .. } => take(body, entry, movable),
+                HostStep::While { test, body, .. } => {
+                    take(test, entry, movable);
+                    take(body, entry, movable);
+                }
+                HostStep::If { then, orelse, .. } => {
+                    take(then, entry, movable);
+                    take(orelse, entry, movable);
+                }
+                _ => {}
+            }
+            kept.push(s);
+        }
+        *steps = kept;
+    }
+    fn same(a: &ShapeGuard, b: &ShapeGuard) -> bool {
+        (a.lhs == b.lhs && a.rhs == b.rhs) || (a.lhs == b.rhs && a.rhs == b.lhs)
+    }
+    take(&mut plan.steps, &mut entry, &entry_only);
+    // What the entry guards establish holds everywhere after them.
+    let classes = equal_extents(&entry);
+    let mut keep = |steps: &mut Vec<HostStep>| {
+        steps.retain(|s| match s {
+            HostStep::Guard(g) => !holds(g, &allocs, &classes),
+            _ => true,
+        })
+    };
+    each_list(&mut plan.steps, &mut keep);
+    entry.sort_by_key(|g| !g.specialised);
+    let mut steps: Vec<HostStep> = entry.into_iter().map(HostStep::Guard).collect();
+    steps.append(&mut plan.steps);
+    plan.steps = steps;
+}
+
+/// Arrays whose extents are known expressions whenever a guard runs: the
+/// wrapper allocates each once (in a loop: anew each iteration, alike)
+/// with a shape that reads only names that never change (arguments, host
+/// scalars bound once outside loops, other such arrays), or a name bound
+/// once to such an array.
+fn fixed_allocations(plan: &KernelPlan) -> BTreeMap<String, Vec<Expr>> {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    let mut allocs: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
+    let mut aliases: BTreeMap<String, String> = BTreeMap::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        let mut bump = |n: &str, by: usize| *count.entry(n.to_string()).or_insert(0) += by;
+        match s {
+            HostStep::Scalar { name, .. }
+            | HostStep::ReadBack { name, .. }
+            | HostStep::ReadElement { name, .. } => bump(name, 1),
+            HostStep::Alloc { name, shape, .. } => {
+                bump(name, 1);
+                allocs.insert(name.clone(), shape.clone());
+            }
+            // A loop variable: many values.
+            HostStep::Loop { var, .. } => bump(var, 2),
+            HostStep::Rebind { targets, sources } => {
+                for (t, src) in targets.iter().zip(sources) {
+                    bump(t, 1);
+                    aliases.insert(t.clone(), src.clone());
+                }
+            }
+            _ => {}
+        }
+    });
+    // Scalars bound inside a loop take a value per iteration.
+    fn in_loops(steps: &[HostStep], inside: bool, out: &mut HashSet<String>) {
+        for s in steps {
+            if inside {
+                if let HostStep::Scalar { name, .. }
+                | HostStep::ReadBack { name, .. }
+                | HostStep::ReadElement { name, .. } = s
+                {
+                    out.insert(name.clone());
+                }
+            }
+            let nested = inside || matches!(s, HostStep::Loop { .. } | HostStep::While { .. });
+            for b in s.bodies() {
+                in_loops(b, nested, out);
+            }
+        }
+    }
+    let mut looped = HashSet::new();
+    in_loops(&plan.steps, false, &mut looped);
+    let once = |n: &str| count.get(n).copied().unwrap_or(0) <= 1 && !looped.contains(n);
+    let params: HashSet<&str> = plan.params.iter().map(|p| p.name.as_str()).collect();
+    let mut fixed: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
+    loop {
+        let reads_fixed = |e: &Expr, fixed: &BTreeMap<String, Vec<Expr>>| {
+            let mut ok = true;
+            port_codegen::ir::walk_expr(e, &mut |x| match x {
+                Expr::Var(n) => ok &= once(n) && !allocs.contains_key(n),
+                Expr::Shape { array, .. } => {
+                    ok &= fixed.contains_key(array)
+                        || (params.contains(array.as_str()) && once(array))
+                }
+                Expr::Load(_) => ok = false,
+                _ => {}
+            });
+            ok
+        };
+        let mut grew = false;
+        for (name, shape) in &allocs {
+            if !fixed.contains_key(name)
+                && count.get(name).copied() == Some(1)
+                && shape.iter().all(|e| reads_fixed(e, &fixed))
+            {
+                fixed.insert(name.clone(), shape.clone());
+                grew = true;
+            }
+        }
+        for (t, src) in &aliases {
+            if !fixed.contains_key(t) && count.get(t).copied() == Some(1) {
+                if let Some(shape) = fixed.get(src).cloned() {
+                    fixed.insert(t.clone(), shape);
+                    grew = true;
+                }
+            }
+        }
+        if !grew {
+            return fixed;
+        }
+    }
+}
+
+/// Extents the guards `known` make equal: each extent they compare (a
+/// shape, a variable) mapped to one representative of its class, a
+/// literal when the class has one.
+fn equal_extents(known: &[ShapeGuard]) -> BTreeMap<String, Expr> {
+    let mut classes: Vec<Vec<Expr>> = Vec::new();
+    let atom = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Shape { .. } | Expr::Var(_) | Expr::Lit(Literal::I64(_))
+        )
+    };
+    for g in known.iter().filter(|g| atom(&g.lhs) && atom(&g.rhs)) {
+        let find = |classes: &Vec<Vec<Expr>>, e: &Expr| classes.iter().position(|c| c.contains(e));
+        match (find(&classes, &g.lhs), find(&classes, &g.rhs)) {
+            (Some(a), Some(b)) if a != b => {
+                let moved = classes.remove(a.max(b));
+                classes[a.min(b)].extend(moved);
+            }
+            (Some(_), Some(_)) => {}
+            (Some(a), None) => classes[a].push(g.rhs.clone()),
+            (None, Some(b)) => classes[b].push(g.lhs.clone()),
+            (None, None) => classes.push(vec![g.lhs.clone(), g.rhs.clone()]),
+        }
+    }
+    let mut out = BTreeMap::new();
+    for c in classes {
+        let rep = c
+            .iter()
+            .find(|e| matches!(e, Expr::Lit(_)))
+            .or_else(|| c.iter().min_by_key(|e| format!("{e:?}")))
+            .cloned()
+            .expect("a class is never empty");
+        for e in c {
+            out.insert(format!("{e:?}"), rep.clone());
+        }
+    }
+    out
+}
+
+/// Whether a guard holds whatever the inputs, given the shapes of
+/// [`fixed_allocations`] and the extents known equal ([`equal_extents`]):
+/// its two sides are then equal by arithmetic.
+fn holds(
+    g: &ShapeGuard,
+    allocs: &BTreeMap<String, Vec<Expr>>,
+    classes: &BTreeMap<String, Expr>,
+) -> bool {
+    let expand = |e: &Expr| {
+        let mut e = e.clone();
+        // Allocations sized by other allocations: a few rounds suffice.
+        for _ in 0..4 {
+            e = crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Shape { array, axis } => allocs
+                    .get(array)
+                    .and_then(|s| s.get(*axis as usize))
+                    .cloned(),
+                _ => None,
+            });
+        }
+        let e = crate::ir_util::map_expr(&e, &|x| match x {
+            Expr::Shape { .. } | Expr::Var(_) => classes.get(&format!("{x:?}")).cloned(),
+            _ => None,
+        });
+        array_expr::tidy(&e)
+    };
+    constant_difference(&expand(&g.lhs), &expand(&g.rhs)) == Some(0)
+}
+
+/// The axes of extent 1 in the inputs' shapes that the plan may take as a
+/// literal 1: arrays of the arguments never rebound as a whole in the
+/// function (a name rebound to another array could have other extents).
+pub fn unit_dims_of(
+    shapes: &[(String, Vec<usize>)],
+    rebound: &HashSet<String>,
+) -> Vec<(String, u8)> {
+    let mut out = Vec::new();
+    for (name, dims) in shapes {
+        if rebound.contains(name) || dims.len() < 2 {
+            continue;
+        }
+        for (k, &d) in dims.iter().enumerate() {
+            if d == 1 {
+                out.push((name.clone(), k as u8));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use port_codegen::ir::{ArrayType, ScalarType};
+
+    fn arr(name: &str, ndim: u8) -> ArrVal {
+        ArrVal::named(
+            name,
+            ArrayType {
+                elem: ScalarType::F64,
+                ndim,
+                contiguous: true,
+            },
+        )
+    }
+
+    #[test]
+    fn broadcasting_pairs_every_extent_but_literal_ones() {
+        let (a, mut b) = (arr("a", 2), arr("b", 2));
+        b.shape[1] = i64(1);
+        let pairs = broadcast_pairs(&[&a, &b]);
+        assert_eq!(pairs, vec![(shape("a", 0), shape("b", 0))]);
+        // A vector against a matrix: its one axis is the matrix's last.
+        let v = arr("v", 1);
+        assert_eq!(
+            broadcast_pairs(&[&a, &v]),
+            vec![(shape("a", 1), shape("v", 0))]
+        );
+    }
+
+    #[test]
+    fn equal_extents_are_seen_through_arithmetic() {
+        let n = shape("x", 0);
+        assert_eq!(
+            constant_difference(
+                &sub(n.clone(), i64(2)),
+                &sub(sub(n.clone(), i64(1)), i64(1))
+            ),
+            Some(0)
+        );
+        assert_eq!(constant_difference(&add(n.clone(), i64(1)), &n), Some(1));
+        assert_eq!(constant_difference(&n, &shape("y", 0)), None);
+        assert_eq!(
+            constant_difference(&mul(i64(2), n.clone()), &add(n.clone(), n)),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn extents_print_as_python() {
+        let e = sub(shape("mass", 1), add(var("k"), i64(2)));
+        assert_eq!(extent_text(&e), "mass.shape[1] - (k + 2)");
+        assert_eq!(
+            extent_text(&mul(add(var("n"), i64(1)), i64(2))),
+            "(n + 1) * 2"
+        );
+    }
+
+    #[test]
+    fn unit_dims_skip_vectors_and_rebound_names() {
+        let shapes = vec![
+            ("mass".to_string(), vec![40, 1]),
+            ("v".to_string(), vec![1]),
+            ("u".to_string(), vec![1, 5]),
+        ];
+        let rebound: HashSet<String> = ["u".to_string()].into();
+        assert_eq!(
+            unit_dims_of(&shapes, &rebound),
+            vec![("mass".to_string(), 1)]
+        );
+    }
+}
