@@ -2517,20 +2517,21 @@ impl Lowerer<'_> {
         } else {
             format!("ufunc `np.{short}` element by element (line {line})")
         };
-        let v =
-            match op {
-                Some(op) => self.binop(op, &a, &b, line)?,
-                None => match math_calls::call(ufunc, &[a, b]) {
-                    Some(v) => v,
-                    None => return refuse(
+        let v = match op {
+            Some(op) => self.binop(op, &a, &b, line)?,
+            None => match math_calls::call(ufunc, &[a, b]) {
+                Some(v) => v,
+                None => {
+                    return refuse(
                         math_calls::NAME,
                         line,
                         format!(
                             "`np.{short}.outer`: `np.{short}` is not a binary ufunc port computes"
                         ),
-                    ),
-                },
-            };
+                    )
+                }
+            },
+        };
         self.log.applied(array_expr::NAME, what);
         Ok(Some(v))
     }

@@ -376,3 +376,157 @@ fn the_patch_replaces_only_the_function_and_adds_imports() {
     assert!(m.new_source.contains(untouched));
     assert!(m.new_source.contains("def _port_blocks(n, threads):"));
 }
+
+fn guards(steps: &[HostStep]) -> Vec<&port_rewriter::plan::ShapeGuard> {
+    let mut out = Vec::new();
+    HostStep::walk(steps, &mut |s| {
+        if let HostStep::Guard(g) = s {
+            out.push(g);
+        }
+    });
+    out
+}
+
+/// Extents the kernels take to be equal are checked once, at the start,
+/// when they read only the arguments; equal ones need no check.
+#[test]
+fn broadcast_extents_are_guarded_at_entry() {
+    let src =
+        "import numpy as np\n\ndef f(a, b, out):\n    out[:] = a + b\n    out[:] = out * 2.0\n";
+    let Outcome::Migrated(m) = migrate_src(src, "f", "float64[:], float64[:], float64[:]") else {
+        panic!("refused")
+    };
+    check(&m);
+    let all = guards(&m.plan.steps);
+    let pairs: Vec<(&str, &str)> = all
+        .iter()
+        .map(|g| (g.lhs_text.as_str(), g.rhs_text.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("a.shape[0]", "b.shape[0]"), ("out.shape[0]", "a.shape[0]")],
+        "{:#?}",
+        m.plan.steps
+    );
+    // Both before anything else.
+    assert!(matches!(m.plan.steps[0], HostStep::Guard(_)));
+    assert!(matches!(m.plan.steps[1], HostStep::Guard(_)));
+    assert!(applied(&m, "shapes"));
+}
+
+/// Literal extents that differ are NumPy's error, refused at the line.
+#[test]
+fn literal_extents_that_differ_are_refused() {
+    let src = "import numpy as np\n\ndef f(a):\n    a[:3] = np.ones(3) + np.zeros(4)\n";
+    let Outcome::Refused(r) = migrate_src(src, "f", "float64[:]") else {
+        panic!("migrated")
+    };
+    assert_eq!(r[0].line, 4);
+    assert!(
+        r[0].message
+            .contains("operands could not be broadcast together"),
+        "{r:?}"
+    );
+}
+
+/// An input's axis of extent 1 is planned as a broadcast axis and
+/// guarded at entry; without the inputs' shapes it is not.
+#[test]
+fn an_inputs_unit_axis_broadcasts() {
+    let src = std::fs::read_to_string(fixture("migrate/programs_shapes.py")).unwrap();
+    let types = parse_signature("float64[:,:], float64[:,:], float64").unwrap();
+    let shapes = vec![("w".to_string(), vec![8, 1]), ("x".to_string(), vec![8, 4])];
+    let out = migrate(&MigrationRequest {
+        source: &src,
+        file_name: "programs_shapes.py",
+        function: "scale_rows",
+        types: &types,
+        facts: &AppFacts::default(),
+        report: None,
+        fp32: false,
+        input_shapes: &shapes,
+    })
+    .unwrap();
+    let Outcome::Migrated(m) = out else {
+        panic!("refused")
+    };
+    check(&m);
+    assert_eq!(m.plan.unit_dims, [("w".to_string(), 1)]);
+    let HostStep::Guard(g) = &m.plan.steps[0] else {
+        panic!("{:#?}", m.plan.steps)
+    };
+    assert!(g.specialised && g.lhs_text == "w.shape[1]" && g.rhs_text == "1");
+    // The kernel reads w at column 0, whatever the column of x.
+    let k = &m.plan.module.kernels[0];
+    assert!(
+        has(
+            &k.body,
+            &|s| matches!(s, Stmt::Store { value, .. } if format!("{value:?}").contains("Load(ElemRef { array: \"w\", indices: [Var(\"i\"), Lit(I64(0))]"))
+        ),
+        "{}",
+        m.python
+    );
+    let Outcome::Migrated(plain) =
+        migrate_src(&src, "scale_rows", "float64[:,:], float64[:,:], float64")
+    else {
+        panic!("refused")
+    };
+    assert!(plain.plan.unit_dims.is_empty());
+    assert!(!guards(&plain.plan.steps).iter().any(|g| g.specialised));
+}
+
+/// A helper's arrays inlined into a time loop are allocated once, before
+/// the loop; an array another name is bound to inside the loop is not.
+#[test]
+fn arrays_of_a_time_loop_are_allocated_once() {
+    let m = migrated(
+        "migrate/programs_shapes.py",
+        "leapfrog_masses",
+        "float64[:,:], float64[:,:], float64[:,:], float64, int64",
+    );
+    check(&m);
+    let loop_body = m
+        .plan
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            HostStep::Loop { body, .. } => Some(body),
+            _ => None,
+        })
+        .expect("a host loop");
+    let inside: Vec<&str> = loop_body
+        .iter()
+        .filter_map(|s| match s {
+            HostStep::Alloc {
+                name,
+                fill: Fill::Empty,
+                ..
+            } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    // Only the one `acc` is bound to each iteration stays inside.
+    let mut aliased = Vec::new();
+    HostStep::walk(loop_body, &mut |s| {
+        if let HostStep::Rebind { sources, .. } = s {
+            aliased.extend(sources.iter().map(String::as_str));
+        }
+    });
+    assert!(
+        inside.len() == 1 && aliased.contains(&inside[0]),
+        "allocated per iteration: {inside:?}\n{}",
+        m.python
+    );
+    let before: Vec<&str> = m
+        .plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            HostStep::Alloc { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for name in ["d", "r2", "inv"] {
+        assert!(before.contains(&name), "{name} not hoisted: {before:?}");
+    }
+}

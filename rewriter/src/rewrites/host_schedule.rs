@@ -184,7 +184,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let hoisted = self.hoist_scratch(&mut body, Some(&var));
+        let hoisted = self.hoist_scratch(&mut body, Some(&var), &entry);
         self.steps.extend(hoisted);
         self.steps.push(HostStep::Loop {
             var: var.clone(),
@@ -236,7 +236,7 @@ impl Lowerer<'_> {
         let mut body = std::mem::replace(&mut self.steps, outer);
         res?;
         self.reconcile(&entry, &mut body, line, "while loop")?;
-        let hoisted = self.hoist_scratch(&mut body, None);
+        let hoisted = self.hoist_scratch(&mut body, None, &entry);
         self.steps.extend(hoisted);
         self.steps.push(HostStep::While { test, cond, body });
         self.log.applied(
@@ -371,9 +371,18 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// Scratch arrays of the body (temporaries of one statement) whose
-    /// extents do not change in the loop: allocated once, before it.
-    fn hoist_scratch(&mut self, body: &mut Vec<HostStep>, var: Option<&str>) -> Vec<HostStep> {
+    /// Arrays of the body whose extents do not change in the loop,
+    /// allocated once, before it: the temporaries of one statement, and
+    /// arrays the body allocates once under a name of their own — bound to
+    /// nothing before the loop (`entry`), and no other name bound to them
+    /// in it — so each iteration rewrites the one buffer (a helper's
+    /// locals inlined into a time loop).
+    fn hoist_scratch(
+        &mut self,
+        body: &mut Vec<HostStep>,
+        var: Option<&str>,
+        entry: &HashMap<String, HostBind>,
+    ) -> Vec<HostStep> {
         // Names the loop changes: its variable and what its body assigns.
         let mut assigned: HashSet<String> = var.into_iter().map(str::to_string).collect();
         HostStep::walk(body, &mut |s| match s {
@@ -391,34 +400,69 @@ impl Lowerer<'_> {
             }
             _ => {}
         });
+        // Arrays another name is bound to inside the loop: one buffer for
+        // all iterations would make that name see the next iteration's
+        // values.
+        let mut aliased: HashSet<String> = HashSet::new();
+        HostStep::walk(body, &mut |s| {
+            if let HostStep::Rebind { sources, .. } = s {
+                aliased.extend(sources.iter().cloned());
+            }
+        });
+        // Allocated once in the body, with a name nothing else binds.
+        let mut allocated: HashMap<String, usize> = HashMap::new();
+        HostStep::walk(body, &mut |s| {
+            if let HostStep::Alloc { name, .. } = s {
+                *allocated.entry(name.clone()).or_insert(0) += 1;
+            }
+        });
         let mut out = Vec::new();
-        let mut kept = Vec::new();
-        for s in body.drain(..) {
-            let hoist = match &s {
-                HostStep::Alloc {
-                    name,
-                    shape,
-                    fill: crate::plan::Fill::Empty,
-                    ..
-                } if self.scratch.contains(name) => shape.iter().all(|e| {
-                    let mut free = true;
-                    port_codegen::ir::walk_expr(e, &mut |x| match x {
-                        Expr::Var(v) if assigned.contains(v) => free = false,
-                        Expr::Shape { array, .. } if assigned.contains(array) => free = false,
-                        Expr::Load(_) => free = false,
-                        _ => {}
-                    });
-                    free
-                }),
-                _ => false,
-            };
-            if hoist {
-                out.push(s);
-            } else {
-                kept.push(s);
+        // An array sized by another hoisted one is hoisted on a later round.
+        loop {
+            let mut kept = Vec::new();
+            let mut moved = false;
+            for s in body.drain(..) {
+                let hoist = match &s {
+                    HostStep::Alloc {
+                        name,
+                        shape,
+                        fill: crate::plan::Fill::Empty,
+                        ..
+                    } if self.scratch.contains(name)
+                        || (!aliased.contains(name)
+                            && !entry.contains_key(name)
+                            && allocated.get(name) == Some(&1)) =>
+                    {
+                        shape.iter().all(|e| {
+                            let mut free = true;
+                            port_codegen::ir::walk_expr(e, &mut |x| match x {
+                                Expr::Var(v) if assigned.contains(v) => free = false,
+                                Expr::Shape { array, .. } if assigned.contains(array) => {
+                                    free = false
+                                }
+                                Expr::Load(_) => free = false,
+                                _ => {}
+                            });
+                            free
+                        })
+                    }
+                    _ => false,
+                };
+                if hoist {
+                    if let HostStep::Alloc { name, .. } = &s {
+                        assigned.remove(name);
+                    }
+                    out.push(s);
+                    moved = true;
+                } else {
+                    kept.push(s);
+                }
+            }
+            *body = kept;
+            if !moved {
+                break;
             }
         }
-        *body = kept;
         if !out.is_empty() {
             self.log.applied(
                 super::hoist_alloc::NAME,
