@@ -92,8 +92,9 @@ fn a_reduction_numba_refuses_is_cuda_with_a_lead_note() {
     assert!(c.contains(&"PORT116".to_string()), "{c:?}");
     assert!(c.contains(&"PORT406".to_string()), "{c:?}");
     assert_eq!(f["migration_plan"]["status"], "planned");
-    // And one port cannot plan stays object, with the planner's reason.
-    let f = function(&port, "ufunc_add_outer");
+    // And one port cannot plan stays object, with the planner's reason:
+    // `np.add.at` scatters through an index array.
+    let f = function(&port, "ufunc_add_at");
     assert_eq!(f["verdict"], "object");
     assert_eq!(f["migration_plan"]["status"], "refused");
     assert!(codes(f).contains(&"PORT214".to_string()), "{f}");

@@ -133,6 +133,12 @@ impl Lowerer<'_> {
                         return refuse("frontend", line, "an expression statement with no effect a kernel could have");
                     };
                     match c.func.as_ref() {
+                        // `np.add(a, b, out=c)`: a store into `c`.
+                        _ if crate::lower::out_keyword(c)
+                            && self.src.resolve(&c.func).is_some_and(|n| n.starts_with("numpy.")) =>
+                        {
+                            self.expr(r, &e.value)?;
+                        }
                         ast::Expr::Attribute(a) if a.attr.as_str() == "fill" && c.args.len() == 1 => {
                             let Val::Array(tv) = self.expr(r, &a.value)? else {
                                 return refuse("frontend", line, "`.fill` of a non-array");

@@ -1196,6 +1196,9 @@ impl<'a> Lowerer<'a> {
         let name = self.src.resolve(&c.func).unwrap_or_default();
         let short = name.rsplit('.').next().unwrap_or(&name).to_string();
         let is_numpy = name.starts_with("numpy.");
+        if is_numpy && out_keyword(c) && takes_out(&short) {
+            return self.ufunc_into_out(r, c, &short, line);
+        }
 
         // Reductions.
         if let Some(op) = reduce_name(&name) {
@@ -2534,6 +2537,72 @@ impl Lowerer<'_> {
         };
         self.log.applied(array_expr::NAME, what);
         Ok(Some(v))
+    }
+}
+
+/// Whether a call's only keyword is `out=`.
+pub(crate) fn out_keyword(c: &ast::ExprCall) -> bool {
+    matches!(c.keywords.as_slice(), [k] if k.arg.as_deref() == Some("out"))
+}
+
+/// The elementwise NumPy functions whose `out=` port writes.
+fn takes_out(short: &str) -> bool {
+    arithmetic_ufunc(short).is_some()
+        || math_calls::math_fn(&format!("numpy.{short}")).is_some()
+        || matches!(
+            short,
+            "maximum"
+                | "minimum"
+                | "negative"
+                | "positive"
+                | "square"
+                | "absolute"
+                | "abs"
+                | "sign"
+                | "clip"
+                | "reciprocal"
+                | "invert"
+                | "logical_and"
+                | "logical_or"
+                | "logical_xor"
+                | "logical_not"
+        )
+}
+
+impl Lowerer<'_> {
+    /// `np.f(…, out=o)`: `o[...] = np.f(…)` (NumPy computes the whole
+    /// result, then writes it), and the call's value is `o`.
+    fn ufunc_into_out(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        short: &str,
+        line: u32,
+    ) -> Lower<Val> {
+        if r.kind != RegionKind::Host {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`np.{short}(…, out=…)` inside a loop's kernel: assign the result to a slice instead"),
+            );
+        }
+        let mut plain = c.clone();
+        let out = plain.keywords.remove(0).value;
+        let v = self.call(r, &plain, line)?;
+        let Val::Array(target) = self.expr(r, &out)? else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`out=` of `np.{short}` is not an array"),
+            );
+        };
+        let hint = pyast::subscript_base(&out).unwrap_or_default();
+        self.store_kernel(&target, &v, &hint, line)?;
+        self.log.applied(
+            array_expr::NAME,
+            format!("`np.{short}(…, out=…)` as a store into `out` (line {line})"),
+        );
+        Ok(Val::Array(target))
     }
 }
 

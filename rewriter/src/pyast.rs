@@ -197,6 +197,24 @@ pub fn names_rebound(body: &[Stmt]) -> std::collections::HashSet<String> {
     out
 }
 
+/// The `out=` arrays of the calls in a statement (`np.add(a, b, out=c)`
+/// writes `c`), not looking into nested statements.
+pub fn out_targets(s: &Stmt) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    for e in stmt_exprs(s) {
+        walk_expr(e, &mut |x| {
+            if let Expr::Call(c) = x {
+                for k in &c.keywords {
+                    if k.arg.as_deref() == Some("out") {
+                        out.push(&k.value);
+                    }
+                }
+            }
+        });
+    }
+    out
+}
+
 /// Names bound (`a = …`, `a += …`, `a, b = …`) somewhere inside a `for`
 /// or `while` of `body`.
 pub fn names_bound_in_loops(body: &[Stmt]) -> std::collections::HashSet<String> {

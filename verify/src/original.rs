@@ -259,7 +259,7 @@ pub fn unpack_capture(
     )?;
     if !o.status.success() {
         return Err(VerifyError::BadData(format!(
-            "captured inputs {}: {}",
+            "inputs {}: {}",
             npz.display(),
             last_line(&o.stderr)
         )));

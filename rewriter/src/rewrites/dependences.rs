@@ -85,7 +85,7 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
     let mut assigned: HashMap<String, Vec<u32>> = HashMap::new();
     let mut inner_loop_vars: HashSet<String> = HashSet::new();
     walk_stmts(body, &mut |s| {
-        let targets: Vec<&Expr> = match s {
+        let mut targets: Vec<&Expr> = match s {
             Stmt::Assign(a) => a.targets.iter().collect(),
             Stmt::AugAssign(a) => vec![&a.target],
             Stmt::AnnAssign(a) => vec![&a.target],
@@ -95,6 +95,12 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
             }
             _ => vec![],
         };
+        // `np.add(a, b, out=c)` writes the whole of `c`.
+        targets.extend(
+            crate::pyast::out_targets(s)
+                .into_iter()
+                .filter(|t| matches!(t, Expr::Name(_))),
+        );
         for t in targets {
             for n in target_names(t) {
                 assigned.entry(n).or_default().push(src.line(s));
@@ -153,11 +159,17 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
 
     let mut stores: Vec<Store> = Vec::new();
     walk_stmts(body, &mut |s| {
-        let (targets, aug): (Vec<&Expr>, _) = match s {
+        let (mut targets, aug): (Vec<&Expr>, _) = match s {
             Stmt::Assign(a) => (a.targets.iter().collect(), None),
             Stmt::AugAssign(a) => (vec![a.target.as_ref()], Some(a.op)),
-            _ => return,
+            _ => (Vec::new(), None),
         };
+        // `np.add(x[i], y[i], out=z[i])` stores into `z[i]`.
+        targets.extend(
+            crate::pyast::out_targets(s)
+                .into_iter()
+                .filter(|t| matches!(t, Expr::Subscript(_))),
+        );
         for t in targets {
             let mut ts = vec![t];
             if let Expr::Tuple(tu) = t {
