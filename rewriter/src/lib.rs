@@ -24,15 +24,14 @@
 //! Architecture invariant: the rewriter never runs user code and never
 //! writes files; it reads the analysis's output types, not its internals.
 
+pub mod emit;
 pub mod error;
 pub mod host;
 pub mod ir_util;
 pub mod launch;
 pub mod lower;
-pub mod patch;
 pub mod plan;
 pub mod pyast;
-pub mod python;
 pub mod rewrites;
 pub mod signature;
 pub mod source;
@@ -43,6 +42,7 @@ use std::collections::HashMap;
 use port_analyzer::{FunctionReport, Severity, Verdict};
 use port_codegen::ir::ScalarType;
 
+pub use emit::{patch, python};
 pub use error::{Reason, RewriteError};
 pub use lower::AppFacts;
 pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
