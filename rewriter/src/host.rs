@@ -11,7 +11,7 @@ use crate::ir_util::cast_to;
 use crate::lower::{stmt_name, HostBind, Lowerer, Region, RegionKind};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
-use crate::rewrites::array_expr::{ArrVal, Val};
+use crate::shapes::array_expr::{ArrVal, Val};
 
 impl Lowerer<'_> {
     /// Lowers the function body; gives what it returns.
@@ -193,9 +193,9 @@ impl Lowerer<'_> {
                     // `I, J = np.mgrid[…]`: an array unpacks along its first axis.
                     Val::Array(av) if av.shape[0] == i64(t.elts.len() as i64) => (0..t.elts.len())
                         .map(|k| {
-                            crate::rewrites::array_expr::index(
+                            crate::shapes::array_expr::index(
                                 &av,
-                                vec![crate::rewrites::array_expr::IndexItem::At(i64(k as i64))],
+                                vec![crate::shapes::array_expr::IndexItem::At(i64(k as i64))],
                             )
                         })
                         .collect(),
@@ -544,7 +544,7 @@ impl Lowerer<'_> {
         };
         if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
             return refuse(
-                crate::rewrites::array_expr::NAME,
+                crate::shapes::array_expr::NAME,
                 line,
                 "fancy indexing with an array of indices: only a boolean mask of the array's shape is supported",
             );
@@ -564,7 +564,7 @@ impl Lowerer<'_> {
         };
         let hint = pyast::subscript_base(&s.value).unwrap_or_default();
         self.log.applied(
-            crate::rewrites::array_expr::NAME,
+            crate::shapes::array_expr::NAME,
             format!("masked assignment (line {line}) as np.where, element by element"),
         );
         self.store_kernel(base, &Val::Array(new), &hint, line)

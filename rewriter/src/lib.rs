@@ -24,6 +24,7 @@
 //! Architecture invariant: the rewriter never runs user code and never
 //! writes files; it reads the analysis's output types, not its internals.
 
+pub mod dependences;
 pub mod emit;
 pub mod error;
 pub mod host;
@@ -33,6 +34,7 @@ pub mod lower;
 pub mod plan;
 pub mod pyast;
 pub mod rewrites;
+pub mod shapes;
 pub mod signature;
 pub mod source;
 pub mod types;

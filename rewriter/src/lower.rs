@@ -23,13 +23,14 @@ use port_codegen::ir::{
 use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::text_size::TextSize;
 
+use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, join, lit, promote, py_mod, select};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
-use crate::rewrites::array_expr::{self, ArrVal, IndexItem, Val};
-use crate::rewrites::dependences::RedOp;
-use crate::rewrites::{math_calls, RewriteLog};
+use crate::rewrites::RewriteLog;
+use crate::shapes::array_expr::{self, ArrVal, IndexItem, Val};
+use crate::shapes::math_calls;
 use crate::source::{Const, SourceFile};
 use crate::types::ArgType;
 
@@ -553,7 +554,7 @@ impl<'a> Lowerer<'a> {
                         ),
                     ),
                     HostBind::Private { line: l } => refuse(
-                        crate::rewrites::dependences::NAME,
+                        crate::dependences::NAME,
                         line,
                         format!(
                             "`{name}` is read after the parallel loop that assigns it (line {l}): its value would be the last iteration's, which no kernel thread has"
@@ -2049,22 +2050,18 @@ impl<'a> Lowerer<'a> {
         let rhs = self.expr(r, &a.value)?;
         if r.atomic_stores.contains(&at) {
             let Val::Scalar(Expr::Load(er), et, _) = cur else {
-                return refuse(
-                    crate::rewrites::dependences::NAME,
-                    line,
-                    "atomic update of a slice",
-                );
+                return refuse(crate::dependences::NAME, line, "atomic update of a slice");
             };
             let Val::Scalar(e, t, _) = rhs else {
                 return refuse(
-                    crate::rewrites::dependences::NAME,
+                    crate::dependences::NAME,
                     line,
                     "atomic update with an array",
                 );
             };
             if et == ScalarType::Bool || et.is_complex() {
                 return refuse(
-                    crate::rewrites::dependences::NAME,
+                    crate::dependences::NAME,
                     line,
                     format!(
                         "atomic update of a {} array (numba-cuda has no atomic for it)",
@@ -2079,7 +2076,7 @@ impl<'a> Lowerer<'a> {
             self.note_write(r, &er.array);
             r.push(Stmt::Eval(Expr::Atomic(AtomicOp::Add, er, Box::new(v))));
             self.log.applied(
-                crate::rewrites::dependences::NAME,
+                crate::dependences::NAME,
                 format!(
                     "shared accumulation `{}` as an atomic add (line {line})",
                     self.src.text_of(a.target.as_ref())

@@ -13,7 +13,7 @@ use crate::error::{refuse, Lower};
 use crate::ir_util::join;
 use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
 use crate::pyast;
-use crate::rewrites::array_expr::{ArrVal, Val};
+use crate::shapes::array_expr::{ArrVal, Val};
 
 pub const NAME: &str = "app_calls";
 

@@ -14,12 +14,12 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, CmpOp, Expr, MathFn, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast;
 
+use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Reduce, Region, RegionKind};
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
-use crate::rewrites::dependences::RedOp;
+use crate::shapes::array_expr::{self, ph, ArrVal, Val};
 use crate::source::Const;
 
 pub const NAME: &str = "axis_reduction";
@@ -280,7 +280,7 @@ impl Lowerer<'_> {
                 let truth = av.map(ScalarType::I64, |e| {
                     cast(
                         ScalarType::I64,
-                        crate::rewrites::math_calls::truthy(e, av.elem),
+                        crate::shapes::math_calls::truthy(e, av.elem),
                     )
                 });
                 let p = if op == AxisOp::Any {
@@ -431,14 +431,14 @@ impl Lowerer<'_> {
                         RedOp::Max,
                         cast(
                             ScalarType::I64,
-                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                            crate::shapes::math_calls::truthy(x.clone(), av.elem),
                         ),
                     ),
                     AxisOp::All => (
                         RedOp::Min,
                         cast(
                             ScalarType::I64,
-                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                            crate::shapes::math_calls::truthy(x.clone(), av.elem),
                         ),
                     ),
                     AxisOp::Plain(p) => (p.op(), cast_to(x.clone(), av.elem, acc_t)),
@@ -652,7 +652,7 @@ impl Lowerer<'_> {
             NAME,
             format!("`np.linalg.norm` as `sqrt(sum(x * x))` (line {line})"),
         );
-        crate::rewrites::math_calls::call("numpy.sqrt", &[total])
+        crate::shapes::math_calls::call("numpy.sqrt", &[total])
             .map_or_else(|| refuse(NAME, line, "`np.linalg.norm` of this value"), Ok)
     }
 

@@ -13,8 +13,8 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
 use crate::lower::{Lowerer, Region};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
 use crate::rewrites::hoist_alloc::dtype_of;
+use crate::shapes::array_expr::{self, ph, ArrVal, Val};
 
 impl Lowerer<'_> {
     /// A shape argument: an integer, or a tuple or list of integers.

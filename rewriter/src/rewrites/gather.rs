@@ -17,7 +17,7 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
 use crate::lower::{Lowerer, Region};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
+use crate::shapes::array_expr::{self, ph, ArrVal, Val};
 
 pub const NAME: &str = "gather";
 

@@ -11,14 +11,14 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast::{self, Ranged};
 
+use crate::dependences::{self, ReductionVar};
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
 use crate::plan::LaunchShape;
 use crate::pyast;
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-use crate::rewrites::dependences::{self, ReductionVar};
 use crate::rewrites::whole_reduction::RedSpec;
+use crate::shapes::array_expr::{self, ArrVal, Val};
 
 pub const NAME: &str = "grid_stride";
 

@@ -19,7 +19,7 @@ use crate::error::{refuse, Lower};
 use crate::ir_util::{and, cast_to, lit, select};
 use crate::lower::{HostBind, Lowerer, Reduce, Region, RegionKind};
 use crate::plan::{Fill, HostStep};
-use crate::rewrites::array_expr::{ph, ArrVal, Val};
+use crate::shapes::array_expr::{ph, ArrVal, Val};
 
 pub const NAME: &str = "histogram";
 

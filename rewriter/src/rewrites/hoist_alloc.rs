@@ -10,7 +10,7 @@ use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::{HostBind, Lowerer, Region};
 use crate::plan::{Fill, HostStep};
-use crate::rewrites::array_expr::{ArrVal, Val};
+use crate::shapes::array_expr::{ArrVal, Val};
 use crate::source::SourceFile;
 use crate::types::scalar_from_name;
 

@@ -23,11 +23,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
+use crate::dependences;
 use crate::error::{refuse, Lower, Reason};
 use crate::lower::{HostBind, Lowerer, Region};
 use crate::plan::HostStep;
-use crate::rewrites::array_expr::{ArrVal, Val};
-use crate::rewrites::dependences;
+use crate::shapes::array_expr::{ArrVal, Val};
 
 pub const NAME: &str = "host_schedule";
 
@@ -282,7 +282,7 @@ impl Lowerer<'_> {
         match self.expr(r, e)? {
             Val::Scalar(c, t, _) => {
                 let c = self.host_scalar(c, line)?;
-                Ok(crate::rewrites::math_calls::truthy(c, t))
+                Ok(crate::shapes::math_calls::truthy(c, t))
             }
             Val::Array(_) => refuse(
                 NAME,
@@ -585,7 +585,7 @@ impl Lowerer<'_> {
     ) -> Lower<()> {
         let Val::Scalar(v, t, _) = value else {
             return refuse(
-                crate::rewrites::array_expr::NAME,
+                crate::shapes::array_expr::NAME,
                 line,
                 "setting an array element with a sequence (NumPy raises)",
             );

@@ -16,8 +16,8 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
 use crate::lower::{Lowerer, Reduce, Region};
-use crate::rewrites::array_expr::{ArrVal, Val};
-use crate::rewrites::math_calls::truthy;
+use crate::shapes::array_expr::{ArrVal, Val};
+use crate::shapes::math_calls::truthy;
 
 pub const NAME: &str = "masked";
 

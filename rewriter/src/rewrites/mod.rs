@@ -5,11 +5,9 @@
 
 pub mod app_calls;
 pub mod app_inline;
-pub mod array_expr;
 pub mod axis_reduction;
 pub mod convolve;
 pub mod creation;
-pub mod dependences;
 pub mod fp32;
 pub mod gather;
 pub mod grid_stride;
@@ -17,11 +15,13 @@ pub mod histogram;
 pub mod hoist_alloc;
 pub mod host_schedule;
 pub mod masked;
-pub mod math_calls;
 pub mod row_reduction;
 pub mod scalar_function;
 pub mod scan;
 pub mod whole_reduction;
+
+pub use crate::dependences;
+pub use crate::shapes::{array_expr, math_calls};
 
 use crate::plan::RewriteRecord;
 

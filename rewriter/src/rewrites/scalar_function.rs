@@ -19,7 +19,7 @@ use crate::ir_util::cast_to;
 use crate::lower::{HostBind, Lowerer, Region, RegionKind};
 use crate::plan::{Fill, HostStep, HostValue, LaunchShape, PlanParam};
 use crate::pyast;
-use crate::rewrites::array_expr::Val;
+use crate::shapes::array_expr::Val;
 use crate::source::SourceFile;
 use crate::types::ArgType;
 

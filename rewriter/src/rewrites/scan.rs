@@ -16,12 +16,12 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, ElemRef, Expr, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast;
 
+use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-use crate::rewrites::dependences::RedOp;
+use crate::shapes::array_expr::{self, ArrVal, Val};
 use crate::source::Const;
 
 pub const NAME: &str = "scan";
