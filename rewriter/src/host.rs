@@ -8,7 +8,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{stmt_name, HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{stmt_name, HostBind, Lowerer, Recurse, Region, RegionKind};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 use crate::shapes::array_expr::{ArrVal, Val};
@@ -22,7 +22,7 @@ impl Lowerer<'_> {
 
     /// Lowers statements at host level (the function's top level, or the
     /// body of a host loop or `if`); gives what a `return` returns.
-    pub(crate) fn host_block(
+    pub(crate) fn host_statements(
         &mut self,
         r: &mut Region,
         body: &[ast::Stmt],

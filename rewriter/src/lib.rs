@@ -30,6 +30,7 @@ pub mod error;
 pub mod host;
 pub mod ir_util;
 pub mod launch;
+pub mod lift;
 pub mod lower;
 pub mod plan;
 pub mod pyast;
@@ -46,7 +47,7 @@ use port_codegen::ir::ScalarType;
 
 pub use emit::{patch, python};
 pub use error::{Reason, RewriteError};
-pub use lower::AppFacts;
+pub use lower::context::AppFacts;
 pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
 pub use signature::assumed_types;
 pub use types::{parse_signature, ArgType};
@@ -287,9 +288,10 @@ pub fn plan_parsed(
     let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
-        let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
+        let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
         for _ in 0..6 {
-            let mut l = lower::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
+            let mut l =
+                lower::context::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
             let res = run(&mut l, def, &names, req.types, ufunc);
             let observed = l.observed_types();
@@ -316,7 +318,7 @@ pub fn plan_parsed(
     // Array arguments handed to helpers of the program: when the helpers
     // are no element functions, they are inlined into a host schedule.
     if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
-        let l = lower::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
+        let l = lower::context::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
         if l.body_calls_app(&def.body) {
             last = fixed_point(false);
         }
@@ -351,7 +353,7 @@ pub fn plan_parsed(
 }
 
 fn run(
-    l: &mut lower::Lowerer,
+    l: &mut lower::context::Lowerer,
     def: &rustpython_parser::ast::StmtFunctionDef,
     names: &[String],
     types: &[ArgType],
@@ -365,8 +367,12 @@ fn run(
     for (n, t) in names.iter().zip(types) {
         l.params.push((n.clone(), *t));
         match t {
-            ArgType::Array(a) => l.host.insert(n.clone(), lower::HostBind::Array(*a)),
-            ArgType::Scalar(s) => l.host.insert(n.clone(), lower::HostBind::Scalar(*s)),
+            ArgType::Array(a) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Array(*a)),
+            ArgType::Scalar(s) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Scalar(*s)),
         };
         l.used.insert(n.clone());
     }
@@ -375,7 +381,7 @@ fn run(
     Ok(())
 }
 
-fn finish(l: lower::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
+fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
     let rewrites = l.log.finish();
     let (kind, params, ret, outs) = match l.ufunc {
         Some((params, ret, outs)) => (PlanKind::Ufunc, params, Some(ret), outs),

@@ -11,7 +11,7 @@ use rustpython_parser::ast::{self, Ranged};
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::join;
-use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
 use crate::pyast;
 use crate::shapes::array_expr::{ArrVal, Val};
 
@@ -133,7 +133,7 @@ impl<'a> Lowerer<'a> {
             // Defaults that are constants.
             for p in &def.args.args[args.len()..] {
                 match p.default.as_ref().and_then(|d| self.src.eval_const(d)) {
-                    Some(c) => args.push(crate::lower::const_val(c)),
+                    Some(c) => args.push(crate::lower::context::const_val(c)),
                     None => {
                         return refuse(
                             NAME,

@@ -18,7 +18,7 @@ use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::text_size::TextRange;
 
 use crate::error::{refuse, Lower, Reason};
-use crate::lower::{Lowerer, Region};
+use crate::lower::context::{Lowerer, Recurse, Region};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 

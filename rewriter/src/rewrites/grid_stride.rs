@@ -14,7 +14,7 @@ use rustpython_parser::ast::{self, Ranged};
 use crate::dependences::{self, ReductionVar};
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
 use crate::plan::LaunchShape;
 use crate::pyast;
 use crate::rewrites::whole_reduction::RedSpec;

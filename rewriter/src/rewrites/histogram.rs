@@ -17,7 +17,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{and, cast_to, lit, select};
-use crate::lower::{HostBind, Lowerer, Reduce, Region, RegionKind};
+use crate::lower::context::{HostBind, Lowerer, Recurse, Reduce, Region, RegionKind};
 use crate::plan::{Fill, HostStep};
 use crate::shapes::array_expr::{ph, ArrVal, Val};
 
@@ -266,7 +266,7 @@ impl Lowerer<'_> {
             ),
         ];
         let fname = self.fn_name.clone();
-        let kname = format!("{}_count", crate::lower::sanitize("histogram"));
+        let kname = format!("{}_count", crate::lower::context::sanitize("histogram"));
         self.launch_over(
             &vars,
             &a.shape,

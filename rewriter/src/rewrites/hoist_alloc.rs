@@ -8,7 +8,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{HostBind, Lowerer, Region};
+use crate::lower::context::{HostBind, Lowerer, Recurse, Region};
 use crate::plan::{Fill, HostStep};
 use crate::shapes::array_expr::{ArrVal, Val};
 use crate::source::SourceFile;
@@ -175,7 +175,12 @@ impl Lowerer<'_> {
 
     /// An array expression's result at the top level: allocated by the
     /// wrapper, filled by an element kernel. Returns the array's name.
-    pub(crate) fn materialise(&mut self, hint: &str, av: &ArrVal, line: u32) -> Lower<String> {
+    pub(crate) fn allocate_and_fill(
+        &mut self,
+        hint: &str,
+        av: &ArrVal,
+        line: u32,
+    ) -> Lower<String> {
         let arr = if self.host.contains_key(hint) || self.params.iter().any(|(p, _)| p == hint) {
             self.fresh(hint)
         } else {

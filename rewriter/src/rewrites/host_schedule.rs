@@ -20,12 +20,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use port_codegen::ir::build::var;
 use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
 use crate::dependences;
 use crate::error::{refuse, Lower, Reason};
-use crate::lower::{HostBind, Lowerer, Region};
+use crate::lower::context::{sanitize, HostBind, Lowerer, Recurse, Region};
 use crate::plan::HostStep;
 use crate::shapes::array_expr::{ArrVal, Val};
 
@@ -81,6 +82,70 @@ impl Lowerer<'_> {
         self.rebinds = s.rebinds;
         self.scratch = s.scratch;
         self.tiny = s.tiny;
+    }
+
+    /// `hostify` for a value the user's code computes on the host: an
+    /// element of a device array read there (not a reduction's result) is
+    /// refused, since it would be one transfer per element.
+    pub(crate) fn read_host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
+        // Elements of device arrays the host code reads (`alpha = -r[k]`):
+        // each read back on its own, one element.
+        let mut reads: Vec<port_codegen::ir::ElemRef> = Vec::new();
+        port_codegen::ir::walk_expr(&e, &mut |x| {
+            if let Expr::Load(er) = x {
+                let is_acc = self.accs.contains(&er.array)
+                    || self.host.values().any(
+                        |b| matches!(b, HostBind::DeviceScalar { acc, .. } if *acc == er.array),
+                    );
+                if !is_acc && !reads.contains(er) {
+                    reads.push(er.clone());
+                }
+            }
+        });
+        let mut map: Vec<(port_codegen::ir::ElemRef, String)> = Vec::new();
+        for er in reads {
+            let nested = er.indices.iter().any(|i| {
+                let mut any = false;
+                port_codegen::ir::walk_expr(i, &mut |x| any |= matches!(x, Expr::Load(_)));
+                any
+            });
+            let ty = match self.host.get(&er.array) {
+                Some(HostBind::Array(t)) => Some(t.elem),
+                _ => match self.params.iter().find(|(p, _)| *p == er.array) {
+                    Some((_, crate::types::ArgType::Array(t))) => Some(t.elem),
+                    _ => None,
+                },
+            };
+            let Some(ty) = ty.filter(|_| !nested) else {
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "an element of `{}` read on the host at an index port cannot compute there",
+                        er.array
+                    ),
+                );
+            };
+            let name = self.fresh(&format!("{}_at", sanitize(&er.array)));
+            self.steps.push(HostStep::ReadElement {
+                name: name.clone(),
+                ty,
+                array: er.array.clone(),
+                index: er.indices.clone(),
+            });
+            self.host.insert(name.clone(), HostBind::Scalar(ty));
+            self.tiny.insert(name.clone(), line);
+            map.push((er, name));
+        }
+        let e = if map.is_empty() {
+            e
+        } else {
+            crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Load(er) => map.iter().find(|(r, _)| r == er).map(|(_, n)| var(n)),
+                _ => None,
+            })
+        };
+        Ok(self.hostify(e))
     }
 
     /// A `for` loop at host level: a kernel when its iterations are
@@ -595,7 +660,10 @@ impl Lowerer<'_> {
         if self.params.iter().any(|(p, _)| *p == target.array) {
             self.mutated.insert(target.array.clone());
         }
-        let name = self.kernel_name(&format!("{}_at", crate::lower::sanitize(&target.array)));
+        let name = self.kernel_name(&format!(
+            "{}_at",
+            crate::lower::context::sanitize(&target.array)
+        ));
         let i = self.fresh("k");
         let body = vec![port_codegen::ir::Stmt::ParallelFor(
             port_codegen::ir::ParallelFor {

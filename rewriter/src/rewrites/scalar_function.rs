@@ -16,7 +16,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{HostBind, Lowerer, Region, RegionKind};
 use crate::plan::{Fill, HostStep, HostValue, LaunchShape, PlanParam};
 use crate::pyast;
 use crate::shapes::array_expr::Val;

@@ -19,7 +19,7 @@ use rustpython_parser::ast;
 use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
 use crate::plan::{Fill, HostStep, LaunchShape};
 use crate::shapes::array_expr::{self, ArrVal, Val};
 use crate::source::Const;
