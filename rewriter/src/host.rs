@@ -8,7 +8,9 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::context::{stmt_name, HostBind, Lowerer, Recurse, Region, RegionKind};
+use crate::lower::context::{
+    stmt_name, whole_array, HostBind, Lowerer, Recurse, Region, RegionKind,
+};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 use crate::shapes::array_expr::{ArrVal, Val};
@@ -180,8 +182,9 @@ impl Lowerer<'_> {
                     return Ok(());
                 }
                 if let ast::Expr::Call(c) = value {
-                    if self.alloc_stmt(r, n.id.as_str(), c, line)? {
-                        return Ok(());
+                    if let Some((arr, ty)) = self.alloc_stmt(r, n.id.as_str(), c, line)? {
+                        let view = ArrVal::named(&arr, ty);
+                        return self.bind_new_array(n.id.as_str(), &arr, view, line);
                     }
                 }
                 let v = self.expr(r, value)?;
@@ -476,25 +479,6 @@ impl Lowerer<'_> {
             }
         }
     }
-}
-
-/// The name of the array when `av` is all of a named array, unchanged.
-pub fn whole_array(av: &ArrVal) -> Option<String> {
-    if av.computed {
-        return None;
-    }
-    let Expr::Load(r) = &av.body else {
-        return None;
-    };
-    let named = ArrVal::named(
-        &r.array,
-        port_codegen::ir::ArrayType {
-            elem: av.elem,
-            ndim: av.ndim() as u8,
-            contiguous: true,
-        },
-    );
-    (named.body == av.body && named.shape == av.shape).then(|| r.array.clone())
 }
 
 /// An index that may be a boolean mask (`a[a < 0]`, `a[mask]`): an

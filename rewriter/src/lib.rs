@@ -97,7 +97,7 @@ pub fn parameters(
     function: &str,
 ) -> Result<Vec<String>, RewriteError> {
     let src = source::SourceFile::parse(file_name, source)?;
-    let found = find(&src, function)?;
+    let found = source::find(&src, function)?;
     Ok(found
         .def
         .args
@@ -105,48 +105,6 @@ pub fn parameters(
         .iter()
         .map(|a| a.def.arg.to_string())
         .collect())
-}
-
-fn find<'s>(
-    src: &'s source::SourceFile,
-    function: &str,
-) -> Result<source::FoundFunction<'s>, RewriteError> {
-    let all = src.functions();
-    let matches: Vec<usize> = all
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.qualname == function || f.def.name.as_str() == function)
-        .map(|(k, _)| k)
-        .collect();
-    let exact: Vec<usize> = matches
-        .iter()
-        .copied()
-        .filter(|&k| all[k].qualname == function)
-        .collect();
-    let pick = if exact.len() == 1 { exact } else { matches };
-    match pick.as_slice() {
-        [k] => Ok(all.into_iter().nth(*k).expect("index from the list")),
-        [] => {
-            let names: Vec<String> = all.iter().map(|f| f.qualname.clone()).collect();
-            Err(RewriteError::NoSuchFunction {
-                file: src.name.clone(),
-                name: function.to_string(),
-                hint: if names.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it defines {})", names.join(", "))
-                },
-            })
-        }
-        many => {
-            let names: Vec<String> = many.iter().map(|&k| all[k].qualname.clone()).collect();
-            Err(RewriteError::Ambiguous {
-                name: function.to_string(),
-                candidates: names.join(", "),
-                first: names[0].clone(),
-            })
-        }
-    }
 }
 
 /// The result of [`plan`]: the plan alone, before any source is printed.
@@ -164,7 +122,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         PlanOutcome::Refused(r) => return Ok(Outcome::Refused(r)),
     };
     let src = source::SourceFile::parse(req.file_name, req.source)?;
-    let def = find(&src, req.function)?.def;
+    let def = source::find(&src, req.function)?.def;
     let names: Vec<String> = def
         .args
         .args
@@ -197,7 +155,7 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
-    let found = find(src, req.function)?;
+    let found = source::find(src, req.function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args
@@ -382,7 +340,7 @@ fn run(
 }
 
 fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
-    let rewrites = l.log.finish();
+    let rewrites = rewrites::records(&l.log);
     let (kind, params, ret, outs) = match l.ufunc {
         Some((params, ret, outs)) => (PlanKind::Ufunc, params, Some(ret), outs),
         None => (

@@ -31,7 +31,6 @@ use crate::error::Lower;
 use crate::ir_util::{join, lit};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
-use crate::rewrites::RewriteLog;
 use crate::shapes::array_expr::{ArrVal, IndexItem, Val};
 use crate::source::{Const, SourceFile};
 use crate::types::ArgType;
@@ -87,6 +86,31 @@ pub struct Selection {
     pub mask: ArrVal,
     /// Where it was made.
     pub line: u32,
+}
+
+/// What each rewrite did: the notes of the places it applied, in order
+/// (`rewrites::records` turns them into the plan's log).
+#[derive(Default, Debug, Clone)]
+pub struct RewriteLog {
+    applied: Vec<(String, String)>,
+}
+
+impl RewriteLog {
+    pub fn applied(&mut self, rewrite: &str, note: impl Into<String>) {
+        let note = note.into();
+        if !self.applied.iter().any(|(r, n)| r == rewrite && *n == note) {
+            self.applied.push((rewrite.to_string(), note));
+        }
+    }
+
+    /// The notes of `rewrite`, in the order they were recorded.
+    pub fn notes(&self, rewrite: &str) -> Vec<&str> {
+        self.applied
+            .iter()
+            .filter(|(r, _)| r == rewrite)
+            .map(|(_, n)| n.as_str())
+            .collect()
+    }
 }
 
 /// What a name means at the top level of the function.
@@ -918,6 +942,25 @@ fn collect_free(body: &[Stmt], declared: &mut HashSet<String>, order: &mut Vec<S
             Stmt::Return(None) | Stmt::Break | Stmt::Continue | Stmt::Barrier => {}
         }
     }
+}
+
+/// The name of the array when `av` is all of a named array, unchanged.
+pub fn whole_array(av: &ArrVal) -> Option<String> {
+    if av.computed {
+        return None;
+    }
+    let Expr::Load(r) = &av.body else {
+        return None;
+    };
+    let named = ArrVal::named(
+        &r.array,
+        port_codegen::ir::ArrayType {
+            elem: av.elem,
+            ndim: av.ndim() as u8,
+            contiguous: true,
+        },
+    );
+    (named.body == av.body && named.shape == av.shape).then(|| r.array.clone())
 }
 
 /// A module constant as a value.

@@ -36,7 +36,7 @@ pub const NAME: &str = "host_schedule";
 pub(crate) struct Snapshot {
     module: port_codegen::ir::Module,
     steps: Vec<HostStep>,
-    log: super::RewriteLog,
+    log: crate::lower::context::RewriteLog,
     host: HashMap<String, HostBind>,
     used: HashSet<String>,
     mutated: BTreeSet<String>,
@@ -548,7 +548,7 @@ impl Lowerer<'_> {
         }
         if self.loop_bound.contains(name)
             && !view.has_unit_dims()
-            && crate::host::whole_array(&view).as_deref() == Some(arr)
+            && crate::lower::context::whole_array(&view).as_deref() == Some(arr)
         {
             // `x = np.copy(x)` before a loop that rebinds `x`: a run-time
             // binding, so that the loop can rebind it.
@@ -584,7 +584,7 @@ impl Lowerer<'_> {
                 return Ok(false);
             };
             let Val::Array(av) = v else { return Ok(false) };
-            let Some(src) = crate::host::whole_array(av) else {
+            let Some(src) = crate::lower::context::whole_array(av) else {
                 return Ok(false);
             };
             t_names.push(n.id.to_string());

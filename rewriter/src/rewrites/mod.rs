@@ -1,7 +1,7 @@
 //! The named rewrites, one module each, in the style of Numba's named
 //! compiler passes. Each is called by the lowering ([`crate::lower`]) where
 //! its pattern occurs; each records where it applied, and a rewrite that
-//! never applied says why not ([`RewriteLog::finish`]).
+//! never applied says why not ([`records`]).
 
 pub mod app_calls;
 pub mod app_inline;
@@ -23,6 +23,7 @@ pub mod whole_reduction;
 pub use crate::dependences;
 pub use crate::shapes::{array_expr, math_calls};
 
+use crate::lower::context::RewriteLog;
 use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
@@ -59,44 +60,25 @@ pub const ALL: [(&str, &str); 17] = [
     (fp32::NAME, "not requested (pass --fp32)"),
 ];
 
-/// What each rewrite did.
-#[derive(Default, Debug, Clone)]
-pub struct RewriteLog {
-    applied: Vec<(String, String)>,
-}
-
-impl RewriteLog {
-    pub fn applied(&mut self, rewrite: &str, note: impl Into<String>) {
-        let note = note.into();
-        if !self.applied.iter().any(|(r, n)| r == rewrite && *n == note) {
-            self.applied.push((rewrite.to_string(), note));
-        }
-    }
-
-    /// One record per rewrite: where it applied (notes joined), or why not.
-    pub fn finish(&self) -> Vec<RewriteRecord> {
-        ALL.iter()
-            .map(|(name, why_not)| {
-                let notes: Vec<&str> = self
-                    .applied
-                    .iter()
-                    .filter(|(r, _)| r == name)
-                    .map(|(_, n)| n.as_str())
-                    .collect();
-                if notes.is_empty() {
-                    RewriteRecord {
-                        rewrite: name.to_string(),
-                        applied: false,
-                        note: format!("not applicable: {why_not}"),
-                    }
-                } else {
-                    RewriteRecord {
-                        rewrite: name.to_string(),
-                        applied: true,
-                        note: notes.join("; "),
-                    }
+/// One record per rewrite of [`ALL`], in its order: where it applied (the
+/// notes joined), or why not.
+pub fn records(log: &RewriteLog) -> Vec<RewriteRecord> {
+    ALL.iter()
+        .map(|(name, why_not)| {
+            let notes = log.notes(name);
+            if notes.is_empty() {
+                RewriteRecord {
+                    rewrite: name.to_string(),
+                    applied: false,
+                    note: format!("not applicable: {why_not}"),
                 }
-            })
-            .collect()
-    }
+            } else {
+                RewriteRecord {
+                    rewrite: name.to_string(),
+                    applied: true,
+                    note: notes.join("; "),
+                }
+            }
+        })
+        .collect()
 }
