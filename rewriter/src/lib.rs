@@ -27,7 +27,6 @@
 pub mod dependences;
 pub mod emit;
 pub mod error;
-pub mod host;
 pub mod ir_util;
 pub mod launch;
 pub mod lift;
@@ -35,6 +34,7 @@ pub mod lower;
 pub mod plan;
 pub mod pyast;
 pub mod rewrites;
+pub mod schedule;
 pub mod shapes;
 pub mod signature;
 pub mod source;
@@ -243,7 +243,7 @@ pub fn plan_parsed(
         })
         .unwrap_or_default();
 
-    let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
+    let ufunc = lower::scalar_function::is_scalar_function(src, def, req.types);
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
         let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
@@ -297,9 +297,9 @@ pub fn plan_parsed(
     l.finish_mutated();
     let mut plan = finish(l, &names, req.types);
     if req.fp32 {
-        rewrites::fp32::lower_plan(&mut plan);
+        lower::fp32::lower_plan(&mut plan);
         for r in &mut plan.rewrites {
-            if r.rewrite == rewrites::fp32::NAME {
+            if r.rewrite == lower::fp32::NAME {
                 r.applied = true;
                 r.note =
                     "float64 lowered to float32 (kernels, device arrays); results converted back"

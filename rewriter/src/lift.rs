@@ -12,7 +12,7 @@
 //! kernel).
 //!
 //! This module is the top of the pipeline's module graph: it implements
-//! the context's [`Recurse`] entry points, wiring each to the stage that
+//! the context's `Recurse` entry points, wiring each to the stage that
 //! owns it, so that no pass depends on the front end or on a later stage.
 //!
 //! Types are inferred by running the whole lowering to a fixed point: a
@@ -93,7 +93,7 @@ impl<'a> Lowerer<'a> {
     fn lookup(&mut self, r: &mut Region, name: &str, line: u32) -> Lower<Val> {
         if let Some(sel) = self.masked.get(name) {
             return refuse(
-                crate::rewrites::masked::NAME,
+                crate::lower::masked::NAME,
                 line,
                 format!(
                     "`{name}` is a boolean-mask selection (line {}): port takes it only reduced whole (`sum`, `mean`, `max`, `min`, `prod`, `any`, `all`, `len`, `.size`), not compacted into an array",
@@ -137,7 +137,7 @@ impl<'a> Lowerer<'a> {
                     HostBind::Array(t) => Ok(Val::Array(ArrVal::named(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),
                     HostBind::Diverged { line: l } => refuse(
-                        crate::rewrites::host_schedule::NAME,
+                        crate::schedule::host_schedule::NAME,
                         line,
                         format!(
                             "`{name}` is read after the `if` at line {l}, whose branches bind it differently (or only one does): give it one value before the `if`"
@@ -786,7 +786,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         if name.starts_with("numpy.") {
-            if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(&name) {
+            if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(&name) {
                 let Some(first) = c.args.first() else {
                     return refuse("frontend", line, format!("`{short}` needs an array"));
                 };
@@ -800,7 +800,7 @@ impl<'a> Lowerer<'a> {
                 return self.reduce_with(r, op, v, args, &hint, line);
             }
         }
-        if let (Some(op), true) = (crate::rewrites::scan::scan_op(&name), is_numpy) {
+        if let (Some(op), true) = (crate::lower::scan::scan_op(&name), is_numpy) {
             let Some(first) = c.args.first() else {
                 return refuse("frontend", line, format!("`{short}` needs an array"));
             };
@@ -898,9 +898,9 @@ impl<'a> Lowerer<'a> {
                 return Ok(v);
             }
         }
-        if crate::rewrites::hoist_alloc::is_allocation(&name) {
+        if crate::lower::hoist_alloc::is_allocation(&name) {
             return refuse(
-                crate::rewrites::hoist_alloc::NAME,
+                crate::lower::hoist_alloc::NAME,
                 line,
                 format!(
                     "`{}` allocates an array inside per-thread work: kernels cannot allocate; allocate it outside the loop",
@@ -913,7 +913,7 @@ impl<'a> Lowerer<'a> {
         if let Some(callee) = self.app_function(&c.func) {
             if !c.keywords.is_empty() {
                 return refuse(
-                    crate::rewrites::app_calls::NAME,
+                    crate::lower::app_calls::NAME,
                     line,
                     format!("`{}` is called with keyword arguments", callee),
                 );
@@ -985,10 +985,10 @@ impl<'a> Lowerer<'a> {
                 return self.reduce(r, op, Val::Array(av.clone()), line);
             }
         }
-        if let Some(op) = crate::rewrites::scan::scan_op(method) {
+        if let Some(op) = crate::lower::scan::scan_op(method) {
             return self.scan_call(r, op, Val::Array(av.clone()), c, 0, line);
         }
-        if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(method) {
+        if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(method) {
             let args = self.reduction_args(c, 0, av.ndim(), op, line)?;
             let hint = match c.func.as_ref() {
                 ast::Expr::Attribute(a) => pyast::subscript_base(&a.value),
@@ -1126,14 +1126,14 @@ impl<'a> Lowerer<'a> {
             x = x.map(t, |e| cast_to(e, x.elem, t));
         }
         let n = x.shape[1].clone();
-        let args = crate::rewrites::axis_reduction::RedArgs {
+        let args = crate::lower::axis_reduction::RedArgs {
             axes: Some(vec![1]),
             keepdims: true,
             ddof: 0,
         };
         let mean = self.reduce_with(
             r,
-            crate::rewrites::axis_reduction::AxisOp::Plain(Reduce::Mean),
+            crate::lower::axis_reduction::AxisOp::Plain(Reduce::Mean),
             Val::Array(x.clone()),
             args,
             "cov",
@@ -1177,8 +1177,8 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A reduction of an array value to a scalar: a thread-private loop in a
-    /// kernel ([`crate::rewrites::row_reduction`]), a reduction kernel at the
-    /// top level ([`crate::rewrites::whole_reduction`]).
+    /// kernel ([`crate::lower::row_reduction`]), a reduction kernel at the
+    /// top level ([`crate::lower::whole_reduction`]).
     fn lift_reduce(&mut self, r: &mut Region, op: Reduce, v: Val, line: u32) -> Lower<Val> {
         let av = match v {
             Val::Array(av) => av,
@@ -1368,7 +1368,7 @@ impl<'a> Lowerer<'a> {
             ast::Stmt::Return(ret) => {
                 if r.kind != RegionKind::Device {
                     return refuse(
-                        crate::rewrites::grid_stride::NAME,
+                        crate::lower::grid_stride::NAME,
                         line,
                         "`return` inside the parallel loop: each iteration runs on its own thread",
                     );

@@ -3,7 +3,7 @@
 //! device functions, a wrapper whose loops and `if`s are the user's);
 //! [`patch`] puts that into the user's file and makes the unified diff.
 //!
-//! Stage invariant: emit reads only the plan ([`crate::plan`]) and the
+//! Stage invariant: emit reads only the plan (`crate::plan`) and the
 //! source file; it never lowers, and prints the one program that codegen
 //! compiles and verify runs.
 

@@ -1,18 +1,18 @@
 //! The lowering context: the state every pass reads and writes, and the
 //! entry points through which a pass lowers the constructs inside its own.
 //!
-//! [`Lowerer`] holds one function's lowering: the type table (the lowering
+//! `Lowerer` holds one function's lowering: the type table (the lowering
 //! runs to a fixed point, see [`crate::lift`]), what each host name means
-//! ([`HostBind`]), the kernels and host steps made so far and the log of
-//! rewrites. A [`Region`] is the kernel, device function or host level
-//! being lowered, with its locals ([`Local`]) and the IR blocks being
+//! (`HostBind`), the kernels and host steps made so far and the log of
+//! rewrites. A `Region` is the kernel, device function or host level
+//! being lowered, with its locals (`Local`) and the IR blocks being
 //! built. The helpers here only name, declare and record: fresh names,
 //! declared types, a kernel's parameters and launch, device scalars read
 //! back on the host.
 //!
 //! Lowering is recursive — a loop body holds expressions, a helper's body
 //! holds statements — but the stages are not: a pass reaches the
-//! constructs inside its own through [`Recurse`], declared here and
+//! constructs inside its own through `Recurse`, declared here and
 //! implemented by the front end ([`crate::lift`]) by dispatching to the
 //! stage that owns each. So a pass depends on this module and on the
 //! passes below it, never on the front end nor on a later stage (as

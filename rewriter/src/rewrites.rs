@@ -1,26 +1,21 @@
-//! The named rewrites, one module each, in the style of Numba's named
-//! compiler passes. Each is called by the lowering ([`crate::lower`]) where
-//! its pattern occurs; each records where it applied, and a rewrite that
-//! never applied says why not ([`records`]).
-
-pub mod app_calls;
-pub mod app_inline;
-pub mod axis_reduction;
-pub mod convolve;
-pub mod creation;
-pub mod fp32;
-pub mod gather;
-pub mod grid_stride;
-pub mod histogram;
-pub mod hoist_alloc;
-pub mod host_schedule;
-pub mod masked;
-pub mod row_reduction;
-pub mod scalar_function;
-pub mod scan;
-pub mod whole_reduction;
+//! The named rewrites, in the style of Numba's named compiler passes: the
+//! list the plan's log reports, in order ([`ALL`]), wherever each lives in
+//! the pipeline — `array_expr` and `math_calls` in [`crate::shapes`],
+//! `dependences` on its own, `host_schedule` in [`crate::schedule`], the
+//! rest in [`crate::lower`]. Each is called where its pattern occurs and
+//! records where it applied; one that never applied says why not
+//! ([`records`]).
+//!
+//! The modules are re-exported here under their rewrite's name
+//! (`rewrites::grid_stride::NAME`); code inside the crate names them by
+//! their stage.
 
 pub use crate::dependences;
+pub use crate::lower::{
+    app_calls, axis_reduction, convolve, fp32, gather, grid_stride, histogram, hoist_alloc, masked,
+    row_reduction, scalar_function, scan, whole_reduction,
+};
+pub use crate::schedule::host_schedule;
 pub use crate::shapes::{array_expr, math_calls};
 
 use crate::lower::context::RewriteLog;

@@ -1,6 +1,9 @@
-//! The top level of the function: straight-line code around the loops
-//! becomes the host wrapper's steps; loops and array expressions become
-//! kernels (see [`crate::rewrites`]).
+//! The top level of the function, statement by statement: straight-line
+//! code around the loops becomes the host wrapper's steps (scalars,
+//! allocations, names bound to device arrays, what `return` gives); loops
+//! and array expressions become kernels through the passes of
+//! [`crate::lower`]; `for`/`while`/`if` go to [`super::host_schedule`],
+//! calls of the program's helpers to [`super::app_inline`].
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::Expr;
@@ -46,7 +49,7 @@ impl Lowerer<'_> {
                 ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
                 ast::Stmt::Return(_) if self.host_depth > 0 => {
                     return refuse(
-                        crate::rewrites::host_schedule::NAME,
+                        crate::schedule::host_schedule::NAME,
                         line,
                         "a `return` inside a host loop or `if`: port's host schedule returns once, at the end of the function",
                     )
@@ -144,7 +147,7 @@ impl Lowerer<'_> {
                         }
                         _ => {
                             return refuse(
-                                crate::rewrites::app_calls::NAME,
+                                crate::lower::app_calls::NAME,
                                 line,
                                 format!(
                                     "`{}` is called outside any loop: port migrates loops and array expressions; migrate the callee itself",
@@ -261,7 +264,7 @@ impl Lowerer<'_> {
         let creation = self
             .src
             .resolve(&c.func)
-            .is_some_and(|n| crate::rewrites::hoist_alloc::is_allocation(&n));
+            .is_some_and(|n| crate::lower::hoist_alloc::is_allocation(&n));
         let body = self
             .src
             .functions()

@@ -21,8 +21,8 @@ use crate::error::Lower;
 use crate::ir_util::cast_to;
 use crate::launch::{REDUCE_MAX_BLOCKS, THREADS_REDUCE};
 use crate::lower::context::{combine, identity, HostBind, Lowerer, Reduce};
+use crate::lower::row_reduction::acc_type;
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::row_reduction::acc_type;
 use crate::shapes::array_expr::{self, ArrVal, Val};
 
 pub const NAME: &str = "whole_reduction";

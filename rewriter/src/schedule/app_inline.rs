@@ -22,7 +22,7 @@ use crate::lower::context::{Lowerer, Recurse, Region};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 
-use super::app_calls::{at_call_site, Frame, NAME};
+use crate::lower::app_calls::{at_call_site, Frame, NAME};
 
 /// Helpers inline at most this deep.
 const MAX_INLINE_DEPTH: usize = 8;

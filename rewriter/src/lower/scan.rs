@@ -105,7 +105,7 @@ impl Lowerer<'_> {
         // axis=None scans the flattened array.
         let (av, a) = match axis {
             None if av.ndim() == 1 => (av, 0),
-            None => (crate::rewrites::creation::reshape(&av, vec![av.size()]), 0),
+            None => (crate::lower::creation::reshape(&av, vec![av.size()]), 0),
             Some(k) => {
                 let nd = av.ndim() as i64;
                 let k = if k < 0 { k + nd } else { k };

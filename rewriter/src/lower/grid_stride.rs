@@ -15,9 +15,9 @@ use crate::dependences::{self, ReductionVar};
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
+use crate::lower::whole_reduction::RedSpec;
 use crate::plan::LaunchShape;
 use crate::pyast;
-use crate::rewrites::whole_reduction::RedSpec;
 use crate::shapes::array_expr::{self, ArrVal, Val};
 
 pub const NAME: &str = "grid_stride";
@@ -281,7 +281,7 @@ impl Lowerer<'_> {
                 },
             );
             self.log.applied(
-                crate::rewrites::whole_reduction::NAME,
+                crate::lower::whole_reduction::NAME,
                 format!(
                     "`{}` ({}) across the loop at line {line} as a reduction kernel",
                     red.name,

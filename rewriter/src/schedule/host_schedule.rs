@@ -4,7 +4,7 @@
 //! Real array programs run a sequential loop (time steps, sweeps, an
 //! iteration to convergence) around data-parallel statements. A `for` loop
 //! whose iterations are independent becomes a grid-stride kernel
-//! ([`super::grid_stride`]); one whose iterations depend on each other
+//! ([`crate::lower::grid_stride`]); one whose iterations depend on each other
 //! (the dependence test refuses it as a kernel) stays on the host as a
 //! [`HostStep::Loop`], and the statements of its body become kernels
 //! launched in turn, every array staying on the device. `while` loops,
@@ -174,7 +174,7 @@ impl Lowerer<'_> {
             .message
             .contains("temporary array inside the kernel");
         if parallel.rewrite != dependences::NAME
-            && parallel.rewrite != super::axis_reduction::NAME
+            && parallel.rewrite != crate::lower::axis_reduction::NAME
             && !calls
             && !needs_temporary
         {
@@ -486,7 +486,7 @@ impl Lowerer<'_> {
         *body = kept;
         if !out.is_empty() {
             self.log.applied(
-                super::hoist_alloc::NAME,
+                crate::lower::hoist_alloc::NAME,
                 format!(
                     "{} temporary array(s) allocated once, before the loop",
                     out.len()
