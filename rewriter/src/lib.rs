@@ -7,12 +7,17 @@
 //!
 //! Entry point: [`migrate`]. It parses the user's file, finds the function,
 //! refuses at once when the analysis found it object- or nopython-mode
-//! (quoting its findings), then lowers it ([`lower`]): the function's top
-//! level becomes the host steps of a [`plan::KernelPlan`], and every loop,
-//! array expression and reduction becomes a kernel, through the rewrites in
-//! [`rewrites`] — `grid_stride`, `array_expr`, `hoist_alloc`,
-//! `row_reduction`, `whole_reduction`, `scalar_function`, `math_calls`,
-//! `app_calls`, `dependences`, `fp32`. Any construct no rewrite can
+//! (quoting its findings), then lowers it: the function's top level becomes
+//! the host steps of a [`plan::KernelPlan`], and every loop, array
+//! expression and reduction becomes a kernel. The modules are the
+//! pipeline's stages, each using only those before it (`tests/layout.rs`
+//! checks it): the foundation (`source`, `pyast`, `types`, `signature`,
+//! `error`, `ir_util`, `plan`, `launch`); [`shapes`] (array values with
+//! NumPy's meaning); [`dependences`]; [`lower`] (the lowering context and
+//! the passes that make kernels); [`schedule`] (the host steps around
+//! them); [`lift`] (the front end that walks the Python AST and hands each
+//! construct to its pass); [`emit`]. [`rewrites`] lists the named rewrites
+//! in the order the plan reports them. Any construct no rewrite can
 //! translate is a refusal with its line ([`error::Reason`]): port never
 //! emits a kernel that races or computes something else.
 //!
