@@ -7,12 +7,17 @@
 //!
 //! Entry point: [`migrate`]. It parses the user's file, finds the function,
 //! refuses at once when the analysis found it object- or nopython-mode
-//! (quoting its findings), then lowers it ([`lower`]): the function's top
-//! level becomes the host steps of a [`plan::KernelPlan`], and every loop,
-//! array expression and reduction becomes a kernel, through the rewrites in
-//! [`rewrites`] — `grid_stride`, `array_expr`, `hoist_alloc`,
-//! `row_reduction`, `whole_reduction`, `scalar_function`, `math_calls`,
-//! `app_calls`, `dependences`, `fp32`. Any construct no rewrite can
+//! (quoting its findings), then lowers it: the function's top level becomes
+//! the host steps of a [`plan::KernelPlan`], and every loop, array
+//! expression and reduction becomes a kernel. The modules are the
+//! pipeline's stages, each using only those before it (`tests/layout.rs`
+//! checks it): the foundation (`source`, `pyast`, `types`, `signature`,
+//! `error`, `ir_util`, `plan`, `launch`); [`numpy`] (array values with
+//! NumPy's meaning, and the extents it requires equal); [`dependences`]; [`lower`] (the lowering context and
+//! the passes that make kernels); [`schedule`] (the host steps around
+//! them); [`lift`] (the front end that walks the Python AST and hands each
+//! construct to its pass); [`emit`]. [`rewrites`] lists the named rewrites
+//! in the order the plan reports them. Any construct no rewrite can
 //! translate is a refusal with its line ([`error::Reason`]): port never
 //! emits a kernel that races or computes something else.
 //!
@@ -24,16 +29,18 @@
 //! Architecture invariant: the rewriter never runs user code and never
 //! writes files; it reads the analysis's output types, not its internals.
 
+pub mod dependences;
+pub mod emit;
 pub mod error;
-pub mod host;
 pub mod ir_util;
 pub mod launch;
+pub mod lift;
 pub mod lower;
-pub mod patch;
+pub mod numpy;
 pub mod plan;
 pub mod pyast;
-pub mod python;
 pub mod rewrites;
+pub mod schedule;
 pub mod signature;
 pub mod source;
 pub mod types;
@@ -43,8 +50,9 @@ use std::collections::HashMap;
 use port_analyzer::{FunctionReport, Severity, Verdict};
 use port_codegen::ir::ScalarType;
 
+pub use emit::{patch, python};
 pub use error::{Reason, RewriteError};
-pub use lower::AppFacts;
+pub use lower::context::AppFacts;
 pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
 pub use signature::assumed_types;
 pub use types::{parse_signature, ArgType};
@@ -67,7 +75,7 @@ pub struct MigrationRequest<'a> {
     pub fp32: bool,
     /// Shapes of the array arguments in the inputs the plan will be
     /// verified on (captured or given), when known: an axis of extent 1
-    /// there is planned as a broadcast axis ([`rewrites::shapes`]).
+    /// there is planned as a broadcast axis ([`lower::shapes`]).
     pub input_shapes: &'a [(String, Vec<usize>)],
 }
 
@@ -98,7 +106,7 @@ pub fn parameters(
     function: &str,
 ) -> Result<Vec<String>, RewriteError> {
     let src = source::SourceFile::parse(file_name, source)?;
-    let found = find(&src, function)?;
+    let found = source::find(&src, function)?;
     Ok(found
         .def
         .args
@@ -106,48 +114,6 @@ pub fn parameters(
         .iter()
         .map(|a| a.def.arg.to_string())
         .collect())
-}
-
-fn find<'s>(
-    src: &'s source::SourceFile,
-    function: &str,
-) -> Result<source::FoundFunction<'s>, RewriteError> {
-    let all = src.functions();
-    let matches: Vec<usize> = all
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.qualname == function || f.def.name.as_str() == function)
-        .map(|(k, _)| k)
-        .collect();
-    let exact: Vec<usize> = matches
-        .iter()
-        .copied()
-        .filter(|&k| all[k].qualname == function)
-        .collect();
-    let pick = if exact.len() == 1 { exact } else { matches };
-    match pick.as_slice() {
-        [k] => Ok(all.into_iter().nth(*k).expect("index from the list")),
-        [] => {
-            let names: Vec<String> = all.iter().map(|f| f.qualname.clone()).collect();
-            Err(RewriteError::NoSuchFunction {
-                file: src.name.clone(),
-                name: function.to_string(),
-                hint: if names.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it defines {})", names.join(", "))
-                },
-            })
-        }
-        many => {
-            let names: Vec<String> = many.iter().map(|&k| all[k].qualname.clone()).collect();
-            Err(RewriteError::Ambiguous {
-                name: function.to_string(),
-                candidates: names.join(", "),
-                first: names[0].clone(),
-            })
-        }
-    }
 }
 
 /// The result of [`plan`]: the plan alone, before any source is printed.
@@ -165,7 +131,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         PlanOutcome::Refused(r) => return Ok(Outcome::Refused(r)),
     };
     let src = source::SourceFile::parse(req.file_name, req.source)?;
-    let def = find(&src, req.function)?.def;
+    let def = source::find(&src, req.function)?.def;
     let names: Vec<String> = def
         .args
         .args
@@ -198,7 +164,7 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
-    let found = find(src, req.function)?;
+    let found = source::find(src, req.function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args
@@ -286,14 +252,14 @@ pub fn plan_parsed(
         })
         .unwrap_or_default();
 
-    let ufunc = rewrites::scalar_function::is_scalar_function(src, def, req.types);
-    let unit_dims =
-        rewrites::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
+    let ufunc = lower::scalar_function::is_scalar_function(src, def, req.types);
+    let unit_dims = lower::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
-        let mut last: Option<Result<lower::Lowerer, Box<Reason>>> = None;
+        let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
         for _ in 0..6 {
-            let mut l = lower::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
+            let mut l =
+                lower::context::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
             l.unit_dims = unit_dims.clone();
             let res = run(&mut l, def, &names, req.types, ufunc);
@@ -321,7 +287,7 @@ pub fn plan_parsed(
     // Array arguments handed to helpers of the program: when the helpers
     // are no element functions, they are inlined into a host schedule.
     if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
-        let l = lower::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
+        let l = lower::context::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
         if l.body_calls_app(&def.body) {
             last = fixed_point(false);
         }
@@ -345,15 +311,15 @@ pub fn plan_parsed(
     if plan.kind == PlanKind::Kernels {
         // Only the arguments' axes the plan really read as broadcast.
         plan.unit_dims = unit_dims;
-        let mut steps = rewrites::shapes::specialisation_guards(&plan.unit_dims, line);
+        let mut steps = lower::shapes::specialisation_guards(&plan.unit_dims, line);
         steps.append(&mut plan.steps);
         plan.steps = steps;
-        rewrites::shapes::place_guards(&mut plan);
+        lower::shapes::place_guards(&mut plan);
     }
     if req.fp32 {
-        rewrites::fp32::lower_plan(&mut plan);
+        lower::fp32::lower_plan(&mut plan);
         for r in &mut plan.rewrites {
-            if r.rewrite == rewrites::fp32::NAME {
+            if r.rewrite == lower::fp32::NAME {
                 r.applied = true;
                 r.note =
                     "float64 lowered to float32 (kernels, device arrays); results converted back"
@@ -365,7 +331,7 @@ pub fn plan_parsed(
 }
 
 fn run(
-    l: &mut lower::Lowerer,
+    l: &mut lower::context::Lowerer,
     def: &rustpython_parser::ast::StmtFunctionDef,
     names: &[String],
     types: &[ArgType],
@@ -379,8 +345,12 @@ fn run(
     for (n, t) in names.iter().zip(types) {
         l.params.push((n.clone(), *t));
         match t {
-            ArgType::Array(a) => l.host.insert(n.clone(), lower::HostBind::Array(*a)),
-            ArgType::Scalar(s) => l.host.insert(n.clone(), lower::HostBind::Scalar(*s)),
+            ArgType::Array(a) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Array(*a)),
+            ArgType::Scalar(s) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Scalar(*s)),
         };
         l.used.insert(n.clone());
     }
@@ -389,8 +359,8 @@ fn run(
     Ok(())
 }
 
-fn finish(l: lower::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
-    let rewrites = l.log.finish();
+fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
+    let rewrites = rewrites::records(&l.log);
     let (kind, params, ret, outs) = match l.ufunc {
         Some((params, ret, outs)) => (PlanKind::Ufunc, params, Some(ret), outs),
         None => (

@@ -125,7 +125,7 @@ pub enum HostStep {
     /// slice, the inner extents of a matrix product), or an extent the plan
     /// was specialised to (`mass.shape[1] == 1`). A kernel never runs on
     /// arrays whose shapes break what it was built for: it would read
-    /// outside them, or broadcast the wrong way. See [`crate::rewrites::shapes`].
+    /// outside them, or broadcast the wrong way. See [`crate::lower::shapes`].
     Guard(ShapeGuard),
 }
 

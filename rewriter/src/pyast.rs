@@ -197,6 +197,11 @@ pub fn names_rebound(body: &[Stmt]) -> std::collections::HashSet<String> {
     out
 }
 
+/// Whether a call's only keyword is `out=` (`np.add(a, b, out=c)`).
+pub fn out_keyword(c: &ast::ExprCall) -> bool {
+    matches!(c.keywords.as_slice(), [k] if k.arg.as_deref() == Some("out"))
+}
+
 /// The `out=` arrays of the calls in a statement (`np.add(a, b, out=c)`
 /// writes `c`), not looking into nested statements.
 pub fn out_targets(s: &Stmt) -> Vec<&Expr> {

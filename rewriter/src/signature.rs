@@ -78,7 +78,7 @@ pub fn assumed_types_parsed(
     src: &crate::source::SourceFile,
     function: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
-    let found = crate::find(src, function)?;
+    let found = crate::source::find(src, function)?;
     let def = found.def;
     let names: Vec<String> = def
         .args

@@ -314,6 +314,48 @@ impl SourceFile {
     }
 }
 
+/// The function `function` names in the file: its qualname (`Class.method`)
+/// or, when that is not unique, its bare name; an error lists the
+/// candidates.
+pub fn find<'s>(src: &'s SourceFile, function: &str) -> Result<FoundFunction<'s>, RewriteError> {
+    let all = src.functions();
+    let matches: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.qualname == function || f.def.name.as_str() == function)
+        .map(|(k, _)| k)
+        .collect();
+    let exact: Vec<usize> = matches
+        .iter()
+        .copied()
+        .filter(|&k| all[k].qualname == function)
+        .collect();
+    let pick = if exact.len() == 1 { exact } else { matches };
+    match pick.as_slice() {
+        [k] => Ok(all.into_iter().nth(*k).expect("index from the list")),
+        [] => {
+            let names: Vec<String> = all.iter().map(|f| f.qualname.clone()).collect();
+            Err(RewriteError::NoSuchFunction {
+                file: src.name.clone(),
+                name: function.to_string(),
+                hint: if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it defines {})", names.join(", "))
+                },
+            })
+        }
+        many => {
+            let names: Vec<String> = many.iter().map(|&k| all[k].qualname.clone()).collect();
+            Err(RewriteError::Ambiguous {
+                name: function.to_string(),
+                candidates: names.join(", "),
+                first: names[0].clone(),
+            })
+        }
+    }
+}
+
 fn as_f64(c: Const) -> Option<f64> {
     Some(match c {
         Const::Int(i) => i as f64,

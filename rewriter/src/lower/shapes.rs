@@ -29,162 +29,16 @@
 use std::collections::{BTreeMap, HashSet};
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{BinOp, Expr, Literal};
+use port_codegen::ir::{Expr, Literal};
 
 use crate::error::{refuse, Lower};
-use crate::lower::{HostBind, Local, Lowerer, Region, RegionKind};
+use crate::lower::context::{HostBind, Local, Lowerer, Region, RegionKind};
+use crate::numpy::array_expr::{self, ArrVal, Val};
+pub use crate::numpy::extents::{
+    broadcast_pairs, constant_difference, extent_text, store_pairs, Fact, BROADCAST, MATMUL, NAME,
+    STORE,
+};
 use crate::plan::{HostStep, KernelPlan, ShapeGuard};
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-
-pub const NAME: &str = "shapes";
-
-/// Two extents the kernels take to be equal.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Fact {
-    pub lhs: Expr,
-    pub rhs: Expr,
-    pub line: u32,
-    pub what: String,
-}
-
-/// NumPy's phrase for a broadcast that fails.
-pub const BROADCAST: &str = "operands could not be broadcast together";
-/// NumPy's phrase for a matrix product whose inner extents differ.
-pub const MATMUL: &str = "matmul: the operands have a mismatch in their core dimension";
-/// NumPy's phrase for a slice assignment whose value does not fit.
-pub const STORE: &str = "could not broadcast the value into the slice it is stored to";
-
-/// The pairs of extents NumPy's broadcasting of `arrays` requires equal:
-/// along each axis (right-aligned), every extent that is not a literal 1
-/// against the first such one.
-pub fn broadcast_pairs(arrays: &[&ArrVal]) -> Vec<(Expr, Expr)> {
-    let r = arrays.iter().map(|a| a.ndim()).max().unwrap_or(0);
-    let one = i64(1);
-    let mut out = Vec::new();
-    for k in 0..r {
-        let mut first: Option<&Expr> = None;
-        for a in arrays {
-            let Some(j) = (k + a.ndim()).checked_sub(r) else {
-                continue;
-            };
-            let e = &a.shape[j];
-            if *e == one {
-                continue;
-            }
-            match first {
-                None => first = Some(e),
-                Some(f) => out.push((f.clone(), e.clone())),
-            }
-        }
-    }
-    out
-}
-
-/// The pairs a store of `value` into `target` requires equal: the value's
-/// extents, right-aligned, that are not a literal 1, against the target's.
-pub fn store_pairs(target: &ArrVal, value: &ArrVal) -> Vec<(Expr, Expr)> {
-    let one = i64(1);
-    let off = target.ndim().saturating_sub(value.ndim());
-    value
-        .shape
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| **e != one)
-        .filter_map(|(k, e)| target.shape.get(k + off).map(|t| (t.clone(), e.clone())))
-        .collect()
-}
-
-/// An integer expression as `constant + Σ coefficient · atom`, where an
-/// atom is any other sub-expression (a shape, a variable, a product of
-/// two of them), keyed by its printed form: enough to see that
-/// `x.shape[0] - 2` and `(x.shape[0] - 1) - 1` are one extent.
-fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
-    fn go(e: &Expr, sign: i64, k: &mut i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
-        match e {
-            Expr::Lit(Literal::I64(v)) => *k += sign * v,
-            Expr::Binary(BinOp::Add, a, b) => {
-                go(a, sign, k, terms);
-                go(b, sign, k, terms);
-            }
-            Expr::Binary(BinOp::Sub, a, b) => {
-                go(a, sign, k, terms);
-                go(b, -sign, k, terms);
-            }
-            Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
-                (Expr::Lit(Literal::I64(c)), x) | (x, Expr::Lit(Literal::I64(c))) => {
-                    go(x, sign * c, k, terms)
-                }
-                _ => atom(e, sign, terms),
-            },
-            _ => atom(e, sign, terms),
-        }
-    }
-    fn atom(e: &Expr, sign: i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
-        let key = format!("{e:?}");
-        let slot = terms.entry(key).or_insert((0, e.clone()));
-        slot.0 += sign;
-    }
-    let mut k = 0;
-    let mut terms = BTreeMap::new();
-    go(e, 1, &mut k, &mut terms);
-    terms.retain(|_, (c, _)| *c != 0);
-    (k, terms)
-}
-
-/// `lhs - rhs` as a linear form: `Some(c)` when it is the constant `c`.
-fn constant_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
-    let (a, ta) = linear(lhs);
-    let (b, tb) = linear(rhs);
-    let mut terms = ta;
-    for (key, (c, e)) in tb {
-        let slot = terms.entry(key).or_insert((0, e));
-        slot.0 -= c;
-    }
-    terms.retain(|_, (c, _)| *c != 0);
-    terms.is_empty().then_some(a - b)
-}
-
-/// An extent as Python: `mass.shape[1]`, `n - 2`.
-pub fn extent_text(e: &Expr) -> String {
-    fn prec(op: BinOp) -> u8 {
-        match op {
-            BinOp::Add | BinOp::Sub => 1,
-            _ => 2,
-        }
-    }
-    fn go(e: &Expr, outer: u8, right: bool) -> String {
-        match e {
-            Expr::Lit(Literal::I64(v)) => v.to_string(),
-            Expr::Lit(l) => format!("{l:?}"),
-            Expr::Var(n) => n.clone(),
-            Expr::Shape { array, axis } => format!("{array}.shape[{axis}]"),
-            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => format!(
-                "{}({}, {})",
-                if *op == BinOp::Min { "min" } else { "max" },
-                go(a, 0, false),
-                go(b, 0, false)
-            ),
-            Expr::Binary(op, a, b) => {
-                let p = prec(*op);
-                let sym = match op {
-                    BinOp::FloorDiv => "//",
-                    BinOp::Div => "/",
-                    BinOp::Rem => "%",
-                    o => o.symbol(),
-                };
-                let s = format!("{} {sym} {}", go(a, p, false), go(b, p, true));
-                if p < outer || (p == outer && right) {
-                    format!("({s})")
-                } else {
-                    s
-                }
-            }
-            Expr::Cast(_, x) => go(x, outer, right),
-            other => format!("{other:?}"),
-        }
-    }
-    go(e, 0, false)
-}
 
 impl Lowerer<'_> {
     /// Records that the kernels built for the statement at `line` take
@@ -351,33 +205,6 @@ impl Lowerer<'_> {
         match value {
             Val::Array(v) => self.assume_equal(r, store_pairs(target, v), line, STORE),
             _ => Ok(()),
-        }
-    }
-
-    /// The recorded facts, as guards pushed before the launch about to be
-    /// pushed.
-    pub(crate) fn flush_guards(&mut self) {
-        let facts = std::mem::take(&mut self.shape_facts);
-        for f in facts {
-            self.log.applied(
-                NAME,
-                format!(
-                    "`{} == {}` checked before the kernels of line {}",
-                    extent_text(&f.lhs),
-                    extent_text(&f.rhs),
-                    f.line
-                ),
-            );
-            let guard = ShapeGuard {
-                lhs_text: extent_text(&f.lhs),
-                rhs_text: extent_text(&f.rhs),
-                lhs: f.lhs,
-                rhs: f.rhs,
-                line: f.line,
-                what: f.what,
-                specialised: false,
-            };
-            self.steps.push(HostStep::Guard(guard));
         }
     }
 }
@@ -732,60 +559,6 @@ pub fn unit_dims_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use port_codegen::ir::{ArrayType, ScalarType};
-
-    fn arr(name: &str, ndim: u8) -> ArrVal {
-        ArrVal::named(
-            name,
-            ArrayType {
-                elem: ScalarType::F64,
-                ndim,
-                contiguous: true,
-            },
-        )
-    }
-
-    #[test]
-    fn broadcasting_pairs_every_extent_but_literal_ones() {
-        let (a, mut b) = (arr("a", 2), arr("b", 2));
-        b.shape[1] = i64(1);
-        let pairs = broadcast_pairs(&[&a, &b]);
-        assert_eq!(pairs, vec![(shape("a", 0), shape("b", 0))]);
-        // A vector against a matrix: its one axis is the matrix's last.
-        let v = arr("v", 1);
-        assert_eq!(
-            broadcast_pairs(&[&a, &v]),
-            vec![(shape("a", 1), shape("v", 0))]
-        );
-    }
-
-    #[test]
-    fn equal_extents_are_seen_through_arithmetic() {
-        let n = shape("x", 0);
-        assert_eq!(
-            constant_difference(
-                &sub(n.clone(), i64(2)),
-                &sub(sub(n.clone(), i64(1)), i64(1))
-            ),
-            Some(0)
-        );
-        assert_eq!(constant_difference(&add(n.clone(), i64(1)), &n), Some(1));
-        assert_eq!(constant_difference(&n, &shape("y", 0)), None);
-        assert_eq!(
-            constant_difference(&mul(i64(2), n.clone()), &add(n.clone(), n)),
-            Some(0)
-        );
-    }
-
-    #[test]
-    fn extents_print_as_python() {
-        let e = sub(shape("mass", 1), add(var("k"), i64(2)));
-        assert_eq!(extent_text(&e), "mass.shape[1] - (k + 2)");
-        assert_eq!(
-            extent_text(&mul(add(var("n"), i64(1)), i64(2))),
-            "(n + 1) * 2"
-        );
-    }
 
     #[test]
     fn unit_dims_skip_vectors_and_rebound_names() {

@@ -1,6 +1,9 @@
-//! The top level of the function: straight-line code around the loops
-//! becomes the host wrapper's steps; loops and array expressions become
-//! kernels (see [`crate::rewrites`]).
+//! The top level of the function, statement by statement: straight-line
+//! code around the loops becomes the host wrapper's steps (scalars,
+//! allocations, names bound to device arrays, what `return` gives); loops
+//! and array expressions become kernels through the passes of
+//! [`crate::lower`]; `for`/`while`/`if` go to [`super::host_schedule`],
+//! calls of the program's helpers to [`super::app_inline`].
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::Expr;
@@ -8,10 +11,12 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{stmt_name, HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{
+    stmt_name, whole_array, HostBind, Lowerer, Recurse, Region, RegionKind,
+};
+use crate::numpy::array_expr::{ArrVal, Val};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
-use crate::rewrites::array_expr::{ArrVal, Val};
 
 impl Lowerer<'_> {
     /// Lowers the function body; gives what it returns.
@@ -22,7 +27,7 @@ impl Lowerer<'_> {
 
     /// Lowers statements at host level (the function's top level, or the
     /// body of a host loop or `if`); gives what a `return` returns.
-    pub(crate) fn host_block(
+    pub(crate) fn host_statements(
         &mut self,
         r: &mut Region,
         body: &[ast::Stmt],
@@ -44,7 +49,7 @@ impl Lowerer<'_> {
                 ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
                 ast::Stmt::Return(_) if self.host_depth > 0 => {
                     return refuse(
-                        crate::rewrites::host_schedule::NAME,
+                        crate::schedule::host_schedule::NAME,
                         line,
                         "a `return` inside a host loop or `if`: port's host schedule returns once, at the end of the function",
                     )
@@ -134,7 +139,7 @@ impl Lowerer<'_> {
                     };
                     match c.func.as_ref() {
                         // `np.add(a, b, out=c)`: a store into `c`.
-                        _ if crate::lower::out_keyword(c)
+                        _ if crate::pyast::out_keyword(c)
                             && self.src.resolve(&c.func).is_some_and(|n| n.starts_with("numpy.")) =>
                         {
                             self.expr(r, &e.value)?;
@@ -149,7 +154,7 @@ impl Lowerer<'_> {
                         }
                         _ => {
                             return refuse(
-                                crate::rewrites::app_calls::NAME,
+                                crate::lower::app_calls::NAME,
                                 line,
                                 format!(
                                     "`{}` is called outside any loop: port migrates loops and array expressions; migrate the callee itself",
@@ -187,8 +192,9 @@ impl Lowerer<'_> {
                     return Ok(());
                 }
                 if let ast::Expr::Call(c) = value {
-                    if self.alloc_stmt(r, n.id.as_str(), c, line)? {
-                        return Ok(());
+                    if let Some((arr, ty)) = self.alloc_stmt(r, n.id.as_str(), c, line)? {
+                        let view = ArrVal::named(&arr, ty);
+                        return self.bind_new_array(n.id.as_str(), &arr, view, line);
                     }
                 }
                 let v = self.expr(r, value)?;
@@ -200,9 +206,9 @@ impl Lowerer<'_> {
                     // `I, J = np.mgrid[…]`: an array unpacks along its first axis.
                     Val::Array(av) if av.shape[0] == i64(t.elts.len() as i64) => (0..t.elts.len())
                         .map(|k| {
-                            crate::rewrites::array_expr::index(
+                            crate::numpy::array_expr::index(
                                 &av,
-                                vec![crate::rewrites::array_expr::IndexItem::At(i64(k as i64))],
+                                vec![crate::numpy::array_expr::IndexItem::At(i64(k as i64))],
                             )
                         })
                         .collect(),
@@ -265,7 +271,7 @@ impl Lowerer<'_> {
         let creation = self
             .src
             .resolve(&c.func)
-            .is_some_and(|n| crate::rewrites::hoist_alloc::is_allocation(&n));
+            .is_some_and(|n| crate::lower::hoist_alloc::is_allocation(&n));
         let body = self
             .src
             .functions()
@@ -485,25 +491,6 @@ impl Lowerer<'_> {
     }
 }
 
-/// The name of the array when `av` is all of a named array, unchanged.
-pub fn whole_array(av: &ArrVal) -> Option<String> {
-    if av.computed {
-        return None;
-    }
-    let Expr::Load(r) = &av.body else {
-        return None;
-    };
-    let named = ArrVal::named(
-        &r.array,
-        port_codegen::ir::ArrayType {
-            elem: av.elem,
-            ndim: av.ndim() as u8,
-            contiguous: true,
-        },
-    );
-    (named.body == av.body && named.shape == av.shape).then(|| r.array.clone())
-}
-
 /// An index that may be a boolean mask (`a[a < 0]`, `a[mask]`): an
 /// expression, not a slice, a tuple or a constant.
 fn is_mask_index(e: &ast::Expr) -> bool {
@@ -551,7 +538,7 @@ impl Lowerer<'_> {
         };
         if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
             return refuse(
-                crate::rewrites::array_expr::NAME,
+                crate::numpy::array_expr::NAME,
                 line,
                 "fancy indexing with an array of indices: only a boolean mask of the array's shape is supported",
             );
@@ -571,7 +558,7 @@ impl Lowerer<'_> {
         };
         let hint = pyast::subscript_base(&s.value).unwrap_or_default();
         self.log.applied(
-            crate::rewrites::array_expr::NAME,
+            crate::numpy::array_expr::NAME,
             format!("masked assignment (line {line}) as np.where, element by element"),
         );
         self.store_kernel(base, &Val::Array(new), &hint, line)

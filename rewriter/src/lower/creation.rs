@@ -12,9 +12,27 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
-use crate::lower::{Lowerer, Region};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
-use crate::rewrites::hoist_alloc::dtype_of;
+use crate::lower::context::{Lowerer, Recurse, Region};
+use crate::numpy::array_expr::{self, ph, ArrVal, Val};
+use crate::source::SourceFile;
+use crate::types::scalar_from_name;
+
+/// A dtype argument: `np.float64`, `float`, `'float32'`, `np.int32`.
+pub fn dtype_of(src: &SourceFile, e: &ast::Expr) -> Option<ScalarType> {
+    if let ast::Expr::Constant(c) = e {
+        if let ast::Constant::Str(s) = &c.value {
+            return scalar_from_name(s);
+        }
+    }
+    let name = src.resolve(e)?;
+    let short = name.rsplit('.').next()?;
+    match short {
+        "float" => Some(ScalarType::F64),
+        "int" => Some(ScalarType::I64),
+        "bool" => Some(ScalarType::Bool),
+        other => scalar_from_name(other),
+    }
+}
 
 impl Lowerer<'_> {
     /// A shape argument: an integer, or a tuple or list of integers.

@@ -7,7 +7,7 @@
 //! slicing (`x[i, :]`, `x[1:-1]`, `x.T`) substitute the placeholders. Scalars
 //! broadcast; operands of fewer dimensions broadcast right-aligned (NumPy's
 //! rule). Only a literal extent of 1 stretches; other extents are taken to
-//! be equal, and [`crate::rewrites::shapes`] guards that on the host.
+//! be equal, and [`crate::numpy::extents`] guards that on the host.
 //! Materialising a template — storing it into a target — gives a loop over
 //! the target's elements: thread-private `for` loops inside a kernel, a
 //! grid-stride kernel at the top of the function.
@@ -234,7 +234,7 @@ fn tmp(k: usize) -> String {
 /// The result shape and the two element bodies of `a op b`: NumPy's
 /// broadcasting, right-aligned. A dimension of literal extent 1 (from
 /// `None`/np.newaxis or `keepdims=True`) stretches to the other operand's;
-/// other extents are taken to agree ([`crate::rewrites::shapes`] guards it).
+/// other extents are taken to agree ([`crate::numpy::extents`] guards it).
 pub fn broadcast(a: &ArrVal, b: &ArrVal) -> (Vec<Expr>, Expr, Expr) {
     let r = a.ndim().max(b.ndim());
     (broadcast_shape(&[a, b]), a.body_in(r), b.body_in(r))

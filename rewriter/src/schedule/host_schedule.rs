@@ -4,7 +4,7 @@
 //! Real array programs run a sequential loop (time steps, sweeps, an
 //! iteration to convergence) around data-parallel statements. A `for` loop
 //! whose iterations are independent becomes a grid-stride kernel
-//! ([`super::grid_stride`]); one whose iterations depend on each other
+//! ([`crate::lower::grid_stride`]); one whose iterations depend on each other
 //! (the dependence test refuses it as a kernel) stays on the host as a
 //! [`HostStep::Loop`], and the statements of its body become kernels
 //! launched in turn, every array staying on the device. `while` loops,
@@ -20,14 +20,15 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use port_codegen::ir::build::var;
 use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
+use crate::dependences;
 use crate::error::{refuse, Lower, Reason};
-use crate::lower::{HostBind, Lowerer, Region};
+use crate::lower::context::{sanitize, HostBind, Lowerer, Recurse, Region};
+use crate::numpy::array_expr::{ArrVal, Val};
 use crate::plan::HostStep;
-use crate::rewrites::array_expr::{ArrVal, Val};
-use crate::rewrites::dependences;
 
 pub const NAME: &str = "host_schedule";
 
@@ -35,7 +36,7 @@ pub const NAME: &str = "host_schedule";
 pub(crate) struct Snapshot {
     module: port_codegen::ir::Module,
     steps: Vec<HostStep>,
-    log: super::RewriteLog,
+    log: crate::lower::context::RewriteLog,
     host: HashMap<String, HostBind>,
     used: HashSet<String>,
     mutated: BTreeSet<String>,
@@ -83,6 +84,70 @@ impl Lowerer<'_> {
         self.tiny = s.tiny;
     }
 
+    /// `hostify` for a value the user's code computes on the host: an
+    /// element of a device array read there (not a reduction's result) is
+    /// refused, since it would be one transfer per element.
+    pub(crate) fn read_host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
+        // Elements of device arrays the host code reads (`alpha = -r[k]`):
+        // each read back on its own, one element.
+        let mut reads: Vec<port_codegen::ir::ElemRef> = Vec::new();
+        port_codegen::ir::walk_expr(&e, &mut |x| {
+            if let Expr::Load(er) = x {
+                let is_acc = self.accs.contains(&er.array)
+                    || self.host.values().any(
+                        |b| matches!(b, HostBind::DeviceScalar { acc, .. } if *acc == er.array),
+                    );
+                if !is_acc && !reads.contains(er) {
+                    reads.push(er.clone());
+                }
+            }
+        });
+        let mut map: Vec<(port_codegen::ir::ElemRef, String)> = Vec::new();
+        for er in reads {
+            let nested = er.indices.iter().any(|i| {
+                let mut any = false;
+                port_codegen::ir::walk_expr(i, &mut |x| any |= matches!(x, Expr::Load(_)));
+                any
+            });
+            let ty = match self.host.get(&er.array) {
+                Some(HostBind::Array(t)) => Some(t.elem),
+                _ => match self.params.iter().find(|(p, _)| *p == er.array) {
+                    Some((_, crate::types::ArgType::Array(t))) => Some(t.elem),
+                    _ => None,
+                },
+            };
+            let Some(ty) = ty.filter(|_| !nested) else {
+                return refuse(
+                    NAME,
+                    line,
+                    format!(
+                        "an element of `{}` read on the host at an index port cannot compute there",
+                        er.array
+                    ),
+                );
+            };
+            let name = self.fresh(&format!("{}_at", sanitize(&er.array)));
+            self.steps.push(HostStep::ReadElement {
+                name: name.clone(),
+                ty,
+                array: er.array.clone(),
+                index: er.indices.clone(),
+            });
+            self.host.insert(name.clone(), HostBind::Scalar(ty));
+            self.tiny.insert(name.clone(), line);
+            map.push((er, name));
+        }
+        let e = if map.is_empty() {
+            e
+        } else {
+            crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Load(er) => map.iter().find(|(r, _)| r == er).map(|(_, n)| var(n)),
+                _ => None,
+            })
+        };
+        Ok(self.hostify(e))
+    }
+
     /// A `for` loop at host level: a kernel when its iterations are
     /// independent, else a host loop launching the kernels of its body.
     pub(crate) fn host_for(&mut self, r: &mut Region, f: &ast::StmtFor) -> Lower<()> {
@@ -109,7 +174,7 @@ impl Lowerer<'_> {
             .message
             .contains("temporary array inside the kernel");
         if parallel.rewrite != dependences::NAME
-            && parallel.rewrite != super::axis_reduction::NAME
+            && parallel.rewrite != crate::lower::axis_reduction::NAME
             && !calls
             && !needs_temporary
         {
@@ -282,7 +347,7 @@ impl Lowerer<'_> {
         match self.expr(r, e)? {
             Val::Scalar(c, t, _) => {
                 let c = self.host_scalar(c, line)?;
-                Ok(crate::rewrites::math_calls::truthy(c, t))
+                Ok(crate::numpy::math_calls::truthy(c, t))
             }
             Val::Array(_) => refuse(
                 NAME,
@@ -465,7 +530,7 @@ impl Lowerer<'_> {
         }
         if !out.is_empty() {
             self.log.applied(
-                super::hoist_alloc::NAME,
+                crate::lower::hoist_alloc::NAME,
                 format!(
                     "{} temporary array(s) allocated once, before the loop",
                     out.len()
@@ -527,7 +592,7 @@ impl Lowerer<'_> {
         }
         if self.loop_bound.contains(name)
             && !view.has_unit_dims()
-            && crate::host::whole_array(&view).as_deref() == Some(arr)
+            && crate::lower::context::whole_array(&view).as_deref() == Some(arr)
         {
             // `x = np.copy(x)` before a loop that rebinds `x`: a run-time
             // binding, so that the loop can rebind it.
@@ -563,7 +628,7 @@ impl Lowerer<'_> {
                 return Ok(false);
             };
             let Val::Array(av) = v else { return Ok(false) };
-            let Some(src) = crate::host::whole_array(av) else {
+            let Some(src) = crate::lower::context::whole_array(av) else {
                 return Ok(false);
             };
             t_names.push(n.id.to_string());
@@ -629,7 +694,7 @@ impl Lowerer<'_> {
     ) -> Lower<()> {
         let Val::Scalar(v, t, _) = value else {
             return refuse(
-                crate::rewrites::array_expr::NAME,
+                crate::numpy::array_expr::NAME,
                 line,
                 "setting an array element with a sequence (NumPy raises)",
             );
@@ -639,7 +704,10 @@ impl Lowerer<'_> {
         if self.params.iter().any(|(p, _)| *p == target.array) {
             self.mutated.insert(target.array.clone());
         }
-        let name = self.kernel_name(&format!("{}_at", crate::lower::sanitize(&target.array)));
+        let name = self.kernel_name(&format!(
+            "{}_at",
+            crate::lower::context::sanitize(&target.array)
+        ));
         let i = self.fresh("k");
         let body = vec![port_codegen::ir::Stmt::ParallelFor(
             port_codegen::ir::ParallelFor {

@@ -9,11 +9,11 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, DeviceFunction, Expr, Param, ScalarType, Stmt, Type};
 use rustpython_parser::ast::{self, Ranged};
 
-use crate::error::{refuse, Lower};
+use crate::error::{refuse, Lower, Reason};
 use crate::ir_util::join;
-use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
+use crate::numpy::array_expr::{ArrVal, Val};
 use crate::pyast;
-use crate::rewrites::array_expr::{ArrVal, Val};
 
 pub const NAME: &str = "app_calls";
 
@@ -133,7 +133,7 @@ impl<'a> Lowerer<'a> {
             // Defaults that are constants.
             for p in &def.args.args[args.len()..] {
                 match p.default.as_ref().and_then(|d| self.src.eval_const(d)) {
-                    Some(c) => args.push(crate::lower::const_val(c)),
+                    Some(c) => args.push(crate::lower::context::const_val(c)),
                     None => {
                         return refuse(
                             NAME,
@@ -160,20 +160,20 @@ impl<'a> Lowerer<'a> {
             .map(|a| match a {
                 Val::Scalar(..) => Some(None),
                 Val::Array(av) => {
-                    let name = crate::host::whole_array(av)?;
+                    let name = crate::lower::context::whole_array(av)?;
                     let ty = self.array_type(&name, av)?;
                     Some(Some((name, ty)))
                 }
                 Val::Tuple(_) => None,
             })
             .collect();
-        let frame = [super::app_inline::Frame {
+        let frame = [Frame {
             callee: callee.to_string(),
             call_line: line,
             span: (self.src.line(def), self.src.end_line(def)),
             prefix: String::new(),
         }];
-        let at_call = |why| super::app_inline::at_call_site(why, &frame);
+        let at_call = |why| at_call_site(why, &frame);
         match (returns_tuple, arrays_by_name) {
             (false, Some(arrays)) => {
                 let (dname, ret) = self
@@ -414,6 +414,38 @@ impl<'a> Lowerer<'a> {
             .applied(NAME, format!("`{callee}` inlined (line {line})"));
         Ok(v)
     }
+}
+
+/// A helper inlined for one statement: its name, the call's line and the
+/// helper's own lines (to say where a refusal inside it comes from).
+#[derive(Clone, Debug)]
+pub(crate) struct Frame {
+    pub callee: String,
+    pub call_line: u32,
+    pub span: (u32, u32),
+    /// The prefix of the helper's renamed locals, taken off in messages.
+    pub prefix: String,
+}
+
+/// A refusal inside a helper, said from the call site: `in `relu` (called
+/// at line 18), line 5: …`. Other refusals are unchanged.
+pub(crate) fn at_call_site(mut why: Box<Reason>, frames: &[Frame]) -> Box<Reason> {
+    if let Some(f) = frames
+        .iter()
+        .find(|f| why.line >= f.span.0 && why.line <= f.span.1 && why.line != f.call_line)
+    {
+        let message = if f.prefix.is_empty() {
+            why.message.clone()
+        } else {
+            why.message.replace(&f.prefix, "")
+        };
+        why.message = format!(
+            "in `{}` (called at line {}), line {}: {message}",
+            f.callee, f.call_line, why.line
+        );
+        why.line = f.call_line;
+    }
+    why
 }
 
 fn returns_a_tuple(def: &ast::StmtFunctionDef) -> bool {

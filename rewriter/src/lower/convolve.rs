@@ -17,8 +17,8 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{and, cast_to, lit, promote, select};
-use crate::lower::{Lowerer, Region};
-use crate::rewrites::array_expr::{ph, ArrVal, Val};
+use crate::lower::context::{Lowerer, Recurse, Region};
+use crate::numpy::array_expr::{ph, ArrVal, Val};
 
 pub const NAME: &str = "convolve";
 

@@ -16,10 +16,10 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{HostBind, Lowerer, Region, RegionKind};
+use crate::numpy::array_expr::Val;
 use crate::plan::{Fill, HostStep, HostValue, LaunchShape, PlanParam};
 use crate::pyast;
-use crate::rewrites::array_expr::Val;
 use crate::source::SourceFile;
 use crate::types::ArgType;
 
@@ -40,7 +40,7 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
             pyast::walk_expr(e, &mut |x| {
                 if let ast::Expr::Call(c) = x {
                     let name = src.resolve(&c.func).unwrap_or_default();
-                    creates |= crate::rewrites::hoist_alloc::is_allocation(&name)
+                    creates |= crate::lower::hoist_alloc::is_allocation(&name)
                         || matches!(name.as_str(), "numpy.eye" | "numpy.identity");
                 }
                 // `np.ogrid[…]`, `np.mgrid[…]` build index grids.
@@ -127,7 +127,7 @@ fn one_value_body(src: &SourceFile, body: &[ast::Stmt], depth: usize) -> bool {
                                 | "average"
                         ) && (name.starts_with("numpy.") || !name.contains('.'))
                             && !(matches!(short, "max" | "min") && c.args.len() >= 2)
-                        || crate::rewrites::hoist_alloc::is_allocation(&name)
+                        || crate::lower::hoist_alloc::is_allocation(&name)
                     {
                         scalar = false;
                     }

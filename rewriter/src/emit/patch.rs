@@ -4,7 +4,7 @@
 
 use rustpython_parser::ast;
 
-use crate::python::{HELPERS, HELPER_NAMES, UNBROADCAST};
+use super::python::{HELPERS, HELPER_NAMES, UNBROADCAST};
 use crate::source::SourceFile;
 
 /// The new file text with `def_node`'s lines replaced by `migrated`.
@@ -73,7 +73,7 @@ fn add_imports(src: &SourceFile, new: &str, migrated: &str) -> String {
     if src.imports.get("np").map(String::as_str) != Some("numpy") {
         needed.push("import numpy as np".into());
     }
-    let numba: Vec<&str> = crate::python::numba_names(migrated)
+    let numba: Vec<&str> = super::python::numba_names(migrated)
         .into_iter()
         .filter(|n| {
             let want = if *n == "cuda" {

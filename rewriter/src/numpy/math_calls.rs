@@ -9,7 +9,7 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, CmpOp, Expr, MathFn, ScalarType, UnaryOp};
 
 use crate::ir_util::{cast_to, lit, promote, select};
-use crate::rewrites::array_expr::{map1, map2, map3, Val};
+use crate::numpy::array_expr::{map1, map2, map3, Val};
 
 pub const NAME: &str = "math_calls";
 

@@ -17,9 +17,9 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{and, cast_to, lit, select};
-use crate::lower::{HostBind, Lowerer, Reduce, Region, RegionKind};
+use crate::lower::context::{HostBind, Lowerer, Recurse, Reduce, Region, RegionKind};
+use crate::numpy::array_expr::{ph, ArrVal, Val};
 use crate::plan::{Fill, HostStep};
-use crate::rewrites::array_expr::{ph, ArrVal, Val};
 
 pub const NAME: &str = "histogram";
 
@@ -266,7 +266,7 @@ impl Lowerer<'_> {
             ),
         ];
         let fname = self.fn_name.clone();
-        let kname = format!("{}_count", crate::lower::sanitize("histogram"));
+        let kname = format!("{}_count", crate::lower::context::sanitize("histogram"));
         self.launch_over(
             &vars,
             &a.shape,

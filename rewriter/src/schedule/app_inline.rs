@@ -17,47 +17,15 @@
 use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::text_size::TextRange;
 
-use crate::error::{refuse, Lower, Reason};
-use crate::lower::{Lowerer, Region};
+use crate::error::{refuse, Lower};
+use crate::lower::context::{Lowerer, Recurse, Region};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 
-use super::app_calls::NAME;
+use crate::lower::app_calls::{at_call_site, Frame, NAME};
 
 /// Helpers inline at most this deep.
 const MAX_INLINE_DEPTH: usize = 8;
-
-/// A helper inlined for one statement: its name, the call's line and the
-/// helper's own lines (to say where a refusal inside it comes from).
-#[derive(Clone, Debug)]
-pub(crate) struct Frame {
-    pub callee: String,
-    pub call_line: u32,
-    pub span: (u32, u32),
-    /// The prefix of the helper's renamed locals, taken off in messages.
-    pub prefix: String,
-}
-
-/// A refusal inside a helper, said from the call site: `in `relu` (called
-/// at line 18), line 5: …`. Other refusals are unchanged.
-pub(crate) fn at_call_site(mut why: Box<Reason>, frames: &[Frame]) -> Box<Reason> {
-    if let Some(f) = frames
-        .iter()
-        .find(|f| why.line >= f.span.0 && why.line <= f.span.1 && why.line != f.call_line)
-    {
-        let message = if f.prefix.is_empty() {
-            why.message.clone()
-        } else {
-            why.message.replace(&f.prefix, "")
-        };
-        why.message = format!(
-            "in `{}` (called at line {}), line {}: {message}",
-            f.callee, f.call_line, why.line
-        );
-        why.line = f.call_line;
-    }
-    why
-}
 
 /// The statements one inlined call runs before the statement that uses
 /// its value.

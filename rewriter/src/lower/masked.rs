@@ -15,20 +15,11 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
-use crate::lower::{Lowerer, Reduce, Region};
-use crate::rewrites::array_expr::{ArrVal, Val};
-use crate::rewrites::math_calls::truthy;
+use crate::lower::context::{Lowerer, Recurse, Reduce, Region, Selection};
+use crate::numpy::array_expr::{ArrVal, Val};
+use crate::numpy::math_calls::truthy;
 
 pub const NAME: &str = "masked";
-
-/// A selection `values[mask]`, both templates of one shape.
-#[derive(Clone, Debug)]
-pub struct Selection {
-    pub values: ArrVal,
-    pub mask: ArrVal,
-    /// Where it was made.
-    pub line: u32,
-}
 
 /// What a reduction of a selection computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

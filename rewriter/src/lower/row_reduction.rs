@@ -8,8 +8,8 @@ use port_codegen::ir::ScalarType;
 
 use crate::error::Lower;
 use crate::ir_util::cast_to;
-use crate::lower::{combine, identity, Lowerer, Reduce, Region};
-use crate::rewrites::array_expr::{self, ArrVal, Val};
+use crate::lower::context::{combine, identity, Lowerer, Reduce, Region};
+use crate::numpy::array_expr::{self, ArrVal, Val};
 
 pub const NAME: &str = "row_reduction";
 

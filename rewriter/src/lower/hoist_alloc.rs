@@ -8,11 +8,9 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{HostBind, Lowerer, Region};
+use crate::lower::context::{HostBind, Lowerer, Recurse, Region};
+use crate::numpy::array_expr::{ArrVal, Val};
 use crate::plan::{Fill, HostStep};
-use crate::rewrites::array_expr::{ArrVal, Val};
-use crate::source::SourceFile;
-use crate::types::scalar_from_name;
 
 pub const NAME: &str = "hoist_alloc";
 
@@ -37,36 +35,21 @@ pub fn is_allocation(name: &str) -> bool {
     )
 }
 
-/// A dtype argument: `np.float64`, `float`, `'float32'`, `np.int32`.
-pub fn dtype_of(src: &SourceFile, e: &ast::Expr) -> Option<ScalarType> {
-    if let ast::Expr::Constant(c) = e {
-        if let ast::Constant::Str(s) = &c.value {
-            return scalar_from_name(s);
-        }
-    }
-    let name = src.resolve(e)?;
-    let short = name.rsplit('.').next()?;
-    match short {
-        "float" => Some(ScalarType::F64),
-        "int" => Some(ScalarType::I64),
-        "bool" => Some(ScalarType::Bool),
-        other => scalar_from_name(other),
-    }
-}
-
 impl Lowerer<'_> {
     /// `name = np.zeros(...)` and friends at the top level: a host
-    /// allocation. Returns `false` when `call` is no allocation.
+    /// allocation. Gives the array and its type, for the caller to bind
+    /// `name` to (the schedule decides how: `bind_new_array`); `None` when
+    /// `call` is no allocation.
     pub(crate) fn alloc_stmt(
         &mut self,
         r: &mut Region,
         name: &str,
         call: &ast::ExprCall,
         line: u32,
-    ) -> Lower<bool> {
+    ) -> Lower<Option<(String, ArrayType)>> {
         let fname = self.src.resolve(&call.func).unwrap_or_default();
         if !is_allocation(&fname) {
-            return Ok(false);
+            return Ok(None);
         }
         let short = fname.rsplit('.').next().unwrap_or_default().to_string();
         let mut dtype: Option<ScalarType> = None;
@@ -113,7 +96,7 @@ impl Lowerer<'_> {
                 match short.as_str() {
                     "empty" | "ndarray" | "zeros" | "ones" | "full" => {}
                     // arange, linspace, …: element templates (`creation`).
-                    _ => return Ok(false),
+                    _ => return Ok(None),
                 }
                 let Some(first) = call.args.first() else {
                     return refuse(NAME, line, format!("`{short}` needs a shape"));
@@ -169,13 +152,17 @@ impl Lowerer<'_> {
         if let Some(src) = copy_of {
             self.store_kernel(&ArrVal::named(&arr, ty), &Val::Array(src), name, line)?;
         }
-        self.bind_new_array(name, &arr, ArrVal::named(&arr, ty), line)?;
-        Ok(true)
+        Ok(Some((arr, ty)))
     }
 
     /// An array expression's result at the top level: allocated by the
     /// wrapper, filled by an element kernel. Returns the array's name.
-    pub(crate) fn materialise(&mut self, hint: &str, av: &ArrVal, line: u32) -> Lower<String> {
+    pub(crate) fn allocate_and_fill(
+        &mut self,
+        hint: &str,
+        av: &ArrVal,
+        line: u32,
+    ) -> Lower<String> {
         let arr = if self.host.contains_key(hint) || self.params.iter().any(|(p, _)| p == hint) {
             self.fresh(hint)
         } else {

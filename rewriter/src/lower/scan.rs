@@ -16,12 +16,12 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, ElemRef, Expr, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast;
 
+use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
+use crate::lower::context::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
+use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-use crate::rewrites::dependences::RedOp;
 use crate::source::Const;
 
 pub const NAME: &str = "scan";
@@ -105,7 +105,7 @@ impl Lowerer<'_> {
         // axis=None scans the flattened array.
         let (av, a) = match axis {
             None if av.ndim() == 1 => (av, 0),
-            None => (crate::rewrites::creation::reshape(&av, vec![av.size()]), 0),
+            None => (crate::lower::creation::reshape(&av, vec![av.size()]), 0),
             Some(k) => {
                 let nd = av.ndim() as i64;
                 let k = if k < 0 { k + nd } else { k };

@@ -16,8 +16,8 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
-use crate::lower::{Lowerer, Region};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
+use crate::lower::context::{Lowerer, Recurse, Region};
+use crate::numpy::array_expr::{self, ph, ArrVal, Val};
 
 pub const NAME: &str = "gather";
 

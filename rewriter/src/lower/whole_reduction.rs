@@ -16,14 +16,14 @@ use port_codegen::ir::{
     Stmt,
 };
 
+use crate::dependences::RedOp;
 use crate::error::Lower;
 use crate::ir_util::cast_to;
 use crate::launch::{REDUCE_MAX_BLOCKS, THREADS_REDUCE};
-use crate::lower::{combine, identity, HostBind, Lowerer, Reduce};
+use crate::lower::context::{combine, identity, HostBind, Lowerer, Reduce};
+use crate::lower::row_reduction::acc_type;
+use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-use crate::rewrites::dependences::RedOp;
-use crate::rewrites::row_reduction::acc_type;
 
 pub const NAME: &str = "whole_reduction";
 

@@ -18,6 +18,10 @@
 //!
 //! The analyzer's own PORT204 findings are checked first by the caller; this
 //! is the rewriter's own, stricter, check: it never lets a racing kernel out.
+//!
+//! Stage invariant: the stage between `shapes` and `lower`, on the Python
+//! AST alone — no lowering state, no values; the passes ask it, it asks
+//! none of them.
 
 use std::collections::{HashMap, HashSet};
 

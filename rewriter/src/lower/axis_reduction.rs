@@ -14,12 +14,14 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, CmpOp, Expr, MathFn, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast;
 
+use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{combine, identity, sanitize, HostBind, Lowerer, Reduce, Region, RegionKind};
+use crate::lower::context::{
+    combine, identity, sanitize, HostBind, Lowerer, Recurse, Reduce, Region, RegionKind,
+};
+use crate::numpy::array_expr::{self, ph, ArrVal, Val};
 use crate::plan::{Fill, HostStep, LaunchShape};
-use crate::rewrites::array_expr::{self, ph, ArrVal, Val};
-use crate::rewrites::dependences::RedOp;
 use crate::source::Const;
 
 pub const NAME: &str = "axis_reduction";
@@ -280,7 +282,7 @@ impl Lowerer<'_> {
                 let truth = av.map(ScalarType::I64, |e| {
                     cast(
                         ScalarType::I64,
-                        crate::rewrites::math_calls::truthy(e, av.elem),
+                        crate::numpy::math_calls::truthy(e, av.elem),
                     )
                 });
                 let p = if op == AxisOp::Any {
@@ -431,14 +433,14 @@ impl Lowerer<'_> {
                         RedOp::Max,
                         cast(
                             ScalarType::I64,
-                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                            crate::numpy::math_calls::truthy(x.clone(), av.elem),
                         ),
                     ),
                     AxisOp::All => (
                         RedOp::Min,
                         cast(
                             ScalarType::I64,
-                            crate::rewrites::math_calls::truthy(x.clone(), av.elem),
+                            crate::numpy::math_calls::truthy(x.clone(), av.elem),
                         ),
                     ),
                     AxisOp::Plain(p) => (p.op(), cast_to(x.clone(), av.elem, acc_t)),
@@ -566,8 +568,8 @@ impl Lowerer<'_> {
             );
         }
         if m == 1 && n == 1 {
-            let pairs = crate::rewrites::shapes::broadcast_pairs(&[x, y]);
-            self.assume_equal(Some(r), pairs, line, crate::rewrites::shapes::MATMUL)?;
+            let pairs = crate::numpy::extents::broadcast_pairs(&[x, y]);
+            self.assume_equal(Some(r), pairs, line, crate::numpy::extents::MATMUL)?;
             let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
             return self.reduce(r, Reduce::Sum, prod, line);
         }
@@ -589,8 +591,8 @@ impl Lowerer<'_> {
             (2, 1) => (x.clone(), with_unit_dim(y, 0), 1),
             _ => (with_unit_dim(x, 1), y.clone(), 0),
         };
-        let pairs = crate::rewrites::shapes::broadcast_pairs(&[&l, &rr]);
-        self.assume_equal(Some(r), pairs, line, crate::rewrites::shapes::MATMUL)?;
+        let pairs = crate::numpy::extents::broadcast_pairs(&[&l, &rr]);
+        self.assume_equal(Some(r), pairs, line, crate::numpy::extents::MATMUL)?;
         let prod = self.binop(ast::Operator::Mult, &Val::Array(l), &Val::Array(rr), line)?;
         let Val::Array(prod) = prod else {
             unreachable!("a product of arrays")
@@ -656,7 +658,7 @@ impl Lowerer<'_> {
             NAME,
             format!("`np.linalg.norm` as `sqrt(sum(x * x))` (line {line})"),
         );
-        crate::rewrites::math_calls::call("numpy.sqrt", &[total])
+        crate::numpy::math_calls::call("numpy.sqrt", &[total])
             .map_or_else(|| refuse(NAME, line, "`np.linalg.norm` of this value"), Ok)
     }
 

@@ -11,14 +11,14 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
 use rustpython_parser::ast::{self, Ranged};
 
+use crate::dependences::{self, ReductionVar};
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::{sanitize, HostBind, Local, Lowerer, Region, RegionKind};
+use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
+use crate::lower::whole_reduction::RedSpec;
+use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::plan::LaunchShape;
 use crate::pyast;
-use crate::rewrites::array_expr::{self, ArrVal, Val};
-use crate::rewrites::dependences::{self, ReductionVar};
-use crate::rewrites::whole_reduction::RedSpec;
 
 pub const NAME: &str = "grid_stride";
 
@@ -281,7 +281,7 @@ impl Lowerer<'_> {
                 },
             );
             self.log.applied(
-                crate::rewrites::whole_reduction::NAME,
+                crate::lower::whole_reduction::NAME,
                 format!(
                     "`{}` ({}) across the loop at line {line} as a reduction kernel",
                     red.name,
@@ -290,6 +290,60 @@ impl Lowerer<'_> {
             );
         }
         Ok(())
+    }
+
+    /// `range(stop)`, `range(start, stop)`, `range(start, stop, step)` as `i64`.
+    pub(crate) fn range_args(
+        &mut self,
+        r: &mut Region,
+        iter: &ast::Expr,
+        line: u32,
+    ) -> Lower<(Expr, Expr, Expr)> {
+        let ast::Expr::Call(c) = iter else {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`for … in {}`: only `range(...)` loops become kernel loops",
+                    self.src.text_of(iter)
+                ),
+            );
+        };
+        let name = self.src.resolve(&c.func).unwrap_or_default();
+        if !matches!(name.as_str(), "range" | "numba.prange" | "prange") {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`for … in {}`: only `range(...)` loops become kernel loops",
+                    self.src.text_of(iter)
+                ),
+            );
+        }
+        let mut args = Vec::new();
+        for a in &c.args {
+            let (e, t) = self.scalar(r, a)?;
+            if !t.is_int() {
+                return refuse("frontend", line, "`range` of a non-integer");
+            }
+            args.push(cast_to(e, t, ScalarType::I64));
+        }
+        Ok(match args.len() {
+            1 => (i64(0), args.remove(0), i64(1)),
+            2 => {
+                let stop = args.remove(1);
+                (args.remove(0), stop, i64(1))
+            }
+            3 => {
+                if matches!(args[2], Expr::Lit(Literal::I64(0))) {
+                    return refuse("frontend", line, "`range` step of zero");
+                }
+                let step = args.remove(2);
+                let stop = args.remove(1);
+                (args.remove(0), stop, step)
+            }
+            _ => return refuse("frontend", line, "`range` takes 1 to 3 arguments"),
+        })
     }
 
     /// A top-level store of `value` into the view `target`: an element

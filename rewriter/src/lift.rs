@@ -1,508 +1,91 @@
-//! The front end: lowers the typed Python function into a [`KernelPlan`] —
-//! host steps around kernels written in port's kernel IR — calling the named
-//! rewrites ([`crate::rewrites`]) where their patterns occur.
+//! **lift** — the front end: walks the typed Python function and lifts
+//! each construct into port's values ([`Val`]: scalar IR expressions or
+//! array templates with NumPy's meaning) and kernel-IR statements, handing
+//! every pattern a named rewrite owns to that rewrite (`matmul` to
+//! `axis_reduction`, a subscript through an index array to `gather`, a call
+//! of the program's own helper to `app_calls`, …).
 //!
 //! Lowering happens in *regions*: the host region (the function's top
-//! level, which becomes the wrapper's steps), kernel regions (the body of a
-//! parallel loop, or the element loop of an array expression) and device
-//! regions (an app function called from a kernel). Values are [`Val`]s:
-//! scalar IR expressions or array templates.
+//! level, which becomes the wrapper's steps, see [`crate::schedule`]),
+//! kernel regions (the body of a parallel loop, or the element loop of an
+//! array expression) and device regions (an app function called from a
+//! kernel).
+//!
+//! This module is the top of the pipeline's module graph: it implements
+//! the context's `Recurse` entry points, wiring each to the stage that
+//! owns it, so that no pass depends on the front end or on a later stage.
 //!
 //! Types are inferred by running the whole lowering to a fixed point: a
 //! variable's declared type is the join of every type assigned to it (`s =
 //! 0` then `s += x[i]` makes `s` a float), so the lowering runs again when a
 //! variable's type widens (at most a few times).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-
 use port_codegen::ir::build::*;
-use port_codegen::ir::{
-    ArrayType, AtomicOp, BinOp, CmpOp, ElemRef, Expr, Kernel, Literal, Module, Param, ScalarType,
-    Stmt, Type, UnaryOp,
-};
+use port_codegen::ir::{AtomicOp, BinOp, CmpOp, ElemRef, Expr, Literal, ScalarType, Stmt, UnaryOp};
 use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::text_size::TextSize;
 
 use crate::error::{refuse, Lower};
-use crate::ir_util::{cast_to, join, lit, promote, py_mod, select};
-use crate::plan::{HostStep, HostValue};
+use crate::ir_util::{cast_to, lit, promote, py_mod, select};
+use crate::lower::context::{
+    sanitize, stmt_name, HostBind, Local, Lowerer, Recurse, Reduce, Region, RegionKind,
+};
+use crate::numpy::array_expr::{self, ArrVal, IndexItem, Val};
+use crate::numpy::math_calls;
+use crate::plan::HostValue;
 use crate::pyast;
-use crate::rewrites::array_expr::{self, ArrVal, IndexItem, Val};
-use crate::rewrites::dependences::RedOp;
-use crate::rewrites::{math_calls, RewriteLog};
-use crate::source::{Const, SourceFile};
-use crate::types::ArgType;
+use crate::source::Const;
 
-/// Facts about the other functions of the program, from the analysis.
-#[derive(Clone, Debug, Default)]
-pub struct AppFacts {
-    /// By bare name and qualname: verdict and its main reason (line, text).
-    pub verdicts: HashMap<String, (port_analyzer::Verdict, Option<(u32, String)>)>,
-}
-
-/// What a name means at the top level of the function.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum HostBind {
-    /// A host scalar (an argument or computed by a host step).
-    Scalar(ScalarType),
-    /// A scalar that lives on the device, in `acc[0]` (a reduction's result).
-    DeviceScalar { acc: String, ty: ScalarType },
-    /// A device array: an argument or one the wrapper allocated.
-    Array(ArrayType),
-    /// A view of device arrays (`row = x[0]`).
-    View(ArrVal),
-    /// Assigned inside a parallel loop: its value after the loop is the
-    /// last iteration's, which a kernel does not have.
-    Private { line: u32 },
-    /// The branches of the `if` at `line` bind it differently.
-    Diverged { line: u32 },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RegionKind {
-    Host,
-    Kernel,
-    Device,
-}
-
-/// A local of a kernel or device function.
-#[derive(Clone, Debug)]
-pub(crate) enum Local {
-    Scalar {
-        ir: String,
-        ty: ScalarType,
-    },
-    /// An array value bound to a name; `snapshot` holds the write counts of
-    /// the arrays it reads, to refuse reading it after they change.
-    Array {
-        val: ArrVal,
-        snapshot: Vec<(String, u32)>,
-    },
-}
-
-/// A kernel, device function or the host level being lowered.
-pub(crate) struct Region {
-    pub kind: RegionKind,
-    /// Prefix of this region's keys in the type table.
-    pub scope: String,
-    pub locals: HashMap<String, Local>,
-    /// IR statement blocks being built, innermost last, with the Python text
-    /// range each covers.
-    pub blocks: Vec<(Vec<Stmt>, (TextSize, TextSize))>,
-    /// Where each Python name occurs in the region's body.
-    pub occurrences: HashMap<String, Vec<TextSize>>,
-    /// Reduction variables of a parallel loop: Python name → (op, type).
-    pub reductions: HashMap<String, (RedOp, ScalarType)>,
-    pub atomic_stores: HashSet<TextSize>,
-    /// Stores per array so far (for stale array locals).
-    pub writes: HashMap<String, u32>,
-    /// Inlining a callee: locals are declared where they are first assigned.
-    pub inlining: bool,
-    /// Device functions: types of the values returned.
-    pub returns: Vec<ScalarType>,
-    /// Device functions: the return type once known (from the type table).
-    pub ret_ty: Option<ScalarType>,
-    /// IR names declared in each open block (parallel to `blocks`).
-    pub declared: Vec<HashSet<String>>,
-}
-
-impl Region {
-    pub fn new(kind: RegionKind, scope: &str) -> Region {
-        Region {
-            kind,
-            scope: scope.to_string(),
-            locals: HashMap::new(),
-            blocks: vec![(Vec::new(), (TextSize::from(0), TextSize::from(u32::MAX)))],
-            occurrences: HashMap::new(),
-            reductions: HashMap::new(),
-            atomic_stores: HashSet::new(),
-            writes: HashMap::new(),
-            inlining: false,
-            returns: Vec::new(),
-            ret_ty: None,
-            declared: vec![HashSet::new()],
-        }
+/// The entry points every pass reaches through [`Recurse`], each wired to
+/// the stage that implements it.
+impl Recurse for Lowerer<'_> {
+    fn expr(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Val> {
+        self.lift_expr(r, e)
     }
 
-    /// Whether an IR name is declared in an open block.
-    pub fn visible(&self, name: &str) -> bool {
-        self.declared.iter().any(|s| s.contains(name))
+    fn scalar(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<(Expr, ScalarType)> {
+        self.lift_scalar(r, e)
     }
 
-    /// Records an IR name declared in block `k`.
-    pub fn declare_in(&mut self, k: usize, name: &str) {
-        if let Some(s) = self.declared.get_mut(k) {
-            s.insert(name.to_string());
-        }
+    fn binop(&mut self, op: ast::Operator, a: &Val, b: &Val, line: u32) -> Lower<Val> {
+        self.lift_binop(op, a, b, line)
     }
 
-    /// Records an IR name declared in the innermost block.
-    pub fn declare_here(&mut self, name: &str) {
-        let k = self.declared.len() - 1;
-        self.declare_in(k, name);
+    fn index_item(
+        &mut self,
+        r: &mut Region,
+        c: &ast::Expr,
+        extent: Expr,
+        line: u32,
+    ) -> Lower<IndexItem> {
+        self.lift_index_item(r, c, extent, line)
     }
 
-    /// Records where names occur in `body` (for placing declarations).
-    pub fn scan(&mut self, body: &[ast::Stmt]) {
-        for s in body {
-            for e in pyast::stmt_exprs(s) {
-                pyast::walk_expr(e, &mut |x| {
-                    if let ast::Expr::Name(n) = x {
-                        self.occurrences
-                            .entry(n.id.to_string())
-                            .or_default()
-                            .push(x.start());
-                    }
-                });
-            }
-            for b in pyast::child_bodies(s) {
-                self.scan(b);
-            }
-        }
+    fn block(&mut self, r: &mut Region, body: &[ast::Stmt]) -> Lower<()> {
+        self.lift_block(r, body)
     }
 
-    pub fn push(&mut self, s: Stmt) {
-        self.blocks.last_mut().expect("a block").0.push(s);
+    fn reduce(&mut self, r: &mut Region, op: Reduce, v: Val, line: u32) -> Lower<Val> {
+        self.lift_reduce(r, op, v, line)
     }
 
-    pub fn open(&mut self, body: &[ast::Stmt]) {
-        let range = match (body.first(), body.last()) {
-            (Some(a), Some(b)) => (a.start(), b.end()),
-            _ => (TextSize::from(0), TextSize::from(0)),
-        };
-        self.blocks.push((Vec::new(), range));
-        self.declared.push(HashSet::new());
+    /// `schedule::host`.
+    fn host_block(&mut self, r: &mut Region, body: &[ast::Stmt]) -> Lower<Option<HostValue>> {
+        self.host_statements(r, body)
     }
 
-    pub fn close(&mut self) -> Vec<Stmt> {
-        self.declared.pop();
-        self.blocks.pop().map(|b| b.0).unwrap_or_default()
+    /// `schedule::host_schedule`.
+    fn host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
+        self.read_host_scalar(e, line)
     }
 
-    pub fn bump_write(&mut self, array: &str) {
-        *self.writes.entry(array.to_string()).or_insert(0) += 1;
+    /// `lower::hoist_alloc`.
+    fn materialise(&mut self, hint: &str, av: &ArrVal, line: u32) -> Lower<String> {
+        self.allocate_and_fill(hint, av, line)
     }
-}
-
-/// Names the IR or the emitted Python reserve.
-const RESERVED: [&str; 40] = [
-    "min",
-    "max",
-    "select",
-    "len",
-    "let",
-    "kernel",
-    "device",
-    "fn",
-    "if",
-    "else",
-    "while",
-    "for",
-    "in",
-    "range",
-    "parallel",
-    "shared",
-    "return",
-    "break",
-    "continue",
-    "syncthreads",
-    "true",
-    "false",
-    "threadIdx",
-    "blockIdx",
-    "blockDim",
-    "gridDim",
-    "atomic_add",
-    "atomic_sub",
-    "atomic_min",
-    "atomic_max",
-    "atomic_exch",
-    "atomic_cas",
-    "cuda",
-    "math",
-    "np",
-    "numba",
-    "float32",
-    "float64",
-    "int32",
-    "int64",
-];
-
-/// The lowering of one function.
-pub(crate) struct Lowerer<'a> {
-    pub src: &'a SourceFile,
-    pub facts: &'a AppFacts,
-    /// The function's bare name (kernel names start with it).
-    pub fn_name: String,
-    pub types: HashMap<String, ScalarType>,
-    pub observed: HashMap<String, ScalarType>,
-    /// Types of the *weak* values (Python literals, NEP 50) bound to a
-    /// host name: they take the type of the strong values bound to the
-    /// same name, as NumPy casts a Python float to float32 when it meets
-    /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
-    pub observed_weak: HashMap<String, ScalarType>,
-    /// Names the function binds inside a loop: an alias of a whole array
-    /// (`p = r`) bound to one of them before the loop is a run-time
-    /// binding, not a compile-time view, since the loop rebinds it.
-    pub loop_bound: HashSet<String>,
-    /// Names bound to a boolean-mask selection (`v = x[m]`), which only
-    /// reductions may read (`rewrites::masked`).
-    pub masked: HashMap<String, crate::rewrites::masked::Selection>,
-    /// Host names whose last binding (in program order) is a weak value:
-    /// reading one gives a weak operand, as the Python float does.
-    pub weak_bound: HashSet<String>,
-    pub module: Module,
-    pub steps: Vec<HostStep>,
-    pub log: RewriteLog,
-    pub host: HashMap<String, HostBind>,
-    pub used: HashSet<String>,
-    pub mutated: BTreeSet<String>,
-    pub params: Vec<(String, ArgType)>,
-    /// Device functions made so far: key (callee and argument types) → name.
-    pub device_fns: HashMap<String, String>,
-    pub call_depth: usize,
-    /// The helpers being inlined at host level, outermost first, with
-    /// their first and last lines.
-    pub inline_stack: Vec<(String, (u32, u32))>,
-    /// PORT204 findings of the analysis: (line, message).
-    pub analysis_scans: Vec<(u32, String)>,
-    /// Device arrays holding a reduction's result.
-    pub accs: HashSet<String>,
-    /// One line per kernel saying what it is (its docstring).
-    pub docs: std::collections::BTreeMap<String, String>,
-    /// What the function returns (kernels plans).
-    pub ret: Option<HostValue>,
-    /// Scalar functions: parameters, outputs, their types.
-    pub ufunc: Option<(Vec<crate::plan::PlanParam>, HostValue, Vec<ScalarType>)>,
-    /// How many host loops and `if`s enclose the statement being lowered.
-    pub host_depth: usize,
-    /// The host loops being lowered, innermost last: line, and why the
-    /// loop stays on the host.
-    pub loop_lines: Vec<(u32, String)>,
-    /// Every device array a kernel writes (parameters or not).
-    pub written: BTreeSet<String>,
-    /// Device-array names rebound at run time: (target, source).
-    pub rebinds: Vec<(String, String)>,
-    /// Temporaries of one statement, which a loop may allocate once.
-    pub scratch: HashSet<String>,
-    /// Kernels of one thread writing one element: kernel → line.
-    pub tiny: HashMap<String, u32>,
-    /// Extents taken to be equal since the last launch
-    /// (`rewrites::shapes`): guards before the next one.
-    pub shape_facts: Vec<crate::rewrites::shapes::Fact>,
-    /// Axes of array arguments planned as a literal 1 (the inputs'
-    /// extent there, which NumPy broadcasts).
-    pub unit_dims: Vec<(String, u8)>,
 }
 
 impl<'a> Lowerer<'a> {
-    pub fn new(
-        src: &'a SourceFile,
-        facts: &'a AppFacts,
-        fn_name: &str,
-        types: HashMap<String, ScalarType>,
-    ) -> Lowerer<'a> {
-        let mut used: HashSet<String> = src.module_names();
-        let mut loop_bound = HashSet::new();
-        // Every identifier of the function, so that fresh names never capture one.
-        if let Some(f) = src
-            .functions()
-            .into_iter()
-            .find(|f| f.def.name.as_str() == fn_name)
-        {
-            for a in &f.def.args.args {
-                used.insert(a.def.arg.to_string());
-            }
-            loop_bound = pyast::names_bound_in_loops(&f.def.body);
-            pyast::walk_stmts(&f.def.body, &mut |x| {
-                for e in pyast::stmt_exprs(x) {
-                    pyast::walk_expr(e, &mut |y| {
-                        if let ast::Expr::Name(n) = y {
-                            used.insert(n.id.to_string());
-                        }
-                    });
-                }
-            });
-        }
-        Lowerer {
-            src,
-            facts,
-            fn_name: fn_name.to_string(),
-            types,
-            observed: HashMap::new(),
-            observed_weak: HashMap::new(),
-            weak_bound: HashSet::new(),
-            masked: HashMap::new(),
-            loop_bound,
-            module: Module::default(),
-            steps: Vec::new(),
-            log: RewriteLog::default(),
-            host: HashMap::new(),
-            used,
-            mutated: BTreeSet::new(),
-            params: Vec::new(),
-            device_fns: HashMap::new(),
-            call_depth: 0,
-            inline_stack: Vec::new(),
-            analysis_scans: Vec::new(),
-            accs: HashSet::new(),
-            docs: Default::default(),
-            ret: None,
-            ufunc: None,
-            host_depth: 0,
-            loop_lines: Vec::new(),
-            written: BTreeSet::new(),
-            rebinds: Vec::new(),
-            scratch: HashSet::new(),
-            tiny: HashMap::new(),
-            shape_facts: Vec::new(),
-            unit_dims: Vec::new(),
-        }
-    }
-
-    /// A name not used anywhere in the file or the plan so far.
-    pub fn fresh(&mut self, base: &str) -> String {
-        let base = sanitize(base);
-        let mut name = base.clone();
-        let mut k = 2;
-        while self.used.contains(&name) || RESERVED.contains(&name.as_str()) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        self.used.insert(name.clone());
-        name
-    }
-
-    /// A name for a local a kernel declares for the rest of the block (a
-    /// temporary, an accumulator): `base`, `base_2`, … avoiding every name
-    /// in scope, the function's own identifiers and the host's names.
-    pub fn local_temp(&mut self, r: &mut Region, base: &str) -> String {
-        let base = sanitize(base);
-        let mut name = base.clone();
-        let mut k = 2;
-        while r.visible(&name)
-            || self.used.contains(&name)
-            || self.host.contains_key(&name)
-            || RESERVED.contains(&name.as_str())
-        {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        self.used.insert(name.clone());
-        r.declare_here(&name);
-        name
-    }
-
-    /// Names for the variables of loops that open and close right here
-    /// (element loops): `i`, `j`, … unless in scope, a host name, or
-    /// mentioned by `exprs`.
-    pub fn loop_vars(&self, r: &Region, first: usize, n: usize, exprs: &[&Expr]) -> Vec<String> {
-        let taken = names_used(exprs);
-        let mut out: Vec<String> = Vec::new();
-        for k in first..first + n {
-            let base = loop_var_name(k);
-            let mut name = base.to_string();
-            let mut s = 2;
-            while taken.contains(&name)
-                || out.contains(&name)
-                || r.visible(&name)
-                || self.host.contains_key(&name)
-                || RESERVED.contains(&name.as_str())
-            {
-                name = format!("{base}_{s}");
-                s += 1;
-            }
-            out.push(name);
-        }
-        out
-    }
-
-    /// Loop variables for a kernel built from templates: `i`, `j`, … unless
-    /// the expressions already use those names.
-    pub fn element_vars(&mut self, n: usize, exprs: &[&Expr]) -> Vec<String> {
-        let taken = names_used(exprs);
-        let mut out: Vec<String> = Vec::new();
-        for k in 0..n {
-            let mut name = loop_var_name(k).to_string();
-            let mut s = 2;
-            while taken.contains(&name) || out.contains(&name) {
-                name = format!("{}_{s}", loop_var_name(k));
-                s += 1;
-            }
-            out.push(name);
-        }
-        out
-    }
-
-    /// A name for a kernel-local variable: `base`, or `base_2`, … when the
-    /// kernel's other code or the function's own names already use it.
-    pub fn local_name(&self, base: &str, taken: &HashSet<String>) -> String {
-        let mut name = base.to_string();
-        let mut k = 2;
-        while taken.contains(&name) || RESERVED.contains(&name.as_str()) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        name
-    }
-
-    /// A kernel name: `{function}_{what}`, unique in the module and file.
-    pub fn kernel_name(&mut self, what: &str) -> String {
-        let base = if what.is_empty() {
-            format!("{}_kernel", self.fn_name)
-        } else {
-            format!("{}_{what}", self.fn_name)
-        };
-        self.fresh(&base)
-    }
-
-    /// Whether `name` is a scalar argument that callers pass as a Python
-    /// `int`, `float` or `bool` (signature `int64`, `float64`, `boolean`):
-    /// such a value is *weak* in NumPy's promotion, like a literal
-    /// (`img_u8 + delta` stays uint8).
-    fn python_scalar_param(&self, name: &str, t: ScalarType) -> bool {
-        matches!(t, ScalarType::I64 | ScalarType::F64 | ScalarType::Bool)
-            && self
-                .params
-                .iter()
-                .any(|(p, a)| p == name && *a == ArgType::Scalar(t))
-    }
-
-    /// Records the type a variable is given and returns its declared type.
-    pub fn declare_type(&mut self, key: &str, t: ScalarType) -> ScalarType {
-        let seen = self.observed.get(key).map_or(t, |&o| join(o, t));
-        self.observed.insert(key.to_string(), seen);
-        self.types.get(key).copied().unwrap_or(t)
-    }
-
-    /// `declare_type` for a value that may be weak (a Python literal).
-    pub fn declare_type_weak(&mut self, key: &str, t: ScalarType, weak: bool) -> ScalarType {
-        if !weak {
-            return self.declare_type(key, t);
-        }
-        let seen = self.observed_weak.get(key).map_or(t, |&o| join(o, t));
-        self.observed_weak.insert(key.to_string(), seen);
-        let now = match self.observed.get(key) {
-            Some(&strong) => crate::ir_util::promote(seen, true, strong, false),
-            None => seen,
-        };
-        self.types.get(key).copied().unwrap_or(now)
-    }
-
-    /// Every name's type after this pass: strong values join; weak ones
-    /// take the strong type when there is one (NumPy 2's promotion).
-    pub fn observed_types(&self) -> HashMap<String, ScalarType> {
-        let mut all = self.observed.clone();
-        for (k, &w) in &self.observed_weak {
-            let t = match all.get(k) {
-                Some(&strong) => crate::ir_util::promote(w, true, strong, false),
-                None => w,
-            };
-            all.insert(k.clone(), t);
-        }
-        all
-    }
-
     // ---------------------------------------------------------------
     // Names
     // ---------------------------------------------------------------
@@ -510,7 +93,7 @@ impl<'a> Lowerer<'a> {
     fn lookup(&mut self, r: &mut Region, name: &str, line: u32) -> Lower<Val> {
         if let Some(sel) = self.masked.get(name) {
             return refuse(
-                crate::rewrites::masked::NAME,
+                crate::lower::masked::NAME,
                 line,
                 format!(
                     "`{name}` is a boolean-mask selection (line {}): port takes it only reduced whole (`sum`, `mean`, `max`, `min`, `prod`, `any`, `all`, `len`, `.size`), not compacted into an array",
@@ -554,14 +137,14 @@ impl<'a> Lowerer<'a> {
                     HostBind::Array(t) => Ok(Val::Array(self.named_array(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),
                     HostBind::Diverged { line: l } => refuse(
-                        crate::rewrites::host_schedule::NAME,
+                        crate::schedule::host_schedule::NAME,
                         line,
                         format!(
                             "`{name}` is read after the `if` at line {l}, whose branches bind it differently (or only one does): give it one value before the `if`"
                         ),
                     ),
                     HostBind::Private { line: l } => refuse(
-                        crate::rewrites::dependences::NAME,
+                        crate::dependences::NAME,
                         line,
                         format!(
                             "`{name}` is read after the parallel loop that assigns it (line {l}): its value would be the last iteration's, which no kernel thread has"
@@ -589,7 +172,7 @@ impl<'a> Lowerer<'a> {
     // Expressions
     // ---------------------------------------------------------------
 
-    pub fn expr(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Val> {
+    fn lift_expr(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Val> {
         let line = self.src.line(e);
         match e {
             ast::Expr::Constant(c) => match &c.value {
@@ -781,7 +364,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A scalar value or a refusal naming the expression.
-    pub fn scalar(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<(Expr, ScalarType)> {
+    fn lift_scalar(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<(Expr, ScalarType)> {
         match self.expr(r, e)? {
             Val::Scalar(x, t, _) => Ok((x, t)),
             _ => refuse(
@@ -792,7 +375,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    pub fn binop(&mut self, op: ast::Operator, a: &Val, b: &Val, line: u32) -> Lower<Val> {
+    fn lift_binop(&mut self, op: ast::Operator, a: &Val, b: &Val, line: u32) -> Lower<Val> {
         use ast::Operator as O;
         let mut failed: Option<&'static str> = None;
         let out = array_expr::map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
@@ -1043,7 +626,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    pub(crate) fn index_item(
+    fn lift_index_item(
         &mut self,
         r: &mut Region,
         c: &ast::Expr,
@@ -1196,7 +779,7 @@ impl<'a> Lowerer<'a> {
         let name = self.src.resolve(&c.func).unwrap_or_default();
         let short = name.rsplit('.').next().unwrap_or(&name).to_string();
         let is_numpy = name.starts_with("numpy.");
-        if is_numpy && out_keyword(c) && takes_out(&short) {
+        if is_numpy && pyast::out_keyword(c) && takes_out(&short) {
             return self.ufunc_into_out(r, c, &short, line);
         }
 
@@ -1208,7 +791,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         if name.starts_with("numpy.") {
-            if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(&name) {
+            if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(&name) {
                 let Some(first) = c.args.first() else {
                     return refuse("frontend", line, format!("`{short}` needs an array"));
                 };
@@ -1222,7 +805,7 @@ impl<'a> Lowerer<'a> {
                 return self.reduce_with(r, op, v, args, &hint, line);
             }
         }
-        if let (Some(op), true) = (crate::rewrites::scan::scan_op(&name), is_numpy) {
+        if let (Some(op), true) = (crate::lower::scan::scan_op(&name), is_numpy) {
             let Some(first) = c.args.first() else {
                 return refuse("frontend", line, format!("`{short}` needs an array"));
             };
@@ -1325,9 +908,9 @@ impl<'a> Lowerer<'a> {
                 return Ok(v);
             }
         }
-        if crate::rewrites::hoist_alloc::is_allocation(&name) {
+        if crate::lower::hoist_alloc::is_allocation(&name) {
             return refuse(
-                crate::rewrites::hoist_alloc::NAME,
+                crate::lower::hoist_alloc::NAME,
                 line,
                 format!(
                     "`{}` allocates an array inside per-thread work: kernels cannot allocate; allocate it outside the loop",
@@ -1340,7 +923,7 @@ impl<'a> Lowerer<'a> {
         if let Some(callee) = self.app_function(&c.func) {
             if !c.keywords.is_empty() {
                 return refuse(
-                    crate::rewrites::app_calls::NAME,
+                    crate::lower::app_calls::NAME,
                     line,
                     format!("`{}` is called with keyword arguments", callee),
                 );
@@ -1415,10 +998,10 @@ impl<'a> Lowerer<'a> {
                 return self.reduce(r, op, Val::Array(av.clone()), line);
             }
         }
-        if let Some(op) = crate::rewrites::scan::scan_op(method) {
+        if let Some(op) = crate::lower::scan::scan_op(method) {
             return self.scan_call(r, op, Val::Array(av.clone()), c, 0, line);
         }
-        if let Some(op) = crate::rewrites::axis_reduction::AxisOp::from_name(method) {
+        if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(method) {
             let args = self.reduction_args(c, 0, av.ndim(), op, line)?;
             let hint = match c.func.as_ref() {
                 ast::Expr::Attribute(a) => pyast::subscript_base(&a.value),
@@ -1556,14 +1139,14 @@ impl<'a> Lowerer<'a> {
             x = x.map(t, |e| cast_to(e, x.elem, t));
         }
         let n = x.shape[1].clone();
-        let args = crate::rewrites::axis_reduction::RedArgs {
+        let args = crate::lower::axis_reduction::RedArgs {
             axes: Some(vec![1]),
             keepdims: true,
             ddof: 0,
         };
         let mean = self.reduce_with(
             r,
-            crate::rewrites::axis_reduction::AxisOp::Plain(Reduce::Mean),
+            crate::lower::axis_reduction::AxisOp::Plain(Reduce::Mean),
             Val::Array(x.clone()),
             args,
             "cov",
@@ -1607,9 +1190,9 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A reduction of an array value to a scalar: a thread-private loop in a
-    /// kernel ([`crate::rewrites::row_reduction`]), a reduction kernel at the
-    /// top level ([`crate::rewrites::whole_reduction`]).
-    pub fn reduce(&mut self, r: &mut Region, op: Reduce, v: Val, line: u32) -> Lower<Val> {
+    /// kernel ([`crate::lower::row_reduction`]), a reduction kernel at the
+    /// top level ([`crate::lower::whole_reduction`]).
+    fn lift_reduce(&mut self, r: &mut Region, op: Reduce, v: Val, line: u32) -> Lower<Val> {
         let av = match v {
             Val::Array(av) => av,
             Val::Scalar(e, t, w) => {
@@ -1635,27 +1218,11 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The function of this file a call refers to, if any.
-    pub fn app_function(&self, func: &ast::Expr) -> Option<String> {
-        let ast::Expr::Name(n) = func else {
-            return None;
-        };
-        let id = n.id.as_str();
-        if self.src.imports.contains_key(id) {
-            return None;
-        }
-        self.src
-            .functions()
-            .iter()
-            .any(|f| f.class.is_none() && f.qualname == id)
-            .then(|| id.to_string())
-    }
-
     // ---------------------------------------------------------------
     // Statements inside kernels and device functions
     // ---------------------------------------------------------------
 
-    pub fn block(&mut self, r: &mut Region, body: &[ast::Stmt]) -> Lower<()> {
+    fn lift_block(&mut self, r: &mut Region, body: &[ast::Stmt]) -> Lower<()> {
         for s in body {
             self.stmt(r, s)?;
         }
@@ -1814,7 +1381,7 @@ impl<'a> Lowerer<'a> {
             ast::Stmt::Return(ret) => {
                 if r.kind != RegionKind::Device {
                     return refuse(
-                        crate::rewrites::grid_stride::NAME,
+                        crate::lower::grid_stride::NAME,
                         line,
                         "`return` inside the parallel loop: each iteration runs on its own thread",
                     );
@@ -2071,22 +1638,18 @@ impl<'a> Lowerer<'a> {
         let rhs = self.expr(r, &a.value)?;
         if r.atomic_stores.contains(&at) {
             let Val::Scalar(Expr::Load(er), et, _) = cur else {
-                return refuse(
-                    crate::rewrites::dependences::NAME,
-                    line,
-                    "atomic update of a slice",
-                );
+                return refuse(crate::dependences::NAME, line, "atomic update of a slice");
             };
             let Val::Scalar(e, t, _) = rhs else {
                 return refuse(
-                    crate::rewrites::dependences::NAME,
+                    crate::dependences::NAME,
                     line,
                     "atomic update with an array",
                 );
             };
             if et == ScalarType::Bool || et.is_complex() {
                 return refuse(
-                    crate::rewrites::dependences::NAME,
+                    crate::dependences::NAME,
                     line,
                     format!(
                         "atomic update of a {} array (numba-cuda has no atomic for it)",
@@ -2101,7 +1664,7 @@ impl<'a> Lowerer<'a> {
             self.note_write(r, &er.array);
             r.push(Stmt::Eval(Expr::Atomic(AtomicOp::Add, er, Box::new(v))));
             self.log.applied(
-                crate::rewrites::dependences::NAME,
+                crate::dependences::NAME,
                 format!(
                     "shared accumulation `{}` as an atomic add (line {line})",
                     self.src.text_of(a.target.as_ref())
@@ -2170,315 +1733,97 @@ impl<'a> Lowerer<'a> {
         r.push(for_range(&ir, start, stop, step, body));
         Ok(())
     }
+}
 
-    /// `range(stop)`, `range(start, stop)`, `range(start, stop, step)` as `i64`.
-    pub fn range_args(
-        &mut self,
-        r: &mut Region,
-        iter: &ast::Expr,
-        line: u32,
-    ) -> Lower<(Expr, Expr, Expr)> {
-        let ast::Expr::Call(c) = iter else {
-            return refuse(
-                crate::rewrites::grid_stride::NAME,
-                line,
-                format!(
-                    "`for … in {}`: only `range(...)` loops become kernel loops",
-                    self.src.text_of(iter)
-                ),
-            );
-        };
-        let name = self.src.resolve(&c.func).unwrap_or_default();
-        if !matches!(name.as_str(), "range" | "numba.prange" | "prange") {
-            return refuse(
-                crate::rewrites::grid_stride::NAME,
-                line,
-                format!(
-                    "`for … in {}`: only `range(...)` loops become kernel loops",
-                    self.src.text_of(iter)
-                ),
-            );
-        }
-        let mut args = Vec::new();
-        for a in &c.args {
-            let (e, t) = self.scalar(r, a)?;
-            if !t.is_int() {
-                return refuse("frontend", line, "`range` of a non-integer");
-            }
-            args.push(cast_to(e, t, ScalarType::I64));
-        }
-        Ok(match args.len() {
-            1 => (i64(0), args.remove(0), i64(1)),
-            2 => {
-                let stop = args.remove(1);
-                (args.remove(0), stop, i64(1))
-            }
-            3 => {
-                if matches!(args[2], Expr::Lit(Literal::I64(0))) {
-                    return refuse("frontend", line, "`range` step of zero");
-                }
-                let step = args.remove(2);
-                let stop = args.remove(1);
-                (args.remove(0), stop, step)
-            }
-            _ => return refuse("frontend", line, "`range` takes 1 to 3 arguments"),
-        })
-    }
+fn reduce_name(name: &str) -> Option<Reduce> {
+    Some(match name {
+        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
+        "numpy.mean" | "numpy.average" => Reduce::Mean,
+        "numpy.max" | "numpy.amax" => Reduce::Max,
+        "numpy.min" | "numpy.amin" => Reduce::Min,
+        "numpy.prod" => Reduce::Prod,
+        _ => return None,
+    })
+}
 
-    // ---------------------------------------------------------------
-    // Kernels
-    // ---------------------------------------------------------------
-
-    /// The parameters a kernel body needs: every array it reads or writes
-    /// and every host scalar it uses, argument order first.
-    pub fn kernel_params(&self, body: &[Stmt], shared: &[String]) -> Vec<Param> {
-        let mut declared: HashSet<String> = shared.iter().cloned().collect();
-        let mut order: Vec<String> = Vec::new();
-        collect_free(body, &mut declared, &mut order);
-        let mut params: Vec<Param> = Vec::new();
-        let push = |name: &str, params: &mut Vec<Param>| {
-            if params.iter().any(|p| p.name == name) {
-                return;
+fn pow(
+    x: Expr,
+    tx: ScalarType,
+    wx: bool,
+    y: Expr,
+    ty: ScalarType,
+    wy: bool,
+    failed: &mut Option<&'static str>,
+) -> (Expr, ScalarType) {
+    let t = promote(tx, wx, ty, wy);
+    let t = if t == ScalarType::Bool {
+        ScalarType::I64
+    } else {
+        t
+    };
+    // Small integer powers: repeated products (exact, like Python).
+    if let Expr::Lit(Literal::I64(k)) = y {
+        if (1..=4).contains(&k) {
+            let b = cast_to(x, tx, t);
+            let mut acc = b.clone();
+            for _ in 1..k {
+                acc = mul(acc, b.clone());
             }
-            let ty = match self.host.get(name) {
-                Some(HostBind::Scalar(t)) => Type::Scalar(*t),
-                Some(HostBind::Array(t)) => Type::Array(*t),
-                _ => match self.params.iter().find(|(p, _)| p == name) {
-                    Some((_, t)) => t.ir(),
-                    None => return,
-                },
-            };
-            params.push(Param {
-                name: name.to_string(),
-                ty,
-            });
-        };
-        for (p, _) in &self.params {
-            if order.contains(p) {
-                push(p, &mut params);
-            }
+            return (acc, t);
         }
-        for n in &order {
-            push(n, &mut params);
-        }
-        params
-    }
-
-    /// Adds a kernel to the module and the launch to the host steps.
-    pub fn add_kernel(
-        &mut self,
-        name: String,
-        body: Vec<Stmt>,
-        shared: Vec<port_codegen::ir::SharedArray>,
-        shape: crate::plan::LaunchShape,
-        doc: String,
-    ) -> Lower<()> {
-        // A kernel of an inlined helper's line (`Line 5 of …`) says whose
-        // line it is.
-        let line: Option<u32> = doc
-            .strip_prefix("Line ")
-            .and_then(|s| s.split(' ').next())
-            .and_then(|n| n.parse().ok());
-        let helper = self
-            .inline_stack
-            .iter()
-            .rev()
-            .find(|(_, (a, b))| line.is_some_and(|l| l >= *a && l <= *b));
-        let doc = match helper {
-            Some((h, _)) => doc.replacen(
-                &format!("of `{}`", self.fn_name),
-                &format!("of `{h}` (inlined into `{}`)", self.fn_name),
-                1,
-            ),
-            None => doc,
-        };
-        self.docs.insert(name.clone(), doc);
-        let shared_names: Vec<String> = shared.iter().map(|s| s.name.clone()).collect();
-        let mut body = body;
-        // A kernel takes no complex scalar: the host passes its parts and
-        // the kernel puts them back together.
-        let mut prelude = Vec::new();
-        let mut params = Vec::new();
-        for p in self.kernel_params(&body, &shared_names) {
-            let t = match p.ty {
-                Type::Scalar(t) if t.is_complex() => t,
-                _ => {
-                    params.push(p);
-                    continue;
-                }
-            };
-            let part_t = t.component();
-            let z = p.name;
-            let (re, im) = (
-                self.fresh(&format!("{z}_re")),
-                self.fresh(&format!("{z}_im")),
-            );
-            for (n, part) in [
-                (&re, port_codegen::ir::Part::Re),
-                (&im, port_codegen::ir::Part::Im),
-            ] {
-                self.steps.push(HostStep::Scalar {
-                    name: n.clone(),
-                    ty: part_t,
-                    value: Expr::Part(part, Box::new(var(&z))),
-                });
-                self.host.insert(n.clone(), HostBind::Scalar(part_t));
-                params.push(Param {
-                    name: n.clone(),
-                    ty: Type::Scalar(part_t),
-                });
-            }
-            prelude.push(let_(
-                &z,
-                t,
-                Expr::Complex(Box::new(var(&re)), Box::new(var(&im))),
-            ));
-        }
-        if !prelude.is_empty() {
-            prelude.append(&mut body);
-            body = prelude;
-        }
-        let args = params.iter().map(|p| p.name.clone()).collect();
-        let shape = self.hostify_launch(shape);
-        self.module.kernels.push(Kernel {
-            name: name.clone(),
-            params,
-            shared,
-            body,
-        });
-        self.flush_guards();
-        self.steps.push(HostStep::Launch {
-            kernel: name,
-            args,
-            shape,
-        });
-        Ok(())
-    }
-
-    fn hostify_launch(&mut self, shape: crate::plan::LaunchShape) -> crate::plan::LaunchShape {
-        use crate::plan::LaunchShape as L;
-        match shape {
-            L::Grid1 { n } => L::Grid1 { n: self.hostify(n) },
-            L::Grid2 { rows, cols } => L::Grid2 {
-                rows: self.hostify(rows),
-                cols: self.hostify(cols),
-            },
-            L::Reduce { n } => L::Reduce { n: self.hostify(n) },
-            L::OneBlock => L::OneBlock,
+        if k == 0 {
+            return (lit(t, 1.0), t);
         }
     }
-
-    /// `hostify` for a value the user's code computes on the host: an
-    /// element of a device array read there (not a reduction's result) is
-    /// refused, since it would be one transfer per element.
-    pub fn host_scalar(&mut self, e: Expr, line: u32) -> Lower<Expr> {
-        // Elements of device arrays the host code reads (`alpha = -r[k]`):
-        // each read back on its own, one element.
-        let mut reads: Vec<port_codegen::ir::ElemRef> = Vec::new();
-        port_codegen::ir::walk_expr(&e, &mut |x| {
-            if let Expr::Load(er) = x {
-                let is_acc = self.accs.contains(&er.array)
-                    || self.host.values().any(
-                        |b| matches!(b, HostBind::DeviceScalar { acc, .. } if *acc == er.array),
-                    );
-                if !is_acc && !reads.contains(er) {
-                    reads.push(er.clone());
-                }
-            }
-        });
-        let mut map: Vec<(port_codegen::ir::ElemRef, String)> = Vec::new();
-        for er in reads {
-            let nested = er.indices.iter().any(|i| {
-                let mut any = false;
-                port_codegen::ir::walk_expr(i, &mut |x| any |= matches!(x, Expr::Load(_)));
-                any
-            });
-            let ty = match self.host.get(&er.array) {
-                Some(HostBind::Array(t)) => Some(t.elem),
-                _ => match self.params.iter().find(|(p, _)| *p == er.array) {
-                    Some((_, crate::types::ArgType::Array(t))) => Some(t.elem),
-                    _ => None,
-                },
-            };
-            let Some(ty) = ty.filter(|_| !nested) else {
-                return refuse(
-                    crate::rewrites::host_schedule::NAME,
-                    line,
-                    format!(
-                        "an element of `{}` read on the host at an index port cannot compute there",
-                        er.array
-                    ),
-                );
-            };
-            let name = self.fresh(&format!("{}_at", sanitize(&er.array)));
-            self.steps.push(HostStep::ReadElement {
-                name: name.clone(),
-                ty,
-                array: er.array.clone(),
-                index: er.indices.clone(),
-            });
-            self.host.insert(name.clone(), HostBind::Scalar(ty));
-            self.tiny.insert(name.clone(), line);
-            map.push((er, name));
-        }
-        let e = if map.is_empty() {
-            e
-        } else {
-            crate::ir_util::map_expr(&e, &|x| match x {
-                Expr::Load(er) => map.iter().find(|(r, _)| r == er).map(|(_, n)| var(n)),
-                _ => None,
-            })
-        };
-        Ok(self.hostify(e))
-    }
-
-    /// A host expression: device scalars it reads are brought back first.
-    pub fn hostify(&mut self, e: Expr) -> Expr {
-        let mut accs: Vec<String> = Vec::new();
-        port_codegen::ir::walk_expr(&e, &mut |x| {
-            if let Expr::Load(er) = x {
-                if !accs.contains(&er.array) {
-                    accs.push(er.array.clone());
-                }
-            }
-        });
-        let mut map: HashMap<String, String> = HashMap::new();
-        for acc in accs {
-            let (pyname, ty) = match self.host.iter().find_map(|(k, b)| match b {
-                HostBind::DeviceScalar { acc: a, ty } if *a == acc => Some((k.clone(), *ty)),
-                _ => None,
-            }) {
-                Some(x) => x,
-                None => {
-                    let ty = match self.host.get(&acc) {
-                        Some(HostBind::Array(t)) => t.elem,
-                        _ => ScalarType::F64,
-                    };
-                    (acc.clone(), ty)
-                }
-            };
-            // The Python name now holds the value on the host.
-            let host_name = if pyname == acc {
-                let base = acc.split("_acc").next().unwrap_or(&acc).to_string();
-                self.fresh(&base)
+    if let Expr::Lit(Literal::F64(v)) = y {
+        if v == 2.0 {
+            let ft = if t.is_float() || t.is_complex() {
+                t
             } else {
-                pyname.clone()
+                ScalarType::F64
             };
-            self.steps.push(HostStep::ReadBack {
-                name: host_name.clone(),
-                ty,
-                array: acc.clone(),
-            });
-            self.host.insert(host_name.clone(), HostBind::Scalar(ty));
-            map.insert(acc, host_name);
+            let b = cast_to(x, tx, ft);
+            return (mul(b.clone(), b), ft);
         }
-        if map.is_empty() {
-            return e;
+    }
+    if t.is_int() {
+        *failed = Some("an integer power with a variable or negative exponent");
+        return (x, t);
+    }
+    (
+        math(
+            port_codegen::ir::MathFn::Pow,
+            vec![cast_to(x, tx, t), cast_to(y, ty, t)],
+        ),
+        t,
+    )
+}
+
+fn has_load(e: &Expr) -> bool {
+    let mut found = false;
+    port_codegen::ir::walk_expr(e, &mut |x| found |= matches!(x, Expr::Load(_)));
+    found
+}
+
+fn is_simple(e: &Expr) -> bool {
+    matches!(e, Expr::Var(_) | Expr::Lit(_))
+}
+
+fn construct_name(e: &ast::Expr) -> &'static str {
+    match e {
+        ast::Expr::Lambda(_) => "lambdas",
+        ast::Expr::ListComp(_) | ast::Expr::SetComp(_) | ast::Expr::DictComp(_) => "comprehensions",
+        ast::Expr::GeneratorExp(_) => "generator expressions",
+        ast::Expr::List(_) => "lists",
+        ast::Expr::Dict(_) => "dicts",
+        ast::Expr::Set(_) => "sets",
+        ast::Expr::JoinedStr(_) | ast::Expr::FormattedValue(_) => "f-strings",
+        ast::Expr::Starred(_) => "starred expressions",
+        ast::Expr::Yield(_) | ast::Expr::YieldFrom(_) | ast::Expr::Await(_) => {
+            "generators and coroutines"
         }
-        crate::ir_util::map_expr(&e, &|x| match x {
-            Expr::Load(er) => map.get(&er.array).map(|n| var(n)),
-            _ => None,
-        })
+        ast::Expr::NamedExpr(_) => "assignment expressions",
+        _ => "such expressions",
     }
 }
 
@@ -2538,11 +1883,6 @@ impl Lowerer<'_> {
         self.log.applied(array_expr::NAME, what);
         Ok(Some(v))
     }
-}
-
-/// Whether a call's only keyword is `out=`.
-pub(crate) fn out_keyword(c: &ast::ExprCall) -> bool {
-    matches!(c.keywords.as_slice(), [k] if k.arg.as_deref() == Some("out"))
 }
 
 /// The elementwise NumPy functions whose `out=` port writes.
@@ -2623,299 +1963,4 @@ fn arithmetic_ufunc(short: &str) -> Option<ast::Operator> {
         "right_shift" => O::RShift,
         _ => return None,
     })
-}
-
-/// Reductions port rewrites.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduce {
-    Sum,
-    Mean,
-    Max,
-    Min,
-    Prod,
-}
-
-impl Reduce {
-    pub fn op(self) -> RedOp {
-        match self {
-            Reduce::Sum | Reduce::Mean => RedOp::Sum,
-            Reduce::Max => RedOp::Max,
-            Reduce::Min => RedOp::Min,
-            Reduce::Prod => RedOp::Prod,
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            Reduce::Sum => "sum",
-            Reduce::Mean => "mean",
-            Reduce::Max => "max",
-            Reduce::Min => "min",
-            Reduce::Prod => "prod",
-        }
-    }
-}
-
-fn reduce_name(name: &str) -> Option<Reduce> {
-    Some(match name {
-        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
-        "numpy.mean" | "numpy.average" => Reduce::Mean,
-        "numpy.max" | "numpy.amax" => Reduce::Max,
-        "numpy.min" | "numpy.amin" => Reduce::Min,
-        "numpy.prod" => Reduce::Prod,
-        _ => return None,
-    })
-}
-
-/// The identity of a reduction operator for type `t`.
-pub fn identity(op: RedOp, t: ScalarType) -> Expr {
-    match op {
-        RedOp::Sum => lit(t, 0.0),
-        RedOp::Prod => lit(t, 1.0),
-        RedOp::Max => match t {
-            ScalarType::I32 => i32(i32::MIN),
-            ScalarType::I64 => i64(i64::MIN),
-            t if t.is_unsigned() => lit(t, 0.0),
-            t if t.is_int() => lit(t, -(2f64.powi(t.bits() as i32 - 1))),
-            _ => lit(t, f64::NEG_INFINITY),
-        },
-        RedOp::Min => match t {
-            ScalarType::I32 => i32(i32::MAX),
-            ScalarType::I64 => i64(i64::MAX),
-            // All ones: the largest unsigned value.
-            t if t.is_unsigned() => cast(t, i64(-1)),
-            t if t.is_int() => lit(t, 2f64.powi(t.bits() as i32 - 1) - 1.0),
-            _ => lit(t, f64::INFINITY),
-        },
-    }
-}
-
-/// `acc op x`.
-pub fn combine(op: RedOp, acc: Expr, x: Expr) -> Expr {
-    match op {
-        RedOp::Sum => add(acc, x),
-        RedOp::Prod => mul(acc, x),
-        RedOp::Max => binary(BinOp::Max, acc, x),
-        RedOp::Min => binary(BinOp::Min, acc, x),
-    }
-}
-
-fn pow(
-    x: Expr,
-    tx: ScalarType,
-    wx: bool,
-    y: Expr,
-    ty: ScalarType,
-    wy: bool,
-    failed: &mut Option<&'static str>,
-) -> (Expr, ScalarType) {
-    let t = promote(tx, wx, ty, wy);
-    let t = if t == ScalarType::Bool {
-        ScalarType::I64
-    } else {
-        t
-    };
-    // Small integer powers: repeated products (exact, like Python).
-    if let Expr::Lit(Literal::I64(k)) = y {
-        if (1..=4).contains(&k) {
-            let b = cast_to(x, tx, t);
-            let mut acc = b.clone();
-            for _ in 1..k {
-                acc = mul(acc, b.clone());
-            }
-            return (acc, t);
-        }
-        if k == 0 {
-            return (lit(t, 1.0), t);
-        }
-    }
-    if let Expr::Lit(Literal::F64(v)) = y {
-        if v == 2.0 {
-            let ft = if t.is_float() || t.is_complex() {
-                t
-            } else {
-                ScalarType::F64
-            };
-            let b = cast_to(x, tx, ft);
-            return (mul(b.clone(), b), ft);
-        }
-    }
-    if t.is_int() {
-        *failed = Some("an integer power with a variable or negative exponent");
-        return (x, t);
-    }
-    (
-        math(
-            port_codegen::ir::MathFn::Pow,
-            vec![cast_to(x, tx, t), cast_to(y, ty, t)],
-        ),
-        t,
-    )
-}
-
-fn has_load(e: &Expr) -> bool {
-    let mut found = false;
-    port_codegen::ir::walk_expr(e, &mut |x| found |= matches!(x, Expr::Load(_)));
-    found
-}
-
-fn is_simple(e: &Expr) -> bool {
-    matches!(e, Expr::Var(_) | Expr::Lit(_))
-}
-
-/// Python identifiers that clash with IR or emitted-Python names get a `_`.
-pub fn sanitize(name: &str) -> String {
-    let clash = RESERVED.contains(&name)
-        || ScalarType::from_name(name).is_some()
-        || port_codegen::ir::MathFn::from_name(name).is_some()
-        || name.starts_with("__");
-    if clash {
-        format!("{}_", name.trim_start_matches('_'))
-    } else {
-        name.to_string()
-    }
-}
-
-/// Names of element-loop variables: i, j, k, then l, m.
-pub fn loop_var_name(k: usize) -> &'static str {
-    ["i", "j", "k", "l", "m"].get(k).copied().unwrap_or("n")
-}
-
-fn construct_name(e: &ast::Expr) -> &'static str {
-    match e {
-        ast::Expr::Lambda(_) => "lambdas",
-        ast::Expr::ListComp(_) | ast::Expr::SetComp(_) | ast::Expr::DictComp(_) => "comprehensions",
-        ast::Expr::GeneratorExp(_) => "generator expressions",
-        ast::Expr::List(_) => "lists",
-        ast::Expr::Dict(_) => "dicts",
-        ast::Expr::Set(_) => "sets",
-        ast::Expr::JoinedStr(_) | ast::Expr::FormattedValue(_) => "f-strings",
-        ast::Expr::Starred(_) => "starred expressions",
-        ast::Expr::Yield(_) | ast::Expr::YieldFrom(_) | ast::Expr::Await(_) => {
-            "generators and coroutines"
-        }
-        ast::Expr::NamedExpr(_) => "assignment expressions",
-        _ => "such expressions",
-    }
-}
-
-pub fn stmt_name(s: &ast::Stmt) -> &'static str {
-    match s {
-        ast::Stmt::With(_) | ast::Stmt::AsyncWith(_) => "a `with` block",
-        ast::Stmt::Try(_) | ast::Stmt::TryStar(_) => "`try`/`except`",
-        ast::Stmt::Raise(_) => "`raise`",
-        ast::Stmt::FunctionDef(_) | ast::Stmt::AsyncFunctionDef(_) => "a nested function",
-        ast::Stmt::ClassDef(_) => "a class definition",
-        ast::Stmt::Global(_) | ast::Stmt::Nonlocal(_) => "`global`/`nonlocal`",
-        ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => "an import",
-        ast::Stmt::Delete(_) => "`del`",
-        ast::Stmt::Match(_) => "`match`",
-        ast::Stmt::While(_) => "a `while` loop",
-        ast::Stmt::If(_) => "an `if`",
-        _ => "this statement",
-    }
-}
-
-/// Free variables and arrays of a kernel body, in order of first use.
-fn collect_free(body: &[Stmt], declared: &mut HashSet<String>, order: &mut Vec<String>) {
-    let note = |name: &str, declared: &HashSet<String>, order: &mut Vec<String>| {
-        if !declared.contains(name) && !order.iter().any(|o| o == name) {
-            order.push(name.to_string());
-        }
-    };
-    let exprs = |e: &Expr, declared: &HashSet<String>, order: &mut Vec<String>| {
-        port_codegen::ir::walk_expr(e, &mut |x| match x {
-            Expr::Var(n) => note(n, declared, order),
-            Expr::Shape { array, .. } => note(array, declared, order),
-            Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => {
-                note(&r.array, declared, order)
-            }
-            _ => {}
-        });
-    };
-    for s in body {
-        match s {
-            Stmt::Let { name, init, .. } => {
-                exprs(init, declared, order);
-                declared.insert(name.clone());
-            }
-            Stmt::Assign { value, .. } => exprs(value, declared, order),
-            Stmt::Store { target, value } => {
-                let as_load = Expr::Load(target.clone());
-                exprs(&as_load, declared, order);
-                exprs(value, declared, order);
-            }
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
-                exprs(cond, declared, order);
-                let mut d1 = declared.clone();
-                collect_free(then_body, &mut d1, order);
-                let mut d2 = declared.clone();
-                collect_free(else_body, &mut d2, order);
-            }
-            Stmt::While { cond, body } => {
-                exprs(cond, declared, order);
-                let mut d = declared.clone();
-                collect_free(body, &mut d, order);
-            }
-            Stmt::For {
-                var: v,
-                start,
-                stop,
-                step,
-                body,
-            } => {
-                exprs(start, declared, order);
-                exprs(stop, declared, order);
-                exprs(step, declared, order);
-                let mut d = declared.clone();
-                d.insert(v.clone());
-                collect_free(body, &mut d, order);
-            }
-            Stmt::ParallelFor(p) => {
-                for e in &p.extents {
-                    exprs(e, declared, order);
-                }
-                let mut d = declared.clone();
-                d.extend(p.vars.iter().cloned());
-                collect_free(&p.body, &mut d, order);
-            }
-            Stmt::Return(Some(e)) | Stmt::Eval(e) => exprs(e, declared, order),
-            Stmt::Return(None) | Stmt::Break | Stmt::Continue | Stmt::Barrier => {}
-        }
-    }
-}
-
-/// A module constant as a value.
-pub fn const_val(c: Const) -> Val {
-    match c {
-        Const::Int(i) => Val::Scalar(i64(i), ScalarType::I64, true),
-        Const::Float(f) => Val::Scalar(f64(f), ScalarType::F64, true),
-        Const::Float32(f) => Val::scalar(f32(f), ScalarType::F32),
-        Const::Bool(b) => Val::Scalar(bool(b), ScalarType::Bool, true),
-    }
-}
-
-/// Every variable and array name the expressions mention: loop variables
-/// chosen for new loops must avoid them.
-fn names_used(exprs: &[&Expr]) -> HashSet<String> {
-    let mut taken = HashSet::new();
-    for e in exprs {
-        port_codegen::ir::walk_expr(e, &mut |x| match x {
-            Expr::Var(v) => {
-                taken.insert(v.clone());
-            }
-            Expr::Shape { array, .. } => {
-                taken.insert(array.clone());
-            }
-            Expr::Load(r) => {
-                taken.insert(r.array.clone());
-            }
-            _ => {}
-        });
-    }
-    taken
 }
