@@ -92,6 +92,32 @@ fn a_compacted_mask_selection_is_refused_naming_it() {
     );
 }
 
+/// An object-mode function is refused for what port cannot take (setting
+/// `.shape`), not for what only Numba lacks (`np.mgrid`, which port plans).
+#[test]
+fn an_object_refusal_lists_only_what_port_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "grid_reshaped_in_place",
+            &f,
+            "--signature",
+            "int64, int64",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let reasons = j["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert_eq!(reasons[0]["line"], 59, "{reasons:?}");
+    assert!(reasons[0]["message"].as_str().unwrap().contains("PORT104"));
+}
+
 #[test]
 fn a_recurrence_is_refused_with_its_line() {
     let tmp = tempfile::tempdir().unwrap();

@@ -794,6 +794,20 @@ mod dtypes {
     }
 }
 
+/// Idioms around the array code (fixtures/migrate/programs_idioms.py):
+/// `np.asarray` of the arguments, `np.empty(image.shape[:2])`, a parallel
+/// loop that counts down.
+mod idioms {
+    use super::verified;
+
+    program_in! {
+        "migrate/programs_idioms.py";
+        power_spectrum: "float64[:], float32[:]",
+        luminance: "float64[:,:,:]",
+        reverse_scaled: "float64[:], float64",
+    }
+}
+
 /// NumPy's ufuncs called by name and their `.outer` forms
 /// (fixtures/migrate/programs_ufuncs.py); `xorshift_rounds` gives uint64
 /// results past 2**63, compared exactly.

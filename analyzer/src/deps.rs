@@ -251,15 +251,26 @@ fn check_loop(
             Stmt::For(fo) => vec![fo.target.as_ref()],
             _ => vec![],
         };
+        // The names a target binds: `a`, `a, b`, not the names inside a
+        // subscript (`out[n - 1 - k] = …` binds nothing; `n` is read).
+        fn bound<'t>(t: &'t Expr, out: &mut Vec<&'t str>) {
+            match t {
+                Expr::Name(n) => out.push(n.id.as_str()),
+                Expr::Tuple(tu) => tu.elts.iter().for_each(|e| bound(e, out)),
+                Expr::List(l) => l.elts.iter().for_each(|e| bound(e, out)),
+                Expr::Starred(st) => bound(&st.value, out),
+                _ => {}
+            }
+        }
         for t in targets {
-            walk_expr(t, &mut |e| {
-                if let Expr::Name(n) = e {
-                    assigned
-                        .entry(n.id.to_string())
-                        .or_default()
-                        .push(m.line_of(s.start()));
-                }
-            });
+            let mut names = Vec::new();
+            bound(t, &mut names);
+            for n in names {
+                assigned
+                    .entry(n.to_string())
+                    .or_default()
+                    .push(m.line_of(s.start()));
+            }
         }
     });
     assigned.remove(i);

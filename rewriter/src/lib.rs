@@ -205,10 +205,21 @@ pub fn plan_parsed(
             } else {
                 Severity::Blocker
             };
+            // What port itself would take (Numba's argument-level and list
+            // gaps, helper calls, GPU blockers the planner decides) is not
+            // a reason to refuse: list only what stops it here, so the user
+            // is not sent to rewrite `np.mgrid` when `x.shape = …` is the
+            // problem.
+            let takeable = |f: &&port_analyzer::Finding| {
+                rep.verdict == Verdict::Object
+                    && (f.severity == Severity::Blocker
+                        || port_analyzer::rules::planner_may_take(std::slice::from_ref(*f)))
+            };
             let reasons: Vec<Reason> = rep
                 .findings
                 .iter()
                 .filter(|f| f.severity == wanted || f.severity == Severity::Blocker)
+                .filter(|f| !takeable(f))
                 .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
                 .collect();
             let reasons = if reasons.is_empty() {

@@ -539,6 +539,55 @@ impl<'a> Lowerer<'a> {
     ) -> Lower<Val> {
         match base {
             Val::Tuple(items) => {
+                // `x.shape[:2]`, `x.shape[1:]`, `x.shape[::-1]`: Python's
+                // slice of the tuple, with constant bounds.
+                if let ast::Expr::Slice(sl) = slice {
+                    let n = items.len() as i64;
+                    let bound = |b: &Option<Box<ast::Expr>>| -> Result<Option<i64>, ()> {
+                        match b.as_deref() {
+                            None => Ok(None),
+                            Some(e) => match self.src.eval_const(e) {
+                                Some(Const::Int(k)) => Ok(Some(k)),
+                                _ => Err(()),
+                            },
+                        }
+                    };
+                    let (Ok(lo), Ok(hi), Ok(step)) =
+                        (bound(&sl.lower), bound(&sl.upper), bound(&sl.step))
+                    else {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "a slice of a tuple (like `x.shape[:k]`) with bounds that are not constants",
+                        );
+                    };
+                    let step = step.unwrap_or(1);
+                    if step == 0 {
+                        return refuse(
+                            "frontend",
+                            line,
+                            "a slice step of 0 (Python raises ValueError)",
+                        );
+                    }
+                    // Python's slice.indices(n).
+                    let clamp = |v: Option<i64>, dflt: i64, lo_b: i64, hi_b: i64| match v {
+                        None => dflt,
+                        Some(v) if v < 0 => (v + n).max(lo_b),
+                        Some(v) => v.min(hi_b),
+                    };
+                    let (start, stop) = if step > 0 {
+                        (clamp(lo, 0, 0, n), clamp(hi, n, 0, n))
+                    } else {
+                        (clamp(lo, n - 1, -1, n - 1), clamp(hi, -1, -1, n - 1))
+                    };
+                    let mut out = Vec::new();
+                    let mut k = start;
+                    while (step > 0 && k < stop) || (step < 0 && k > stop) {
+                        out.push(items[k as usize].clone());
+                        k += step;
+                    }
+                    return Ok(Val::Tuple(out));
+                }
                 let k = match self.src.eval_const(slice) {
                     Some(Const::Int(k)) => k,
                     _ => {
@@ -851,6 +900,38 @@ impl<'a> Lowerer<'a> {
                 return Ok(v);
             }
         }
+        // `np.asarray(x)` of an array is `x` itself (a view stays a view);
+        // with `dtype=` it is `x.astype(dtype)` when the type differs.
+        if matches!(
+            name.as_str(),
+            "numpy.asarray" | "numpy.asanyarray" | "numpy.ascontiguousarray"
+        ) && c.args.len() == 1
+            && c.keywords.iter().all(|k| k.arg.as_deref() == Some("dtype"))
+        {
+            if let Val::Array(av) = self.expr(r, &c.args[0])? {
+                let to = match c.keywords.first() {
+                    Some(k) => Some(self.dtype_value(r, &k.value).ok_or_else(|| {
+                        Box::new(crate::error::Reason::new(
+                            "frontend",
+                            line,
+                            format!(
+                                "`{}`: a dtype port does not know",
+                                self.src.text_of(&k.value)
+                            ),
+                        ))
+                    })?),
+                    None => None,
+                };
+                self.log.applied(
+                    array_expr::NAME,
+                    format!("`np.{short}` of an array is the array (line {line})"),
+                );
+                return Ok(Val::Array(match to {
+                    Some(t) if t != av.elem => av.map(t, |e| cast_to(e, av.elem, t)),
+                    _ => av,
+                }));
+            }
+        }
         if matches!(name.as_str(), "numpy.convolve" | "numpy.correlate") {
             return self.convolve(r, &name, c, line);
         }
@@ -909,12 +990,22 @@ impl<'a> Lowerer<'a> {
             }
         }
         if crate::lower::hoist_alloc::is_allocation(&name) {
+            let why = if r.kind == RegionKind::Host {
+                "port takes this allocation only as the value of a statement of its own (`a = np.zeros(…)`) or as an array template; bind it to a name first"
+            } else {
+                "kernels cannot allocate; allocate it outside the loop"
+            };
             return refuse(
                 crate::lower::hoist_alloc::NAME,
                 line,
                 format!(
-                    "`{}` allocates an array inside per-thread work: kernels cannot allocate; allocate it outside the loop",
-                    self.src.text_of(c)
+                    "`{}` allocates an array{}: {why}",
+                    self.src.text_of(c),
+                    if r.kind == RegionKind::Host {
+                        ""
+                    } else {
+                        " inside per-thread work"
+                    }
                 ),
             );
         }

@@ -530,3 +530,31 @@ fn arrays_of_a_time_loop_are_allocated_once() {
         assert!(before.contains(&name), "{name} not hoisted: {before:?}");
     }
 }
+
+/// A helper called per element of a comprehension at host level is
+/// refused at its line (it was inlined again and again, until the stack
+/// overflowed).
+#[test]
+fn a_helper_inside_a_comprehension_is_refused_not_inlined_forever() {
+    let src = "import numpy as np\n\ndef g(x):\n    return x\n\ndef f(X):\n    return np.array([g(x) for x in X])\n";
+    let Outcome::Refused(r) = migrate_src(src, "f", "float64[:]") else {
+        panic!("migrated")
+    };
+    assert_eq!(r[0].line, 7, "{r:?}");
+    assert!(r[0].message.contains("comprehension"), "{r:?}");
+}
+
+/// A name bound to a view in one loop and to a new array in the next is
+/// refused as what it is.
+#[test]
+fn a_view_rebound_to_a_new_array_says_so() {
+    let src = "import numpy as np\n\ndef f(d, out, last):\n    for k in range(d.shape[2]):\n        col = d[:, :, k]\n        last[:] = col\n        out[:, :, k] = col\n    for k in range(d.shape[2]):\n        col = d[:, :, k] - 0.5 * last\n        last[:] = col\n        out[:, :, k] = col\n";
+    let Outcome::Refused(r) = migrate_src(src, "f", "float64[:,:,:], float64[:,:,:], float64[:,:]")
+    else {
+        panic!("migrated")
+    };
+    assert!(
+        r[0].message.contains("from a view of `d` to a new array"),
+        "{r:?}"
+    );
+}

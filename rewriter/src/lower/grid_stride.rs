@@ -322,6 +322,11 @@ impl Lowerer<'_> {
         }
         let mut args = Vec::new();
         for a in &c.args {
+            // `-1` is a constant, not the negation of one.
+            if let Some(crate::source::Const::Int(k)) = self.src.eval_const(a) {
+                args.push(i64(k));
+                continue;
+            }
             let (e, t) = self.scalar(r, a)?;
             if !t.is_int() {
                 return refuse("frontend", line, "`range` of a non-integer");

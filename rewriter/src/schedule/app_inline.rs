@@ -248,6 +248,15 @@ impl Lowerer<'_> {
             if cx.unused.is_some() {
                 return Ok(None);
             }
+            // Every call was replaced by its value; one left (where the
+            // walk does not reach) would be inlined again, forever.
+            if self.stmt_calls_app(&stmt) {
+                return refuse(
+                    NAME,
+                    line,
+                    "a helper called where port cannot put its body (inside a comprehension or lambda): call it in a statement of its own",
+                );
+            }
             self.host_block(r, std::slice::from_ref(&stmt))
         })();
         res.map_err(|why| at_call_site(why, &cx.frames))
@@ -280,6 +289,24 @@ impl Lowerer<'_> {
                     ),
                 );
             }
+        }
+        if matches!(
+            e,
+            ast::Expr::ListComp(_)
+                | ast::Expr::SetComp(_)
+                | ast::Expr::DictComp(_)
+                | ast::Expr::GeneratorExp(_)
+                | ast::Expr::Lambda(_)
+        ) && self.expr_calls_app(e)
+        {
+            return refuse(
+                NAME,
+                self.src.line(e),
+                format!(
+                    "`{}`: a helper called once per element of a comprehension, from the host; call it on the whole array, or write the loop over the elements",
+                    self.src.text_of(e)
+                ),
+            );
         }
         let callee = match e {
             ast::Expr::Call(c) => self.app_function(&c.func),

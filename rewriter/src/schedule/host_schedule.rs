@@ -579,6 +579,21 @@ impl Lowerer<'_> {
                     self.host.insert(name.to_string(), HostBind::Array(ty));
                     return Ok(());
                 }
+                Some(HostBind::View(v)) if v.elem == ty.elem && v.ndim() == ty.ndim as usize => {
+                    let of = v
+                        .reads()
+                        .into_iter()
+                        .next()
+                        .map(|a| format!(" of `{a}`"))
+                        .unwrap_or_default();
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{name}` is rebound inside a loop or `if` from a view{of} to a new array: port cannot turn a view into a run-time binding yet; give the new array a name of its own"
+                        ),
+                    );
+                }
                 Some(_) => {
                     return refuse(
                         NAME,
