@@ -31,6 +31,22 @@ pub struct OriginalRun {
     pub calls: Option<u64>,
     /// Why it went through `np.vectorize`, when it did.
     pub why_vectorized: Option<String>,
+    /// For a run in extended precision ([`run_original_extended`]): what
+    /// came back wider than float64.
+    pub extended: Option<Extended>,
+}
+
+/// What an extended-precision run of the original computed in extended
+/// precision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extended {
+    /// `np.longdouble`'s significand (64 on x86-64's 80-bit format).
+    pub significand_bits: u32,
+    /// Per argument: whether the array came back as `np.longdouble` /
+    /// `np.clongdouble` (`None` for scalars).
+    pub wider_args: Vec<Option<bool>>,
+    /// Per return value: the same.
+    pub wider_returns: Vec<bool>,
 }
 
 /// How the helper calls the original.
@@ -158,24 +174,80 @@ pub fn run_original(
     repeats: usize,
     app_output: Option<&Path>,
 ) -> Result<OriginalRun, VerifyError> {
+    let target = Target {
+        python,
+        file,
+        qualname,
+        call,
+    };
+    run_helper(&target, input_dir, work, repeats, app_output, false)
+}
+
+/// [`run_original`] once more, untimed, in extended precision: the
+/// helper widens the float64 and complex128 inputs to `np.longdouble` /
+/// `np.clongdouble` and narrows what comes back, so the results read as
+/// float64 and [`OriginalRun::extended`] says which were computed wider.
+/// What it prints is dropped. Where the original refuses the wider dtypes
+/// (`np.linalg` does), or `np.longdouble` is float64 on this machine, the
+/// error is [`VerifyError::OriginalFailed`] with the reason.
+pub fn run_original_extended(
+    python: &Path,
+    file: &Path,
+    qualname: &str,
+    input_dir: &Path,
+    work: &Path,
+    call: Call,
+) -> Result<OriginalRun, VerifyError> {
+    let target = Target {
+        python,
+        file,
+        qualname,
+        call,
+    };
+    run_helper(&target, input_dir, work, 0, None, true)
+}
+
+/// Which function the helper calls, how, and with which Python.
+struct Target<'a> {
+    python: &'a Path,
+    file: &'a Path,
+    qualname: &'a str,
+    call: Call,
+}
+
+fn run_helper(
+    target: &Target,
+    input_dir: &Path,
+    work: &Path,
+    repeats: usize,
+    app_output: Option<&Path>,
+    extended: bool,
+) -> Result<OriginalRun, VerifyError> {
+    let Target {
+        python,
+        file,
+        qualname,
+        call,
+    } = *target;
     let helper = helper_path(work)?;
-    let out = work.join("original");
+    let out = work.join(if extended { "extended" } else { "original" });
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
     let mode = call.mode();
     let repeats = repeats.to_string();
-    let o = python_cmd(
-        python,
-        &[
-            helper.as_os_str(),
-            mode.as_ref(),
-            file.as_os_str(),
-            qualname.as_ref(),
-            input_dir.as_os_str(),
-            out.as_os_str(),
-            repeats.as_ref(),
-        ],
-    )?;
+    let mut argv: Vec<&std::ffi::OsStr> = vec![
+        helper.as_os_str(),
+        mode.as_ref(),
+        file.as_os_str(),
+        qualname.as_ref(),
+        input_dir.as_os_str(),
+        out.as_os_str(),
+        repeats.as_ref(),
+    ];
+    if extended {
+        argv.push("extended".as_ref());
+    }
+    let o = python_cmd(python, &argv)?;
     save_app_output(app_output, &o.stdout)?;
     if !o.status.success() {
         let msg = last_line(&o.stderr);
@@ -231,6 +303,17 @@ pub fn run_original(
         },
         calls: v["calls"].as_u64(),
         why_vectorized: v["why_vectorized"].as_str().map(str::to_string),
+        extended: v.get("extended").map(|x| Extended {
+            significand_bits: x["significand_bits"].as_u64().unwrap_or(0) as u32,
+            wider_args: x["wider"]["args"]
+                .as_array()
+                .map(|a| a.iter().map(serde_json::Value::as_bool).collect())
+                .unwrap_or_default(),
+            wider_returns: x["wider"]["returns"]
+                .as_array()
+                .map(|a| a.iter().map(|w| w.as_bool() == Some(true)).collect())
+                .unwrap_or_default(),
+        }),
     })
 }
 
