@@ -350,6 +350,6 @@ fn an_inconclusive_migration_shows_its_reason_and_is_not_migrated() {
     assert!(html.contains("migration inconclusive"));
     // A baseline saved now does not list it as verified.
     let s = PortState::load(&tmp.path().join(".port")).unwrap();
-    let b = port_reports::Baseline::new(&s.analysis, r.coverage.clone(), &s.migrations);
+    let b = port_reports::Baseline::new(&s.analysis, r.coverage, &s.migrations);
     assert!(b.verified.is_empty(), "{:?}", b.verified);
 }

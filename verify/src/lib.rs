@@ -825,8 +825,14 @@ fn on_gpu(
     }
     let timing = timing.with_speedups();
     let mut projection = timing::project(opts.hotspot_pct, &timing, traffic(&ours, inputs), h2d);
-    if !verification.passed {
-        projection.why = "not timed: the kernels' results differ from the original's".into();
+    match verification.status() {
+        Status::Verified => {}
+        Status::Mismatch => {
+            projection.why = "not timed: the kernels' results differ from the original's".into();
+        }
+        Status::Inconclusive => {
+            projection.why = "not timed: the kernels' results differ from the original's, which does not reproduce itself on these inputs".into();
+        }
     }
     Ok(Outcome {
         verification,
