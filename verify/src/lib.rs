@@ -440,6 +440,14 @@ enum Output {
     Return(usize),
 }
 
+/// How much longer than the original's float64 call its extended-precision
+/// run may take, and at least how long: `np.longdouble` has no BLAS, so a
+/// matrix product runs one to three orders of magnitude slower (NPBench's
+/// BiCGSTAB at 2048x2048: 30 times).
+pub const EXTENDED_TIME_FACTOR: f64 = 200.0;
+/// See [`EXTENDED_TIME_FACTOR`].
+pub const EXTENDED_MIN_SECONDS: f64 = 60.0;
+
 /// The outputs the original and the kernels both give, in order; `None`
 /// when they return a different number of values (a wrong kernel as it is,
 /// with nothing for a second opinion to weigh).
@@ -499,14 +507,20 @@ fn more_exact_run(
     opts: &VerifyOptions,
     inputs: &Inputs,
     precision: exact::Precision,
+    original_seconds: f64,
 ) -> Result<Result<(original::OriginalRun, String), String>, VerifyError> {
     let work = tempfile::tempdir()
         .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
     let dir = work.path().join("inputs-exact");
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
-    let failed = |e: VerifyError, how: &str| match e {
+    let failed = |e: VerifyError, how: &str| {
+        match e {
         VerifyError::OriginalFailed(m) => format!("the original fails {how}: {m}"),
+        VerifyError::TimedOut(m) => format!(
+            "the original's run {how} was {m} ({EXTENDED_TIME_FACTOR}x its float64 time, at least {EXTENDED_MIN_SECONDS} s: np.longdouble has no BLAS)"
+        ),
         other => format!("the original could not run {how}: {other}"),
+    }
     };
     Ok(match precision {
         exact::Precision::Float32 => {
@@ -531,6 +545,7 @@ fn more_exact_run(
         }
         exact::Precision::Float64 => {
             inputs::write(&dir, inputs, &otypes)?;
+            let limit = (EXTENDED_TIME_FACTOR * original_seconds).max(EXTENDED_MIN_SECONDS);
             original::run_original_extended(
                 &opts.python,
                 &opts.file,
@@ -538,6 +553,7 @@ fn more_exact_run(
                 &dir,
                 work.path(),
                 original_call(plan),
+                std::time::Duration::from_secs_f64(limit),
             )
             .map(|run| {
                 let bits = run.extended.as_ref().map_or(0, |x| x.significand_bits);
@@ -572,7 +588,7 @@ fn second_opinion(
     let Some(outputs) = common_outputs(plan, orig, ours) else {
         return Ok(());
     };
-    let check = match more_exact_run(plan, opts, inputs, precision)? {
+    let check = match more_exact_run(plan, opts, inputs, precision, orig.seconds)? {
         Err(why) => Some(exact::ExactCheck::unavailable(precision, why)),
         Ok((exact_run, reference)) => {
             let n_returns = orig.returns.as_ref().map_or(0, Vec::len);
