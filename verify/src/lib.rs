@@ -513,14 +513,15 @@ fn more_exact_run(
         .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
     let dir = work.path().join("inputs-exact");
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
-    let failed = |e: VerifyError, how: &str| {
-        match e {
+    let failed = |e: VerifyError, how: &str| match e {
         VerifyError::OriginalFailed(m) => format!("the original fails {how}: {m}"),
-        VerifyError::TimedOut(m) => format!(
-            "the original's run {how} was {m} ({EXTENDED_TIME_FACTOR}x its float64 time, at least {EXTENDED_MIN_SECONDS} s: np.longdouble has no BLAS)"
-        ),
+        VerifyError::TimedOut(m) => {
+            let limit = format!(
+                "{EXTENDED_TIME_FACTOR}x its float64 time, at least {EXTENDED_MIN_SECONDS} s"
+            );
+            format!("the original's run {how} was {m} ({limit}: np.longdouble has no BLAS)")
+        }
         other => format!("the original could not run {how}: {other}"),
-    }
     };
     Ok(match precision {
         exact::Precision::Float32 => {
