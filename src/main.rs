@@ -70,7 +70,7 @@ impl std::error::Error for UserError {}
     long_about = "port profiles a Python program, classifies every function in Numba's terms \
 (object, nopython, cuda) with coded reasons, and migrates the GPU-eligible ones into \
 verified CUDA kernels.\n\nState is kept in .port/ in the working directory.",
-    after_help = "Exit codes: 0 success · 1 internal error · 2 bad input (missing file, nothing to analyse, unknown code, no permission to sample) · 3 the profiled program failed (its report is still written) · 4 the CI gate of `port report` failed"
+    after_help = "Exit codes: 0 success · 1 internal error, or a migration that did not verify · 2 bad input (missing file, nothing to analyse, unknown code, no permission to sample) · 3 the profiled program failed (its report is still written) · 4 the CI gate of `port report` failed · 5 a verification was inconclusive (the original does not reproduce itself on those inputs: nothing verified)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -121,10 +121,10 @@ fn main() -> ExitCode {
     let Err(e) = result else {
         return ExitCode::SUCCESS;
     };
-    let (code, exit) = if e.downcast_ref::<commands::migrate::NotVerified>().is_some() {
-        // Already reported on stdout: refused, mismatch or failed
-        // (migrate), or a function that did not verify (verify).
-        ("not_verified", 1)
+    let (code, exit) = if let Some(n) = e.downcast_ref::<commands::migrate::NotVerified>() {
+        // Already reported on stdout: refused, mismatch, inconclusive or
+        // failed (migrate), or a function that did not verify (verify).
+        ("not_verified", n.exit)
     } else if let Some(g) = e.downcast_ref::<commands::report::GateFailure>() {
         eprintln!("port: {g}");
         ("gate_failed", commands::report::GATE_EXIT_CODE)

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fixture, migrate_in, repo, stderr, stdout};
+use common::{fixture, migrate_in, one_json_document, repo, stderr, stdout};
 
 /// The oracle venv's Python (numba + numba-cuda), made by `make test`.
 fn oracle_python() -> PathBuf {
@@ -1079,5 +1079,215 @@ mod shapes {
             "{out}\n{}",
             stderr(&o)
         );
+    }
+}
+
+/// float64 results judged against an extended-precision run of the
+/// original (fixtures/migrate/programs_precision.py): a stable program
+/// that the elementwise check is too strict for passes against it; a
+/// chaotic iteration, whose own float64 answer means nothing, ends
+/// `inconclusive` (exit 5), neither verified nor a mismatch; the same
+/// iteration on inputs where it converges verifies.
+mod precision {
+    use super::*;
+
+    const FILE: &str = "migrate/programs_precision.py";
+    const SETTLE: &str = "float64[:,:], float64[:], float64[:], int64";
+
+    /// Runs `script` with the project's Python in `dir` (numpy as `np`, a
+    /// seeded generator as `rng`): it writes the inputs.
+    pub(crate) fn make_inputs(dir: &Path, script: &str) {
+        let made = Command::new(repo().join(".venv/bin/python"))
+            .current_dir(dir)
+            .arg("-c")
+            .arg(format!(
+                "import numpy as np\nrng = np.random.default_rng(11)\n{script}"
+            ))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+
+    /// Event times: the epoch's 1.7e9 s, then 20 000 intervals of 1 ± 0.1 s.
+    const JITTER: &str = "s = 1.0 + 0.1 * rng.standard_normal(20000)\ns[0] = 1.7e9\n\
+                          np.savez('jitter.npz', stamps=s, nominal=np.float64(1.0))";
+
+    /// A 64-unit network of this gain, 200 steps, saved as `name.npz`.
+    pub(crate) fn network(gain: f64, name: &str) -> String {
+        format!(
+            "m = 64\nnp.savez('{name}.npz', W={gain} * rng.standard_normal((m, m)) / np.sqrt(m), \
+             b=0.1 * rng.standard_normal(m), x=rng.standard_normal(m), steps=np.int64(200))"
+        )
+    }
+
+    #[test]
+    fn a_stable_running_sum_passes_against_an_extended_precision_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        make_inputs(tmp.path(), JITTER);
+        let j = verified_in(
+            &tmp,
+            FILE,
+            "timing_jitter",
+            "float64[:], float64",
+            &["--inputs", "jitter.npz"],
+            "given",
+        );
+        let v = &j["verification"];
+        // Elementwise, the kernels' chunked scan and NumPy's sequential sum
+        // differ past rtol 1e-5 where the jitter is near zero.
+        assert!(v["max_rel_err"].as_f64().unwrap() > 1e-5, "{v}");
+        assert!(v["mismatch"].is_null(), "{v}");
+        assert!(v["float32_exact"].is_null(), "{v}");
+        let c = &v["float64_exact"];
+        assert_eq!(c["verdict"], "passed", "{c}");
+        assert_eq!(c["passed"], true, "{c}");
+        assert!(c["reference"]
+            .as_str()
+            .unwrap()
+            .starts_with("np.longdouble, "));
+        assert!(
+            c["elementwise"]
+                .as_str()
+                .unwrap()
+                .starts_with("return value"),
+            "{c}"
+        );
+        let (ours, theirs) = (
+            c["ours_err"].as_f64().unwrap(),
+            c["original_err"].as_f64().unwrap(),
+        );
+        // The original's own error is rounding, small enough that its
+        // answer means something, and the kernels are no further.
+        assert!(theirs > 1e-9 && theirs < 1e-4, "{c}");
+        assert!(ours > 0.0 && ours <= 10.0 * theirs, "{c}");
+
+        // The text report says which comparison passed, with both errors.
+        let text = tempfile::tempdir().unwrap();
+        std::fs::copy(fixture(FILE), text.path().join("p.py")).unwrap();
+        make_inputs(text.path(), JITTER);
+        let o = migrate_in(
+            text.path(),
+            &[
+                "--function",
+                "timing_jitter",
+                "p.py",
+                "--signature",
+                "float64[:], float64",
+                "--inputs",
+                "jitter.npz",
+                "--backend",
+                "simulator",
+            ],
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}\n{}", stderr(&o));
+        assert!(
+            out.contains("passed against an extended-precision run (max abs err"),
+            "{out}"
+        );
+        assert!(out.contains("    float64: passed against an extended-precision run of the original: the kernels' error "), "{out}");
+        assert!(
+            out.contains("(elementwise against the original's float64 results: return value"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_chaotic_iteration_is_inconclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let name = "programs_precision.py";
+        std::fs::copy(fixture(FILE), tmp.path().join(name)).unwrap();
+        make_inputs(tmp.path(), &network(3.0, "chaos"));
+        let args = [
+            "--function",
+            "settle",
+            name,
+            "--signature",
+            SETTLE,
+            "--inputs",
+            "chaos.npz",
+            "--backend",
+            "simulator",
+        ];
+        let mut with_json = args.to_vec();
+        with_json.extend(["--json", "--write"]);
+        let o = migrate_in(tmp.path(), &with_json);
+        assert_eq!(o.status.code(), Some(5), "{}\n{}", stdout(&o), stderr(&o));
+        let j = one_json_document(&o);
+        assert_eq!(j["status"], "inconclusive", "{j}");
+        let v = &j["verification"];
+        assert_eq!(v["passed"], false, "{v}");
+        assert!(v["mismatch"].is_null(), "{v}");
+        let c = &v["float64_exact"];
+        assert_eq!(c["verdict"], "inconclusive", "{c}");
+        assert_eq!(c["passed"], false, "{c}");
+        assert!(c["original_err"].as_f64().unwrap() > 1e-4, "{c}");
+        assert!(c["elementwise"]
+            .as_str()
+            .unwrap()
+            .starts_with("return value"));
+        let why = c["why"].as_str().unwrap();
+        assert!(
+            why.starts_with(
+                "the original itself is not reproducible in float64 here: its result moves by "
+            ),
+            "{why}"
+        );
+        assert!(
+            why.contains("port cannot tell a right kernel from a wrong one on these inputs — verify on inputs where the computation converges"),
+            "{why}"
+        );
+        assert_eq!(j["reasons"][0]["message"], why, "{j}");
+        assert_eq!(j["reasons"][0]["rewrite"], "verify", "{j}");
+        // Nothing verified, so nothing written.
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(name)).unwrap(),
+            std::fs::read_to_string(fixture(FILE)).unwrap()
+        );
+        assert!(!tmp.path().join(format!("{name}.port-bak")).exists());
+        assert!(
+            j["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n == "not written: the migration is inconclusive, not verified"),
+            "{j}"
+        );
+
+        let o = migrate_in(tmp.path(), &args);
+        assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+        let out = stdout(&o);
+        for want in [
+            "port migrate: settle (programs_precision.py:",
+            ") → inconclusive\n",
+            "  reason: line ",
+            ": the original itself is not reproducible in float64 here",
+            "simulator on given inputs: INCONCLUSIVE (max abs err",
+            "    float64: inconclusive against an extended-precision run of the original: the kernels' error ",
+        ] {
+            assert!(out.contains(want), "`{want}` not in:\n{out}");
+        }
+        assert!(
+            !out.contains("MISMATCH") && !out.contains("passed"),
+            "{out}"
+        );
+    }
+
+    /// The same function where the iteration converges (gain 0.5): the
+    /// kernels agree elementwise, no second opinion needed.
+    #[test]
+    fn the_same_iteration_converging_verifies() {
+        let tmp = tempfile::tempdir().unwrap();
+        make_inputs(tmp.path(), &network(0.5, "calm"));
+        let j = verified_in(
+            &tmp,
+            FILE,
+            "settle",
+            SETTLE,
+            &["--inputs", "calm.npz"],
+            "given",
+        );
+        assert!(j["verification"]["float64_exact"].is_null(), "{j}");
+        assert!(j["verification"]["max_rel_err"].as_f64().unwrap() < 1e-12);
     }
 }

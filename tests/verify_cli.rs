@@ -211,6 +211,190 @@ fn an_edited_original_is_a_mismatch_naming_the_kernel_and_launch() {
     .unwrap();
     assert_eq!(rec["status"], "mismatch");
     assert_eq!(rec["verification"]["passed"], false);
+    // The extended-precision run of the original agrees with its float64
+    // run to rounding: the kernels are wrong, not the original unstable.
+    let c = &rec["verification"]["float64_exact"];
+    assert_eq!(c["verdict"], "failed", "{c}");
+    assert!(c["original_err"].as_f64().unwrap() < 1e-12, "{c}");
+    assert!(c["ours_err"].as_f64().unwrap() > 0.1, "{c}");
+    assert!(rec["reasons"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("results differ: `out` index [0]"));
+}
+
+/// A kernel off by 0.1% on a well-conditioned problem: the original's own
+/// float64 error is rounding, so ten times it cannot hide the difference.
+#[test]
+fn a_slightly_wrong_kernel_on_a_stable_problem_stays_a_mismatch() {
+    let tmp = migrated_saxpy();
+    let path = tmp.path().join("seeds.py");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let edited = src.replace(
+        "out[i] = a * x[i] + y[i]",
+        "out[i] = a * x[i] + 1.001 * y[i]",
+    );
+    assert_ne!(src, edited);
+    std::fs::write(&path, edited).unwrap();
+    let o = port(tmp.path(), &["verify", "--backend", "simulator", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["status"], "mismatch", "{r}");
+    let c = &r["verification"]["float64_exact"];
+    assert_eq!(c["verdict"], "failed", "{c}");
+    let (ours, theirs) = (
+        c["ours_err"].as_f64().unwrap(),
+        c["original_err"].as_f64().unwrap(),
+    );
+    assert!(ours > 1e-4 && theirs < 1e-12, "{c}");
+}
+
+/// `settle` (fixtures/migrate/programs_precision.py) verified where its
+/// iteration converges, then verified again on inputs where it is chaotic:
+/// inconclusive, exit 5, the record and `port report` say so, and it no
+/// longer counts as migrated.
+#[test]
+fn an_inconclusive_verification_exits_5_and_the_record_and_report_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("migrate/programs_precision.py"),
+        tmp.path().join("p.py"),
+    )
+    .unwrap();
+    let made = std::process::Command::new(repo().join(".venv/bin/python"))
+        .current_dir(tmp.path())
+        .arg("-c")
+        .arg(
+            "import numpy as np\nrng = np.random.default_rng(5)\nm = 64\n\
+             for gain, name in ((0.5, 'calm'), (3.0, 'chaos')):\n    \
+             np.savez(name + '.npz', W=gain * rng.standard_normal((m, m)) / np.sqrt(m), \
+             b=0.1 * rng.standard_normal(m), x=rng.standard_normal(m), steps=np.int64(200))\n",
+        )
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "p.py",
+            "--function",
+            "settle",
+            "--signature",
+            "float64[:,:], float64[:], float64[:], int64",
+            "--inputs",
+            "calm.npz",
+            "--backend",
+            "simulator",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+
+    let again = ["verify", "--backend", "simulator", "--inputs", "chaos.npz"];
+    let o = port(tmp.path(), &again);
+    assert_eq!(o.status.code(), Some(5), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("INCONCLUSIVE"), "{out}");
+    assert!(
+        out.contains("settle: the original itself is not reproducible in float64 here"),
+        "{out}"
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join(".port/migrations/settle.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "inconclusive", "{rec}");
+    assert_eq!(rec["verification"]["passed"], false);
+    assert_eq!(
+        rec["verification"]["float64_exact"]["verdict"],
+        "inconclusive"
+    );
+    assert_eq!(
+        rec["reasons"][0]["message"],
+        rec["verification"]["float64_exact"]["why"]
+    );
+
+    let mut with_json = again.to_vec();
+    with_json.push("--json");
+    let o = port(tmp.path(), &with_json);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let j = common::one_json_document(&o);
+    assert_eq!(j["results"][0]["status"], "inconclusive", "{j}");
+
+    let o = port(tmp.path(), &["report", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = json(&o);
+    assert_eq!(r["migrations"][0]["status"], "inconclusive", "{r}");
+    assert_eq!(r["coverage"]["migrated_pct"], 0.0, "{r}");
+    let o = port(tmp.path(), &["report", "--format", "md"]);
+    let md = stdout(&o);
+    assert!(md.contains("| `settle` | inconclusive: line "), "{md}");
+
+    // On the converging inputs again it verifies, and the stale reason goes.
+    let o = port(
+        tmp.path(),
+        &[
+            "verify",
+            "--backend",
+            "simulator",
+            "--inputs",
+            "calm.npz",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["status"], "verified", "{r}");
+    assert_eq!(r["reasons"], serde_json::json!([]), "{r}");
+}
+
+/// Where the original cannot give a more exact answer, the mismatch stands
+/// and the record says why there was no second opinion: a result allocated
+/// in float64 by the function itself, or np.linalg refusing np.longdouble.
+#[test]
+fn without_a_second_opinion_a_mismatch_stays_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("p.py");
+    std::fs::copy(fixture("migrate/programs_precision.py"), &path).unwrap();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "p.py",
+            "--function",
+            "centred",
+            "--signature",
+            "float64[:]",
+            "--backend",
+            "simulator",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let src = std::fs::read_to_string(&path).unwrap();
+    for (edit, why) in [
+        (
+            "x - 1.5 * x.mean()",
+            "return value stays float64 when the original runs in extended precision (np.longdouble): the function fixes its dtype itself",
+        ),
+        (
+            "x - 1.5 * x.mean() * np.linalg.det(np.eye(2, dtype=x.dtype))",
+            "the original fails in extended precision (np.longdouble): TypeError: array type",
+        ),
+    ] {
+        std::fs::write(&path, src.replace("x - x.mean()", edit)).unwrap();
+        let o = port(tmp.path(), &["verify", "--backend", "simulator", "--json"]);
+        assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+        let r = &json(&o)["results"][0];
+        assert_eq!(r["status"], "mismatch", "{r}");
+        let c = &r["verification"]["float64_exact"];
+        assert_eq!(c["verdict"], "unavailable", "{c}");
+        assert!(c["why"].as_str().unwrap().starts_with(why), "{c}");
+        assert!(c.get("ours_err").is_none(), "{c}");
+        assert!(r["verification"]["mismatch"]
+            .as_str()
+            .unwrap()
+            .starts_with("return value"));
+    }
 }
 
 /// After `--write` the original lives in the backup; verify runs that.

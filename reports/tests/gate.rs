@@ -149,6 +149,32 @@ fn a_migration_that_no_longer_verifies_fails() {
         .any(|f| f.contains("`mixed_app.shade` verified in the baseline and has no record now")));
 }
 
+/// An inconclusive verification is not a verified one: the gate fails a
+/// migration that verified in the baseline and is now inconclusive.
+#[test]
+fn a_migration_now_inconclusive_fails_the_gate() {
+    let b = baseline_of("mixed_app");
+    let tmp = scratch_state("mixed_app");
+    let path = tmp.path().join(".port/migrations/shade.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"status\": \"verified\"", "\"status\": \"inconclusive\"")
+        .replace("\"passed\": true", "\"passed\": false");
+    std::fs::write(&path, text).unwrap();
+    let s = port_reports::PortState::load(&tmp.path().join(".port")).unwrap();
+    let r = Report::build(&s, Some((Path::new("b.json"), &b))).unwrap();
+    let g = regression(&r);
+    assert!(
+        g.failures.contains(
+            &"the migration of `mixed_app.shade` verified in the baseline and is now inconclusive"
+                .to_string()
+        ),
+        "{:?}",
+        g.failures
+    );
+    assert_eq!(r.coverage.migrated_pct, 0.0);
+}
+
 #[test]
 fn a_baseline_from_another_app_is_refused() {
     let b = baseline_of("multimodule");

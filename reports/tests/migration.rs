@@ -302,3 +302,54 @@ fn every_field_is_optional_and_unknown_ones_are_ignored() {
         render_wide(&r, format, "mixed_app");
     }
 }
+
+/// `shade` doctored into an inconclusive verification: the kernels differ
+/// from an original that does not reproduce itself.
+fn inconclusive_state() -> tempfile::TempDir {
+    let tmp = scratch_state("mixed_app");
+    let p = tmp.path().join(".port/migrations/shade.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    m["status"] = "inconclusive".into();
+    m["verification"]["passed"] = false.into();
+    m["reasons"] = serde_json::json!([{"line": 7, "rewrite": "verify",
+        "message": "the original itself is not reproducible in float64 here: its result moves by 1.2e-1 against an extended-precision run"}]);
+    std::fs::write(&p, m.to_string()).unwrap();
+    tmp
+}
+
+#[test]
+fn an_inconclusive_migration_shows_its_reason_and_is_not_migrated() {
+    let tmp = inconclusive_state();
+    let r = load(&tmp.path().join(".port"));
+    for format in SHOWN {
+        let out = render_wide(&r, format, "mixed_app");
+        let shade = row(&out, format, "mixed_app.shade");
+        assert!(shade.contains("inconclusive"), "{format:?}: {shade}");
+        assert!(!shade.contains("verified"), "{format:?}: {shade}");
+        if format != Format::Table {
+            assert!(
+                shade.contains("not reproducible in float64"),
+                "{format:?}: {shade}"
+            );
+        }
+    }
+    // Not migrated: no share of time counts, in any format.
+    assert_eq!(r.coverage.migrated_pct, 0.0);
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(v["migrations"][0]["status"], "inconclusive");
+    assert_eq!(v["functions"][0]["migration"], "inconclusive");
+    assert_eq!(v["coverage"]["migrated_pct"], 0.0);
+    let sarif: serde_json::Value =
+        serde_json::from_str(&render_wide(&r, Format::Sarif, "mixed_app")).unwrap();
+    assert_eq!(
+        sarif["runs"][0]["properties"]["coverage"]["migrated_pct"],
+        0.0
+    );
+    let html = render_wide(&r, Format::Html, "mixed_app");
+    assert!(html.contains("migration inconclusive"));
+    // A baseline saved now does not list it as verified.
+    let s = PortState::load(&tmp.path().join(".port")).unwrap();
+    let b = port_reports::Baseline::new(&s.analysis, r.coverage, &s.migrations);
+    assert!(b.verified.is_empty(), "{:?}", b.verified);
+}

@@ -13,7 +13,11 @@
 //! included, named with its kernel and launch (reported on stdout, the
 //! error carries no extra text: see [`NotVerified`]) · 2 bad input (unknown
 //! function, ambiguous name, no types, bad --signature, unknown --arch,
-//! --repeats below 10, --backend gpu without a GPU).
+//! --repeats below 10, --backend gpu without a GPU) · 5 inconclusive: the
+//! kernels differ from the original, and the original does not reproduce
+//! its own float64 results against an extended-precision run on these
+//! inputs, so port cannot tell a right kernel from a wrong one (nothing is
+//! verified: [`INCONCLUSIVE_EXIT_CODE`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +26,7 @@ use anyhow::{Context, Result};
 use port_analyzer::{Analysis, FunctionReport, Verdict};
 use port_codegen::{compile_ptx, Arch, CodegenError, PtxOptions};
 use port_rewriter::{AppFacts, ArgType, MigrationRequest, Outcome, Reason};
-use port_verify::{VerifyError, VerifyOptions};
+use port_verify::{Status, VerifyError, VerifyOptions};
 use serde_json::json;
 
 use crate::commands::analyze::{analysis_path, load_or_analyze, reanalyze_keeping_profile, Source};
@@ -97,10 +101,29 @@ pub enum Emit {
     Ptx,
 }
 
-/// A migration that ended other than `verified`: already reported, exits 1.
+/// A migration that ended other than `verified`: already reported, exits
+/// 1, or [`INCONCLUSIVE_EXIT_CODE`] when port could not tell.
 #[derive(Debug)]
 pub struct NotVerified {
     pub status: &'static str,
+    pub exit: u8,
+}
+
+/// The exit code of an inconclusive verification: not 0, since nothing was
+/// verified, and not 1, so that a script can tell "port found the kernels
+/// wrong" (1) from "port cannot tell on these inputs" (5).
+pub const INCONCLUSIVE_EXIT_CODE: u8 = 5;
+
+impl NotVerified {
+    /// The error for a migration or verification that ended in `status`.
+    pub fn new(status: &'static str) -> NotVerified {
+        let exit = if status == port_verify::Status::Inconclusive.as_str() {
+            INCONCLUSIVE_EXIT_CODE
+        } else {
+            1
+        };
+        NotVerified { status, exit }
+    }
 }
 
 impl std::fmt::Display for NotVerified {
@@ -370,10 +393,11 @@ impl Report {
                 "  verification: {} on {} inputs: {} (max abs err {:.3e}, max rel err {:.3e}; rtol {:e}, atol {:e})\n",
                 v.backend,
                 v.inputs,
-                match (v.passed, &v.float32_exact) {
-                    (true, Some(_)) => "passed against a float64 run",
-                    (true, None) => "passed",
-                    (false, _) => "MISMATCH",
+                match (v.status(), v.exact()) {
+                    (Status::Verified, Some(c)) => format!("passed against {}", c.precision.rerun()),
+                    (Status::Verified, None) => "passed".into(),
+                    (Status::Mismatch, _) => "MISMATCH".into(),
+                    (Status::Inconclusive, _) => "INCONCLUSIVE".into(),
                 },
                 v.max_abs_err,
                 v.max_rel_err,
@@ -383,12 +407,12 @@ impl Report {
             if let Some(m) = &v.mismatch {
                 out.push_str(&format!("    first difference: {m}\n"));
             }
-            if let Some(c) = &v.float32_exact {
-                let how = if c.passed { "passed" } else { "failed too" };
-                out.push_str(&format!("    float32: {how} {}\n", c.describe()));
+            if let Some(c) = v.exact() {
+                let name = c.precision.name();
+                out.push_str(&format!("    {name}: {}\n", c.describe()));
                 if let Some(m) = &c.elementwise {
                     out.push_str(&format!(
-                        "    (elementwise against the original's float32 results: {m})\n"
+                        "    (elementwise against the original's {name} results: {m})\n"
                     ));
                 }
             }
@@ -609,13 +633,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 match port_verify::verify_plan(&m.plan, &vopts) {
                     Ok(o) => {
                         let v = &o.verification;
-                        report.status = if v.passed { "verified" } else { "mismatch" };
-                        if let Some(mm) = &v.mismatch {
-                            report.reasons.push(Reason::new(
-                                "verify",
-                                report_fn.line,
-                                format!("results differ: {mm}"),
-                            ));
+                        report.status = v.status().as_str();
+                        if let Some(why) = v.reason() {
+                            report
+                                .reasons
+                                .push(Reason::new("verify", report_fn.line, why));
                         }
                         report.outcome = Some(o);
                     }
@@ -682,10 +704,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     if report.status == "verified" {
         Ok(())
     } else {
-        Err(NotVerified {
-            status: report.status,
-        }
-        .into())
+        Err(NotVerified::new(report.status).into())
     }
 }
 

@@ -13,7 +13,9 @@
 //!
 //! Exit codes: 0 every function verified · 1 a mismatch or a failure (each
 //! reported with its kernel and launch configuration) · 2 bad input (no
-//! migrations, unknown function, `--backend gpu` without a GPU).
+//! migrations, unknown function, `--backend gpu` without a GPU) · 5 no
+//! mismatch or failure, but a verification was inconclusive (the original
+//! does not reproduce itself on those inputs: see `port migrate`).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use port_codegen::{Arch, PtxOptions};
 use port_rewriter::KernelPlan;
 use port_verify::toolchain::Libdevice;
-use port_verify::{BackendChoice, Outcome, Selected, VerifyError, VerifyOptions, MIN_REPEATS};
+use port_verify::{
+    BackendChoice, Outcome, Selected, Status, VerifyError, VerifyOptions, MIN_REPEATS,
+};
 use serde_json::{json, Value};
 
 use crate::commands::migrate::{python_for, NotVerified};
@@ -143,6 +147,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             "compared": v.compared,
             "mismatch": v.mismatch,
             "float32_exact": v.float32_exact,
+            "float64_exact": v.float64_exact,
         }),
     );
     m.insert("device".into(), json!(o.device));
@@ -416,14 +421,17 @@ fn update_record(r: &mut Record, res: &Result1) -> Result<()> {
     match res {
         Result1::Skipped(_) => return Ok(()),
         Result1::Done(o) => {
-            obj.insert(
-                "status".into(),
-                json!(if o.verification.passed {
-                    "verified"
-                } else {
-                    "mismatch"
-                }),
-            );
+            let v = &o.verification;
+            obj.insert("status".into(), json!(v.status().as_str()));
+            // The reasons are this verification's: a record that was a
+            // mismatch and now verifies keeps none.
+            let line = obj.get("line").cloned().unwrap_or(json!(0));
+            let reasons: Vec<Value> = v
+                .reason()
+                .map(|m| json!({"line": line, "message": m, "rewrite": "verify"}))
+                .into_iter()
+                .collect();
+            obj.insert("reasons".into(), json!(reasons));
             for (k, v) in outcome_json(o) {
                 obj.insert(k, v);
             }
@@ -480,10 +488,10 @@ fn results_table(rows: &[(String, Result1)]) -> String {
             Result1::Done(o) => {
                 let t = &o.timing;
                 row.push(Cell::new(&o.verification.backend));
-                row.push(Cell::new(if o.verification.passed {
-                    "verified"
-                } else {
-                    "MISMATCH"
+                row.push(Cell::new(match o.verification.status() {
+                    Status::Verified => "verified",
+                    Status::Mismatch => "MISMATCH",
+                    Status::Inconclusive => "INCONCLUSIVE",
                 }));
                 row.push(right(format!("{:.1e}", o.verification.max_rel_err)));
                 row.push(right(secs(t.compile_s)));
@@ -537,14 +545,14 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let bad = results
-        .iter()
-        .filter(|(_, r)| match r {
-            Result1::Done(o) => !o.verification.passed,
-            Result1::Failed(_) => true,
-            Result1::Skipped(_) => false,
-        })
-        .count();
+    let count = |wanted: fn(&Result1) -> bool| results.iter().filter(|(_, r)| wanted(r)).count();
+    let bad = count(|r| match r {
+        Result1::Done(o) => o.verification.status() == Status::Mismatch,
+        Result1::Failed(_) => true,
+        Result1::Skipped(_) => false,
+    });
+    let inconclusive =
+        count(|r| matches!(r, Result1::Done(o) if o.verification.status() == Status::Inconclusive));
     if args.json {
         let out: Vec<Value> = records
             .iter()
@@ -572,10 +580,9 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
         for (name, res) in &results {
             match res {
                 Result1::Done(o) => {
-                    if let Some(m) = &o.verification.mismatch {
-                        println!("{name}: results differ: {m}");
-                    } else {
-                        println!("{name}: {}", o.projection.why);
+                    match o.verification.reason() {
+                        Some(why) => println!("{name}: {why}"),
+                        None => println!("{name}: {}", o.projection.why),
                     }
                     if let Some(b) = &o.bandwidth {
                         if let (Some(pct), Some(p)) = (b.pct_of_peak, b.peak_gb_s) {
@@ -592,14 +599,15 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
         }
     }
     if bad > 0 {
-        return Err(NotVerified {
-            status: if bad == 1 {
-                "not verified"
-            } else {
-                "not verified (several functions)"
-            },
-        }
+        return Err(NotVerified::new(if bad == 1 {
+            "not verified"
+        } else {
+            "not verified (several functions)"
+        })
         .into());
+    }
+    if inconclusive > 0 {
+        return Err(NotVerified::new(Status::Inconclusive.as_str()).into());
     }
     Ok(())
 }

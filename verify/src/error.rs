@@ -17,6 +17,9 @@ pub enum VerifyError {
          (`port analyze APP.py`) so that a real call's inputs are captured and used"
     )]
     OriginalFailedOnGenerated(String),
+    /// A run stopped at its time limit.
+    #[error("{0}")]
+    TimedOut(String),
     #[error("the kernels failed on the simulator: {0}")]
     Simulator(String),
     #[error("{0}")]

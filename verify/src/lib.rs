@@ -40,6 +40,7 @@ use serde::Serialize;
 
 pub use compare::Tolerance;
 pub use error::VerifyError;
+pub use exact::{ExactCheck, Precision, Verdict};
 pub use exec::{Launch, LaunchConfig};
 pub use gpu::DeviceInfo;
 pub use inputs::{InputOrigin, Inputs};
@@ -166,9 +167,72 @@ pub struct Verification {
     /// For float32 results that differ elementwise: the comparison of
     /// both float32 runs with a float64 run of the original ([`exact`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub float32_exact: Option<exact::Float32Check>,
+    pub float32_exact: Option<exact::ExactCheck>,
+    /// For float64 and complex128 results that differ elementwise: the
+    /// comparison of both runs with an extended-precision run of the
+    /// original ([`exact`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub float64_exact: Option<exact::ExactCheck>,
     /// Seconds the original took (one call, for information).
     pub original_seconds: f64,
+}
+
+/// What a verification concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The kernels give the original's results (elementwise, or as close
+    /// to a more exact run as the original).
+    Verified,
+    /// They do not.
+    Mismatch,
+    /// They differ, and the original does not reproduce its own results
+    /// in its precision on these inputs: port cannot tell a right kernel
+    /// from a wrong one. Nothing is verified.
+    Inconclusive,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Verified => "verified",
+            Status::Mismatch => "mismatch",
+            Status::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl Verification {
+    /// The more exact run's check, when there was one.
+    pub fn exact(&self) -> Option<&exact::ExactCheck> {
+        self.float32_exact.as_ref().or(self.float64_exact.as_ref())
+    }
+
+    pub fn status(&self) -> Status {
+        if self.passed {
+            Status::Verified
+        } else if self
+            .exact()
+            .is_some_and(|c| c.verdict == exact::Verdict::Inconclusive)
+        {
+            Status::Inconclusive
+        } else {
+            Status::Mismatch
+        }
+    }
+
+    /// Why it is not verified, in one line: the first difference, or why
+    /// port cannot tell.
+    pub fn reason(&self) -> Option<String> {
+        match self.status() {
+            Status::Verified => None,
+            Status::Mismatch => self
+                .mismatch
+                .as_ref()
+                .map(|m| format!("results differ: {m}")),
+            Status::Inconclusive => self.exact().and_then(|c| c.why.clone()),
+        }
+    }
 }
 
 /// Everything one verification found.
@@ -313,6 +377,7 @@ fn compare_runs(
         compared: Vec::new(),
         mismatch: None,
         float32_exact: None,
+        float64_exact: None,
         original_seconds: orig.seconds,
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
@@ -358,12 +423,156 @@ fn compare_runs(
     v
 }
 
-/// A float32 mismatch gets a second opinion: the original on the same
-/// inputs widened to float64 is the exact answer both float32 runs are
-/// judged against ([`exact`]). The elementwise first difference stays in
-/// the check when it passes. An original that fails on float64 inputs
-/// leaves the mismatch as it was.
-fn recheck_float32(
+/// The name of an output in a report: `` `x` `` (an argument after the
+/// call), `return value`, `return value 1`.
+fn output_name(plan: &KernelPlan, output: Output, returns: usize) -> String {
+    match output {
+        Output::Arg(k) => format!("`{}`", plan.params[k].name),
+        Output::Return(k) if returns > 1 || k > 0 => format!("return value {k}"),
+        Output::Return(_) => "return value".to_string(),
+    }
+}
+
+/// One output both runs give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    Arg(usize),
+    Return(usize),
+}
+
+/// How much longer than the original's float64 call its extended-precision
+/// run may take, and at least how long: `np.longdouble` has no BLAS, so a
+/// matrix product runs one to three orders of magnitude slower (NPBench's
+/// BiCGSTAB at 2048x2048: 30 times).
+pub const EXTENDED_TIME_FACTOR: f64 = 200.0;
+/// See [`EXTENDED_TIME_FACTOR`].
+pub const EXTENDED_MIN_SECONDS: f64 = 60.0;
+
+/// The outputs the original and the kernels both give, in order; `None`
+/// when they return a different number of values (a wrong kernel as it is,
+/// with nothing for a second opinion to weigh).
+fn common_outputs(
+    plan: &KernelPlan,
+    orig: &original::OriginalRun,
+    ours: &exec::KernelRun,
+) -> Option<Vec<Output>> {
+    let mut out: Vec<Output> = (0..plan.params.len())
+        .filter(|&k| {
+            matches!(
+                (orig.args.get(k), ours.args.get(k)),
+                (Some(Some(_)), Some(Some(_)))
+            )
+        })
+        .map(Output::Arg)
+        .collect();
+    match (&orig.returns, &ours.returns) {
+        (None, None) => {}
+        (Some(x), Some(y)) if x.len() == y.len() => out.extend((0..x.len()).map(Output::Return)),
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// Output `o` of a run that left `args` and returned `returns`.
+fn output_of<'a>(
+    args: &'a [Option<npy::NdArray>],
+    returns: Option<&'a Vec<npy::NdArray>>,
+    o: Output,
+) -> Option<&'a npy::NdArray> {
+    match o {
+        Output::Arg(k) => args.get(k).and_then(Option::as_ref),
+        Output::Return(k) => returns.and_then(|r| r.get(k)),
+    }
+}
+
+/// The precision a mismatch is judged in, from the comparison's tolerance:
+/// float32 results against a float64 run, float64 (and complex128) ones
+/// against an extended-precision run; `--fp32` (float64 judged at float32's
+/// rounding) gets none.
+fn precision_of(tol: Tolerance) -> Option<exact::Precision> {
+    if tol == compare::FLOAT32 {
+        Some(exact::Precision::Float32)
+    } else if tol == compare::FLOAT64 {
+        Some(exact::Precision::Float64)
+    } else {
+        None
+    }
+}
+
+/// The original once more, more exactly: on the inputs widened to float64
+/// (float32 results), or in extended precision (float64 results). `Err`
+/// says why there is no such run. Gives the run and what it was run in.
+fn more_exact_run(
+    plan: &KernelPlan,
+    opts: &VerifyOptions,
+    inputs: &Inputs,
+    precision: exact::Precision,
+    original_seconds: f64,
+) -> Result<Result<(original::OriginalRun, String), String>, VerifyError> {
+    let work = tempfile::tempdir()
+        .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
+    let dir = work.path().join("inputs-exact");
+    let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
+    let failed = |e: VerifyError, how: &str| match e {
+        VerifyError::OriginalFailed(m) => format!("the original fails {how}: {m}"),
+        VerifyError::TimedOut(m) => {
+            let limit = format!(
+                "{EXTENDED_TIME_FACTOR}x its float64 time, at least {EXTENDED_MIN_SECONDS} s"
+            );
+            format!("the original's run {how} was {m} ({limit}: np.longdouble has no BLAS)")
+        }
+        other => format!("the original could not run {how}: {other}"),
+    };
+    Ok(match precision {
+        exact::Precision::Float32 => {
+            let Some(wide) = exact::widen(inputs) else {
+                return Ok(Err(
+                    "its inputs have no float32 value to widen to float64".into()
+                ));
+            };
+            inputs::write(&dir, &wide, &otypes)?;
+            original::run_original(
+                &opts.python,
+                &opts.file,
+                &opts.qualname,
+                &dir,
+                work.path(),
+                original_call(plan),
+                0,
+                None,
+            )
+            .map(|run| (run, "float64".to_string()))
+            .map_err(|e| failed(e, "on its inputs widened to float64"))
+        }
+        exact::Precision::Float64 => {
+            inputs::write(&dir, inputs, &otypes)?;
+            let limit = (EXTENDED_TIME_FACTOR * original_seconds).max(EXTENDED_MIN_SECONDS);
+            original::run_original_extended(
+                &opts.python,
+                &opts.file,
+                &opts.qualname,
+                &dir,
+                work.path(),
+                original_call(plan),
+                std::time::Duration::from_secs_f64(limit),
+            )
+            .map(|run| {
+                let bits = run.extended.as_ref().map_or(0, |x| x.significand_bits);
+                (run, format!("np.longdouble, {bits}-bit significand"))
+            })
+            .map_err(|e| failed(e, "in extended precision (np.longdouble)"))
+        }
+    })
+}
+
+/// A floating-point mismatch gets a second opinion from a more exact run
+/// of the original ([`exact`]): float32 results are judged against the
+/// original on their inputs widened to float64, float64 and complex128
+/// ones against the original in extended precision. When it passes, or
+/// cannot tell (the original does not reproduce itself), the elementwise
+/// first difference moves into the check; when it fails, or there is no
+/// more exact run (the check says why), the mismatch stands.
+fn second_opinion(
     plan: &KernelPlan,
     opts: &VerifyOptions,
     inputs: &Inputs,
@@ -371,56 +580,73 @@ fn recheck_float32(
     ours: &exec::KernelRun,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
-    if v.passed || v.tolerance != compare::FLOAT32 {
+    if v.passed {
         return Ok(());
     }
-    let Some(wide) = exact::widen(inputs) else {
-        return Ok(());
-    };
-    let work = tempfile::tempdir()
-        .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
-    let dir = work.path().join("inputs64");
-    let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
-    inputs::write(&dir, &wide, &otypes)?;
-    let Ok(exact_run) = original::run_original(
-        &opts.python,
-        &opts.file,
-        &opts.qualname,
-        &dir,
-        work.path(),
-        original_call(plan),
-        0,
-        None,
-    ) else {
+    let Some(precision) = precision_of(v.tolerance) else {
         return Ok(());
     };
-    let (mut e, mut o, mut a) = (Vec::new(), Vec::new(), Vec::new());
-    for k in 0..plan.params.len() {
-        if let (Some(Some(x)), Some(Some(y))) = (orig.args.get(k), ours.args.get(k)) {
-            e.push(exact_run.args.get(k).and_then(Option::as_ref));
-            o.push(Some(x));
-            a.push(Some(y));
+    let Some(outputs) = common_outputs(plan, orig, ours) else {
+        return Ok(());
+    };
+    let check = match more_exact_run(plan, opts, inputs, precision, orig.seconds)? {
+        Err(why) => Some(exact::ExactCheck::unavailable(precision, why)),
+        Ok((exact_run, reference)) => {
+            let n_returns = orig.returns.as_ref().map_or(0, Vec::len);
+            // An output that came back in float64 from the extended run
+            // was computed in a dtype the function fixes itself: that run
+            // is no more exact than the original.
+            let narrow = exact_run.extended.as_ref().and_then(|x| {
+                outputs.iter().copied().find(|&o| {
+                    let floating = output_of(&orig.args, orig.returns.as_ref(), o)
+                        .is_some_and(|a| a.elem().is_float() || a.elem().is_complex());
+                    let wider = match o {
+                        Output::Arg(k) => x.wider_args.get(k).copied().flatten(),
+                        Output::Return(k) => x.wider_returns.get(k).copied(),
+                    };
+                    floating && wider != Some(true)
+                })
+            });
+            match narrow {
+                Some(o) => Some(exact::ExactCheck::unavailable(
+                    precision,
+                    format!(
+                        "{} stays float64 when the original runs in extended precision (np.longdouble): the function fixes its dtype itself (`np.zeros(n)`, `dtype=np.float64`, `.astype(...)`), so that run is no more exact than the original",
+                        output_name(plan, o, n_returns)
+                    ),
+                )),
+                None => {
+                    let all = |args, returns| -> Vec<_> {
+                        outputs
+                            .iter()
+                            .map(|&o| output_of(args, returns, o))
+                            .collect()
+                    };
+                    exact::judge(
+                        precision,
+                        &reference,
+                        &all(&exact_run.args, exact_run.returns.as_ref()),
+                        &all(&orig.args, orig.returns.as_ref()),
+                        &all(&ours.args, ours.returns.as_ref()),
+                    )
+                }
+            }
         }
-    }
-    if let (Some(x), Some(y)) = (&orig.returns, &ours.returns) {
-        let Some(w) = &exact_run.returns else {
-            return Ok(());
-        };
-        if w.len() != x.len() || x.len() != y.len() {
-            return Ok(());
-        }
-        for ((w, x), y) in w.iter().zip(x).zip(y) {
-            e.push(Some(w));
-            o.push(Some(x));
-            a.push(Some(y));
-        }
-    }
-    if let Some(mut c) = exact::judge(&e, &o, &a) {
-        if c.passed {
+    };
+    let Some(mut c) = check else {
+        return Ok(());
+    };
+    match c.verdict {
+        exact::Verdict::Passed => {
             v.passed = true;
             c.elementwise = v.mismatch.take();
         }
-        v.float32_exact = Some(c);
+        exact::Verdict::Inconclusive => c.elementwise = v.mismatch.take(),
+        exact::Verdict::Failed | exact::Verdict::Unavailable => {}
+    }
+    match precision {
+        exact::Precision::Float32 => v.float32_exact = Some(c),
+        exact::Precision::Float64 => v.float64_exact = Some(c),
     }
     Ok(())
 }
@@ -488,7 +714,7 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             let ours = exec::run_plan(plan, &inputs, &mut dev, exec::Outputs::All)?;
             let mut verification =
                 compare_runs(plan, &orig, &ours, Backend::Simulator, inputs.origin);
-            recheck_float32(plan, opts, &inputs, &orig, &ours, &mut verification)?;
+            second_opinion(plan, opts, &inputs, &orig, &ours, &mut verification)?;
             let timing = Timing {
                 compile_s: Some(compile_s),
                 cpython_s,
@@ -568,7 +794,7 @@ fn on_gpu(
     dev.sync_each_launch = true;
     let ours = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::All)?;
     let mut verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs.origin);
-    recheck_float32(plan, opts, inputs, orig, &ours, &mut verification)?;
+    second_opinion(plan, opts, inputs, orig, &ours, &mut verification)?;
     let mut timing = Timing {
         compile_s: Some(compile_s),
         cpython_s,
@@ -616,8 +842,14 @@ fn on_gpu(
     }
     let timing = timing.with_speedups();
     let mut projection = timing::project(opts.hotspot_pct, &timing, traffic(&ours, inputs), h2d);
-    if !verification.passed {
-        projection.why = "not timed: the kernels' results differ from the original's".into();
+    match verification.status() {
+        Status::Verified => {}
+        Status::Mismatch => {
+            projection.why = "not timed: the kernels' results differ from the original's".into();
+        }
+        Status::Inconclusive => {
+            projection.why = "not timed: the kernels' results differ from the original's, which does not reproduce itself on these inputs".into();
+        }
     }
     Ok(Outcome {
         verification,

@@ -4,7 +4,8 @@
 //! saved as `.npy`, and saves the arrays it was given and what it returned.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::error::VerifyError;
 use crate::npy::{self, NdArray};
@@ -31,6 +32,22 @@ pub struct OriginalRun {
     pub calls: Option<u64>,
     /// Why it went through `np.vectorize`, when it did.
     pub why_vectorized: Option<String>,
+    /// For a run in extended precision ([`run_original_extended`]): what
+    /// came back wider than float64.
+    pub extended: Option<Extended>,
+}
+
+/// What an extended-precision run of the original computed in extended
+/// precision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extended {
+    /// `np.longdouble`'s significand (64 on x86-64's 80-bit format).
+    pub significand_bits: u32,
+    /// Per argument: whether the array came back as `np.longdouble` /
+    /// `np.clongdouble` (`None` for scalars).
+    pub wider_args: Vec<Option<bool>>,
+    /// Per return value: the same.
+    pub wider_returns: Vec<bool>,
 }
 
 /// How the helper calls the original.
@@ -124,6 +141,58 @@ fn python_cmd(
         })
 }
 
+/// [`python_cmd`] stopped after `limit`: stdout and stderr go to files in
+/// `work` (a child writing more than a pipe holds cannot block), and a run
+/// past the limit is killed, a [`VerifyError::TimedOut`].
+fn python_cmd_limited(
+    python: &Path,
+    args: &[&std::ffi::OsStr],
+    work: &Path,
+    limit: Duration,
+) -> Result<std::process::Output, VerifyError> {
+    let file = |name: &str| {
+        let p = work.join(name);
+        std::fs::File::create(&p)
+            .map(|f| (p.clone(), f))
+            .map_err(|e| VerifyError::Io(p.display().to_string(), e.to_string()))
+    };
+    let ((out_path, out), (err_path, err)) = (file("helper.stdout")?, file("helper.stderr")?);
+    let no_python = |e: std::io::Error| VerifyError::NoPython {
+        python: python.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut child = Command::new(python)
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(no_python)?;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(no_python)? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            // Only this child, which this function started.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(VerifyError::TimedOut(format!(
+                "stopped after {:.0} s",
+                limit.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |p: &Path| std::fs::read(p).unwrap_or_default();
+    Ok(std::process::Output {
+        status,
+        stdout: read(&out_path),
+        stderr: read(&err_path),
+    })
+}
+
 fn last_line(bytes: &[u8]) -> String {
     let s = String::from_utf8_lossy(bytes);
     s.lines().last().unwrap_or("").trim().to_string()
@@ -158,24 +227,90 @@ pub fn run_original(
     repeats: usize,
     app_output: Option<&Path>,
 ) -> Result<OriginalRun, VerifyError> {
+    let target = Target {
+        python,
+        file,
+        qualname,
+        call,
+    };
+    run_helper(&target, input_dir, work, repeats, app_output, None)
+}
+
+/// [`run_original`] once more, untimed, in extended precision: the
+/// helper widens the float64 and complex128 inputs to `np.longdouble` /
+/// `np.clongdouble` and narrows what comes back, so the results read as
+/// float64 and [`OriginalRun::extended`] says which were computed wider.
+/// What it prints is dropped. Where the original refuses the wider dtypes
+/// (`np.linalg` does), or `np.longdouble` is float64 on this machine, the
+/// error is [`VerifyError::OriginalFailed`] with the reason; a run past
+/// `limit` (`np.longdouble` has no BLAS) is stopped:
+/// [`VerifyError::TimedOut`].
+pub fn run_original_extended(
+    python: &Path,
+    file: &Path,
+    qualname: &str,
+    input_dir: &Path,
+    work: &Path,
+    call: Call,
+    limit: Duration,
+) -> Result<OriginalRun, VerifyError> {
+    let target = Target {
+        python,
+        file,
+        qualname,
+        call,
+    };
+    run_helper(&target, input_dir, work, 0, None, Some(limit))
+}
+
+/// Which function the helper calls, how, and with which Python.
+struct Target<'a> {
+    python: &'a Path,
+    file: &'a Path,
+    qualname: &'a str,
+    call: Call,
+}
+
+fn run_helper(
+    target: &Target,
+    input_dir: &Path,
+    work: &Path,
+    repeats: usize,
+    app_output: Option<&Path>,
+    extended: Option<Duration>,
+) -> Result<OriginalRun, VerifyError> {
+    let Target {
+        python,
+        file,
+        qualname,
+        call,
+    } = *target;
     let helper = helper_path(work)?;
-    let out = work.join("original");
+    let out = work.join(if extended.is_some() {
+        "extended"
+    } else {
+        "original"
+    });
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
     let mode = call.mode();
     let repeats = repeats.to_string();
-    let o = python_cmd(
-        python,
-        &[
-            helper.as_os_str(),
-            mode.as_ref(),
-            file.as_os_str(),
-            qualname.as_ref(),
-            input_dir.as_os_str(),
-            out.as_os_str(),
-            repeats.as_ref(),
-        ],
-    )?;
+    let mut argv: Vec<&std::ffi::OsStr> = vec![
+        helper.as_os_str(),
+        mode.as_ref(),
+        file.as_os_str(),
+        qualname.as_ref(),
+        input_dir.as_os_str(),
+        out.as_os_str(),
+        repeats.as_ref(),
+    ];
+    let o = match extended {
+        Some(limit) => {
+            argv.push("extended".as_ref());
+            python_cmd_limited(python, &argv, work, limit)?
+        }
+        None => python_cmd(python, &argv)?,
+    };
     save_app_output(app_output, &o.stdout)?;
     if !o.status.success() {
         let msg = last_line(&o.stderr);
@@ -231,6 +366,17 @@ pub fn run_original(
         },
         calls: v["calls"].as_u64(),
         why_vectorized: v["why_vectorized"].as_str().map(str::to_string),
+        extended: v.get("extended").map(|x| Extended {
+            significand_bits: x["significand_bits"].as_u64().unwrap_or(0) as u32,
+            wider_args: x["wider"]["args"]
+                .as_array()
+                .map(|a| a.iter().map(serde_json::Value::as_bool).collect())
+                .unwrap_or_default(),
+            wider_returns: x["wider"]["returns"]
+                .as_array()
+                .map(|a| a.iter().map(|w| w.as_bool() == Some(true)).collect())
+                .unwrap_or_default(),
+        }),
     })
 }
 
@@ -265,4 +411,37 @@ pub fn unpack_capture(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, limit: Duration) -> Result<std::process::Output, VerifyError> {
+        let work = tempfile::tempdir().unwrap();
+        python_cmd_limited(
+            Path::new("sh"),
+            &["-c".as_ref(), script.as_ref()],
+            work.path(),
+            limit,
+        )
+    }
+
+    #[test]
+    fn a_limited_run_gives_its_output() {
+        let o = sh("echo out; echo err >&2; exit 3", Duration::from_secs(30)).unwrap();
+        assert_eq!(o.status.code(), Some(3));
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(last_line(&o.stderr), "err");
+    }
+
+    #[test]
+    fn a_run_past_its_limit_is_stopped() {
+        let t = Instant::now();
+        match sh("exec sleep 30", Duration::from_millis(200)) {
+            Err(VerifyError::TimedOut(m)) => assert_eq!(m, "stopped after 0 s"),
+            other => panic!("{other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
 }

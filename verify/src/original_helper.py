@@ -2,9 +2,9 @@
 returns and the arrays it was given (after the call). Written by port's
 verify crate to a temporary folder and run with the user's Python.
 
-    python original_helper.py call         FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
-    python original_helper.py elementwise  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
-    python original_helper.py ufunc        FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS]
+    python original_helper.py call         FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
+    python original_helper.py elementwise  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
+    python original_helper.py ufunc        FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
     python original_helper.py npz    NPZ  NAMES    OUTPUT_DIR
 
 INPUT_DIR/manifest.json lists the arguments in order:
@@ -29,6 +29,17 @@ times the user's function ran in one run) and "why_vectorized".
 With REPEATS, the first call (whose results are saved) is the warm-up, and
 REPEATS more calls are timed, each on fresh copies of the inputs (the copy
 is not timed); timing stops early once it has taken TIME_BUDGET seconds.
+
+`extended` runs the original in extended precision, as a second opinion on
+a float64 result: float64 and complex128 arrays and float scalars become
+np.longdouble / np.clongdouble before the call (a ufunc's float64 output
+types too), and what comes back in those dtypes is narrowed to float64 /
+complex128 when saved, so the .npy exchange format is unchanged.
+result.json's "extended" records the significand's bits and, per saved
+argument and return value, whether it came back wider than float64 (one
+that did not was computed in a dtype the function fixes itself). Where
+np.longdouble is no wider than float64 (some platforms), it says so and
+exits 3 before calling anything.
 """
 import importlib.machinery
 import importlib.util
@@ -91,6 +102,39 @@ def save(folder, name, value):
     raise TypeError("cannot compare a value of type %s (dtype %s)" % (type(value).__name__, arr.dtype))
 
 
+def extended_precision():
+    """np.longdouble's significand bits; an error where it is float64."""
+    info = np.finfo(np.longdouble)
+    if info.eps >= np.finfo(np.float64).eps:
+        raise TypeError("np.longdouble is no wider than float64 on this machine (%d-bit significand)" % (info.nmant + 1))
+    return info.nmant + 1
+
+
+def widen(value):
+    """A float64 or complex128 value (array or scalar) in extended precision."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == np.float64:
+            return value.astype(np.longdouble)
+        if value.dtype == np.complex128:
+            return value.astype(np.clongdouble)
+        return value
+    if isinstance(value, complex):  # np.complex128 included
+        return np.clongdouble(value)
+    if isinstance(value, float):  # np.float64 included
+        return np.longdouble(value)
+    return value
+
+
+def narrow(value):
+    """An extended-precision result as float64 / complex128, and whether it was wider."""
+    arr = np.asarray(value)
+    if arr.dtype == np.longdouble:
+        return arr.astype(np.float64), True
+    if arr.dtype == np.clongdouble:
+        return arr.astype(np.complex128), True
+    return value, False
+
+
 def fresh(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
@@ -119,22 +163,27 @@ class Counted:
         return self.fn(*args)
 
 
-def vectorized(fn, manifest):
+def vectorized(fn, manifest, extended=False):
     otypes = [np.dtype(t) for t in manifest["otypes"]]
+    if extended:
+        otypes = [np.dtype(widen(np.zeros(1, t)).dtype) for t in otypes]
     return np.vectorize(fn, otypes=otypes) if otypes else np.vectorize(fn)
 
 
-def run(mode, path, qualname, inp, out, repeats=0):
+def run(mode, path, qualname, inp, out, repeats=0, extended=False):
+    bits = extended_precision() if extended else None
     mod = load_module(path)
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
+    if extended:
+        args = [widen(a) for a in args]
     pristine = fresh(args)
     counted = Counted(user_fn)
     via, why = "call", None
     fn = counted
     if mode == "ufunc":
         via, why = "np.vectorize", "the function takes scalars"
-        fn = vectorized(counted, manifest)
+        fn = vectorized(counted, manifest, extended)
     start = time.perf_counter()
     if mode == "elementwise":
         try:
@@ -144,15 +193,23 @@ def run(mode, path, qualname, inp, out, repeats=0):
             why = "called on whole arrays it raised %s: %s" % (type(e).__name__, e)
             args = fresh(pristine)
             counted.calls = 0
-            fn = vectorized(counted, manifest)
+            fn = vectorized(counted, manifest, extended)
             start = time.perf_counter()
             ret = fn(*args)
     else:
         ret = fn(*args)
     elapsed = time.perf_counter() - start
     calls = counted.calls
-    timed = user_fn if via == "call" else vectorized(user_fn, manifest)
+    timed = user_fn if via == "call" else vectorized(user_fn, manifest, extended)
     times = timed_calls(timed, pristine, repeats) if repeats else []
+    wider = {"args": [], "returns": []}
+
+    def kept(what, name, value):
+        if extended:
+            value, w = narrow(value)
+            wider[what].append(w)
+        return save(out, name, value)
+
     result = {
         "args": [],
         "returns": None,
@@ -163,11 +220,16 @@ def run(mode, path, qualname, inp, out, repeats=0):
         "why_vectorized": why,
     }
     for k, a in enumerate(args):
-        result["args"].append(save(out, "arg%d" % k, a) if isinstance(a, np.ndarray) else None)
+        is_array = isinstance(a, np.ndarray)
+        result["args"].append(kept("args", "arg%d" % k, a) if is_array else None)
+        if not is_array:
+            wider["args"].append(None)
     if ret is not None:
         items = list(ret) if isinstance(ret, tuple) else [ret]
-        result["returns"] = [save(out, "ret%d" % k, v) for k, v in enumerate(items)]
+        result["returns"] = [kept("returns", "ret%d" % k, v) for k, v in enumerate(items)]
         result["tuple"] = isinstance(ret, tuple)
+    if extended:
+        result["extended"] = {"significand_bits": bits, "wider": wider}
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump(result, f)
 
@@ -214,7 +276,8 @@ def main():
             npz_shapes(sys.argv[2])
         else:
             repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 0
-            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats)
+            extended = len(sys.argv) > 7 and sys.argv[7] == "extended"
+            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats, extended)
     except Exception as e:  # the user's code failed: say where
         tb = traceback.extract_tb(sys.exc_info()[2])
         where = next((f for f in reversed(tb) if f.name != "<module>" and "original_helper" not in f.filename), None)
