@@ -1,6 +1,6 @@
 # port's capture bootstrap: runs the app as __main__ in the one sampled run and,
 # for the first call of each of the app's own functions, records the argument
-# types, saves the inputs (np.savez) and, when the call returns, the array
+# types, saves the inputs (as np.savez does) and, when the call returns, the array
 # arguments as they are then plus the return value. Shipped inside the port
 # binary and run as `python -c BOOTSTRAP APP ARGS...` with its settings as JSON
 # in $PORT_CAPTURE_CONFIG:
@@ -33,12 +33,42 @@ def _port_capture():
     """Sets capture up; returns (compile_app, start): compile_app(source, path)
     is the app file compiled for capture (None: compile it as Python would),
     start() installs what catches the first calls."""
-    import json
     import os
     import sys
     import time
 
-    cfg = json.loads(os.environ.pop("PORT_CAPTURE_CONFIG"))
+    # Only what a plain Python has loaded already, or costs nothing to load:
+    # the `json` module, `ast` and `zipfile` would cost an app that does not
+    # import them itself some 20 ms (the C modules under them do not).
+    import _json
+
+    class JsonContext:
+        strict = True
+        object_hook = object_pairs_hook = parse_constant = None
+        parse_float = float
+        parse_int = int
+
+    def to_json(v):
+        if v is None:
+            return "null"
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        t = type(v)
+        if t is str:
+            return _json.encode_basestring_ascii(v)
+        if t is int or t is float:  # the manifest's numbers are finite
+            return t.__repr__(v)
+        if t is dict:
+            return "{%s}" % ", ".join(
+                "%s: %s" % (_json.encode_basestring_ascii(k), to_json(x)) for k, x in v.items()
+            )
+        if t is list or t is tuple:
+            return "[%s]" % ", ".join(map(to_json, v))
+        raise TypeError("%s in the manifest" % t.__name__)
+
+    cfg = _json.make_scanner(JsonContext())(os.environ.pop("PORT_CAPTURE_CONFIG"), 0)[0]
     app = cfg["app"]
     app_root = os.path.realpath(cfg["app_root"])
     out_dir = cfg["out_dir"]
@@ -53,10 +83,11 @@ def _port_capture():
     state = {
         "bytes": 0,
         "np": None,
-        "numpy_checked": False,
+        "numpy_checked": None,
         "stopped": None,
         "truncated": False,
         "hook_s": None,
+        "capture_s": 0.0,  # spent recording calls: describing, saving .npz, the manifest
     }
     MAX_ATTEMPTS = 3
     SKIP = 0
@@ -64,21 +95,78 @@ def _port_capture():
     realpaths = {}
 
     def numpy():
+        """NumPy if the app has imported it, else None: an app that has not
+        has no arrays, and its numbers are saved without it (importing NumPy
+        would cost a plain Python program a tenth of a second)."""
         np = state["np"]
-        if np is not None:
-            return np
-        np = sys.modules.get("numpy")
-        if np is None and not state["numpy_checked"]:
-            state["numpy_checked"] = True
+        if np is None:
+            np = state["np"] = sys.modules.get("numpy")
+        return np
+
+    def numpy_installed():
+        """Whether inputs can be saved for port to read: NumPy is installed."""
+        if state["numpy_checked"] is None:
             try:
-                import numpy as np  # noqa: F401
+                import importlib.util
+
+                ok = importlib.util.find_spec("numpy") is not None
             except Exception:
-                np = None
+                ok = False
+            if not ok:
                 warnings.append(
                     "numpy not importable in %s: inputs not captured" % sys.executable
                 )
-        state["np"] = np
-        return np
+            state["numpy_checked"] = ok
+        return state["numpy_checked"]
+
+    def npy_number(v):
+        """The .npy file np.save(np.asarray(v)) writes for a Python number,
+        made without NumPy; None where NumPy would make an object array."""
+        import struct
+
+        e = "<" if sys.byteorder == "little" else ">"
+        if isinstance(v, bool):
+            descr, data = "|b1", struct.pack("?", v)
+        elif isinstance(v, int):
+            if not -(2**63) <= v < 2**63:
+                return None
+            descr, data = e + "i8", struct.pack(e + "q", v)
+        elif isinstance(v, float):
+            descr, data = e + "f8", struct.pack(e + "d", v)
+        elif isinstance(v, complex):
+            descr, data = e + "c16", struct.pack(e + "dd", v.real, v.imag)
+        else:
+            return None
+        header = "{'descr': '%s', 'fortran_order': False, 'shape': (), }" % descr
+        header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+
+    def savez(path, arrays, np):
+        """np.savez(path, **arrays); without NumPy, the same file from the
+        .npy files of npy_number: a zip archive, its members stored, as
+        np.savez writes it (they are small: no Zip64)."""
+        if np is not None:
+            np.savez(path, **arrays)
+            return
+        import binascii
+        import struct
+
+        central = []
+        with open(path, "wb") as f:
+            for name, data in arrays.items():
+                n = (name + ".npy").encode("utf-8")
+                flags = 0 if n.isascii() else 0x800  # UTF-8 names
+                crc = binascii.crc32(data)
+                # version 2.0, stored, 1980-01-01 00:00
+                fields = (20, flags, 0, 0, 0x21, crc, len(data), len(data), len(n))
+                central.append(
+                    struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, *fields, 0, 0, 0, 0, 0, f.tell()) + n
+                )
+                f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + n + data)
+            start = f.tell()
+            f.write(b"".join(central))
+            size = f.tell() - start
+            f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
 
     def type_name(v):
         t = type(v)
@@ -111,8 +199,17 @@ def _port_capture():
         """The array to save for v, or None with the reason in rec["skipped"]."""
         skipped = rec["skipped"]
         if np is None:
-            return None
-        if isinstance(v, np.ndarray):
+            if not numpy_installed():
+                return None
+            if not isinstance(v, (bool, int, float, complex)):
+                skipped.append("%s: %s is not an array or a number; not saved (%s)" % (name, type_name(v), what))
+                return None
+            arr = npy_number(v)
+            if arr is None:
+                skipped.append("%s: %s does not fit a NumPy scalar; not saved" % (name, type_name(v)))
+                return None
+            nbytes = 16 if isinstance(v, complex) else 1 if isinstance(v, bool) else 8
+        elif isinstance(v, np.ndarray):
             if v.dtype.hasobject:
                 skipped.append("%s: object array not saved (%s)" % (name, what))
                 return None
@@ -128,15 +225,17 @@ def _port_capture():
         else:
             skipped.append("%s: %s is not an array or a number; not saved (%s)" % (name, type_name(v), what))
             return None
-        if state["bytes"] + arr.nbytes > cap:
+        if np is not None:
+            nbytes = arr.nbytes
+        if state["bytes"] + nbytes > cap:
             skipped.append(
                 "%s: %s would pass the capture cap (%s in all, %s left); not saved (%s)"
-                % (name, mb(arr.nbytes), mb(cap), mb(max(0, cap - state["bytes"])), what)
+                % (name, mb(nbytes), mb(cap), mb(max(0, cap - state["bytes"])), what)
             )
             rec["truncated"] = True
             state["truncated"] = True
             return None
-        state["bytes"] += arr.nbytes
+        state["bytes"] += nbytes
         return arr
 
     def safe(name):
@@ -155,10 +254,11 @@ def _port_capture():
             "truncated": state["truncated"],
             "hook_stopped": state["stopped"],
             "hook_s": state["hook_s"],
+            "capture_s": round(state["capture_s"], 4),
         }
         tmp = os.path.join(out_dir, "manifest.json.tmp")
         with open(tmp, "w") as f:
-            json.dump(doc, f)
+            f.write(to_json(doc))
         os.replace(tmp, os.path.join(out_dir, "manifest.json"))
 
     def arg_names(code):
@@ -213,6 +313,17 @@ def _port_capture():
             self.called = False  # first calls only: some instance has been called
             self.armings = 0  # first calls only: instances given a trampoline
 
+    def timed(f):
+        def run(*a):
+            t0 = time.perf_counter()
+            try:
+                return f(*a)
+            finally:
+                state["capture_s"] += time.perf_counter() - t0
+
+        return run
+
+    @timed
     def begin(target, code, values):
         """Records the call's types and saves its inputs; values maps each
         parameter name to its value."""
@@ -242,7 +353,7 @@ def _port_capture():
                 arrays[n] = arr
         if arrays:
             path = os.path.join(out_dir, stem + ".inputs.npz")
-            np.savez(path, **arrays)
+            savez(path, arrays, np)
             rec["inputs_npz"] = path
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
@@ -268,7 +379,9 @@ def _port_capture():
                 except OSError:
                     pass
 
+    @timed
     def finish(target, rec, values, np, result, raised):
+        np = np or numpy()  # imported by the call itself
         target.busy = False
         rec["skipped"].remove("the call had not returned when the program ended")
         if raised:
@@ -300,7 +413,7 @@ def _port_capture():
                 arrays[name] = arr
         if arrays:
             path = os.path.join(out_dir, rec["stem"] + ".outputs.npz")
-            np.savez(path, **arrays)
+            savez(path, arrays, np)
             rec["outputs_npz"] = path
         complete(target)
         write_manifest()
@@ -722,13 +835,25 @@ def _port_capture():
             module that calls numba.jit_module. Only statements are walked:
             every definition is one, so this costs little per line."""
             try:
-                import ast
+                import _ast as ast  # the node classes; the `ast` module is not needed
 
                 tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
                 jit = any(h in source for h in JIT_HINTS)
 
+                def walk(node):
+                    todo = [node]
+                    while todo:
+                        node = todo.pop()
+                        yield node
+                        for name in node._fields:
+                            field = getattr(node, name, None)
+                            if isinstance(field, ast.AST):
+                                todo.append(field)
+                            elif type(field) is list:
+                                todo.extend(x for x in field if isinstance(x, ast.AST))
+
                 def mentions_jit(node):
-                    for n in ast.walk(node):
+                    for n in walk(node):
                         if (type(n) is ast.Name and n.id in JIT_WORDS) or (
                             type(n) is ast.Attribute and n.attr in JIT_WORDS
                         ):
@@ -737,7 +862,7 @@ def _port_capture():
 
                 handed = set()
                 if jit:
-                    for node in ast.walk(tree):
+                    for node in walk(tree):
                         if type(node) is ast.Call:
                             func = node.func
                             while type(func) is ast.Call:  # njit(cache=True)(f)
@@ -747,7 +872,7 @@ def _port_capture():
                             if any(
                                 (type(n) is ast.Attribute and n.attr == "jit_module")
                                 or (type(n) is ast.Name and n.id == "jit_module")
-                                for n in ast.walk(func)
+                                for n in walk(func)
                             ):
                                 return None
                             handed.update(a.id for a in node.args if type(a) is ast.Name)
@@ -847,15 +972,17 @@ def _port_capture():
             pass  # functions still armed run their original code from now on
 
     os.makedirs(out_dir, exist_ok=True)
-    # An app that imports NumPy would do it in its run: done here first, the
-    # hook does not see (and pay for) the calls of the import.
-    try:
-        with open(app, "rb") as f:
-            if b"numpy" in f.read():
-                numpy()
-    except OSError:
-        pass
     if MONITORING:
+        # An app that imports NumPy would do it in its run: done here first,
+        # the hook does not see (and pay for) the functions of the import.
+        # (Before 3.12 nothing is hooked, and the app imports what it imports
+        # when it does, as alone.)
+        try:
+            with open(app, "rb") as f:
+                if b"numpy" in f.read():
+                    import numpy  # noqa: F401
+        except Exception:
+            pass
         expect_file(realpath(app))
         if not expected:
             state["stopped"] = "no functions"
