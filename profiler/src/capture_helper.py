@@ -671,7 +671,9 @@ def _port_capture():
                 "            if _port_done is not None:",
                 "                _port_done(None, _port_e)",
                 # Out of the caller's sight: the traceback goes from the
-                # caller's line straight to the function's.
+                # caller's line straight to the function's (3.11+, where a
+                # bare raise takes __traceback__; before, only the
+                # bootstrap's handler cleans a traceback nobody caught).
                 "            _port_e.__traceback__ = _port_e.__traceback__.tb_next",
                 "            raise",
                 "        if _port_done is not None:",
