@@ -8,7 +8,8 @@
 # Target: <= 1.05x of a plain run (median), capture included.
 #
 #   scripts/bench-profile-overhead.sh [--rate HZ] [--repeats N] [--no-capture]
-#                                     [--breakdown] [APP.py [-- ARGS...]]
+#                                     [--breakdown] [--compare PORT_BIN]
+#                                     [APP.py [-- ARGS...]]
 #
 # Without an app it measures the fixture apps, a call-heavy one included
 # (pure_python.py: 150,000 small calls; capture_cases.py: 300,000).
@@ -17,6 +18,9 @@
 # (capture minus no-capture); the seconds the capture spent recording calls
 # inside the app (describing, writing .npz files and the manifest) are read
 # from each run's manifest.
+# --compare PORT_BIN also runs another build of port the same way in each
+# round (say, the last release), so a change is measured against it in the
+# same invocation, under the same load.
 #
 # Wall times are as noisy as the machine is busy; CPU times much less so, and
 # on a shared machine they are the figures to compare.
@@ -29,6 +33,7 @@ rate=100
 repeats=5
 mode=()
 breakdown=0
+compare=
 apps=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +41,7 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift 2 ;;
     --no-capture) mode=(--no-capture); shift ;;
     --breakdown) breakdown=1; shift ;;
+    --compare) compare=$2; shift 2 ;;
     --) shift; apps=("${apps[-1]} $*"); break ;;
     -*) echo "bench: unknown option $1" >&2; exit 2 ;;
     *) apps+=("$1"); shift ;;
@@ -65,6 +71,7 @@ fi
 abs() { case "$1" in */*) echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" ;; *) echo "$1" ;; esac; }
 python=$(abs "$python")
 port=$(abs "$port")
+[ -z "$compare" ] || compare=$(abs "$compare")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -108,13 +115,17 @@ for spec in "${apps[@]}"; do
   plain=("$python" "$app" "${args[@]}")
   profiled=("$port" analyze --python "$python" --rate "$rate" "${mode[@]}" "$app")
   nocap=("$port" analyze --python "$python" --rate "$rate" --no-capture "$app")
-  if [ ${#args[@]} -gt 0 ]; then profiled+=(-- "${args[@]}"); nocap+=(-- "${args[@]}"); fi
+  other=("${compare:-none}" analyze --python "$python" --rate "$rate" "${mode[@]}" "$app")
+  if [ ${#args[@]} -gt 0 ]; then
+    profiled+=(-- "${args[@]}"); nocap+=(-- "${args[@]}"); other+=(-- "${args[@]}")
+  fi
 
   # One warm-up of each so the page cache and .pyc files are equal for all.
   measure "${plain[@]}" >/dev/null
   measure "${profiled[@]}" >/dev/null
   [ "$breakdown" = 1 ] && measure "${nocap[@]}" >/dev/null
-  pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); cs=()
+  [ -n "$compare" ] && measure "${other[@]}" >/dev/null
+  pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); ow=(); oc=(); cs=()
   for i in $(seq 1 "$repeats"); do
     read -r w c < <(measure "${plain[@]}"); pw+=("$w"); pc+=("$c")
     read -r w c < <(measure "${profiled[@]}"); qw+=("$w"); qc+=("$c")
@@ -125,6 +136,10 @@ for spec in "${apps[@]}"; do
       read -r w c < <(measure "${nocap[@]}"); nw+=("$w"); nc+=("$c")
       line+=$(printf '  --no-capture %.3f s (cpu %.3f)' "${nw[-1]}" "${nc[-1]}")
     fi
+    if [ -n "$compare" ]; then
+      read -r w c < <(measure "${other[@]}"); ow+=("$w"); oc+=("$c")
+      line+=$(printf '  compared %.3f s (cpu %.3f)' "${ow[-1]}" "${oc[-1]}")
+    fi
     echo "$line" >&2
   done
   p=$(med "${pw[@]}"); q=$(med "${qw[@]}")
@@ -132,6 +147,11 @@ for spec in "${apps[@]}"; do
   summary+=("$(printf '%-18s %-14s wall %7.3f s -> %7.3f s  %.3fx   cpu %7.3f s -> %7.3f s  %.3fx' \
     "$(basename "$app")" "${app_args:--}" "$p" "$q" "$(echo "$q / $p" | bc -l)" \
     "$pcpu" "$qcpu" "$(echo "$qcpu / $pcpu" | bc -l)")")
+  if [ -n "$compare" ]; then
+    o=$(med "${ow[@]}"); ocpu=$(med "${oc[@]}")
+    summary+=("$(printf '%-18s %-14s compared: wall %7.3f s  %.3fx   cpu %7.3f s  %.3fx   (%s)' \
+      "" "" "$o" "$(echo "$o / $p" | bc -l)" "$ocpu" "$(echo "$ocpu / $pcpu" | bc -l)" "$compare")")
+  fi
   if [ "$breakdown" = 1 ]; then
     n=$(med "${nw[@]}"); ncpu=$(med "${nc[@]}")
     details+=("$(printf '%-18s %-14s sampling+analysis: wall %+.3f s cpu %+.3f s   capture: wall %+.3f s cpu %+.3f s   recording calls in the app %.3f s' \
