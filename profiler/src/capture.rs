@@ -88,6 +88,19 @@ struct HelperConfig<'a> {
     out_dir: &'a Path,
     cap_bytes: u64,
     max_functions: usize,
+    /// Names this bootstrap in the byte code it caches (`out_dir/bytecode`):
+    /// the app's files compiled by another build of port are not reused.
+    helper_id: String,
+}
+
+/// A hash of the bootstrap's source (FNV-1a), as hex.
+fn helper_id() -> String {
+    let hash = HELPER_SOURCE
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{hash:016x}")
 }
 
 /// How to start the app through the capture bootstrap: the interpreter's leading
@@ -108,6 +121,7 @@ pub fn prepare(req: &CaptureRequest<'_>) -> Result<Result<Injection, String>, Pr
         out_dir: req.dir,
         cap_bytes: req.cap_bytes,
         max_functions: MAX_FUNCTIONS,
+        helper_id: helper_id(),
     });
     Ok(match config {
         Ok(config) => Ok(Injection {

@@ -4,7 +4,7 @@
 # arguments as they are then plus the return value. Shipped inside the port
 # binary and run as `python -c BOOTSTRAP APP ARGS...` with its settings as JSON
 # in $PORT_CAPTURE_CONFIG:
-#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions"}
+#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
 # It keeps out_dir/manifest.json up to date after every capture (a crash or
 # os._exit keeps what was captured), and port reads it back.
 #
@@ -74,6 +74,7 @@ def _port_capture():
     out_dir = cfg["out_dir"]
     cap = int(cfg["cap_bytes"])
     max_functions = int(cfg["max_functions"])
+    helper_id = cfg.get("helper_id", "")
     main_pid = os.getpid()
     started = time.perf_counter()
     MONITORING = sys.version_info >= (3, 12)
@@ -826,7 +827,53 @@ def _port_capture():
         JIT_HINTS = (b"jit", b"numba", b"vectorize", b"stencil", b"cfunc", b"overload", b"intrinsic")
         BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
+        import marshal
+
+        bytecode_dir = os.path.join(out_dir, "bytecode")
+
         def compile_app(source, path):
+            """transform_app(source, path), cached in out_dir/bytecode: a plain
+            run loads a local module from __pycache__ in a millisecond, while
+            parsing, transforming and compiling it takes some 10 ms per
+            thousand lines. Keyed, as CPython keys its own cache, by the
+            file's modification time and size, and by the Python and this
+            bootstrap; a file that does not compile is not cached."""
+            try:
+                st = os.stat(path)
+                key = (
+                    "%s|%s|%d|%d|%d|%s\n"
+                    % (path, sys.version, sys.flags.optimize, st.st_mtime_ns, st.st_size, helper_id)
+                ).encode("utf-8", "surrogateescape")
+                import binascii
+
+                name = "%s-%08x.bin" % (safe(os.path.basename(path)), binascii.crc32(key))
+                cached = os.path.join(bytecode_dir, name)
+            except (OSError, ValueError):
+                return transform_app(source, path)
+            try:
+                with open(cached, "rb") as f:
+                    data = f.read()
+                if data.startswith(key):
+                    data = data[len(key) :]
+                    return marshal.loads(data) if data else None
+            except (OSError, ValueError, EOFError, TypeError):
+                pass
+            code = transform_app(source, path)
+            if code is None and not syntax_ok.pop(path, False):
+                return None  # does not compile: the usual error, never cached
+            try:
+                os.makedirs(bytecode_dir, exist_ok=True)
+                tmp = "%s.%d.tmp" % (cached, os.getpid())
+                with open(tmp, "wb") as f:
+                    f.write(key + (marshal.dumps(code) if code is not None else b""))
+                os.replace(tmp, cached)
+            except (OSError, ValueError):
+                pass
+            return code
+
+        syntax_ok = {}  # path -> True: transform_app's None was "no function"
+
+        def transform_app(source, path):
             """A file of the app compiled with `@__port_def__` innermost on
             each function definition, or None when it has none (or cannot be
             parsed: then it is compiled as Python would, and fails the same).
@@ -876,6 +923,7 @@ def _port_capture():
                                 or (type(n) is ast.Name and n.id == "jit_module")
                                 for n in walk(func)
                             ):
+                                syntax_ok[path] = True
                                 return None
                             handed.update(a.id for a in node.args if type(a) is ast.Name)
                 added = 0
@@ -911,6 +959,7 @@ def _port_capture():
                             else:
                                 stack.append(body)
                 if not added:
+                    syntax_ok[path] = True
                     return None
                 return compile(tree, path, "exec", dont_inherit=True)
             except SyntaxError:

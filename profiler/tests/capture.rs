@@ -542,3 +542,59 @@ fn a_program_without_numpy_has_its_numbers_saved_without_importing_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_app_files_compiled_for_capture_are_cached_and_compiled_again_when_they_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app.py");
+    let helper = dir.path().join("helper.py");
+    std::fs::write(
+        &app,
+        "import helper\n\n\ndef main():\n    print(helper.scale(3.0))\n\n\nmain()\n",
+    )
+    .unwrap();
+    std::fs::write(&helper, "def scale(x):\n    return 2 * x\n").unwrap();
+    let captures = dir.path().join("captures");
+    let printed = dir.path().join("out.txt");
+    let mut opts = options("pure_python.py", &[], &captures);
+    opts.app = app.clone();
+    opts.app_output = port_profiler::AppOutput::File(printed.clone());
+    let run_once = || {
+        let p = run(&opts).unwrap();
+        assert!(p.exit.success());
+        let m = manifest(&captures);
+        let scale = manifest_record(&m, "scale").unwrap_or_else(|| panic!("{m}"));
+        let names: Vec<String> = scale["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap().to_string())
+            .collect();
+        (std::fs::read_to_string(&printed).unwrap(), names)
+    };
+    let cache = captures.join("bytecode");
+    let stamps = || -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        let mut v: Vec<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path(), e.metadata().unwrap().modified().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+
+    assert_eq!(run_once(), ("6.0\n".to_string(), vec!["x".to_string()]));
+    let first = stamps();
+    assert_eq!(first.len(), 2, "app.py and helper.py: {first:?}");
+    // Run again: the same files are read back, not written again.
+    assert_eq!(run_once(), ("6.0\n".to_string(), vec!["x".to_string()]));
+    assert_eq!(stamps(), first);
+    // The module changes (its size does): compiled again.
+    std::fs::write(&helper, "def scale(x, k=5):\n    return k * x\n").unwrap();
+    assert_eq!(
+        run_once(),
+        ("15.0\n".to_string(), vec!["x".to_string(), "k".to_string()])
+    );
+}
