@@ -2,14 +2,28 @@
 # What does `port analyze` cost over running the app alone? For each app, runs
 # it plain (`python APP ARGS`) and under `port analyze` (default: sampling and
 # capture in the same run), alternating, REPEATS times each in the same
-# invocation, and prints the median wall times and their ratio.
+# invocation, and prints for each the median wall time and the median CPU time
+# (user + system of the whole process tree: port, py-spy's threads, Python and
+# whatever it starts), and their ratios.
 # Target: <= 1.05x of a plain run (median), capture included.
 #
 #   scripts/bench-profile-overhead.sh [--rate HZ] [--repeats N] [--no-capture]
+#                                     [--breakdown] [--compare PORT_BIN]
 #                                     [APP.py [-- ARGS...]]
 #
 # Without an app it measures the fixture apps, a call-heavy one included
 # (pure_python.py: 150,000 small calls; capture_cases.py: 300,000).
+# --breakdown also runs `port analyze --no-capture` in each round, so the
+# cost splits into sampling + analysis (no-capture minus plain) and capture
+# (capture minus no-capture); the seconds the capture spent recording calls
+# inside the app (describing, writing .npz files and the manifest) are read
+# from each run's manifest.
+# --compare PORT_BIN also runs another build of port the same way in each
+# round (say, the last release), so a change is measured against it in the
+# same invocation, under the same load.
+#
+# Wall times are as noisy as the machine is busy; CPU times much less so, and
+# on a shared machine they are the figures to compare.
 # PORT overrides the binary (default target/release/port, built if missing).
 # PYTHON overrides the interpreter (default .venv/bin/python, else python3).
 set -euo pipefail
@@ -17,13 +31,17 @@ cd "$(dirname "$0")/.."
 
 rate=100
 repeats=5
-mode=(  )
+mode=()
+breakdown=0
+compare=
 apps=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --no-capture) mode=(--no-capture); shift ;;
+    --breakdown) breakdown=1; shift ;;
+    --compare) compare=$2; shift 2 ;;
     --) shift; apps=("${apps[-1]} $*"); break ;;
     -*) echo "bench: unknown option $1" >&2; exit 2 ;;
     *) apps+=("$1"); shift ;;
@@ -32,6 +50,7 @@ done
 if [ ${#apps[@]} -eq 0 ]; then
   apps=(
     "fixtures/apps/mixed_app.py 2"
+    "fixtures/apps/mixed_app.py 10"
     "fixtures/apps/black_scholes.py 1000000 20"
     "fixtures/apps/nbody.py"
     "fixtures/apps/pure_python.py 150000"
@@ -52,20 +71,41 @@ fi
 abs() { case "$1" in */*) echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" ;; *) echo "$1" ;; esac; }
 python=$(abs "$python")
 port=$(abs "$port")
+[ -z "$compare" ] || compare=$(abs "$compare")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
-run_timed() {
-  local t0 t1
-  t0=$(now)
-  (cd "$work" && "$@" >/dev/null 2>&1) || { echo "bench: failed: $*" >&2; exit 1; }
-  t1=$(now)
-  echo "$t1 - $t0" | bc -l
+# Runs a command in $work, output discarded; prints "WALL CPU" in seconds:
+# CPU is user + system of every process it started and waited for
+# (getrusage(RUSAGE_CHILDREN) of the measuring Python, whose own start-up is
+# not counted).
+measure() {
+  (cd "$work" && "$python" -c '
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.perf_counter() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+if rc != 0:
+    sys.exit("bench: failed (exit %d): %s" % (rc, " ".join(sys.argv[1:])))
+print("%.4f %.4f" % (wall, ru.ru_utime + ru.ru_stime))
+' "$@")
+}
+# Seconds the capture spent recording calls in the last run (0 without one).
+capture_s() {
+  "$python" -c '
+import json, sys
+try:
+    print(json.load(open(sys.argv[1])).get("capture_s") or 0)
+except OSError:
+    print(0)
+' "$work/.port/captures/manifest.json"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+med() { printf '%s\n' "$@" | median; }
 
 summary=()
+details=()
 for spec in "${apps[@]}"; do
   read -r app app_args <<<"$spec"
   [ -f "$app" ] || { echo "bench: app $app not found" >&2; exit 2; }
@@ -74,33 +114,58 @@ for spec in "${apps[@]}"; do
   args=($app_args)
   plain=("$python" "$app" "${args[@]}")
   profiled=("$port" analyze --python "$python" --rate "$rate" "${mode[@]}" "$app")
-  [ ${#args[@]} -gt 0 ] && profiled+=(-- "${args[@]}")
+  nocap=("$port" analyze --python "$python" --rate "$rate" --no-capture "$app")
+  other=("${compare:-none}" analyze --python "$python" --rate "$rate" "${mode[@]}" "$app")
+  if [ ${#args[@]} -gt 0 ]; then
+    profiled+=(-- "${args[@]}"); nocap+=(-- "${args[@]}"); other+=(-- "${args[@]}")
+  fi
 
-  # One warm-up of each so the page cache and .pyc files are equal for both.
-  run_timed "${plain[@]}" >/dev/null
-  run_timed "${profiled[@]}" >/dev/null
-  plain_times=()
-  profiled_times=()
+  # One warm-up of each so the page cache and .pyc files are equal for all.
+  measure "${plain[@]}" >/dev/null
+  measure "${profiled[@]}" >/dev/null
+  [ "$breakdown" = 1 ] && measure "${nocap[@]}" >/dev/null
+  [ -n "$compare" ] && measure "${other[@]}" >/dev/null
+  pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); ow=(); oc=(); cs=()
   for i in $(seq 1 "$repeats"); do
-    plain_times+=("$(run_timed "${plain[@]}")")
-    profiled_times+=("$(run_timed "${profiled[@]}")")
-    printf 'bench: %s run %d/%d  plain %.3f s  port analyze %.3f s\n' "$(basename "$app")" "$i" "$repeats" \
-      "${plain_times[-1]}" "${profiled_times[-1]}" >&2
+    read -r w c < <(measure "${plain[@]}"); pw+=("$w"); pc+=("$c")
+    read -r w c < <(measure "${profiled[@]}"); qw+=("$w"); qc+=("$c")
+    cs+=("$(capture_s)")
+    line=$(printf 'bench: %s %s run %d/%d  plain %.3f s (cpu %.3f)  port analyze %.3f s (cpu %.3f)' \
+      "$(basename "$app")" "${app_args:--}" "$i" "$repeats" "${pw[-1]}" "${pc[-1]}" "${qw[-1]}" "${qc[-1]}")
+    if [ "$breakdown" = 1 ]; then
+      read -r w c < <(measure "${nocap[@]}"); nw+=("$w"); nc+=("$c")
+      line+=$(printf '  --no-capture %.3f s (cpu %.3f)' "${nw[-1]}" "${nc[-1]}")
+    fi
+    if [ -n "$compare" ]; then
+      read -r w c < <(measure "${other[@]}"); ow+=("$w"); oc+=("$c")
+      line+=$(printf '  compared %.3f s (cpu %.3f)' "${ow[-1]}" "${oc[-1]}")
+    fi
+    echo "$line" >&2
   done
-  p=$(printf '%s\n' "${plain_times[@]}" | median)
-  q=$(printf '%s\n' "${profiled_times[@]}" | median)
-  ratio=$(echo "$q / $p" | bc -l)
-  # Best-of-N: a run can only be slowed by other load, so the minimum is the
-  # steadier figure on a busy machine.
-  pmin=$(printf '%s\n' "${plain_times[@]}" | sort -g | head -1)
-  qmin=$(printf '%s\n' "${profiled_times[@]}" | sort -g | head -1)
-  ratio_min=$(echo "$qmin / $pmin" | bc -l)
-  summary+=("$(printf '%-22s %-16s plain %7.3f s  port analyze %7.3f s  ratio %.3fx  (best-of-%d %.3fx)' \
-    "$(basename "$app")" "${app_args:--}" "$p" "$q" "$ratio" "$repeats" "$ratio_min")")
+  p=$(med "${pw[@]}"); q=$(med "${qw[@]}")
+  pcpu=$(med "${pc[@]}"); qcpu=$(med "${qc[@]}")
+  summary+=("$(printf '%-18s %-14s wall %7.3f s -> %7.3f s  %.3fx   cpu %7.3f s -> %7.3f s  %.3fx' \
+    "$(basename "$app")" "${app_args:--}" "$p" "$q" "$(echo "$q / $p" | bc -l)" \
+    "$pcpu" "$qcpu" "$(echo "$qcpu / $pcpu" | bc -l)")")
+  if [ -n "$compare" ]; then
+    o=$(med "${ow[@]}"); ocpu=$(med "${oc[@]}")
+    summary+=("$(printf '%-18s %-14s compared: wall %7.3f s  %.3fx   cpu %7.3f s  %.3fx   (%s)' \
+      "" "" "$o" "$(echo "$o / $p" | bc -l)" "$ocpu" "$(echo "$ocpu / $pcpu" | bc -l)" "$compare")")
+  fi
+  if [ "$breakdown" = 1 ]; then
+    n=$(med "${nw[@]}"); ncpu=$(med "${nc[@]}")
+    details+=("$(printf '%-18s %-14s sampling+analysis: wall %+.3f s cpu %+.3f s   capture: wall %+.3f s cpu %+.3f s   recording calls in the app %.3f s' \
+      "$(basename "$app")" "${app_args:--}" "$(echo "$n - $p" | bc -l)" "$(echo "$ncpu - $pcpu" | bc -l)" \
+      "$(echo "$q - $n" | bc -l)" "$(echo "$qcpu - $ncpu" | bc -l)" "$(med "${cs[@]}")")")
+  fi
 done
 
 printf 'port analyze %s at %s Hz, %s; medians of %d runs each, alternating (cores: %s)\n' \
   "$([ ${#mode[@]} -gt 0 ] && echo '--no-capture' || echo '(default: capture in the sampled run)')" \
   "$rate" "$("$python" -V 2>&1)" "$repeats" "$(nproc)"
 printf '%s\n' "${summary[@]}"
-echo 'target: ratio <= 1.05x of medians'
+if [ "$breakdown" = 1 ]; then
+  echo 'medians, port analyze minus the run before it (plain, then --no-capture):'
+  printf '%s\n' "${details[@]}"
+fi
+echo 'target: ratio <= 1.05x of medians (cpu: user+sys of the process tree)'

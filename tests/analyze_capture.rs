@@ -127,3 +127,48 @@ fn no_capture_runs_the_program_once_and_captures_nothing() {
     );
     assert!(!tmp.path().join(".port/captures/manifest.json").exists());
 }
+
+/// `python app.py` in `dir`: its stderr.
+fn plain_stderr(dir: &std::path::Path) -> String {
+    let o = std::process::Command::new(venv_python())
+        .current_dir(dir)
+        .arg("app.py")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    stderr(&o)
+}
+
+#[test]
+fn a_local_module_that_fails_fails_with_the_traceback_of_a_plain_run() {
+    // The app's local modules are compiled by the capture (an import finder),
+    // the main file by its bootstrap: a module that does not compile, and a
+    // first call that raises out of one, read as they do without port.
+    let py = venv_python();
+    for (helper, says) in [
+        ("def scale(v:\n    return v\n", "SyntaxError"),
+        (
+            "import time\n\n\ndef scale(v):\n    t = time.perf_counter()\n    while time.perf_counter() - t < 0.3:\n        pass\n    return v / 0\n",
+            "ZeroDivisionError: float division by zero",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        std::fs::write(
+            dir.join("app.py"),
+            "import helper\n\n\ndef main():\n    print(helper.scale(2.0))\n\n\nmain()\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("helper.py"), helper).unwrap();
+        let o = port_in(&dir, &["analyze", "--python", &py, "app.py"]);
+        assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+        let err = stderr(&o);
+        // Plain runs keep their own byte code: nothing compiled for the
+        // capture is left in __pycache__ (a plain run would load it).
+        assert!(!dir.join("__pycache__").exists(), "{err}");
+        let alone = plain_stderr(&dir);
+        assert!(alone.contains(says), "{alone}");
+        assert!(err.contains(&alone), "plain run:\n{alone}\nport analyze:\n{err}");
+        assert!(!err.contains("<string>") && !err.contains("_port_"), "{err}");
+    }
+}

@@ -1,16 +1,19 @@
 //! Capture inside the sampled run: the app is started through a small Python
 //! bootstrap (shipped in the binary, run as `python -c BOOTSTRAP APP ARGS`)
-//! that installs a self-removing hook, then runs the app as `__main__`. The
-//! hook records the first call of each of the app's own functions (argument
-//! types, inputs, outputs) into the capture directory and keeps its
-//! `manifest.json` current. After the run, the captures of the hottest
-//! functions are kept and the others' files removed.
+//! that arranges for the first call of each of the app's own functions to be
+//! recorded (argument types, inputs, outputs) into the capture directory, with
+//! its `manifest.json` kept current, then runs the app as `__main__`. After the
+//! run, the captures of the hottest functions are kept and the others' files
+//! removed.
 //!
-//! The hook costs little: on Python 3.12+ it is a `sys.monitoring` event that
-//! each code object disables after its capture; before 3.12 a `sys.settrace`
-//! hook removes itself when every function it knows of is captured or its
-//! budget (events, seconds) is spent; functions first called after that have
-//! no capture, and a warning says so.
+//! It costs (almost) nothing outside the captured calls: on Python 3.12+ a
+//! `sys.monitoring` event that each code object disables after its capture;
+//! before 3.12, where any trace or profile function slows every frame, no hook
+//! at all: the bootstrap compiles the app's files (the main file, and its local
+//! modules through an import finder) with an innermost decorator on each
+//! function that gives it a trampoline until its first call, which puts the
+//! original code back and records the call. There is no time budget: a
+//! function first called at the end of the run is captured too.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -76,8 +79,6 @@ pub struct CaptureRequest<'a> {
     /// Absolute; created if missing; earlier captures in it are replaced.
     pub dir: &'a Path,
     pub cap_bytes: u64,
-    pub budget_events: u64,
-    pub budget_s: f64,
 }
 
 #[derive(serde::Serialize)]
@@ -87,11 +88,22 @@ struct HelperConfig<'a> {
     out_dir: &'a Path,
     cap_bytes: u64,
     max_functions: usize,
-    budget_events: u64,
-    budget_s: f64,
+    /// Names this bootstrap in the byte code it caches (`out_dir/bytecode`):
+    /// the app's files compiled by another build of port are not reused.
+    helper_id: String,
 }
 
-/// How to start the app with the capture hook: the interpreter's leading
+/// A hash of the bootstrap's source (FNV-1a), as hex.
+fn helper_id() -> String {
+    let hash = HELPER_SOURCE
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{hash:016x}")
+}
+
+/// How to start the app through the capture bootstrap: the interpreter's leading
 /// arguments and the environment. Clears earlier captures from the directory.
 pub struct Injection {
     pub leading: Vec<String>,
@@ -109,8 +121,7 @@ pub fn prepare(req: &CaptureRequest<'_>) -> Result<Result<Injection, String>, Pr
         out_dir: req.dir,
         cap_bytes: req.cap_bytes,
         max_functions: MAX_FUNCTIONS,
-        budget_events: req.budget_events,
-        budget_s: req.budget_s,
+        helper_id: helper_id(),
     });
     Ok(match config {
         Ok(config) => Ok(Injection {
@@ -144,7 +155,8 @@ struct Record {
 struct Manifest {
     captures: Vec<Record>,
     warnings: Vec<String>,
-    /// Why the hook removed itself early: "budget of 100000 events", ...
+    /// Why the capture stopped early: "functions" (the cap on captured
+    /// functions), "all captured", "an error"; "program ended" otherwise.
     #[serde(default)]
     hook_stopped: Option<String>,
     #[serde(default)]
@@ -165,7 +177,7 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
     let Some(manifest) = manifest else {
         if !targets.is_empty() {
             outcome.warnings.push(
-                "the capture hook wrote no manifest (the program ended before it started): no argument types or inputs captured"
+                "the capture bootstrap wrote no manifest (the program ended before it started): no argument types or inputs captured"
                     .to_string(),
             );
         }
@@ -184,11 +196,14 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
             }
             None => {
                 let why = match (&manifest.hook_stopped, manifest.hook_s) {
-                    (Some(how), Some(s)) if how.starts_with("budget") || how == "functions" => {
-                        format!("first called after the capture hook stopped ({how}, {s:.1} s into the run)")
+                    (Some(how), Some(s)) if how == "functions" => {
+                        format!(
+                            "first called after the capture stopped ({how}, {s:.1} s into the run)"
+                        )
                     }
-                    _ => "not called in the app's main process while the capture hook was on"
-                        .to_string(),
+                    _ => {
+                        "not called in the app's main process while the capture was on".to_string()
+                    }
                 };
                 outcome
                     .warnings
@@ -295,7 +310,7 @@ mod tests {
         let other = dir.path().join("g-1.inputs.npz");
         std::fs::write(&other, "x").unwrap();
         let text = r#"{"schema":"port-capture/2","python":"/p","bytes_written":8,
-            "warnings":[],"hook_stopped":"budget of 400000 events","hook_s":0.4,
+            "warnings":[],"hook_stopped":"functions","hook_s":0.4,
             "captures":[{"function":"f","name":"f","file":"/app/a.py","line":3,
               "args":[{"name":"x","kind":{"kind":"ndarray","dtype":"float64","ndim":1,"shape":[4],"c_contiguous":true,"f_contiguous":true}},
                       {"name":"n","kind":{"kind":"scalar","type":"int"}},
@@ -335,7 +350,7 @@ mod tests {
         );
         assert!(
             out.warnings.iter().any(|w| w
-                == "a.h: first called after the capture hook stopped (budget of 400000 events, 0.4 s into the run); no types captured"),
+                == "a.h: first called after the capture stopped (functions, 0.4 s into the run); no types captured"),
             "{:?}",
             out.warnings
         );

@@ -1,77 +1,173 @@
 # port's capture bootstrap: runs the app as __main__ in the one sampled run and,
 # for the first call of each of the app's own functions, records the argument
-# types, saves the inputs (np.savez) and, when the call returns, the array
+# types, saves the inputs (as np.savez does) and, when the call returns, the array
 # arguments as they are then plus the return value. Shipped inside the port
 # binary and run as `python -c BOOTSTRAP APP ARGS...` with its settings as JSON
 # in $PORT_CAPTURE_CONFIG:
-#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions",
-#    "budget_events", "budget_s"}
+#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
 # It keeps out_dir/manifest.json up to date after every capture (a crash or
 # os._exit keeps what was captured), and port reads it back.
 #
-# The hook switches itself off. On Python 3.12+ it is a sys.monitoring PY_START
-# callback that disables itself per code object (so a function costs one event
-# in all, and the app's own functions a few more once captured). Before 3.12 it
-# is a sys.settrace hook (Python calls only: C calls such as NumPy's cost
-# nothing) with an early exit, removed once every function of the app's files
-# seen so far has been captured, or when its budget of calls or seconds is
-# spent: until then the interpreter runs its slower traced loop.
+# How a first call is caught depends on the Python (see `_port_capture`):
+#
+# - 3.12+: a sys.monitoring PY_START callback that disables itself per code
+#   object, so a function costs one event in all (its own few more while its
+#   first call is recorded).
+# - Before 3.12 there is no cheap hook: while a trace or profile function is
+#   set, CPython 3.11 runs every Python frame on its slow path. So nothing is
+#   hooked. The bootstrap compiles the app's files itself (the main file here,
+#   the app's local modules through an import finder) with `@__port_def__`
+#   added as the innermost decorator of each function definition. At
+#   definition it gives the function a trampoline for its __code__ (same
+#   signature, file and first line). The first call runs the trampoline,
+#   which puts the original code back, so that every later call, through any
+#   name or alias, runs the original with nothing in between; then it records
+#   the call, runs it and records what it returned. Nothing else is paid.
 #
 # The app runs in the real __main__ module, with sys.argv, sys.path[0] and
 # __file__ as `python APP ARGS` sets them; a traceback leaves out the
-# bootstrap's own line.
+# bootstrap's own frames.
 
 
 def _port_capture():
-    import json
+    """Sets capture up; returns (compile_app, start): compile_app(source, path)
+    is the app file compiled for capture (None: compile it as Python would),
+    start() installs what catches the first calls."""
     import os
     import sys
     import time
 
-    cfg = json.loads(os.environ.pop("PORT_CAPTURE_CONFIG"))
+    # Only what a plain Python has loaded already, or costs nothing to load:
+    # the `json` module, `ast` and `zipfile` would cost an app that does not
+    # import them itself some 20 ms (the C modules under them do not).
+    import _json
+
+    class JsonContext:
+        strict = True
+        object_hook = object_pairs_hook = parse_constant = None
+        parse_float = float
+        parse_int = int
+
+    def to_json(v):
+        if v is None:
+            return "null"
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        t = type(v)
+        if t is str:
+            return _json.encode_basestring_ascii(v)
+        if t is int or t is float:  # the manifest's numbers are finite
+            return t.__repr__(v)
+        if t is dict:
+            return "{%s}" % ", ".join(
+                "%s: %s" % (_json.encode_basestring_ascii(k), to_json(x)) for k, x in v.items()
+            )
+        if t is list or t is tuple:
+            return "[%s]" % ", ".join(map(to_json, v))
+        raise TypeError("%s in the manifest" % t.__name__)
+
+    cfg = _json.make_scanner(JsonContext())(os.environ.pop("PORT_CAPTURE_CONFIG"), 0)[0]
     app = cfg["app"]
     app_root = os.path.realpath(cfg["app_root"])
     out_dir = cfg["out_dir"]
     cap = int(cfg["cap_bytes"])
     max_functions = int(cfg["max_functions"])
-    budget_events = int(cfg["budget_events"])
-    budget_s = float(cfg["budget_s"])
+    helper_id = cfg.get("helper_id", "")
     main_pid = os.getpid()
     started = time.perf_counter()
+    MONITORING = sys.version_info >= (3, 12)
 
     captures = []  # the records, in the order their calls began
     warnings = []
     state = {
         "bytes": 0,
         "np": None,
-        "numpy_checked": False,
+        "numpy_checked": None,
         "stopped": None,
         "truncated": False,
         "hook_s": None,
+        "capture_s": 0.0,  # spent recording calls: describing, saving .npz, the manifest
     }
     MAX_ATTEMPTS = 3
     SKIP = 0
-    expected = set()  # (file, firstlineno, qualname) of candidate functions
-    files_seen = set()
-    done = set()
+    done = set()  # keys of functions captured (or given up on)
     realpaths = {}
 
     def numpy():
+        """NumPy if the app has imported it, else None: an app that has not
+        has no arrays, and its numbers are saved without it (importing NumPy
+        would cost a plain Python program a tenth of a second)."""
         np = state["np"]
-        if np is not None:
-            return np
-        np = sys.modules.get("numpy")
-        if np is None and not state["numpy_checked"]:
-            state["numpy_checked"] = True
+        if np is None:
+            np = state["np"] = sys.modules.get("numpy")
+        return np
+
+    def numpy_installed():
+        """Whether inputs can be saved for port to read: NumPy is installed."""
+        if state["numpy_checked"] is None:
             try:
-                import numpy as np  # noqa: F401
+                import importlib.util
+
+                ok = importlib.util.find_spec("numpy") is not None
             except Exception:
-                np = None
+                ok = False
+            if not ok:
                 warnings.append(
                     "numpy not importable in %s: inputs not captured" % sys.executable
                 )
-        state["np"] = np
-        return np
+            state["numpy_checked"] = ok
+        return state["numpy_checked"]
+
+    def npy_number(v):
+        """The .npy file np.save(np.asarray(v)) writes for a Python number,
+        made without NumPy; None where NumPy would make an object array."""
+        import struct
+
+        e = "<" if sys.byteorder == "little" else ">"
+        if isinstance(v, bool):
+            descr, data = "|b1", struct.pack("?", v)
+        elif isinstance(v, int):
+            if not -(2**63) <= v < 2**63:
+                return None
+            descr, data = e + "i8", struct.pack(e + "q", v)
+        elif isinstance(v, float):
+            descr, data = e + "f8", struct.pack(e + "d", v)
+        elif isinstance(v, complex):
+            descr, data = e + "c16", struct.pack(e + "dd", v.real, v.imag)
+        else:
+            return None
+        header = "{'descr': '%s', 'fortran_order': False, 'shape': (), }" % descr
+        header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+
+    def savez(path, arrays, np):
+        """np.savez(path, **arrays); without NumPy, the same file from the
+        .npy files of npy_number: a zip archive, its members stored, as
+        np.savez writes it (they are small: no Zip64)."""
+        if np is not None:
+            np.savez(path, **arrays)
+            return
+        import binascii
+        import struct
+
+        central = []
+        with open(path, "wb") as f:
+            for name, data in arrays.items():
+                n = (name + ".npy").encode("utf-8")
+                flags = 0 if n.isascii() else 0x800  # UTF-8 names
+                crc = binascii.crc32(data)
+                # version 2.0, stored, 1980-01-01 00:00
+                fields = (20, flags, 0, 0, 0x21, crc, len(data), len(data), len(n))
+                central.append(
+                    struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, *fields, 0, 0, 0, 0, 0, f.tell()) + n
+                )
+                f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + n + data)
+            start = f.tell()
+            f.write(b"".join(central))
+            size = f.tell() - start
+            f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
 
     def type_name(v):
         t = type(v)
@@ -104,8 +200,17 @@ def _port_capture():
         """The array to save for v, or None with the reason in rec["skipped"]."""
         skipped = rec["skipped"]
         if np is None:
-            return None
-        if isinstance(v, np.ndarray):
+            if not numpy_installed():
+                return None
+            if not isinstance(v, (bool, int, float, complex)):
+                skipped.append("%s: %s is not an array or a number; not saved (%s)" % (name, type_name(v), what))
+                return None
+            arr = npy_number(v)
+            if arr is None:
+                skipped.append("%s: %s does not fit a NumPy scalar; not saved" % (name, type_name(v)))
+                return None
+            nbytes = 16 if isinstance(v, complex) else 1 if isinstance(v, bool) else 8
+        elif isinstance(v, np.ndarray):
             if v.dtype.hasobject:
                 skipped.append("%s: object array not saved (%s)" % (name, what))
                 return None
@@ -121,15 +226,17 @@ def _port_capture():
         else:
             skipped.append("%s: %s is not an array or a number; not saved (%s)" % (name, type_name(v), what))
             return None
-        if state["bytes"] + arr.nbytes > cap:
+        if np is not None:
+            nbytes = arr.nbytes
+        if state["bytes"] + nbytes > cap:
             skipped.append(
                 "%s: %s would pass the capture cap (%s in all, %s left); not saved (%s)"
-                % (name, mb(arr.nbytes), mb(cap), mb(max(0, cap - state["bytes"])), what)
+                % (name, mb(nbytes), mb(cap), mb(max(0, cap - state["bytes"])), what)
             )
             rec["truncated"] = True
             state["truncated"] = True
             return None
-        state["bytes"] += arr.nbytes
+        state["bytes"] += nbytes
         return arr
 
     def safe(name):
@@ -148,10 +255,11 @@ def _port_capture():
             "truncated": state["truncated"],
             "hook_stopped": state["stopped"],
             "hook_s": state["hook_s"],
+            "capture_s": round(state["capture_s"], 4),
         }
         tmp = os.path.join(out_dir, "manifest.json.tmp")
         with open(tmp, "w") as f:
-            json.dump(doc, f)
+            f.write(to_json(doc))
         os.replace(tmp, os.path.join(out_dir, "manifest.json"))
 
     def arg_names(code):
@@ -186,63 +294,40 @@ def _port_capture():
             return False
         return not (code.co_flags & NOT_FUNCTION)
 
-    def code_key(code):
-        return (realpath(code.co_filename), code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
+    def key_name(code):
+        return getattr(code, "co_qualname", code.co_name)
 
-    def expect_file(path):
-        """Every function of an app file is a candidate: when all are captured
-        the hook can go."""
-        files_seen.add(path)
-        try:
-            with open(path, "rb") as f:
-                top = compile(f.read(), path, "exec", dont_inherit=True)
-        except Exception:
-            return
-        stack = [top]
-        while stack:
-            c = stack.pop()
-            for k in c.co_consts:
-                if hasattr(k, "co_code"):
-                    stack.append(k)
-            if c is not top and is_candidate_code(c):
-                expected.add((path, c.co_firstlineno, getattr(c, "co_qualname", c.co_name)))
+    def code_key(code):
+        return (realpath(code.co_filename), code.co_firstlineno, key_name(code))
 
     class Target:
-        __slots__ = ("key", "attempts", "busy", "rec", "last_raised")
+        """One function of the app (one code object) and its capture."""
 
-        def __init__(self, key):
+        __slots__ = ("key", "code", "attempts", "busy", "rec", "called", "armings")
+
+        def __init__(self, key, code=None):
             self.key = key
+            self.code = code
             self.attempts = 0
             self.busy = False
             self.rec = None
-            self.last_raised = None
+            self.called = False  # first calls only: some instance has been called
+            self.armings = 0  # first calls only: instances given a trampoline
 
-    def classify(code):
-        """A Target for a function of the app's own files, else SKIP."""
-        if not is_app_file(code.co_filename) or not is_candidate_code(code):
-            return SKIP
-        key = code_key(code)
-        codes_seen[0] = True
-        if clock[0] is None:
-            # The budget counts from the first call of an app function.
-            clock[0] = time.perf_counter()
-            arm_timer()
-        if key[0] not in files_seen:
-            expect_file(key[0])
-        expected.add(key)
-        if key in done:
-            return SKIP
-        if len(captures) >= max_functions:
-            if state["stopped"] is None:
-                warnings.append(
-                    "capture stopped at %d functions: later functions have no captured inputs"
-                    % max_functions
-                )
-            stop("functions")
-            return SKIP
-        return Target(key)
+    def timed(f):
+        def run(*a):
+            t0 = time.perf_counter()
+            try:
+                return f(*a)
+            finally:
+                state["capture_s"] += time.perf_counter() - t0
 
+        return run
+
+    @timed
     def begin(target, code, values):
+        """Records the call's types and saves its inputs; values maps each
+        parameter name to its value."""
         np = numpy()
         names = arg_names(code)
         target.busy = True
@@ -269,7 +354,7 @@ def _port_capture():
                 arrays[n] = arr
         if arrays:
             path = os.path.join(out_dir, stem + ".inputs.npz")
-            np.savez(path, **arrays)
+            savez(path, arrays, np)
             rec["inputs_npz"] = path
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
@@ -295,10 +380,9 @@ def _port_capture():
                 except OSError:
                     pass
 
-    def key_name(code):
-        return getattr(code, "co_qualname", code.co_name)
-
+    @timed
     def finish(target, rec, values, np, result, raised):
+        np = np or numpy()  # imported by the call itself
         target.busy = False
         rec["skipped"].remove("the call had not returned when the program ended")
         if raised:
@@ -330,141 +414,61 @@ def _port_capture():
                 arrays[name] = arr
         if arrays:
             path = os.path.join(out_dir, rec["stem"] + ".outputs.npz")
-            np.savez(path, **arrays)
+            savez(path, arrays, np)
             rec["outputs_npz"] = path
         complete(target)
         write_manifest()
 
     def complete(target):
         done.add(target.key)
-        if expected <= done:
+        if MONITORING and expected <= done:
             stop("all captured")
+
+    def at_capacity():
+        """True once max_functions calls are captured: later functions are not."""
+        if len(captures) < max_functions:
+            return False
+        if state["stopped"] is None:
+            warnings.append(
+                "capture stopped at %d functions: later functions have no captured inputs"
+                % max_functions
+            )
+        stop("functions")
+        return True
 
     def stop(why):
         if state["stopped"] is None:
             state["stopped"] = why
             state["hook_s"] = round(time.perf_counter() - started, 3)
-            disarm_timer()
             uninstall()
-            # Calls still running keep their types and inputs; the hook does
-            # not stay on for their return.
-            for target, rec, values, np in active.values():
-                note = "the call had not returned when the program ended"
-                if note in rec["skipped"] and why != "program ended":
-                    rec["skipped"].remove(note)
-                    rec["skipped"].append(
-                        "the capture hook stopped (%s) before the call returned; outputs not saved" % why
-                    )
-            active.clear()
             write_manifest()
 
-    # --- the hooks -------------------------------------------------------
+    # --- 3.12+: sys.monitoring ---------------------------------------------
 
-    codes = {}
-    codes_seen = [False]
-    active = {}  # frame -> (target, rec, values, np) for calls being captured
-    count = [0]
-    next_check = [4096]
+    expected = set()  # (file, firstlineno, qualname) of candidate functions
+    files_seen = set()
 
-    # The budget counts from the first call of an app function: the imports
-    # before it are not the app's work.
-    clock = [None]
-
-    def over_budget():
-        if clock[0] is None:
-            if not codes_seen[0]:
-                count[0] = 0
-                return None
-            clock[0] = time.perf_counter()
-            arm_timer()
-        if time.perf_counter() - clock[0] >= budget_s:
-            return "budget of %g s" % budget_s
-        if count[0] >= budget_events:
-            return "budget of %d events" % budget_events
-        return None
-
-    # Before 3.12 the hook is a trace function, and while one is set CPython
-    # runs every Python frame on its slow, unspecialised path, whether or
-    # not calls happen: an app that spends its time in one long loop or in
-    # NumPy makes few call events, and the budget, checked on events, would
-    # never end it. So a timer backs the budget up: SIGALRM, whose handler
-    # runs in the main thread between bytecodes and stops the hook there,
-    # WALL_BUDGETS budgets after the first app call (set-up code before the
-    # hot functions gets that long). An app with its own SIGALRM handler
-    # keeps it; the event budget still ends the hook then.
-    WALL_BUDGETS = 4
-    alarm = {"previous": None, "armed": False}
-
-    def on_alarm(signum, frame):
-        import signal
-
-        if alarm["armed"]:
-            alarm["armed"] = False
-            signal.signal(signal.SIGALRM, alarm["previous"] or signal.SIG_DFL)
-        if state["stopped"] is None:
-            stop("time limit of %g s" % (WALL_BUDGETS * budget_s))
-
-    def arm_timer():
-        if sys.version_info >= (3, 12) or alarm["armed"]:
-            return
+    def expect_file(path):
+        """Every function of an app file is a candidate: when all are captured
+        the hook can go."""
+        files_seen.add(path)
         try:
-            import signal
-            import threading
-
-            if threading.current_thread() is not threading.main_thread():
-                return
-            if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
-                return  # the app's own alarm: leave it alone
-            if signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-                return
-            alarm["previous"] = signal.signal(signal.SIGALRM, on_alarm)
-            alarm["armed"] = True
-            signal.setitimer(signal.ITIMER_REAL, WALL_BUDGETS * budget_s)
-        except (ImportError, AttributeError, OSError, ValueError):
-            pass
-
-    def disarm_timer():
-        if not alarm["armed"]:
+            with open(path, "rb") as f:
+                top = compile(f.read(), path, "exec", dont_inherit=True)
+        except Exception:
             return
-        try:
-            import signal
+        stack = [top]
+        while stack:
+            c = stack.pop()
+            for k in c.co_consts:
+                if hasattr(k, "co_code"):
+                    stack.append(k)
+            if c is not top and is_candidate_code(c):
+                expected.add(code_key(c))
 
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, alarm["previous"] or signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass
-        alarm["armed"] = False
-
-    def start_call(frame, code, target):
-        if os.getpid() != main_pid:
-            return
-        try:
-            rec, values, np = begin(target, code, frame.f_locals)
-        except Exception as e:  # a capture failure must never break the app
-            target.busy = False
-            codes[code] = SKIP
-            warnings.append("%s: capture failed: %s" % (key_name(code), e))
-            return
-        active[frame] = (target, rec, values, np)
-
-    def end_call(frame, result, raised):
-        target, rec, values, np = active.pop(frame)
-        try:
-            finish(target, rec, values, np, result, raised)
-        except Exception as e:
-            target.busy = False
-            complete(target)
-            warnings.append("%s: saving outputs failed: %s" % (rec["function"], e))
-        if target.key in done:
-            codes[frame.f_code] = SKIP
-
-    def lookup(code):
-        t = codes.get(code)
-        if t is None:
-            t = codes[code] = classify(code)
-        return t
-
-    if sys.version_info >= (3, 12):
+    if MONITORING:
+        codes = {}
+        active = {}  # frame -> (target, rec, values, np) for calls being captured
         mon = sys.monitoring
         E = mon.events
         tool = None
@@ -472,6 +476,47 @@ def _port_capture():
             if mon.get_tool(tid) is None:
                 tool = tid
                 break
+
+        def classify(code):
+            """A Target for a function of the app's own files, else SKIP."""
+            if not is_app_file(code.co_filename) or not is_candidate_code(code):
+                return SKIP
+            key = code_key(code)
+            if key[0] not in files_seen:
+                expect_file(key[0])
+            expected.add(key)
+            if key in done or at_capacity():
+                return SKIP
+            return Target(key)
+
+        def lookup(code):
+            t = codes.get(code)
+            if t is None:
+                t = codes[code] = classify(code)
+            return t
+
+        def start_call(frame, code, target):
+            if os.getpid() != main_pid:
+                return
+            try:
+                rec, values, np = begin(target, code, frame.f_locals)
+            except Exception as e:  # a capture failure must never break the app
+                target.busy = False
+                codes[code] = SKIP
+                warnings.append("%s: capture failed: %s" % (key_name(code), e))
+                return
+            active[frame] = (target, rec, values, np)
+
+        def end_call(frame, result, raised):
+            target, rec, values, np = active.pop(frame)
+            try:
+                finish(target, rec, values, np, result, raised)
+            except Exception as e:
+                target.busy = False
+                complete(target)
+                warnings.append("%s: saving outputs failed: %s" % (rec["function"], e))
+            if target.key in done:
+                codes[frame.f_code] = SKIP
 
         def on_start(code, offset):
             if state["stopped"] is not None:
@@ -526,6 +571,9 @@ def _port_capture():
         on_return = guarded(on_return)
         on_unwind = guarded(on_unwind)
 
+        def compile_app(source, path):
+            return None  # the app's own code, unchanged
+
         def install():
             if tool is None:
                 warnings.append("sys.monitoring has no free tool id: nothing captured")
@@ -537,78 +585,458 @@ def _port_capture():
             mon.set_events(tool, E.PY_START)
 
         def uninstall():
-            if tool is None or mon.get_tool(tool) != "port-capture":
-                return
-            for frame in active:
-                mon.set_local_events(tool, frame.f_code, 0)
-            mon.set_events(tool, 0)
-            mon.free_tool_id(tool)
+            if tool is not None and mon.get_tool(tool) == "port-capture":
+                for frame in active:
+                    mon.set_local_events(tool, frame.f_code, 0)
+                mon.set_events(tool, 0)
+                mon.free_tool_id(tool)
+            # Calls still running keep their types and inputs; the hook does
+            # not stay on for their return.
+            note = "the call had not returned when the program ended"
+            for target, rec, values, np in active.values():
+                if note in rec["skipped"] and state["stopped"] != "program ended":
+                    rec["skipped"].remove(note)
+                    rec["skipped"].append(
+                        "the capture hook stopped (%s) before the call returned; outputs not saved"
+                        % state["stopped"]
+                    )
+            active.clear()
+
+    # --- before 3.12: a trampoline per function, until its first call --------
 
     else:
-        import dis
-        import threading
+        import _thread
+        import builtins
+        import importlib.machinery as machinery
+        import itertools
+        import weakref
 
-        RETURN_VALUE = dis.opmap["RETURN_VALUE"]
+        lock = _thread.RLock()  # captures in several threads write one manifest
+        by_code = {}  # id(code) -> (code, Target or None)
+        armed = {}  # key -> [weakref to the function, its trampoline, Target, called]
+        templates = {}  # signature shape -> (template code, index of KEY, index of ORIG)
+        keys = itertools.count()  # next() is atomic: threads define functions too
+        # A nested function whose instances keep being made and never called
+        # is cold: after this many it is no longer armed.
+        MAX_ARMINGS = 64
 
-        # sys.settrace, not sys.setprofile: the global trace function runs
-        # for Python calls only (a call into NumPy or any C function costs
-        # nothing), so the budget is spent on the app's own calls. A frame
-        # being captured gets a local trace function for its return, with
-        # line events off.
-        def local(frame, event, arg):
-            if event == "return" and active and frame in active:
-                # A frame left by an exception did not end on a return.
-                code = frame.f_code
-                raised = code.co_code[frame.f_lasti] != RETURN_VALUE
-                end_call(frame, arg, raised)
-            return local
+        def template_source(posonly, argc, kwonly, varargs, varkw, nfree):
+            """A trampoline for functions of one signature shape. Its
+            parameters are renamed to the function's own (code.replace), so
+            Python binds a call to it exactly as to the function. KEY and
+            ORIG are constants filled in per function: the function's entry
+            in `armed` and its original code."""
+            n = argc + kwonly + varargs + varkw
+            p = ["_port_p%d" % i for i in range(n)]
+            sig = p[:posonly] + (["/"] if posonly else []) + p[posonly:argc]
+            if varargs:
+                sig.append("*" + p[argc + kwonly])
+            elif kwonly:
+                sig.append("*")
+            sig += p[argc : argc + kwonly]
+            if varkw:
+                sig.append("**" + p[n - 1])
+            frees = ["_port_v%d" % i for i in range(nfree)]
+            positional = "(%s)" % "".join(x + ", " for x in p[:argc])
+            if varargs:
+                positional += " + " + p[argc + kwonly]
+            cells = "(%s)" % "".join("_port_cell(%s), " % v for v in frees) if frees else "None"
+            lines = ["def _port_outer():"]
+            if frees:
+                lines.append("    %s = None" % " = ".join(frees))
+            lines += [
+                "    def _port_first_call(%s):" % ", ".join(sig),
+                "        try:",
+                "            _port_how = __port_call__('__PORT_KEY__', (%s))" % "".join(x + ", " for x in p),
+                "        except NameError:",
+                "            _port_how = None",
+                "        if _port_how is None:",
+                # No bootstrap here (the function was pickled by value into
+                # another process, as cloudpickle does for joblib): the
+                # original code, rebuilt from this frame, runs the call.
+                "            _port_o = '__PORT_ORIG__'",
+                "            _port_k = dict(zip(_port_o.co_varnames[%d:%d], (%s)))"
+                % (argc, argc + kwonly, "".join(x + ", " for x in p[argc : argc + kwonly])),
+            ]
+            if varkw:
+                lines.append("            _port_k.update(%s)" % p[n - 1])
+            if frees:
+                lines.append("            _port_cell = __import__('types').CellType")
+            lines += [
+                "            _port_f = __import__('types').FunctionType(_port_o, globals(), None, None, %s)" % cells,
+                "            _port_how = None, _port_f, %s, _port_k" % positional,
+                "        _port_done, _port_f, _port_a, _port_k = _port_how",
+                "        try:",
+                "            _port_r = _port_f(*_port_a, **_port_k)",
+                "        except BaseException as _port_e:",
+                "            if _port_done is not None:",
+                "                _port_done(None, _port_e)",
+                # Out of the caller's sight: the traceback goes from the
+                # caller's line straight to the function's (3.11+, where a
+                # bare raise takes __traceback__; before, only the
+                # bootstrap's handler cleans a traceback nobody caught).
+                "            _port_e.__traceback__ = _port_e.__traceback__.tb_next",
+                "            raise",
+                "        if _port_done is not None:",
+                "            _port_done(_port_r, None)",
+                "        return _port_r",
+                "    return _port_first_call",
+            ]
+            return "\n".join(lines) + "\n"
 
-        def hook(frame, event, arg):
-            if event != "call":
-                return None
-            count[0] += 1
-            if count[0] >= next_check[0]:
-                next_check[0] = count[0] + 4096
-                if state["stopped"] is None:
-                    why = over_budget()
-                    if why:
-                        stop(why)
-            if state["stopped"] is not None:
-                sys.settrace(None)
-                return None
-            code = frame.f_code
-            t = codes.get(code)
+        def trampoline(code, key):
+            """code's trampoline for the function armed under key."""
+            varargs = bool(code.co_flags & 0x04)
+            varkw = bool(code.co_flags & 0x08)
+            shape = (
+                code.co_posonlyargcount,
+                code.co_argcount,
+                code.co_kwonlyargcount,
+                varargs,
+                varkw,
+                len(code.co_freevars),
+            )
+            t = templates.get(shape)
             if t is None:
-                t = codes[code] = classify(code)
-            if t is SKIP or t.busy:
+                ns = {}
+                exec(compile(template_source(*shape), "<string>", "exec"), ns)
+                tc = ns["_port_outer"]().__code__
+                t = templates[shape] = (
+                    tc,
+                    tc.co_consts.index("__PORT_KEY__"),
+                    tc.co_consts.index("__PORT_ORIG__"),
+                )
+            tc, key_at, orig_at = t
+            consts = list(tc.co_consts)
+            consts[key_at] = key
+            consts[orig_at] = code
+            n = len(arg_names(code))
+            # The sampler drops frames by this name (co_qualname is what it
+            # reads from 3.11); co_name stays the function's where it can.
+            if hasattr(code, "co_qualname"):
+                names = {"co_name": code.co_name, "co_qualname": "_port_first_call"}
+            else:
+                names = {"co_name": "_port_first_call"}
+            return tc.replace(
+                co_consts=tuple(consts),
+                co_varnames=code.co_varnames[:n] + tc.co_varnames[n:],
+                co_freevars=code.co_freevars,
+                co_filename=code.co_filename,
+                co_firstlineno=code.co_firstlineno,
+                **names
+            )
+
+        def forget(key):
+            return lambda _ref: armed.pop(key, None)
+
+        def define(f):
+            """`@__port_def__`, innermost on each function the app defines:
+            arms f (gives it a trampoline) until its first call. Returns f
+            itself, so every other decorator sees the function as defined."""
+            try:
+                code = f.__code__
+                seen = by_code.get(id(code))
+                if seen is None:
+                    target = None
+                    if is_candidate_code(code) and is_app_file(code.co_filename):
+                        target = Target(code_key(code), code)
+                    seen = by_code[id(code)] = (code, target)
+                target = seen[1]
+                if (
+                    target is None
+                    or target.key in done
+                    or state["stopped"] is not None
+                    or (not target.called and target.armings >= MAX_ARMINGS)
+                ):
+                    return f
+                target.armings += 1
+                key = next(keys)
+                tramp = trampoline(code, key)
+                armed[key] = [weakref.ref(f, forget(key)), tramp, target, False]
+                f.__code__ = tramp
+            except Exception as e:  # a capture failure must never break the app
+                warnings.append("%s: not captured: %s" % (getattr(f, "__qualname__", "?"), e))
+            return f
+
+        def first_call(key, values):
+            """`__port_call__`, from the trampoline of the function armed
+            under key, with its parameters' values in co_varnames order: puts
+            the original code back and starts recording the call. Returns
+            (done or None, the function, positional args, keyword args) for
+            the trampoline to call it with, and to pass the result or the
+            exception to done; None when the trampoline must run the call on
+            its own."""
+            entry = armed.get(key)
+            f = entry[0]() if entry is not None else None
+            if f is None:
                 return None
-            start_call(frame, code, t)
-            if frame not in active:
+            target = entry[2]
+            code = target.code
+            f.__code__ = code  # from now on, calls go straight to it
+            entry[3] = target.called = True
+            n = code.co_argcount
+            m = n + code.co_kwonlyargcount
+            a = values[:n]
+            if code.co_flags & 0x04:
+                a += values[m]
+            k = dict(zip(code.co_varnames[n:m], values[n:m]))
+            if code.co_flags & 0x08:
+                k.update(values[-1])
+            return record(target, entry, f, values), f, a, k
+
+        def record(target, entry, f, values):
+            """Starts the record of this call, if it is the one to capture:
+            returns what the trampoline calls when the call ends, or None."""
+            if os.getpid() != main_pid or state["stopped"] is not None:
                 return None
-            frame.f_trace_lines = False
-            return local
+            code = target.code
+            with lock:
+                if target.busy or target.key in done or at_capacity():
+                    return None
+                target.busy = True
+                try:
+                    rec, named, np = begin(target, code, dict(zip(arg_names(code), values)))
+                except Exception as e:  # a capture failure must never break the app
+                    target.busy = False
+                    done.add(target.key)
+                    warnings.append("%s: capture failed: %s" % (key_name(code), e))
+                    return None
+
+            def ended(result, exc):
+                with lock:
+                    try:
+                        finish(target, rec, named, np, result, exc is not None)
+                    except Exception as e:
+                        target.busy = False
+                        done.add(target.key)
+                        warnings.append("%s: saving outputs failed: %s" % (rec["function"], e))
+                    if target.key not in done and state["stopped"] is None:
+                        # The call raised: the next one is captured instead.
+                        f.__code__ = entry[1]
+
+            return ended
+
+        JIT_WORDS = frozenset(
+            (
+                "numba", "jit", "njit", "vectorize", "guvectorize", "cfunc",
+                "stencil", "generated_jit", "jitclass", "overload",
+                "overload_method", "overload_attribute", "overload_classmethod",
+                "register_jitable", "intrinsic", "jit_module",
+            )
+        )
+        JIT_HINTS = (b"jit", b"numba", b"vectorize", b"stencil", b"cfunc", b"overload", b"intrinsic")
+        BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+        import marshal
+
+        bytecode_dir = os.path.join(out_dir, "bytecode")
+
+        def compile_app(source, path):
+            """transform_app(source, path), cached in out_dir/bytecode: a plain
+            run loads a local module from __pycache__ in a millisecond, while
+            parsing, transforming and compiling it takes some 10 ms per
+            thousand lines. Keyed, as CPython keys its own cache, by the
+            file's modification time and size, and by the Python and this
+            bootstrap; a file that does not compile is not cached."""
+            try:
+                st = os.stat(path)
+                key = (
+                    "%s|%s|%d|%d|%d|%s\n"
+                    % (path, sys.version, sys.flags.optimize, st.st_mtime_ns, st.st_size, helper_id)
+                ).encode("utf-8", "surrogateescape")
+                import binascii
+
+                name = "%s-%08x.bin" % (safe(os.path.basename(path)), binascii.crc32(key))
+                cached = os.path.join(bytecode_dir, name)
+            except (OSError, ValueError):
+                return transform_app(source, path)
+            try:
+                with open(cached, "rb") as f:
+                    data = f.read()
+                if data.startswith(key):
+                    data = data[len(key) :]
+                    return marshal.loads(data) if data else None
+            except (OSError, ValueError, EOFError, TypeError):
+                pass
+            code = transform_app(source, path)
+            if code is None and not syntax_ok.pop(path, False):
+                return None  # does not compile: the usual error, never cached
+            try:
+                os.makedirs(bytecode_dir, exist_ok=True)
+                tmp = "%s.%d.tmp" % (cached, os.getpid())
+                with open(tmp, "wb") as f:
+                    f.write(key + (marshal.dumps(code) if code is not None else b""))
+                os.replace(tmp, cached)
+            except (OSError, ValueError):
+                pass
+            return code
+
+        syntax_ok = {}  # path -> True: transform_app's None was "no function"
+
+        def transform_app(source, path):
+            """A file of the app compiled with `@__port_def__` innermost on
+            each function definition, or None when it has none (or cannot be
+            parsed: then it is compiled as Python would, and fails the same).
+
+            Left alone: a function whose decorators name a JIT (Numba reads
+            the function's bytecode, which must stay its own) and all inside
+            it, a function passed by name to one (`fast = njit(f)`), and a
+            module that calls numba.jit_module. Only statements are walked:
+            every definition is one, so this costs little per line."""
+            try:
+                import _ast as ast  # the node classes; the `ast` module is not needed
+
+                tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                jit = any(h in source for h in JIT_HINTS)
+
+                def walk(node):
+                    todo = [node]
+                    while todo:
+                        node = todo.pop()
+                        yield node
+                        for name in node._fields:
+                            field = getattr(node, name, None)
+                            if isinstance(field, ast.AST):
+                                todo.append(field)
+                            elif type(field) is list:
+                                todo.extend(x for x in field if isinstance(x, ast.AST))
+
+                def mentions_jit(node):
+                    for n in walk(node):
+                        if (type(n) is ast.Name and n.id in JIT_WORDS) or (
+                            type(n) is ast.Attribute and n.attr in JIT_WORDS
+                        ):
+                            return True
+                    return False
+
+                handed = set()
+                if jit:
+                    for node in walk(tree):
+                        if type(node) is ast.Call:
+                            func = node.func
+                            while type(func) is ast.Call:  # njit(cache=True)(f)
+                                func = func.func
+                            if not mentions_jit(func):
+                                continue
+                            if any(
+                                (type(n) is ast.Attribute and n.attr == "jit_module")
+                                or (type(n) is ast.Name and n.id == "jit_module")
+                                for n in walk(func)
+                            ):
+                                syntax_ok[path] = True
+                                return None
+                            handed.update(a.id for a in node.args if type(a) is ast.Name)
+                added = 0
+                FunctionDef = ast.FunctionDef
+                defs = (FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                stack = [tree.body]
+                while stack:
+                    for node in stack.pop():
+                        kind = type(node)
+                        if kind in defs:
+                            if jit and any(mentions_jit(d) for d in node.decorator_list):
+                                continue
+                            if kind is FunctionDef and node.name not in handed:
+                                node.decorator_list.append(
+                                    ast.Name(
+                                        "__port_def__",
+                                        ast.Load(),
+                                        lineno=node.lineno,
+                                        col_offset=node.col_offset,
+                                        end_lineno=node.lineno,
+                                        end_col_offset=node.col_offset,
+                                    )
+                                )
+                                added += 1
+                            stack.append(node.body)
+                            continue
+                        for field in BODIES:
+                            body = getattr(node, field, None)
+                            if not body:
+                                continue
+                            if field in ("handlers", "cases"):
+                                stack.extend(h.body for h in body)
+                            else:
+                                stack.append(body)
+                if not added:
+                    syntax_ok[path] = True
+                    return None
+                return compile(tree, path, "exec", dont_inherit=True)
+            except SyntaxError:
+                return None
+            except Exception as e:
+                warnings.append("%s: functions not captured: %s" % (path, e))
+                return None
+
+        def is_app_module(path):
+            return (
+                isinstance(path, str)
+                and path.startswith(app_root + os.sep)
+                and is_app_file(path)
+            )
+
+        class AppLoader(machinery.SourceFileLoader):
+            """Loads a module of the app compiled by compile_app. Never from
+            or to __pycache__: plain runs use those files."""
+
+            def __init__(self, fullname, path, code):
+                super().__init__(fullname, path)
+                self.port_code = code
+
+            def get_code(self, fullname):
+                code, self.port_code = self.port_code, None
+                if code is None:
+                    code = compile_app(self.get_data(self.path), self.path)
+                return code if code is not None else super().get_code(fullname)
+
+        class AppFinder:
+            """Just before PathFinder on sys.meta_path: finds what it finds,
+            and gives the app's own modules (under the app's directory, not in
+            a virtual environment) an AppLoader. The module is compiled here,
+            so that a file that does not compile keeps the usual loader, and
+            fails with the usual traceback."""
+
+            @staticmethod
+            def find_spec(fullname, path=None, target=None):
+                spec = machinery.PathFinder.find_spec(fullname, path, target)
+                if (
+                    spec is not None
+                    and type(spec.loader) is machinery.SourceFileLoader
+                    and is_app_module(spec.origin)
+                ):
+                    try:
+                        code = compile_app(spec.loader.get_data(spec.origin), spec.origin)
+                    except OSError:
+                        code = None
+                    if code is not None:
+                        spec.loader = AppLoader(fullname, spec.origin, code)
+                return spec
 
         def install():
-            threading.settrace(hook)
-            sys.settrace(hook)
+            builtins.__port_def__ = define
+            builtins.__port_call__ = first_call
+            meta = sys.meta_path
+            at = meta.index(machinery.PathFinder) if machinery.PathFinder in meta else len(meta)
+            meta.insert(at, AppFinder)
 
         def uninstall():
-            # Each other thread drops the hook at its next call (see above).
-            threading.settrace(None)
-            sys.settrace(None)
+            pass  # functions still armed run their original code from now on
 
     os.makedirs(out_dir, exist_ok=True)
-    # An app that imports NumPy would do it under the hook: done here first,
-    # the hook does not see (and pay for) the calls of the import.
-    try:
-        with open(app, "rb") as f:
-            if b"numpy" in f.read():
-                numpy()
-    except OSError:
-        pass
-    expect_file(realpath(app))
-    if not expected:
-        state["stopped"] = "no functions"
+    if MONITORING:
+        # An app that imports NumPy would do it in its run: done here first,
+        # the hook does not see (and pay for) the functions of the import.
+        # (Before 3.12 nothing is hooked, and the app imports what it imports
+        # when it does, as alone.)
+        try:
+            with open(app, "rb") as f:
+                if b"numpy" in f.read():
+                    import numpy  # noqa: F401
+        except Exception:
+            pass
+        expect_file(realpath(app))
+        if not expected:
+            state["stopped"] = "no functions"
     write_manifest()
 
     import atexit
@@ -622,11 +1050,12 @@ def _port_capture():
 
     atexit.register(at_exit)
 
-    def start_hook():
-        if state["stopped"] is None:
+    def start():
+        # Before 3.12 the app's code names __port_def__: always installed.
+        if state["stopped"] is None or not MONITORING:
             install()
 
-    return start_hook
+    return compile_app, start
 
 
 def _port_main():
@@ -635,15 +1064,17 @@ def _port_main():
     import sys
 
     app = sys.argv[1]
-    start_hook = _port_capture()
+    compile_app, start = _port_capture()
     with open(app, "rb") as f:
         source = f.read()
-    try:
-        code = compile(source, app, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        # As `python APP` reports it: no traceback, exit status 1.
-        sys.excepthook(type(e), e.with_traceback(None), None)
-        sys.exit(1)
+    code = compile_app(source, app)
+    if code is None:
+        try:
+            code = compile(source, app, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            # As `python APP` reports it: no traceback, exit status 1.
+            sys.excepthook(type(e), e.with_traceback(None), None)
+            sys.exit(1)
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(app)
     g = globals()
@@ -652,7 +1083,7 @@ def _port_main():
     g["__file__"] = app
     g["__cached__"] = None
     g["__loader__"] = importlib.machinery.SourceFileLoader("__main__", app)
-    start_hook()
+    start()
     return code
 
 
@@ -661,10 +1092,25 @@ try:
 except SystemExit:
     raise
 except BaseException as _port_e:
-    # The traceback as `python APP` prints it: without this bootstrap's line.
+    # The traceback as `python APP` prints it: without this bootstrap's
+    # frames (its first line, and any of its functions on the way).
     import sys as _port_sys
 
+    def _port_ours(tb):
+        c = tb.tb_frame.f_code
+        name = getattr(c, "co_qualname", c.co_name)
+        return name == "_port_first_call" or (
+            c.co_filename == "<string>" and name.startswith("_port_")
+        )
+
     _port_tb = _port_e.__traceback__.tb_next
+    while _port_tb is not None and _port_ours(_port_tb):
+        _port_tb = _port_tb.tb_next
+    _port_at = _port_tb
+    while _port_at is not None:
+        while _port_at.tb_next is not None and _port_ours(_port_at.tb_next):
+            _port_at.tb_next = _port_at.tb_next.tb_next
+        _port_at = _port_at.tb_next
     _port_sys.excepthook(type(_port_e), _port_e.with_traceback(_port_tb), _port_tb)
     if isinstance(_port_e, KeyboardInterrupt):
         import atexit as _port_atexit

@@ -28,22 +28,28 @@
 //!    analyzer implements it, [`AppDirResolver`] is the stand-alone default.
 //! 3. **Capture, in the same run** (unless `capture` is off): the app is
 //!    started as `python -c BOOTSTRAP APP ARGS` (`src/capture_helper.py`,
-//!    `include_str!`), which installs a hook and runs the app as the real
-//!    `__main__` with the same argv, `sys.path[0]`, exit status and traceback;
-//!    the sampler drops the bootstrap's root frame. The hook records the first
-//!    call of each function in the app's directory: argument types (ndarray
-//!    dtype, ndim, shape, contiguity; scalar types; other type names), the
-//!    inputs as an `.npz` and, when the call returns while the hook is on, the
-//!    arrays after the call and the return value as another `.npz` (a returned
-//!    argument is named, not saved twice), into `capture_dir`, rewriting
-//!    `manifest.json` (`"schema": "port-capture/2"`) after each, so a crash or
-//!    `os._exit` keeps what was captured. A call that raises is retried on the
-//!    next call, up to three. The hook switches itself off: on Python 3.12+ a
-//!    `sys.monitoring` start event disabled per code object once it is
-//!    captured; before 3.12 a `sys.settrace` hook with per-code bookkeeping,
-//!    removed when every function of the app files seen is captured or its
-//!    budget (`capture_budget_events`, `capture_budget_s`) is spent: functions
-//!    first called later get no capture and a warning. All files stay under
+//!    `include_str!`), which runs the app as the real `__main__` with the same
+//!    argv, `sys.path[0]`, exit status and traceback; the sampler drops the
+//!    bootstrap's root frame. The first call of each function in the app's
+//!    directory is recorded: argument types (ndarray dtype, ndim, shape,
+//!    contiguity; scalar types; other type names), the inputs as an `.npz` and,
+//!    when the call returns, the arrays after the call and the return value as
+//!    another `.npz` (a returned argument is named, not saved twice), into
+//!    `capture_dir`, rewriting `manifest.json` (`"schema": "port-capture/2"`)
+//!    after each, so a crash or `os._exit` keeps what was captured. A call that
+//!    raises is retried on the next call, up to three. How a first call is
+//!    caught costs nothing once it is: on Python 3.12+ a `sys.monitoring` start
+//!    event disabled per code object once it is captured; before 3.12 no hook at
+//!    all (a trace function would slow every frame of the run): the bootstrap
+//!    compiles the app's files (the main file, and its local modules through an
+//!    import finder; never to or from `__pycache__`) with an innermost decorator
+//!    on each function that swaps its `__code__` for a trampoline with the same
+//!    signature, file and first line. The first call puts the original code back
+//!    (every later call, through any alias or decorator, runs it directly),
+//!    records, and runs the call; the trampoline is out of tracebacks, and the
+//!    sampler drops its frame. Functions handed to a JIT (a decorator or a call
+//!    naming Numba's) keep their code. There is no time budget: a function
+//!    first called at the end of the run is captured. All files stay under
 //!    `capture_cap_bytes` ([`DEFAULT_CAPTURE_CAP_BYTES`], 256 MiB); arguments
 //!    that do not fit are skipped, the capture is marked `truncated` and a
 //!    warning says so. After the run only the captures of the hottest named app
@@ -134,8 +140,6 @@ pub fn profile(
             app: &app,
             dir: &dir,
             cap_bytes: opts.capture_cap_bytes,
-            budget_events: opts.capture_budget_events,
-            budget_s: opts.capture_budget_s,
         })? {
             Ok(i) => {
                 injection = Some(i);

@@ -11,16 +11,6 @@ pub const DEFAULT_CAPTURE_CAP_BYTES: u64 = 256 * 1024 * 1024;
 /// Default number of hottest functions whose calls are captured.
 pub const DEFAULT_CAPTURE_FUNCTIONS: usize = 8;
 
-/// Before Python 3.12 the capture hook sees every call (C calls included) and
-/// slows the interpreter while it is installed: it removes itself after this
-/// many events, or once this many seconds have passed (checked every 4096
-/// events), both counted from the first call of an app function, so it costs
-/// about a tenth of a second at most (an event costs 0.3-1 µs): 1.05x of a
-/// two-second run.
-pub const DEFAULT_CAPTURE_BUDGET_EVENTS: u64 = 100_000;
-/// See [`DEFAULT_CAPTURE_BUDGET_EVENTS`].
-pub const DEFAULT_CAPTURE_BUDGET_S: f64 = 0.25;
-
 /// Where the app's standard output goes during the sampled run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum AppOutput {
@@ -62,12 +52,6 @@ pub struct ProfileOptions {
     pub capture_cap_bytes: u64,
     /// How many of the hottest app functions keep their capture.
     pub capture_functions: usize,
-    /// Before Python 3.12: hook events after which the capture hook goes
-    /// ([`DEFAULT_CAPTURE_BUDGET_EVENTS`]).
-    pub capture_budget_events: u64,
-    /// Before Python 3.12: seconds after which the capture hook goes
-    /// ([`DEFAULT_CAPTURE_BUDGET_S`]).
-    pub capture_budget_s: f64,
     /// Stops sampling early. `None`: Ctrl-C does, through a process-wide
     /// handler installed on first use ([`StopSignal::ctrl_c`]); outside a
     /// profile, Ctrl-C still ends the process as usual.
@@ -91,8 +75,6 @@ impl ProfileOptions {
             capture_dir: PathBuf::from(".port/captures"),
             capture_cap_bytes: DEFAULT_CAPTURE_CAP_BYTES,
             capture_functions: DEFAULT_CAPTURE_FUNCTIONS,
-            capture_budget_events: DEFAULT_CAPTURE_BUDGET_EVENTS,
-            capture_budget_s: DEFAULT_CAPTURE_BUDGET_S,
             stop: None,
         }
     }

@@ -65,14 +65,31 @@ pub struct SampledRun {
     pub warnings: Vec<String>,
 }
 
+/// The frame name of the capture's trampoline (before Python 3.12), which sits
+/// between a function and its caller during the function's first call. It
+/// carries the app's file and line, so it must go before anything reads the
+/// stack as the app's: the caller → callee edge is the caller's and the
+/// function's, and no function calls itself.
+const TRAMPOLINE: &str = "_port_first_call";
+
 /// Drops the capture bootstrap's own frames (`python -c`: `<module>` in
 /// `<string>`, and its functions while it starts up) from the bottom of a
 /// stack (frames innermost first), so the app's `<module>` is the root as in
-/// a plain run. The hook's frames above an app frame stay: they are time the
-/// capture took.
-/// A stack of the bootstrap alone (before the app starts) becomes empty.
+/// a plain run, and the trampolines of first calls wherever they are.
+/// A stack of the bootstrap alone (before the app starts), or one taken while
+/// the capture records a call (its functions on the stack, saving `.npz`
+/// files), becomes empty: that time is port's, not the app's, and would
+/// otherwise land on the caller of the function being captured.
 fn strip_bootstrap(frames: &mut Vec<RawFrame>) {
+    frames.retain(|f| f.name != TRAMPOLINE);
     let is_boot = |f: &RawFrame| f.file.as_os_str() == "<string>";
+    if frames
+        .iter()
+        .any(|f| is_boot(f) && f.name.starts_with("_port_capture."))
+    {
+        frames.clear();
+        return;
+    }
     if frames.len() > 1
         && frames
             .last()
@@ -537,8 +554,42 @@ mod tests {
         strip_bootstrap(&mut exiting);
         assert!(exiting.is_empty());
         // The bootstrap alone, before the app runs: nothing of the app.
-        let mut before = vec![setup, boot];
+        let mut before = vec![setup, boot.clone()];
         strip_bootstrap(&mut before);
         assert!(before.is_empty());
+    }
+
+    #[test]
+    fn first_call_trampolines_are_dropped_wherever_they_are() {
+        // main's first call is the whole run: its trampoline (in the app's
+        // file, at main's first line) sits under everything main calls.
+        let module = RawFrame::new("<module>", "/app/a.py", 40);
+        let tramp = |line| RawFrame::new(TRAMPOLINE, "/app/a.py", line);
+        let main = RawFrame::new("main", "/app/a.py", 33);
+        let shade = RawFrame::new("shade", "/app/a.py", 12);
+        let mut stack = vec![
+            shade.clone(),
+            tramp(10),
+            main.clone(),
+            tramp(30),
+            module.clone(),
+            RawFrame::new("<module>", "<string>", 600),
+        ];
+        strip_bootstrap(&mut stack);
+        assert_eq!(stack, vec![shade, main, module.clone()]);
+        let mut alone = vec![tramp(30)];
+        strip_bootstrap(&mut alone);
+        assert!(alone.is_empty());
+        // Recording main's first call of shade: the capture's time, dropped.
+        let mut recording = vec![
+            RawFrame::new("savez", "/venv/site-packages/numpy/lib/_npyio_impl.py", 700),
+            RawFrame::new("_port_capture.<locals>.begin", "<string>", 250),
+            RawFrame::new("_port_capture.<locals>.first_call", "<string>", 640),
+            tramp(10),
+            RawFrame::new("main", "/app/a.py", 33),
+            module,
+        ];
+        strip_bootstrap(&mut recording);
+        assert!(recording.is_empty());
     }
 }

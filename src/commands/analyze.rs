@@ -65,7 +65,7 @@ pub struct AnalyzeArgs {
     /// Also sample child processes (multiprocessing, subprocess).
     #[arg(long)]
     pub subprocesses: bool,
-    /// Do not capture argument types and inputs (no hook in the run).
+    /// Do not capture argument types and inputs (the app runs as `python APP`).
     #[arg(long)]
     pub no_capture: bool,
     /// Write a flame graph (SVG) of the samples.
