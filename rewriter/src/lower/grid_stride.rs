@@ -42,7 +42,11 @@ impl Lowerer<'_> {
             return refuse(
                 NAME,
                 line,
-                "a parallel loop must bind one name (`for i in range(n)`)",
+                format!(
+                    "`for {} in {}`: port takes loops that bind one index (`for i in range(len(x))`, then `v = x[i]`)",
+                    self.src.text_of(f.target.as_ref()),
+                    self.src.text_of(f.iter.as_ref())
+                ),
             );
         };
         let mut host = Region::new(RegionKind::Host, "");
