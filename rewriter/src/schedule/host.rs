@@ -111,7 +111,14 @@ impl Lowerer<'_> {
                     self.masked_store(r, s, &value, line)?
                 }
                 ast::Stmt::AugAssign(a) => {
-                    let cur = self.expr(r, &a.target)?;
+                    let cur = match a.target.as_ref() {
+                        // `dx[np.arange(n), y] -= 1`: a view through the indices.
+                        ast::Expr::Subscript(s) => match self.grid_view(r, s, line)? {
+                            Some(tv) => Val::Array(tv),
+                            None => self.expr(r, &a.target)?,
+                        },
+                        _ => self.expr(r, &a.target)?,
+                    };
                     let rhs = self.expr(r, &a.value)?;
                     self.assume_broadcast(r, &[&cur, &rhs], line)?;
                     let new = self.binop(a.op, &cur, &rhs, line)?;
@@ -536,6 +543,12 @@ impl Lowerer<'_> {
             let target = ast::Expr::Subscript(s.clone());
             return self.store_subscript(r, &target, v, line);
         };
+        if mask.elem.is_int() {
+            // An array of indices, not a mask: a store through it.
+            let v = self.expr(r, value)?;
+            let target = ast::Expr::Subscript(s.clone());
+            return self.store_subscript(r, &target, v, line);
+        }
         if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
             return refuse(
                 crate::numpy::array_expr::NAME,
