@@ -33,7 +33,7 @@ impl Lowerer<'_> {
         body: &[ast::Stmt],
     ) -> Lower<Option<HostValue>> {
         let r = &mut *r;
-        for s in body {
+        for (k, s) in body.iter().enumerate() {
             let line = self.src.line(s);
             if pyast::is_docstring(s) {
                 continue;
@@ -63,6 +63,8 @@ impl Lowerer<'_> {
                         }
                     };
                 }
+                // `out = None` rebound before any use binds nothing.
+                ast::Stmt::Assign(_) if self.dead_none_binding(s, &body[k + 1..], line)? => {}
                 ast::Stmt::Assign(a) if a.targets.len() > 1 => {
                     // `a = b = value`: the value once, then every target
                     // bound to it in turn, as Python does.
@@ -125,6 +127,15 @@ impl Lowerer<'_> {
                     match (a.target.as_ref(), &cur) {
                         (ast::Expr::Name(n), Val::Scalar(..)) => {
                             self.host_assign(n.id.as_str(), new, line)?
+                        }
+                        // `I += 1` on an index grid that owns no storage.
+                        (ast::Expr::Name(n), Val::Array(tv))
+                            if !tv.computed && tv.view_target().is_none() =>
+                        {
+                            let name = n.id.as_str();
+                            self.template_update_allowed(name, body, line)?;
+                            let new = crate::schedule::host_names::updated_template(tv, new, line)?;
+                            self.host_assign(name, new, line)?
                         }
                         (_, Val::Array(tv)) => {
                             let hint = pyast::subscript_base(&a.target).unwrap_or_default();
