@@ -303,8 +303,8 @@ impl Lowerer<'_> {
             a0 >= 0 && step > 0 && a2 - a1 == step && a3 - a2 == step
         };
         let mut forward = vec![false; comps.len()];
-        for k in 0..rank {
-            if shape[k] == i64(1) {
+        for (k, extent) in shape.iter().enumerate().take(rank) {
+            if *extent == i64(1) {
                 continue;
             }
             match (0..comps.len()).find(|&d| steps(&idx[d], k)) {

@@ -175,14 +175,16 @@ impl Lowerer<'_> {
                         ),
                     )
                 }
-                _ => return refuse(
-                    array_expr::NAME,
-                    line,
-                    format!(
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
                         "`np.roll`: the axis `{}` must be an integer constant or a tuple of them",
                         self.src.text_of(*e)
                     ),
-                ),
+                    )
+                }
             }
         }
         // NumPy broadcasts the shifts against the axes.

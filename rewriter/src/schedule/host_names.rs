@@ -145,9 +145,8 @@ impl Lowerer<'_> {
                     alias.get_or_insert(l);
                 }
             }
-            if matches!(st, ast::Stmt::For(_)) && pyast::mentions(&pyast::stmt_exprs(st)[0], name) {
-                alias.get_or_insert(l);
-            }
+            // A loop variable's target is among the values: a `for` over
+            // the name binds another name to each of its rows.
             for v in values {
                 if self.may_alias(v, name) {
                     alias.get_or_insert(l);
