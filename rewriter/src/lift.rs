@@ -985,6 +985,11 @@ impl<'a> Lowerer<'a> {
             };
         }
         if r.kind == RegionKind::Host && is_numpy {
+            if let Some(v) = self.rearrange_call(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
+        if r.kind == RegionKind::Host && is_numpy {
             if let Some(v) = self.creation_call(r, &name, c, line)? {
                 return Ok(v);
             }

@@ -449,6 +449,23 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                 callee,
                 "empty" | "zeros" | "ones" | "full" | "arange" | "linspace" | "eye" | "identity"
             );
+            if on_numpy && callee == "roll" {
+                // `np.roll(a, shift, axis)`: the shift is an integer.
+                let shift = c.args.get(1).or(c
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "shift"))
+                    .map(|k| &k.value));
+                if let Some(sh) = shift {
+                    mark_int(sh, uses);
+                }
+            }
+            if on_numpy && callee == "indices" {
+                // `np.indices((n, m))`: the dimensions are integers.
+                if let Some(first) = c.args.first() {
+                    mark_int(first, uses);
+                }
+            }
             if on_numpy && !creation {
                 // `np.sum(a)`, `np.sqrt(x)`: NumPy's functions take arrays.
                 for a in &c.args {
@@ -541,6 +558,12 @@ mod tests {
         assert_eq!(sig(src, "a"), "float64[:, :, :], float64[:, :]");
         let src = "def n(X):\n    return X / np.linalg.norm(X, axis=1, keepdims=True)\n";
         assert_eq!(sig(src, "n"), "float64[:, :]");
+    }
+
+    #[test]
+    fn roll_shifts_and_index_dimensions_are_integers() {
+        let src = "import numpy as np\ndef k(a, s, n, m):\n    g = np.indices((n, m))\n    return np.roll(a, s, axis=0) + np.roll(a, shift=(s, n), axis=(0, 1)) + g[0]\n";
+        assert_eq!(sig(src, "k"), "float64[:, :], int64, int64, int64");
     }
 
     #[test]

@@ -129,6 +129,10 @@ impl SourceFile {
         }
         // Constants may build on earlier constants.
         let suite = std::mem::take(&mut self.suite);
+        // Names bound to a NumPy dtype (`np_float = np.float64`), resolved
+        // like the dtype itself, as long as nothing at module level binds
+        // them to anything else.
+        let mut dtype_aliases: Vec<String> = Vec::new();
         for s in &suite {
             let (target, value) = match s {
                 Stmt::Assign(a) => match a.targets.as_slice() {
@@ -141,6 +145,18 @@ impl SourceFile {
                 },
                 _ => continue,
             };
+            match self.dtype_path(value) {
+                Some(path) => {
+                    self.imports.insert(target.clone(), path);
+                    dtype_aliases.push(target.clone());
+                }
+                None if dtype_aliases.contains(&target) => {
+                    // Rebound to something else: no longer an alias.
+                    self.imports.remove(&target);
+                    dtype_aliases.retain(|n| *n != target);
+                }
+                None => {}
+            }
             match self.eval_const(value) {
                 Some(c) => {
                     self.consts.insert(target, c);
@@ -153,8 +169,30 @@ impl SourceFile {
         }
         // A name assigned anywhere else at module level (in a loop, by
         // `global`) would not be frozen by Numba either; port follows the
-        // simple rule above.
+        // simple rule above. A dtype alias is dropped when it is bound
+        // anywhere else (in a module-level `if`, a loop, through `global`):
+        // which dtype it names would depend on the run.
+        for name in dtype_aliases {
+            if rebound_elsewhere(&suite, &name) {
+                self.imports.remove(&name);
+            }
+        }
         self.suite = suite;
+    }
+
+    /// The dotted path of a NumPy dtype (`np.float64` → `numpy.float64`,
+    /// the builtins `float`, `int`, `bool`, `complex`) an expression names;
+    /// `None` for anything else.
+    fn dtype_path(&self, e: &Expr) -> Option<String> {
+        if !matches!(e, Expr::Name(_) | Expr::Attribute(_)) {
+            return None;
+        }
+        let path = self.resolve(e)?;
+        let known = match path.strip_prefix("numpy.") {
+            Some(short) => !short.contains('.') && crate::types::scalar_from_name(short).is_some(),
+            None => matches!(path.as_str(), "float" | "int" | "bool" | "complex"),
+        };
+        known.then_some(path)
     }
 
     /// The dotted name an expression refers to, with import aliases
@@ -356,6 +394,62 @@ pub fn find<'s>(src: &'s SourceFile, function: &str) -> Result<FoundFunction<'s>
     }
 }
 
+/// Whether `name` is bound at module level other than by a top-level
+/// assignment (inside an `if`, a loop, `with` or `try`, as a loop target),
+/// or declared `global` in a function.
+fn rebound_elsewhere(suite: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    for s in suite {
+        match s {
+            // The top-level assignments of one name are read in order.
+            Stmt::Assign(a) if matches!(a.targets.as_slice(), [Expr::Name(_)]) => continue,
+            Stmt::AnnAssign(a) if matches!(a.target.as_ref(), Expr::Name(_)) => continue,
+            Stmt::FunctionDef(d) => {
+                found |= declares_global(&d.body, name);
+                continue;
+            }
+            Stmt::ClassDef(c) => {
+                for m in &c.body {
+                    if let Stmt::FunctionDef(d) = m {
+                        found |= declares_global(&d.body, name);
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        crate::pyast::walk_stmts(std::slice::from_ref(s), &mut |st| {
+            let targets: Vec<&Expr> = match st {
+                Stmt::Assign(a) => a.targets.iter().collect(),
+                Stmt::AnnAssign(a) => vec![a.target.as_ref()],
+                Stmt::AugAssign(a) => vec![a.target.as_ref()],
+                Stmt::For(f) => vec![f.target.as_ref()],
+                Stmt::Global(g) => {
+                    found |= g.names.iter().any(|n| n.as_str() == name);
+                    vec![]
+                }
+                _ => vec![],
+            };
+            for t in targets {
+                found |= crate::pyast::target_names(t).iter().any(|n| n == name);
+            }
+        });
+    }
+    found
+}
+
+/// Whether a function body (its nested functions included) declares
+/// `global name`.
+fn declares_global(body: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    crate::pyast::walk_stmts(body, &mut |st| match st {
+        Stmt::Global(g) => found |= g.names.iter().any(|n| n.as_str() == name),
+        Stmt::FunctionDef(d) => found |= declares_global(&d.body, name),
+        _ => {}
+    });
+    found
+}
+
 fn as_f64(c: Const) -> Option<f64> {
     Some(match c {
         Const::Int(i) => i as f64,
@@ -385,6 +479,32 @@ mod tests {
         let names: Vec<String> = f.functions().into_iter().map(|f| f.qualname).collect();
         assert_eq!(names, ["f", "C.g"]);
         assert!(f.functions()[1].staticmethod);
+    }
+
+    #[test]
+    fn module_level_dtype_names_resolve_like_the_dtype() {
+        let src = "import numpy as np\nfrom numpy import complex64\n\
+                   np_float = np.float64\nnp_c = complex64\nI = int\n\
+                   changed = np.float32\nchanged = 3\n\
+                   in_if = np.float32\nif True:\n    in_if = np.float64\n\
+                   by_global = np.int32\nsqrt = np.sqrt\n\
+                   def f():\n    global by_global\n    by_global = np.int8\n";
+        let f = SourceFile::parse("m.py", src).unwrap();
+        let resolved = |n: &str| {
+            let e = ast::Expr::parse(n, "<test>").unwrap();
+            f.resolve(&e)
+        };
+        assert_eq!(resolved("np_float").as_deref(), Some("numpy.float64"));
+        assert_eq!(resolved("np_c").as_deref(), Some("numpy.complex64"));
+        assert_eq!(resolved("I").as_deref(), Some("int"));
+        // Rebound to a number, inside an `if`, or through `global`: which
+        // dtype the name holds depends on the run, so it stays a name.
+        assert_eq!(resolved("changed").as_deref(), Some("changed"));
+        assert_eq!(f.consts["changed"], Const::Int(3));
+        assert_eq!(resolved("in_if").as_deref(), Some("in_if"));
+        assert_eq!(resolved("by_global").as_deref(), Some("by_global"));
+        // Only dtypes: a function bound to a name is not an alias.
+        assert_eq!(resolved("sqrt").as_deref(), Some("sqrt"));
     }
 
     #[test]

@@ -229,11 +229,17 @@ impl Lowerer<'_> {
         Ok(Some((shape, idx)))
     }
 
-    /// The target of `a[i, j, k] = v` through open grids (`i, j, k =
-    /// np.ogrid[1:n-1, …]`) as a view: each index steps forward from a
-    /// non-negative start along its own axis, so no two elements of the
-    /// store land on one place of `a` (no race) and none counts from the
-    /// end. `None` for any other subscript.
+    /// The target of a store through index arrays, `a[comps] = v`, as a
+    /// view, when no two elements of the store land on one place of `a`:
+    /// for every axis of the indices' broadcast shape, one index steps
+    /// forward from a non-negative start along that axis alone — open
+    /// grids (`i, j, k = np.ogrid[1:n-1, …]`, the parts of `np.indices`)
+    /// or `np.arange(n)` beside other integer arrays (`dx[np.arange(n), y]
+    /// -= 1`: row `i` at column `y[i]`). The other indices count from the
+    /// end when negative, as NumPy's do. `None` when no index is an array
+    /// of integers (an element, a slice, a mask: the usual ways); any other
+    /// store through integer arrays (a scatter, where two writes may meet)
+    /// is refused by name.
     pub(crate) fn grid_view(
         &mut self,
         r: &mut Region,
@@ -244,43 +250,129 @@ impl Lowerer<'_> {
             ast::Expr::Tuple(t) => t.elts.iter().collect(),
             e => vec![e],
         };
-        if comps
-            .iter()
-            .any(|c| matches!(c, ast::Expr::Slice(_) | ast::Expr::Constant(_)))
-        {
+        let not_an_index = |c: &ast::Expr| match c {
+            ast::Expr::Constant(k) => !matches!(k.value, ast::Constant::Int(_)),
+            _ => self.src.resolve(c).as_deref() == Some("numpy.newaxis"),
+        };
+        if comps.iter().any(|c| not_an_index(c)) {
             return Ok(None);
         }
+        let mut index_arrays = Vec::new();
+        let mut sliced = false;
+        for c in &comps {
+            if matches!(c, ast::Expr::Slice(_)) {
+                sliced = true;
+                continue;
+            }
+            if let Ok(Val::Array(a)) = self.expr(r, c) {
+                if a.elem.is_int() {
+                    index_arrays.push(Val::Array(a));
+                }
+            }
+        }
+        if index_arrays.is_empty() {
+            return Ok(None);
+        }
+        let text = self.src.text_of(s).to_string();
         let Ok(Val::Array(base)) = self.expr(r, &s.value) else {
             return Ok(None);
         };
+        if sliced {
+            return scatter_refused(&text, line, "an index array among slices");
+        }
         if base.computed || base.view_target().is_none() {
             return Ok(None);
         }
+        let target = base.view_target().expect("checked").array.clone();
         let Some((shape, idx)) = self.advanced_index(r, &base, &comps, line)? else {
-            return Ok(None);
+            return scatter_refused(
+                &text,
+                line,
+                "an index that is not an integer or an array of integers",
+            );
         };
         let rank = shape.len() - (base.ndim() - comps.len());
-        if rank != comps.len() {
-            return Ok(None);
-        }
-        for (d, x) in idx.iter().enumerate().take(comps.len()) {
-            let at = |k: i64| eval_at(x, &ph(d), k);
+        // For each axis of the indices' shape, an index that steps forward
+        // along it alone (and never counts from the end).
+        let steps = |x: &Expr, k: usize| {
+            let at = |v: i64| eval_at(x, &ph(k), v);
             let (Some(a0), Some(a1), Some(a2), Some(a3)) = (at(0), at(1), at(2), at(3)) else {
-                return Ok(None);
+                return false;
             };
             let step = a1 - a0;
-            if a0 < 0 || step <= 0 || a2 - a1 != step || a3 - a2 != step {
-                return Ok(None);
+            a0 >= 0 && step > 0 && a2 - a1 == step && a3 - a2 == step
+        };
+        let mut forward = vec![false; comps.len()];
+        for (k, extent) in shape.iter().enumerate().take(rank) {
+            if *extent == i64(1) {
+                continue;
+            }
+            match (0..comps.len()).find(|&d| steps(&idx[d], k)) {
+                Some(d) => forward[d] = true,
+                None => {
+                    return scatter_refused(
+                        &text,
+                        line,
+                        "no index steps forward along each axis of the indices (as `np.arange(n)` or an open grid does), so two elements may land on one place",
+                    )
+                }
             }
         }
+        let mut reads_target = false;
+        for x in &idx {
+            port_codegen::ir::walk_expr(x, &mut |e| {
+                if let Expr::Load(l) = e {
+                    reads_target |= l.array == target;
+                }
+            });
+        }
+        if reads_target {
+            return scatter_refused(
+                &text,
+                line,
+                &format!("the indices read `{target}`, which the store changes"),
+            );
+        }
+        let vals: Vec<&Val> = index_arrays.iter().collect();
+        self.assume_broadcast(r, &vals, line)?;
+        let idx: Vec<Expr> = idx
+            .into_iter()
+            .enumerate()
+            .map(|(d, x)| {
+                if d < comps.len() && !forward[d] {
+                    wrap(x, base.shape[d].clone())
+                } else {
+                    x
+                }
+            })
+            .collect();
         let mut out = base.reindexed(shape, &idx);
         out.computed = false;
+        let how = if forward.iter().all(|f| *f) {
+            "open grids"
+        } else {
+            "index arrays, one stepping forward along each axis"
+        };
         self.log.applied(
             NAME,
-            format!("a store through open grids (line {line}) as the slices they step through"),
+            format!(
+                "a store through {how} (line {line}): no two elements land on one place, one thread each (indices taken to be in range, as NumPy requires)"
+            ),
         );
         Ok(Some(out))
     }
+}
+
+/// The refusal of a store through index arrays that port cannot prove
+/// free of collisions.
+fn scatter_refused<T>(text: &str, line: u32, why: &str) -> Lower<T> {
+    refuse(
+        NAME,
+        line,
+        format!(
+            "a store through index arrays `{text}` (a scatter): {why}; port takes `a[np.arange(n), idx]` and open grids, where each element is written once"
+        ),
+    )
 }
 
 /// `e` as an integer when the placeholder `p` is `k` and nothing else

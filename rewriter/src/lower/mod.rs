@@ -10,7 +10,8 @@
 //! `row_reduction`, `gather`, `masked`, `axis_reduction`, `app_calls`;
 //! `whole_reduction` (on `row_reduction`), `grid_stride` (on
 //! `whole_reduction`), `hoist_alloc` (on `creation` and `grid_stride`),
-//! `scan` and `convolve` (on `creation`), `histogram` (on `scan`),
+//! `scan`, `convolve` and `rearrange` (`np.roll`, `np.indices`) (on
+//! `creation`), `histogram` (on `scan`),
 //! `scalar_function` (on `app_calls` and `hoist_alloc`); `fp32` works on
 //! the finished plan.
 //!
@@ -32,6 +33,7 @@ pub mod grid_stride;
 pub mod histogram;
 pub mod hoist_alloc;
 pub mod masked;
+pub mod rearrange;
 pub mod row_reduction;
 pub mod scalar_function;
 pub mod scan;

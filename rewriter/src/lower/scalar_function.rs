@@ -41,7 +41,10 @@ pub fn is_scalar_function(src: &SourceFile, def: &ast::StmtFunctionDef, types: &
                 if let ast::Expr::Call(c) = x {
                     let name = src.resolve(&c.func).unwrap_or_default();
                     creates |= crate::lower::hoist_alloc::is_allocation(&name)
-                        || matches!(name.as_str(), "numpy.eye" | "numpy.identity");
+                        || matches!(
+                            name.as_str(),
+                            "numpy.eye" | "numpy.identity" | "numpy.indices"
+                        );
                 }
                 // `np.ogrid[…]`, `np.mgrid[…]` build index grids.
                 if let ast::Expr::Subscript(s) = x {

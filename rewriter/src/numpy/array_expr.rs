@@ -297,7 +297,9 @@ pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
     let back: HashMap<String, Expr> = (0..new_shape.len())
         .map(|r| (tmp(r), var(&ph(r))))
         .collect();
-    let body = subst(&subst(&a.body, &map), &back);
+    // A stacked grid taken at a constant (`I, J = np.indices(…)`) keeps
+    // only its part.
+    let body = fold_constant_selects(&subst(&subst(&a.body, &map), &back));
     if new_shape.is_empty() {
         Val::scalar(body, a.elem)
     } else {
@@ -461,6 +463,31 @@ pub fn tidy(e: &Expr) -> Expr {
                 _ => binary(*op, a, b),
             })
         }
+        _ => None,
+    })
+}
+
+/// Folds `select(a == b, x, y)` where `a` and `b` are integer literals
+/// (what indexing a stacked grid at a constant leaves).
+pub fn fold_constant_selects(e: &Expr) -> Expr {
+    map_expr(e, &|x| match x {
+        Expr::Select(c, a, b) => match c.as_ref() {
+            Expr::Cmp(op, l, r) => match (l.as_ref(), r.as_ref()) {
+                (Expr::Lit(Literal::I64(l)), Expr::Lit(Literal::I64(r))) => {
+                    let holds = match op {
+                        port_codegen::ir::CmpOp::Eq => l == r,
+                        port_codegen::ir::CmpOp::Ne => l != r,
+                        port_codegen::ir::CmpOp::Lt => l < r,
+                        port_codegen::ir::CmpOp::Le => l <= r,
+                        port_codegen::ir::CmpOp::Gt => l > r,
+                        port_codegen::ir::CmpOp::Ge => l >= r,
+                    };
+                    Some(fold_constant_selects(if holds { a } else { b }))
+                }
+                _ => None,
+            },
+            _ => None,
+        },
         _ => None,
     })
 }

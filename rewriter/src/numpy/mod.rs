@@ -5,7 +5,8 @@
 //! dimensions and promotion; [`math_calls`] gives `math`/`cmath`/NumPy
 //! functions and ufuncs their element-by-element meaning; [`extents`]
 //! says which extents NumPy requires equal (broadcasting, a store into a
-//! slice, `@`) and which are equal by arithmetic.
+//! slice, `@`) and which are equal by arithmetic; [`rearrange`] gives
+//! `np.roll` and `np.indices` as templates.
 //!
 //! Stage invariant: no lowering state — values in, values out. Nothing here
 //! allocates, launches or knows which region it is in.
@@ -13,3 +14,4 @@
 pub mod array_expr;
 pub mod extents;
 pub mod math_calls;
+pub mod rearrange;

@@ -33,7 +33,7 @@ impl Lowerer<'_> {
         body: &[ast::Stmt],
     ) -> Lower<Option<HostValue>> {
         let r = &mut *r;
-        for s in body {
+        for (k, s) in body.iter().enumerate() {
             let line = self.src.line(s);
             if pyast::is_docstring(s) {
                 continue;
@@ -63,6 +63,8 @@ impl Lowerer<'_> {
                         }
                     };
                 }
+                // `out = None` rebound before any use binds nothing.
+                ast::Stmt::Assign(_) if self.dead_none_binding(s, &body[k + 1..], line)? => {}
                 ast::Stmt::Assign(a) if a.targets.len() > 1 => {
                     // `a = b = value`: the value once, then every target
                     // bound to it in turn, as Python does.
@@ -111,13 +113,29 @@ impl Lowerer<'_> {
                     self.masked_store(r, s, &value, line)?
                 }
                 ast::Stmt::AugAssign(a) => {
-                    let cur = self.expr(r, &a.target)?;
+                    let cur = match a.target.as_ref() {
+                        // `dx[np.arange(n), y] -= 1`: a view through the indices.
+                        ast::Expr::Subscript(s) => match self.grid_view(r, s, line)? {
+                            Some(tv) => Val::Array(tv),
+                            None => self.expr(r, &a.target)?,
+                        },
+                        _ => self.expr(r, &a.target)?,
+                    };
                     let rhs = self.expr(r, &a.value)?;
                     self.assume_broadcast(r, &[&cur, &rhs], line)?;
                     let new = self.binop(a.op, &cur, &rhs, line)?;
                     match (a.target.as_ref(), &cur) {
                         (ast::Expr::Name(n), Val::Scalar(..)) => {
                             self.host_assign(n.id.as_str(), new, line)?
+                        }
+                        // `I += 1` on an index grid that owns no storage.
+                        (ast::Expr::Name(n), Val::Array(tv))
+                            if !tv.computed && tv.view_target().is_none() =>
+                        {
+                            let name = n.id.as_str();
+                            self.template_update_allowed(name, body, line)?;
+                            let new = crate::schedule::host_names::updated_template(tv, new, line)?;
+                            self.host_assign(name, new, line)?
                         }
                         (_, Val::Array(tv)) => {
                             let hint = pyast::subscript_base(&a.target).unwrap_or_default();
@@ -536,6 +554,12 @@ impl Lowerer<'_> {
             let target = ast::Expr::Subscript(s.clone());
             return self.store_subscript(r, &target, v, line);
         };
+        if mask.elem.is_int() {
+            // An array of indices, not a mask: a store through it.
+            let v = self.expr(r, value)?;
+            let target = ast::Expr::Subscript(s.clone());
+            return self.store_subscript(r, &target, v, line);
+        }
         if mask.elem != port_codegen::ir::ScalarType::Bool || mask.ndim() != base.ndim() {
             return refuse(
                 crate::numpy::array_expr::NAME,

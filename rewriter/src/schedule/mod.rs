@@ -7,7 +7,8 @@
 //! helpers into the host schedule.
 //!
 //! Within the stage, bottom up: `app_inline`, `host_schedule` (on
-//! `app_inline`), `host` (on both).
+//! `app_inline`), `host_names` (a `None` binding no statement reads; an
+//! index grid updated in place), `host` (on all three).
 //!
 //! Stage invariant: the schedule builds on the kernel passes
 //! ([`crate::lower`]) and never the reverse; a pass that needs a host-level
@@ -16,4 +17,5 @@
 
 pub mod app_inline;
 pub mod host;
+pub mod host_names;
 pub mod host_schedule;
