@@ -382,16 +382,19 @@ pub fn place_guards(plan: &mut KernelPlan) {
 /// with a shape that reads only names that never change (arguments, host
 /// scalars bound once outside loops, other such arrays), or a name bound
 /// once to such an array.
-fn fixed_allocations(plan: &KernelPlan) -> BTreeMap<String, Vec<Expr>> {
+fn fixed_allocations(plan: &KernelPlan) -> Fixed {
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     let mut allocs: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
+    let mut values: BTreeMap<String, Expr> = BTreeMap::new();
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     HostStep::walk(&plan.steps, &mut |s| {
         let mut bump = |n: &str, by: usize| *count.entry(n.to_string()).or_insert(0) += by;
         match s {
-            HostStep::Scalar { name, .. }
-            | HostStep::ReadBack { name, .. }
-            | HostStep::ReadElement { name, .. } => bump(name, 1),
+            HostStep::Scalar { name, value, .. } => {
+                bump(name, 1);
+                values.insert(name.clone(), value.clone());
+            }
+            HostStep::ReadBack { name, .. } | HostStep::ReadElement { name, .. } => bump(name, 1),
             HostStep::Alloc { name, shape, .. } => {
                 bump(name, 1);
                 allocs.insert(name.clone(), shape.clone());
@@ -462,9 +465,26 @@ fn fixed_allocations(plan: &KernelPlan) -> BTreeMap<String, Vec<Expr>> {
             }
         }
         if !grew {
-            return fixed;
+            // Host scalars bound once, outside loops, to what reads only
+            // such names: `n = x.shape[0]` is `x.shape[0]` wherever read.
+            let scalars = values
+                .iter()
+                .filter(|(n, v)| once(n) && reads_fixed(v, &fixed))
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect();
+            return Fixed {
+                arrays: fixed,
+                scalars,
+            };
         }
     }
+}
+
+/// What [`fixed_allocations`] knows: the shapes of arrays and the values
+/// of host scalars that never change once bound.
+struct Fixed {
+    arrays: BTreeMap<String, Vec<Expr>>,
+    scalars: BTreeMap<String, Expr>,
 }
 
 /// Extents the guards `known` make equal: each extent they compare (a
@@ -509,20 +529,19 @@ fn equal_extents(known: &[ShapeGuard]) -> BTreeMap<String, Expr> {
 /// Whether a guard holds whatever the inputs, given the shapes of
 /// [`fixed_allocations`] and the extents known equal ([`equal_extents`]):
 /// its two sides are then equal by arithmetic.
-fn holds(
-    g: &ShapeGuard,
-    allocs: &BTreeMap<String, Vec<Expr>>,
-    classes: &BTreeMap<String, Expr>,
-) -> bool {
+fn holds(g: &ShapeGuard, fixed: &Fixed, classes: &BTreeMap<String, Expr>) -> bool {
     let expand = |e: &Expr| {
         let mut e = e.clone();
-        // Allocations sized by other allocations: a few rounds suffice.
+        // Allocations sized by other allocations or by such scalars: a few
+        // rounds suffice.
         for _ in 0..4 {
             e = crate::ir_util::map_expr(&e, &|x| match x {
-                Expr::Shape { array, axis } => allocs
+                Expr::Shape { array, axis } => fixed
+                    .arrays
                     .get(array)
                     .and_then(|s| s.get(*axis as usize))
                     .cloned(),
+                Expr::Var(n) => fixed.scalars.get(n).cloned(),
                 _ => None,
             });
         }
