@@ -178,9 +178,7 @@ impl LinalgOp {
             LinalgOp::Solve => "np.linalg.solve",
             LinalgOp::Inv => "np.linalg.inv",
             LinalgOp::Det => "np.linalg.det",
-            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => {
-                "np.linalg.lstsq"
-            }
+            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "np.linalg.lstsq",
         }
     }
 

@@ -49,18 +49,30 @@ fn a_plain_array_is_passed_as_it_is_and_an_expression_stored_first() {
     let HostStep::Guard(g) = &m.plan.steps[0] else {
         panic!("{:?}", m.plan.steps[0])
     };
-    assert_eq!((g.lhs_text.as_str(), g.rhs_text.as_str()), ("cov.shape[0]", "cov.shape[1]"));
-    assert!(g.what.starts_with("Last 2 dimensions of the array must be square"));
-    let log = m.plan.rewrites.iter().find(|r| r.rewrite == "linalg").unwrap();
+    assert_eq!(
+        (g.lhs_text.as_str(), g.rhs_text.as_str()),
+        ("cov.shape[0]", "cov.shape[1]")
+    );
+    assert!(g
+        .what
+        .starts_with("Last 2 dimensions of the array must be square"));
+    let log = m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "linalg")
+        .unwrap();
     assert!(log.applied);
     assert!(
-        log.note.contains("`np.linalg.cholesky` at line 21: a library step of the host schedule"),
+        log.note
+            .contains("`np.linalg.cholesky` at line 21: a library step of the host schedule"),
         "{}",
         log.note
     );
     assert!(log.note.contains("no cuSOLVER yet"), "{}", log.note);
     assert!(
-        log.note.contains("(`(x - mean).T` stored into device arrays first)"),
+        log.note
+            .contains("(`(x - mean).T` stored into device arrays first)"),
         "{}",
         log.note
     );
@@ -74,12 +86,20 @@ fn the_wrapper_calls_one_helper_per_routine_added_once() {
         "float64[:,:], float64[:], float64[:,:]",
     );
     assert!(
-        m.python.contains("_port_cholesky(d_cov, d_chol_2)  # line 21: np.linalg.cholesky"),
+        m.python
+            .contains("_port_cholesky(d_cov, d_chol_2)  # line 21: np.linalg.cholesky"),
         "{}",
         m.python
     );
-    assert!(m.python.contains("library calls: np.linalg.cholesky (line 21), np.linalg.solve (line 22)"));
-    for helper in ["_port_linalg", "_port_cholesky", "_port_solve", "_port_lstsq"] {
+    assert!(m
+        .python
+        .contains("library calls: np.linalg.cholesky (line 21), np.linalg.solve (line 22)"));
+    for helper in [
+        "_port_linalg",
+        "_port_cholesky",
+        "_port_solve",
+        "_port_lstsq",
+    ] {
         assert_eq!(
             m.new_source.matches(&format!("def {helper}(")).count(),
             1,
@@ -90,7 +110,11 @@ fn the_wrapper_calls_one_helper_per_routine_added_once() {
     assert!(m.new_source.contains("a.copy_to_host()"));
     rustpython_parser::ast::Suite::parse(&m.new_source, "<patched>").expect("valid Python");
     // A wrapper with no library step gets none of it.
-    let plain = migrated("migrate/seeds.py", "saxpy", "float64, float64[:], float64[:], float64[:]");
+    let plain = migrated(
+        "migrate/seeds.py",
+        "saxpy",
+        "float64, float64[:], float64[:], float64[:]",
+    );
     assert!(!plain.new_source.contains("_port_linalg"));
 }
 
@@ -140,7 +164,11 @@ fn a_determinant_is_a_device_scalar_and_stacks_keep_their_batch() {
         HostStep::Alloc { name, shape, .. } if *name == calls[1].out => Some(shape.len()),
         _ => None,
     });
-    assert_eq!(det_shape, Some(1), "one determinant per matrix of the stack");
+    assert_eq!(
+        det_shape,
+        Some(1),
+        "one determinant per matrix of the stack"
+    );
 }
 
 #[test]
@@ -156,7 +184,11 @@ fn lstsq_items_and_types() {
             LinalgOp::LstsqSingular
         ]
     );
-    assert!(m.python.contains("_port_lstsq(d_a, d_b, 2, "), "{}", m.python);
+    assert!(
+        m.python.contains("_port_lstsq(d_a, d_b, 2, "),
+        "{}",
+        m.python
+    );
     // float32 stays float32, complex128 stays complex.
     let m = migrated(FILE, "solve_f32", "float32[:,:], float32[:]");
     assert!(m.python.contains("dtype=np.float32"), "{}", m.python);
@@ -184,7 +216,10 @@ fn integer_matrices_are_converted_to_float64_as_numpy_does() {
         panic!("refused")
     };
     let calls = library_calls(&m.plan.steps);
-    assert_ne!(calls[0].args[0], "a", "converted into a float64 array first");
+    assert_ne!(
+        calls[0].args[0], "a",
+        "converted into a float64 array first"
+    );
     assert!(m.python.contains("dtype=np.float64"));
 }
 
@@ -221,7 +256,11 @@ fn refusals_name_the_call_and_the_line() {
         let r = refused(FILE, function, sig);
         assert_eq!(r[0].rewrite, "linalg", "{function}: {r:?}");
         assert_eq!(r[0].line, line, "{function}: {r:?}");
-        assert!(r[0].message.starts_with(start), "{function}: {}", r[0].message);
+        assert!(
+            r[0].message.starts_with(start),
+            "{function}: {}",
+            r[0].message
+        );
     }
 }
 

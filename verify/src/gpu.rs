@@ -565,7 +565,11 @@ impl Device for GpuDevice {
     }
 
     /// Into the array's own buffer (a library step's result).
-    fn write(&mut self, a: &mut DevArray<CudaSlice<u8>>, data: &NdArray) -> Result<(), VerifyError> {
+    fn write(
+        &mut self,
+        a: &mut DevArray<CudaSlice<u8>>,
+        data: &NdArray,
+    ) -> Result<(), VerifyError> {
         let bytes = host_bytes(data);
         if bytes.is_empty() {
             return Ok(());

@@ -165,8 +165,8 @@ struct Operand<T> {
 
 impl<T: Elem> Operand<T> {
     fn of(a: &NdArray) -> Result<Operand<T>, LinAlgError> {
-        let data = T::take(&a.data)
-            .ok_or_else(|| LinAlgError("operands of different types".into()))?;
+        let data =
+            T::take(&a.data).ok_or_else(|| LinAlgError("operands of different types".into()))?;
         Ok(Operand {
             shape: a.shape.clone(),
             data,
@@ -297,9 +297,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
 
 /// The LU factors of `m`, or NumPy's `Singular matrix` when a pivot is
 /// exactly zero (LAPACK's `getrf` reports the same).
-fn nonsingular<T: Elem>(
-    m: &Mat<T>,
-) -> Result<faer::linalg::solvers::PartialPivLu<T>, LinAlgError> {
+fn nonsingular<T: Elem>(m: &Mat<T>) -> Result<faer::linalg::solvers::PartialPivLu<T>, LinAlgError> {
     let lu = m.partial_piv_lu();
     let u = lu.U();
     if (0..u.nrows()).any(|i| u[(i, i)].is_zero()) {
@@ -460,10 +458,7 @@ mod tests {
         assert_eq!(d.shape, vec![2]);
         close(&values(&d), &[4., -2.]);
         let inv = run(LinalgOp::Inv, &[a.clone()]).unwrap();
-        close(
-            &values(&inv),
-            &[0.5, 0., 0., 0.5, -2., 1., 1.5, -0.5],
-        );
+        close(&values(&inv), &[0.5, 0., 0., 0.5, -2., 1., 1.5, -0.5]);
         // A vector right-hand side is shared by every matrix of the stack.
         let x = run(LinalgOp::Solve, &[a, f64s(&[2], &[2., 2.])]).unwrap();
         assert_eq!(x.shape, vec![2, 2]);
@@ -522,7 +517,10 @@ mod tests {
         };
         let want = [[r2, 0.], [0., 0.], [0., -1. / r2], [(1.5f64).sqrt(), 0.]];
         for (x, w) in v.iter().zip(want) {
-            assert!((x[0] - w[0]).abs() < 1e-12 && (x[1] - w[1]).abs() < 1e-12, "{v:?}");
+            assert!(
+                (x[0] - w[0]).abs() < 1e-12 && (x[1] - w[1]).abs() < 1e-12,
+                "{v:?}"
+            );
         }
         let d = run(LinalgOp::Det, &[z]).unwrap();
         assert_eq!(d.elem(), ScalarType::C128);

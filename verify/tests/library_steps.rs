@@ -8,8 +8,8 @@ mod common;
 
 use common::{plan_of, python, repo};
 
-use port_codegen::PtxOptions;
 use port_codegen::ArrayData;
+use port_codegen::PtxOptions;
 use port_rewriter::plan::LinalgOp;
 use port_verify::exec::{run_plan, Outputs};
 use port_verify::inputs::{conditions, generate, Condition, InputValue, Inputs};
@@ -110,7 +110,10 @@ fn the_run_counts_the_bytes_a_library_step_moves() {
     let n = 64 * 64 * 8;
     assert_eq!(run.host_calls.len(), 2, "{:?}", run.host_calls);
     let chol = &run.host_calls[0];
-    assert_eq!((chol.call.as_str(), chol.line, chol.count), ("np.linalg.cholesky", 21, 1));
+    assert_eq!(
+        (chol.call.as_str(), chol.line, chol.count),
+        ("np.linalg.cholesky", 21, 1)
+    );
     assert_eq!((chol.bytes_to_host, chol.bytes_to_device), (n, n));
     let solve = &run.host_calls[1];
     assert_eq!((solve.bytes_to_host, solve.bytes_to_device), (2 * n, n));
@@ -121,7 +124,11 @@ fn the_run_counts_the_bytes_a_library_step_moves() {
     // Counted in the run's transfers: the arguments over, the library
     // steps each way, the scalars of two reductions back.
     let args = n + 64 * 8 + n;
-    assert!(run.bytes_to_device >= args + 2 * n, "{}", run.bytes_to_device);
+    assert!(
+        run.bytes_to_device >= args + 2 * n,
+        "{}",
+        run.bytes_to_device
+    );
     assert!(run.bytes_to_host >= 3 * n, "{}", run.bytes_to_host);
 }
 
@@ -169,7 +176,11 @@ fn the_original_agrees_on_generated_inputs() {
             hotspot_pct: None,
         };
         let out = verify_plan(&plan, &opts).unwrap();
-        assert!(out.verification.passed, "{function}: {:?}", out.verification);
+        assert!(
+            out.verification.passed,
+            "{function}: {:?}",
+            out.verification
+        );
         assert!(!out.host_calls.is_empty());
     }
 }

@@ -42,9 +42,15 @@ pub fn patched_file(
         helpers.push_str(UNBROADCAST);
     }
     // Library steps' helpers, when the wrapper calls one.
-    let calls_library = ["_port_cholesky(", "_port_solve(", "_port_inv(", "_port_det(", "_port_lstsq("]
-        .iter()
-        .any(|h| migrated.contains(h));
+    let calls_library = [
+        "_port_cholesky(",
+        "_port_solve(",
+        "_port_inv(",
+        "_port_det(",
+        "_port_lstsq(",
+    ]
+    .iter()
+    .any(|h| migrated.contains(h));
     if calls_library && !text.contains("def _port_linalg(") {
         if !helpers.is_empty() {
             helpers.push_str("\n\n");

@@ -194,8 +194,10 @@ impl Lowerer<'_> {
             match (k.arg.as_ref().map(|a| a.as_str()), op) {
                 (Some("rcond"), _) if op.lstsq_item().is_some() => rcond = Some(&k.value),
                 (Some("upper"), LinalgOp::Cholesky) => {
-                    if !matches!(self.src.eval_const(&k.value), Some(crate::source::Const::Bool(false)))
-                    {
+                    if !matches!(
+                        self.src.eval_const(&k.value),
+                        Some(crate::source::Const::Bool(false))
+                    ) {
                         return refuse(
                             NAME,
                             line,
@@ -238,7 +240,10 @@ impl Lowerer<'_> {
             return refuse(
                 NAME,
                 line,
-                format!("`{called}` takes {arity} array(s) here, given {}", operands.len()),
+                format!(
+                    "`{called}` takes {arity} array(s) here, given {}",
+                    operands.len()
+                ),
             );
         }
         let mut vals: Vec<ArrVal> = Vec::new();
@@ -323,7 +328,12 @@ impl Lowerer<'_> {
                     );
                 }
                 let rhs_text = "Incompatible dimensions: the right-hand side must have as many rows as the matrix (NumPy raises LinAlgError)";
-                self.assume_equal(None, vec![(b.shape[0].clone(), rows.clone())], line, rhs_text)?;
+                self.assume_equal(
+                    None,
+                    vec![(b.shape[0].clone(), rows.clone())],
+                    line,
+                    rhs_text,
+                )?;
                 match op {
                     LinalgOp::Lstsq if b.ndim() == 1 => (vec![cols.clone()], t),
                     LinalgOp::Lstsq => (vec![cols.clone(), b.shape[1].clone()], t),
@@ -373,7 +383,10 @@ impl Lowerer<'_> {
         let scalar = out_shape.is_empty();
         let alloc_shape = if scalar { vec![i64(1)] } else { out_shape };
         let out = self.fresh(hint);
-        let host_shape: Vec<Expr> = alloc_shape.iter().map(|e| self.hostify(e.clone())).collect();
+        let host_shape: Vec<Expr> = alloc_shape
+            .iter()
+            .map(|e| self.hostify(e.clone()))
+            .collect();
         let ty = ArrayType {
             elem: out_elem,
             ndim: host_shape.len() as u8,
