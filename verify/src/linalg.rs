@@ -362,7 +362,7 @@ fn lstsq<T: Elem>(op: LinalgOp, a: &Operand<T>, b: &Operand<T>) -> Result<NdArra
             faer::traits::math_utils::zero()
         };
         for j in 0..k {
-            c[(i, j)] = c[(i, j)] * scale;
+            c[(i, j)] *= scale;
         }
     }
     let x: Mat<T> = svd.V() * &c;
@@ -418,7 +418,9 @@ mod tests {
         );
         let singular = f64s(&[2, 2], &[1., 2., 2., 4.]);
         assert_eq!(
-            run(LinalgOp::Inv, &[singular.clone()]).unwrap_err().0,
+            run(LinalgOp::Inv, std::slice::from_ref(&singular))
+                .unwrap_err()
+                .0,
             "Singular matrix"
         );
         let b = f64s(&[2], &[1., 1.]);
@@ -444,7 +446,7 @@ mod tests {
         let xm = run(LinalgOp::Solve, &[a.clone(), bm]).unwrap();
         assert_eq!(xm.shape, vec![2, 2]);
         close(&values(&xm), &[2., 0.4, 3., -0.2]);
-        let inv = run(LinalgOp::Inv, &[a.clone()]).unwrap();
+        let inv = run(LinalgOp::Inv, std::slice::from_ref(&a)).unwrap();
         close(&values(&inv), &[0.4, -0.2, -0.2, 0.6]);
         let d = run(LinalgOp::Det, &[a]).unwrap();
         assert_eq!(d.shape, vec![1]);
@@ -454,10 +456,10 @@ mod tests {
     #[test]
     fn stacks_are_computed_matrix_by_matrix() {
         let a = f64s(&[2, 2, 2], &[2., 0., 0., 2., 1., 2., 3., 4.]);
-        let d = run(LinalgOp::Det, &[a.clone()]).unwrap();
+        let d = run(LinalgOp::Det, std::slice::from_ref(&a)).unwrap();
         assert_eq!(d.shape, vec![2]);
         close(&values(&d), &[4., -2.]);
-        let inv = run(LinalgOp::Inv, &[a.clone()]).unwrap();
+        let inv = run(LinalgOp::Inv, std::slice::from_ref(&a)).unwrap();
         close(&values(&inv), &[0.5, 0., 0., 0.5, -2., 1., 1.5, -0.5]);
         // A vector right-hand side is shared by every matrix of the stack.
         let x = run(LinalgOp::Solve, &[a, f64s(&[2], &[2., 2.])]).unwrap();
@@ -510,7 +512,7 @@ mod tests {
             shape: vec![2, 2],
             data: ArrayData::C128(vec![[2., 0.], [0., 1.], [0., -1.], [2., 0.]]),
         };
-        let l = run(LinalgOp::Cholesky, &[z.clone()]).unwrap();
+        let l = run(LinalgOp::Cholesky, std::slice::from_ref(&z)).unwrap();
         let r2 = 2f64.sqrt();
         let ArrayData::C128(v) = &l.data else {
             panic!("complex128 result")
