@@ -1472,3 +1472,158 @@ mod corpus_style {
         );
     }
 }
+
+/// `np.linalg` calls as library steps of the host schedule
+/// (fixtures/migrate/programs_linalg.py): port's runs compute them on the
+/// host between the kernels; the emitted wrapper calls CuPy on the device,
+/// or NumPy on host copies — the path the Numba simulator check takes.
+mod linalg {
+    use super::{fixture, migrate_in, oracle_python, stderr, stdout, verified, verified_in};
+    use std::process::Command;
+
+    program_in! {
+        "migrate/programs_linalg.py";
+        gaussian_loglik: "float64[:,:], float64[:], float64[:,:]",
+        correlated_noise: "float64[:,:], float64[:,:], float64[:]",
+        newton_system: "float64[:,:], float64[:], int64",
+        ridge_fit: "float64[:,:], float64[:], float64",
+        ridge_inverse: "float64[:,:], float64[:], float64",
+        lstsq_refinement: "float64[:,:], float64[:], int64",
+        kalman_update: "float64[:], float64[:,:], float64[:], float64[:,:], float64[:,:]",
+        stack_inverses: "float64[:,:,:], float64[:]",
+        normalise_by_det: "float64[:,:], float64[:,:]",
+        resolvent_trace: "complex128[:,:], complex128",
+        solve_f32: "float32[:,:], float32[:]",
+    }
+
+    /// The report says where the call ran; the emitted module, given a
+    /// matrix that is not positive definite, raises NumPy's LinAlgError.
+    #[test]
+    fn the_report_names_the_host_call_and_the_wrapper_raises_numpys_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = verified_in(
+            &tmp,
+            "migrate/programs_linalg.py",
+            "gaussian_loglik",
+            "float64[:,:], float64[:], float64[:,:]",
+            &[],
+            "generated",
+        );
+        let calls = j["host_calls"].as_array().expect("host_calls");
+        assert_eq!(calls[0]["call"], "np.linalg.cholesky");
+        assert_eq!(calls[0]["line"], 21);
+        assert_eq!(calls[0]["bytes_to_host"], 64 * 64 * 8);
+        let script = "import numpy as np, programs_linalg as m\n\
+             x = np.ones((3, 2)); cov = np.array([[1.0, 2.0], [2.0, 1.0]])\n\
+             try:\n    m.gaussian_loglik(x, np.zeros(2), cov)\n\
+             except np.linalg.LinAlgError as e:\n    print('LinAlgError:', e)\n";
+        let o = Command::new(oracle_python())
+            .arg("-c")
+            .arg(script)
+            .current_dir(tmp.path())
+            .env("NUMBA_ENABLE_CUDASIM", "1")
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        assert!(
+            out.contains("LinAlgError: Matrix is not positive definite"),
+            "{out}\n{}",
+            stderr(&o)
+        );
+        // The text report says it too.
+        let copy = tmp.path().join("text");
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::copy(
+            fixture("migrate/programs_linalg.py"),
+            copy.join("programs_linalg.py"),
+        )
+        .unwrap();
+        let o = migrate_in(
+            &copy,
+            &[
+                "--function",
+                "gaussian_loglik",
+                "programs_linalg.py",
+                "--signature",
+                "float64[:,:], float64[:], float64[:,:]",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains(
+                "library call: `np.linalg.cholesky` at line 21: on the host, no cuSOLVER yet"
+            ),
+            "{}",
+            stdout(&o)
+        );
+    }
+
+    /// Given inputs the original raises on: verification says so, with
+    /// NumPy's error, and writes nothing.
+    #[test]
+    fn inputs_the_original_raises_on_are_reported_cleanly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_linalg.py";
+        std::fs::copy(fixture("migrate/programs_linalg.py"), tmp.path().join(file)).unwrap();
+        let py = super::common::repo().join(".venv/bin/python");
+        let make = "import numpy as np\n\
+             np.savez('bad.npz', x=np.ones((4, 3)), mean=np.zeros(3), cov=-np.eye(3))\n";
+        let o = Command::new(&py)
+            .arg("-c")
+            .arg(make)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "gaussian_loglik",
+                file,
+                "--signature",
+                "float64[:,:], float64[:], float64[:,:]",
+                "--inputs",
+                "bad.npz",
+                "--json",
+            ],
+        );
+        assert!(!o.status.success());
+        let out = stdout(&o);
+        assert!(
+            out.contains("Matrix is not positive definite"),
+            "{out}\n{}",
+            stderr(&o)
+        );
+    }
+
+    /// A call inside a loop of independent iterations is refused at its
+    /// line, and the source is left alone.
+    #[test]
+    fn a_call_inside_a_kernel_is_refused_at_its_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = "programs_linalg.py";
+        std::fs::copy(fixture("migrate/programs_linalg.py"), tmp.path().join(file)).unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "dets_in_a_loop",
+                file,
+                "--signature",
+                "float64[:,:,:], float64[:]",
+                "--json",
+                "--write",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused");
+        assert_eq!(j["reasons"][0]["line"], 117);
+        assert_eq!(j["reasons"][0]["rewrite"], "linalg");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(file)).unwrap(),
+            std::fs::read_to_string(fixture("migrate/programs_linalg.py")).unwrap()
+        );
+    }
+}

@@ -347,6 +347,10 @@ impl<'a> Lowerer<'a> {
                     Some("numpy.mgrid") => return self.index_grid(r, true, &s.slice, line),
                     _ => {}
                 }
+                // `np.linalg.lstsq(…)[0]`: one result of a library call.
+                if let Some(v) = self.linalg_item(r, s, line)? {
+                    return Ok(v);
+                }
                 let base = self.expr(r, &s.value)?;
                 self.subscript(r, base, &s.slice, line)
             }
@@ -863,6 +867,9 @@ impl<'a> Lowerer<'a> {
         }
         if name == "numpy.linalg.norm" {
             return self.linalg_norm(r, c, line);
+        }
+        if crate::lower::linalg::is_linalg(&name) {
+            return self.linalg_call(r, c, line);
         }
         if matches!(name.as_str(), "numpy.matmul") && c.args.len() == 2 && c.keywords.is_empty() {
             let a = self.expr(r, &c.args[0])?;

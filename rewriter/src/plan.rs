@@ -127,6 +127,81 @@ pub enum HostStep {
     /// arrays whose shapes break what it was built for: it would read
     /// outside them, or broadcast the wrong way. See [`crate::lower::shapes`].
     Guard(ShapeGuard),
+    /// A NumPy library routine (`np.linalg.cholesky`, …) run as one step
+    /// of the schedule, between launches: it reads its operands (device
+    /// arrays) and writes its result into an array allocated before it.
+    /// The simulator and the GPU path run it on the host (operands copied
+    /// back, the result copied over: no cuSOLVER yet); the emitted wrapper
+    /// calls CuPy on the device arrays, or NumPy on host copies. See
+    /// [`crate::lower::linalg`].
+    Library(LibraryCall),
+}
+
+/// One [`HostStep::Library`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LibraryCall {
+    pub op: LinalgOp,
+    /// The device arrays it reads, in NumPy's argument order, each already
+    /// of the type the routine computes in.
+    pub args: Vec<String>,
+    /// The device array it writes, whole.
+    pub out: String,
+    /// The call's line.
+    pub line: u32,
+}
+
+/// The `np.linalg` routines a [`LibraryCall`] runs, with NumPy's meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LinalgOp {
+    /// The lower factor `L` of `a = L Lᴴ` (stacks too).
+    Cholesky,
+    /// `x` with `a x = b`; `b` a vector, or a stack of matrices like `a`.
+    Solve,
+    /// The inverse (stacks too).
+    Inv,
+    /// The determinant (stacks: one per matrix).
+    Det,
+    /// `np.linalg.lstsq(a, b, rcond=None)[0]`: the least-squares solution
+    /// of minimum norm.
+    Lstsq,
+    /// `np.linalg.lstsq(a, b, rcond=None)[2]`: the rank found.
+    LstsqRank,
+    /// `np.linalg.lstsq(a, b, rcond=None)[3]`: the singular values of `a`.
+    LstsqSingular,
+}
+
+impl LinalgOp {
+    /// The routine's NumPy name (`np.linalg.cholesky`).
+    pub fn numpy_name(self) -> &'static str {
+        match self {
+            LinalgOp::Cholesky => "np.linalg.cholesky",
+            LinalgOp::Solve => "np.linalg.solve",
+            LinalgOp::Inv => "np.linalg.inv",
+            LinalgOp::Det => "np.linalg.det",
+            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "np.linalg.lstsq",
+        }
+    }
+
+    /// The emitted module's helper that runs it (`_port_cholesky`).
+    pub fn helper(self) -> &'static str {
+        match self {
+            LinalgOp::Cholesky => "_port_cholesky",
+            LinalgOp::Solve => "_port_solve",
+            LinalgOp::Inv => "_port_inv",
+            LinalgOp::Det => "_port_det",
+            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "_port_lstsq",
+        }
+    }
+
+    /// For `lstsq`: which of its four results.
+    pub fn lstsq_item(self) -> Option<usize> {
+        match self {
+            LinalgOp::Lstsq => Some(0),
+            LinalgOp::LstsqRank => Some(2),
+            LinalgOp::LstsqSingular => Some(3),
+            _ => None,
+        }
+    }
 }
 
 /// One [`HostStep::Guard`].

@@ -12,8 +12,8 @@
 
 pub use crate::dependences;
 pub use crate::lower::{
-    app_calls, axis_reduction, convolve, fp32, gather, grid_stride, histogram, hoist_alloc, masked,
-    row_reduction, scalar_function, scan, shapes, whole_reduction,
+    app_calls, axis_reduction, convolve, fp32, gather, grid_stride, histogram, hoist_alloc, linalg,
+    masked, row_reduction, scalar_function, scan, shapes, whole_reduction,
 };
 pub use crate::numpy::{array_expr, math_calls};
 pub use crate::schedule::host_schedule;
@@ -23,7 +23,7 @@ use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 18] = [
+pub const ALL: [(&str, &str); 19] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -52,6 +52,7 @@ pub const ALL: [(&str, &str); 18] = [
         convolve::NAME,
         "no array literal, np.convolve or np.correlate",
     ),
+    (linalg::NAME, "no np.linalg library call"),
     (
         shapes::NAME,
         "no two extents taken to be equal without proof",

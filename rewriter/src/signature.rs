@@ -4,7 +4,8 @@
 //! - an argument that is subscripted, has `.shape`/`.T`/array methods, is
 //!   iterated over or is an operand of `@` is an array; its rank is the
 //!   most indices it is given (`A[i, j]`, `A[i][j]`), `.shape[k]` (rank
-//!   above `k`) or the names unpacked from `.shape`; without any of these, a
+//!   above `k`) or the names unpacked from `.shape` (the matrix of an
+//!   `np.linalg` call has at least 2); without any of these, a
 //!   capitalised name is taken as a matrix (`A`, `B`: the linear-algebra
 //!   convention) and any other as a vector;
 //! - an array whose elements index other arrays (`x[col[i]]`, `range(row[i],
@@ -476,6 +477,19 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     }
                 }
             }
+            // `np.linalg.solve(A, b)`: the first operand a matrix (or a
+            // stack), the others arrays whose rank other uses decide.
+            let on_linalg = matches!(c.func.as_ref(), Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Attribute(m) if m.attr.as_str() == "linalg" && is_numpy(&m.value)));
+            if on_linalg && callee != "norm" {
+                for (k, a) in c.args.iter().enumerate() {
+                    if let Some(u) = name_of(a).and_then(|n| uses.get_mut(n)) {
+                        u.array = true;
+                        if k == 0 {
+                            u.ndim = u.ndim.max(2);
+                        }
+                    }
+                }
+            }
             match callee {
                 "range" | "prange" => c.args.iter().for_each(|a| mark_int(a, uses)),
                 "empty" | "zeros" | "ones" | "full" | "arange" | "eye" | "identity" => {
@@ -539,6 +553,15 @@ mod tests {
             .map(|t| t.numba())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    #[test]
+    fn operands_of_np_linalg_are_matrices_and_arrays() {
+        let src = "import numpy as np\ndef f(cov, b, B, lam):\n    return np.linalg.solve(cov, b) + np.linalg.inv(cov) @ B * lam\n";
+        assert_eq!(
+            sig(src, "f"),
+            "float64[:, :], float64[:], float64[:, :], float64"
+        );
     }
 
     #[test]

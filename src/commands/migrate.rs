@@ -539,6 +539,9 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 "fp32": m.plan.fp32,
                 "params": m.plan.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
                 "unit_dims": m.plan.unit_dims,
+                // Arguments a library step takes as they are, and what it
+                // needs of them (`positive_definite`, `dominant`).
+                "linalg_inputs": port_verify::inputs::conditions(&m.plan),
             }));
             let ir_text = port_codegen::text::print_module(&m.plan.module);
             let kernels_dir = state::dir().join("kernels");

@@ -162,6 +162,10 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             .map(|l| json!({"kernel": l.kernel, "grid": l.config.grid, "block": l.config.block, "count": l.count}))
             .collect::<Vec<_>>()),
     );
+    if !o.host_calls.is_empty() {
+        // Library steps (`np.linalg`): computed on the host, no cuSOLVER yet.
+        m.insert("host_calls".into(), json!(o.host_calls));
+    }
     m
 }
 
@@ -191,6 +195,9 @@ pub fn outcome_text(o: &Outcome) -> String {
         None => o.device.name.clone(),
     };
     out.push_str(&format!("  device: {device}\n"));
+    for c in &o.host_calls {
+        out.push_str(&format!("  library call: {c}\n"));
+    }
     let n = |r: Option<usize>| r.map_or(String::new(), |r| format!(", median of {r}"));
     out.push_str(&format!(
         "  timing: compile {} · kernel {}{} · end-to-end {}{} · CPython {}{}\n",

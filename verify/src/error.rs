@@ -34,4 +34,8 @@ pub enum VerifyError {
     /// the kernels were built for, so no kernel ran on them.
     #[error("the inputs' shapes do not fit the kernels: {0}")]
     Shape(String),
+    /// A library step raised what NumPy raises (`Matrix is not positive
+    /// definite`, `Singular matrix`) where the original did not.
+    #[error("LinAlgError: {0}")]
+    LinAlg(String),
 }

@@ -12,7 +12,7 @@ use port_codegen::ArrayData;
 use port_rewriter::launch::{
     blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
 };
-use port_rewriter::plan::Fill;
+use port_rewriter::plan::{Fill, LibraryCall};
 use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape};
 use serde::Serialize;
 
@@ -303,6 +303,12 @@ pub trait Device {
     ) -> Result<(), VerifyError>;
     /// Copies an array back to the host.
     fn download(&mut self, a: &DevArray<Self::Buf>) -> Result<NdArray, VerifyError>;
+    /// Overwrites a device array with `data` (its element type and size):
+    /// a library step's result. By default a new buffer takes its place.
+    fn write(&mut self, a: &mut DevArray<Self::Buf>, data: &NdArray) -> Result<(), VerifyError> {
+        a.buf = self.upload(data)?;
+        Ok(())
+    }
 }
 
 /// Which arrays a run brings back.
@@ -325,9 +331,42 @@ pub struct KernelRun {
     /// The launches, one entry per kernel and configuration, in the order
     /// of their first launch.
     pub launches: Vec<Launch>,
-    /// Bytes copied to the device (arguments) and back (results).
+    /// Bytes copied to the device (arguments, library steps' results) and
+    /// back (results, library steps' operands).
     pub bytes_to_device: usize,
     pub bytes_to_host: usize,
+    /// The library steps that ran on the host, one entry per call site.
+    pub host_calls: Vec<HostCall>,
+}
+
+/// The runs of one library step ([`HostStep::Library`]): port computes it
+/// on the host, its operands copied back and its result over (no cuSOLVER
+/// yet), so its time is in the end-to-end figure and not the kernels'.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostCall {
+    /// `np.linalg.cholesky`.
+    pub call: String,
+    pub line: u32,
+    pub count: usize,
+    /// Bytes copied back (operands) and over (the result), in all.
+    pub bytes_to_host: usize,
+    pub bytes_to_device: usize,
+    /// Host seconds, in all (transfers included).
+    pub seconds: f64,
+}
+
+impl std::fmt::Display for HostCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` at line {}: on the host, no cuSOLVER yet",
+            self.call, self.line
+        )?;
+        if self.count > 1 {
+            write!(f, " (×{})", self.count)?;
+        }
+        Ok(())
+    }
 }
 
 impl KernelRun {
@@ -347,6 +386,31 @@ impl KernelRun {
                 config,
                 count: 1,
                 array_bytes,
+            }),
+        }
+    }
+
+    /// Counts one run of a library step.
+    fn called(&mut self, call: &LibraryCall, down: usize, up: usize, seconds: f64) {
+        let name = call.op.numpy_name();
+        match self
+            .host_calls
+            .iter_mut()
+            .find(|c| c.line == call.line && c.call == name)
+        {
+            Some(c) => {
+                c.count += 1;
+                c.bytes_to_host += down;
+                c.bytes_to_device += up;
+                c.seconds += seconds;
+            }
+            None => self.host_calls.push(HostCall {
+                call: name.to_string(),
+                line: call.line,
+                count: 1,
+                bytes_to_host: down,
+                bytes_to_device: up,
+                seconds,
             }),
         }
     }
@@ -731,6 +795,7 @@ pub fn run_plan<D: Device>(
         launches: Vec::new(),
         bytes_to_device: 0,
         bytes_to_host: 0,
+        host_calls: Vec::new(),
     };
     if inputs.values.len() != plan.params.len() {
         return Err(VerifyError::BadData(format!(
@@ -1064,9 +1129,63 @@ fn exec_steps<D: Device>(
                 }
             }
             HostStep::Rebind { targets, sources } => st.arrays.rebind(targets, sources)?,
+            HostStep::Library(call) => library(call, st, dev, run)?,
         }
     }
     Ok(Flow::Normal)
+}
+
+/// A library step: its operands read back, the routine computed on the
+/// host ([`crate::linalg`]), the result written into its device array.
+fn library<D: Device>(
+    call: &LibraryCall,
+    st: &mut State<D::Buf>,
+    dev: &mut D,
+    run: &mut KernelRun,
+) -> Result<(), VerifyError> {
+    let started = std::time::Instant::now();
+    let mut operands = Vec::new();
+    let mut down = 0;
+    for a in &call.args {
+        let arr = st.array(a)?;
+        down += arr.bytes();
+        operands.push(dev.download(arr)?);
+    }
+    let result = crate::linalg::run(call.op, &operands).map_err(|e| {
+        VerifyError::LinAlg(format!(
+            "{} (`{}` at line {}, run on the host)",
+            e.0,
+            call.op.numpy_name(),
+            call.line
+        ))
+    })?;
+    let (id, mut out) = st
+        .arrays
+        .take(&call.out)
+        .ok_or_else(|| VerifyError::BadPlan(format!("no array `{}`", call.out)))?;
+    let res = if out.len() == result.len() {
+        let data = NdArray {
+            shape: out.shape.clone(),
+            data: result.convert(out.elem).data,
+        };
+        dev.write(&mut out, &data)
+    } else {
+        Err(VerifyError::BadPlan(format!(
+            "`{}` at line {} gives {} elements for `{}` of {}",
+            call.op.numpy_name(),
+            call.line,
+            result.len(),
+            call.out,
+            out.len()
+        )))
+    };
+    let up = out.bytes();
+    st.arrays.restore(id, out);
+    res?;
+    run.bytes_to_host += down;
+    run.bytes_to_device += up;
+    run.called(call, down, up, started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 fn spend(budget: &mut u64, what: &str) -> Result<(), VerifyError> {

@@ -564,6 +564,19 @@ impl Device for GpuDevice {
         Ok(())
     }
 
+    /// Into the array's own buffer (a library step's result).
+    fn write(
+        &mut self,
+        a: &mut DevArray<CudaSlice<u8>>,
+        data: &NdArray,
+    ) -> Result<(), VerifyError> {
+        let bytes = host_bytes(data);
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.stream.memcpy_htod(&bytes, &mut a.buf).map_err(cuda)
+    }
+
     fn download(&mut self, a: &DevArray<CudaSlice<u8>>) -> Result<NdArray, VerifyError> {
         let bytes = a.bytes();
         let b = if bytes == 0 {

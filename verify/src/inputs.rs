@@ -6,7 +6,8 @@
 //! array dimension starts from one extent `N`, so arrays of any shapes agree
 //! (`a[n, k] @ b[k, m]` gets square matrices), with `N^d ≈ 2^18` where `d`
 //! is the deeper of the kernels' loop nesting and the arrays' rank: 1-D
-//! work gets 100 000 elements, 2-D 512 × 512, a triple loop 64³.
+//! work gets 100 000 elements, 2-D 512 × 512, a triple loop 64³ (and so
+//! does a library step, `np.linalg.solve` of n × n being n³ work).
 //!
 //! Extents then follow the function's own index arithmetic ([`needs`]): a
 //! loop over `range(out.shape[0])` that reads `x[i + 4]` needs `x` 4 longer
@@ -22,6 +23,16 @@
 //! function defined only for positive numbers (log, sqrt, pow, …), else in
 //! [-1, 1); integers in [0, 8) (valid indices into any array); booleans
 //! half true; integer scalars 5 and float scalars 0.75.
+//!
+//! Matrices a library step takes ([`conditions`]): an argument the plan
+//! passes as it is to `np.linalg.cholesky` is made Hermitian (symmetric)
+//! and strictly diagonally dominant with a positive diagonal — so positive
+//! definite —, and one passed to `solve` or `inv` strictly diagonally
+//! dominant (well conditioned), every square matrix of a stack alike. A
+//! matrix the function computes from its arguments (`X.T @ X + lam * I`,
+//! a sum over a stack) is not traced back: its arguments are generated as
+//! above, and the original decides — when it raises (`LinAlgError`) on
+//! every candidate shape, verification asks for real inputs (`--inputs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -149,13 +160,21 @@ pub fn extent(plan: &KernelPlan) -> usize {
 /// The extent of every generated dimension when the innermost loops should
 /// run about `budget` iterations in all (`None`: a size quick to verify).
 pub fn extent_for(plan: &KernelPlan, budget: Option<usize>) -> usize {
+    // A library step on n × n matrices does n³ work: a triple loop.
+    let mut library = 0;
+    HostStep::walk(&plan.steps, &mut |s| {
+        if matches!(s, HostStep::Library(_)) {
+            library = 3;
+        }
+    });
     let loops = plan
         .module
         .kernels
         .iter()
         .map(|k| depth(&k.body))
         .max()
-        .unwrap_or(1);
+        .unwrap_or(1)
+        .max(library);
     let rank = plan
         .params
         .iter()
@@ -440,7 +459,8 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
             | HostStep::Break
             | HostStep::Comment(_)
             | HostStep::Guard(_)
-            | HostStep::Rebind { .. } => {}
+            | HostStep::Rebind { .. }
+            | HostStep::Library(_) => {}
         }
     }
     out
@@ -634,9 +654,90 @@ fn grow_alike(start: &Shapes, tight: &Shapes, needs: &[Need]) -> Shapes {
     s
 }
 
+/// What a library step needs of an argument matrix it takes as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// `np.linalg.cholesky`: Hermitian positive definite.
+    PositiveDefinite,
+    /// `solve`, `inv`: strictly diagonally dominant, so well conditioned.
+    Dominant,
+}
+
+/// The arguments library steps take as they are, and what each needs
+/// (positive definite wins over dominant).
+pub fn conditions(plan: &KernelPlan) -> BTreeMap<String, Condition> {
+    use port_rewriter::plan::LinalgOp;
+    let mut out = BTreeMap::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        let HostStep::Library(call) = s else { return };
+        let want = match call.op {
+            LinalgOp::Cholesky => Condition::PositiveDefinite,
+            LinalgOp::Solve | LinalgOp::Inv => Condition::Dominant,
+            _ => return,
+        };
+        let Some(a) = call.args.first() else { return };
+        if !plan.params.iter().any(|p| p.name == *a && p.ty.is_array()) {
+            return;
+        }
+        let entry = out.entry(a.clone()).or_insert(want);
+        if want == Condition::PositiveDefinite {
+            *entry = want;
+        }
+    });
+    out
+}
+
+/// Every trailing square matrix of `a` made to meet `c`: off-diagonal
+/// elements kept (mirrored, conjugated, for a positive definite one), each
+/// diagonal element set to one more than the sum of the moduli of its
+/// row's others. Non-square arrays are left alone.
+pub fn condition(a: &mut NdArray, c: Condition) {
+    let nd = a.shape.len();
+    if nd < 2 || a.shape[nd - 1] != a.shape[nd - 2] {
+        return;
+    }
+    let n = a.shape[nd - 1];
+    if n == 0 {
+        return;
+    }
+    let t = a.elem();
+    let mut z: Vec<(f64, f64)> = (0..a.len()).map(|k| a.get_c(k)).collect();
+    for m in z.chunks_mut(n * n) {
+        for i in 0..n {
+            for j in 0..i {
+                if c == Condition::PositiveDefinite {
+                    let (re, im) = m[i * n + j];
+                    m[j * n + i] = (re, -im);
+                }
+            }
+        }
+        for i in 0..n {
+            let off: f64 = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    let (re, im) = m[i * n + j];
+                    re.hypot(im)
+                })
+                .sum();
+            m[i * n + i] = (off + 1.0, 0.0);
+        }
+    }
+    let wide = NdArray {
+        shape: a.shape.clone(),
+        data: if t.is_complex() {
+            ArrayData::C128(z.iter().map(|&(re, im)| [re, im]).collect())
+        } else {
+            ArrayData::F64(z.iter().map(|&(re, _)| re).collect())
+        },
+    };
+    *a = wide.convert(t);
+}
+
 /// Inputs with these array shapes (`n` for a scalar function's elementwise
 /// arguments).
 fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
+    let wanted = conditions(plan);
     let (lo, hi) = value_range(plan);
     let mut rng = Rng(SEED);
     let mut values = Vec::new();
@@ -707,7 +808,13 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                         crate::npy::from_i64s(t, &v)
                     }
                 };
-                InputValue::Array(NdArray { shape, data })
+                let mut a = NdArray { shape, data };
+                if let Some(&c) = wanted.get(&p.name) {
+                    if a.elem().is_float() || a.elem().is_complex() {
+                        condition(&mut a, c);
+                    }
+                }
+                InputValue::Array(a)
             }
         };
         values.push((p.name.clone(), v));

@@ -14,6 +14,7 @@
 //!
 //! Modules, one idea each: [`npy`] (the exchange format), [`inputs`],
 //! [`original`] (the CPython edge), [`exec`] (the host program),
+//! [`linalg`] (the `np.linalg` routines of library steps, on the host),
 //! [`simulator`], [`gpu`] (the CUDA edge), [`compare`], [`timing`], [`error`].
 
 pub mod compare;
@@ -22,6 +23,7 @@ pub mod exact;
 pub mod exec;
 pub mod gpu;
 pub mod inputs;
+pub mod linalg;
 pub mod npy;
 pub mod original;
 pub mod simulator;
@@ -41,7 +43,7 @@ use serde::Serialize;
 pub use compare::Tolerance;
 pub use error::VerifyError;
 pub use exact::{ExactCheck, Precision, Verdict};
-pub use exec::{Launch, LaunchConfig};
+pub use exec::{HostCall, Launch, LaunchConfig};
 pub use gpu::DeviceInfo;
 pub use inputs::{InputOrigin, Inputs};
 pub use timing::{Bandwidth, Projection, Timing};
@@ -245,6 +247,8 @@ pub struct Outcome {
     pub bandwidth: Option<Bandwidth>,
     /// The launches of the verified run, in order.
     pub launches: Vec<Launch>,
+    /// The library steps the verified run computed on the host.
+    pub host_calls: Vec<HostCall>,
 }
 
 /// The tolerance for this plan's results.
@@ -735,6 +739,7 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
                 device: DeviceInfo::simulator(),
                 bandwidth: None,
                 launches: ours.launches,
+                host_calls: ours.host_calls,
             })
         }
     }
@@ -858,5 +863,6 @@ fn on_gpu(
         device,
         bandwidth,
         launches: ours.launches,
+        host_calls: ours.host_calls,
     })
 }

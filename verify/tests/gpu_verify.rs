@@ -119,6 +119,19 @@ const FIXTURES: &[(&str, &str, &str, bool)] = &[
     ("general.py", "col_center", "float64[:, :]", false),
     ("seeds.py", "normalize", "float64[:, :]", true),
     ("seeds.py", "go_fast", "float64[:, :]", true),
+    // Library steps: computed on the host, written into the GPU's arrays.
+    (
+        "programs_linalg.py",
+        "gaussian_loglik",
+        "float64[:,:], float64[:], float64[:,:]",
+        false,
+    ),
+    (
+        "programs_linalg.py",
+        "newton_system",
+        "float64[:,:], float64[:], int64",
+        false,
+    ),
 ];
 
 #[test]

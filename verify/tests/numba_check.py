@@ -95,6 +95,9 @@ def make_inputs(plan, rng):
                 args.append(rng.random(shape) < 0.5)
             else:
                 args.append(rng.integers(0, 8, shape).astype(dt))
+            cond = plan.get("linalg_inputs", {}).get(names[k] if k < len(names) else None)
+            if cond is not None:
+                condition(args[-1], cond)
         else:
             name = str(t)
             if plan["kind"] == "ufunc" and all(not hasattr(u, "ndim") for u in sig):
@@ -111,6 +114,23 @@ def make_inputs(plan, rng):
             else:
                 args.append(True)
     return args
+
+
+def condition(a, how):
+    """As port's generated inputs (verify/src/inputs.rs `condition`): every
+    trailing square matrix of `a` made Hermitian positive definite
+    (`positive_definite`, for np.linalg.cholesky) or strictly diagonally
+    dominant (`dominant`, for solve/inv), in place."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        return
+    n = a.shape[-1]
+    m = a.reshape((-1, n, n))
+    for x in m:
+        if how == "positive_definite":
+            low = np.tril(x, -1)
+            x[...] = low + np.conj(low.T)
+        off = np.abs(x).sum(axis=1) - np.abs(np.diagonal(x))
+        x[np.arange(n), np.arange(n)] = off + 1.0
 
 
 def migration_params(plan):

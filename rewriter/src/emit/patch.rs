@@ -4,7 +4,7 @@
 
 use rustpython_parser::ast;
 
-use super::python::{HELPERS, HELPER_NAMES, UNBROADCAST};
+use super::python::{HELPERS, HELPER_NAMES, LINALG_HELPERS, UNBROADCAST};
 use crate::source::SourceFile;
 
 /// The new file text with `def_node`'s lines replaced by `migrated`.
@@ -40,6 +40,22 @@ pub fn patched_file(
             helpers.push_str("\n\n");
         }
         helpers.push_str(UNBROADCAST);
+    }
+    // Library steps' helpers, when the wrapper calls one.
+    let calls_library = [
+        "_port_cholesky(",
+        "_port_solve(",
+        "_port_inv(",
+        "_port_det(",
+        "_port_lstsq(",
+    ]
+    .iter()
+    .any(|h| migrated.contains(h));
+    if calls_library && !text.contains("def _port_linalg(") {
+        if !helpers.is_empty() {
+            helpers.push_str("\n\n");
+        }
+        helpers.push_str(LINALG_HELPERS);
     }
     if !helpers.is_empty() {
         block.push_str(&helpers);

@@ -83,6 +83,59 @@ def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
     raise ValueError(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
 "#;
 
+/// The helpers of library steps ([`HostStep::Library`]), one per
+/// `np.linalg` routine, added to the file once when a wrapper calls one.
+/// With CuPy importable and the arrays on a GPU, the routine runs there on
+/// the device arrays themselves (the CUDA Array Interface, no copy); else
+/// NumPy runs it on host copies and the result is copied back (the path
+/// Numba's CUDA simulator takes, whose arrays are on the host).
+pub const LINALG_HELPERS: &str = r#"def _port_linalg(f, out, *arrays):
+    """`f(xp, *arrays)` written into the device array `out`: with `xp` CuPy
+    on the device arrays themselves (no copy) when CuPy is importable and
+    they live on a GPU, else NumPy on host copies, the result copied back.
+    Raises NumPy's LinAlgError where NumPy would."""
+    xp = None
+    if all(_port_on_gpu(a) for a in arrays):
+        try:
+            import cupy as xp
+            import cupyx
+        except ImportError:
+            xp = None
+    if xp is None:
+        value = f(np, *[a.copy_to_host() for a in arrays])
+        out.copy_to_device(np.ascontiguousarray(np.reshape(value, out.shape), dtype=out.dtype))
+        return
+    with cupyx.errstate(linalg="raise"):
+        value = f(xp, *[xp.asarray(a) for a in arrays])
+    xp.asarray(out)[...] = xp.asarray(value).reshape(out.shape)
+
+
+def _port_cholesky(a, out):
+    """`np.linalg.cholesky(a)` (the lower factor) into `out`."""
+    _port_linalg(lambda xp, a: xp.linalg.cholesky(a), out, a)
+
+
+def _port_solve(a, b, out):
+    """`np.linalg.solve(a, b)` into `out`."""
+    _port_linalg(lambda xp, a, b: xp.linalg.solve(a, b), out, a, b)
+
+
+def _port_inv(a, out):
+    """`np.linalg.inv(a)` into `out`."""
+    _port_linalg(lambda xp, a: xp.linalg.inv(a), out, a)
+
+
+def _port_det(a, out):
+    """`np.linalg.det(a)` into `out` (one element, or one per matrix of a stack)."""
+    _port_linalg(lambda xp, a: xp.linalg.det(a), out, a)
+
+
+def _port_lstsq(a, b, k, out):
+    """`np.linalg.lstsq(a, b, rcond=None)[k]` into `out`: the solution (0),
+    the rank (2) or the singular values (3)."""
+    _port_linalg(lambda xp, a, b: xp.linalg.lstsq(a, b, rcond=None)[k], out, a, b)
+"#;
+
 /// Names of the helpers, to see whether a file already has them.
 pub const HELPER_NAMES: [&str; 8] = [
     "_port_blocks",
@@ -788,9 +841,26 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
     let mut out = String::new();
     let _ = writeln!(out, "def {name}({}):", arg_names.join(", "));
     let kernels = plan.kernel_names().join(", ");
+    let mut calls: Vec<String> = Vec::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        if let HostStep::Library(c) = s {
+            let call = format!("{} (line {})", c.op.numpy_name(), c.line);
+            if !calls.contains(&call) {
+                calls.push(call);
+            }
+        }
+    });
+    let library = if calls.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; library calls: {}, through CuPy on the GPU, else NumPy on host copies",
+            calls.join(", ")
+        )
+    };
     let summary = match plan.kind {
         PlanKind::Kernels => format!(
-            "Runs on the GPU (kernels: {kernels}); migrated by `port migrate`."
+            "Runs on the GPU (kernels: {kernels}{library}); migrated by `port migrate`."
         ),
         PlanKind::Ufunc => format!(
             "Applies `{name}` to every element of its (broadcast) arguments on the GPU ({kernels}); migrated by `port migrate`."
@@ -1065,6 +1135,21 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         py_str(&g.rhs_text)
                     );
                 }
+            }
+            HostStep::Library(call) => {
+                let mut a: Vec<String> = call.args.iter().map(|n| h.array(n)).collect();
+                if let Some(k) = call.op.lstsq_item() {
+                    a.push(k.to_string());
+                }
+                a.push(h.array(&call.out));
+                let _ = writeln!(
+                    out,
+                    "{ind}{}({})  # line {}: {}",
+                    call.op.helper(),
+                    a.join(", "),
+                    call.line,
+                    call.op.numpy_name()
+                );
             }
             HostStep::Rebind { targets, sources } => {
                 let t: Vec<String> = targets.iter().map(|n| h.array(n)).collect();

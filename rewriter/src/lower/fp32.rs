@@ -152,7 +152,9 @@ pub fn lower_plan(plan: &mut KernelPlan) {
         | HostStep::Break
         | HostStep::Rebind { .. }
         | HostStep::Comment(_)
-        | HostStep::Guard(_) => {}
+        | HostStep::Guard(_)
+        // Its arrays' types are their allocations'.
+        | HostStep::Library(_) => {}
     });
     if let Some(r) = &mut plan.ret {
         host_value(r);

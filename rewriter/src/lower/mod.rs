@@ -12,7 +12,8 @@
 //! `whole_reduction`), `hoist_alloc` (on `creation` and `grid_stride`),
 //! `scan`, `convolve` and `rearrange` (`np.roll`, `np.indices`) (on
 //! `creation`), `histogram` (on `scan`),
-//! `scalar_function` (on `app_calls` and `hoist_alloc`); `fp32` works on
+//! `scalar_function` (on `app_calls` and `hoist_alloc`), `linalg` (on
+//! `shapes`: library calls as steps of the host schedule); `fp32` works on
 //! the finished plan.
 //!
 //! Stage invariant: a pass depends on the context, on the stages before
@@ -32,6 +33,7 @@ pub mod gather;
 pub mod grid_stride;
 pub mod histogram;
 pub mod hoist_alloc;
+pub mod linalg;
 pub mod masked;
 pub mod rearrange;
 pub mod row_reduction;

@@ -758,6 +758,8 @@ impl Lowerer<'_> {
                     first = Some(first.map_or(l, |f: u32| f.min(l)));
                 }
             }
+            // A library call works on whole matrices.
+            HostStep::Library(_) => all = false,
             _ => {}
         });
         if all {
@@ -826,11 +828,11 @@ impl Lowerer<'_> {
     }
 }
 
-/// Launches in a list of steps, nested ones included.
+/// Launches (and library calls) in a list of steps, nested ones included.
 fn count_launches(steps: &[HostStep]) -> usize {
     let mut n = 0;
     HostStep::walk(steps, &mut |s| {
-        if matches!(s, HostStep::Launch { .. }) {
+        if matches!(s, HostStep::Launch { .. } | HostStep::Library(_)) {
             n += 1;
         }
     });
