@@ -845,6 +845,7 @@ mod complex {
         split_step_c64: "complex64[:], float32[:], float64, int64",
         escape_counts: "float64, float64, float64, float64, int64, int64, int64",
         julia_escape: "complex128[:], complex128, int64",
+        phase_rotation: "complex128[:], float64, float64",
     }
 }
 

@@ -643,6 +643,45 @@ impl<B> State<B> {
                 let (re, im) = self.eval(dev, &args[0])?.c();
                 HVal::F(re.hypot(im))
             }
+            Expr::Math(f, args)
+                if args
+                    .iter()
+                    .any(|a| matches!(self.eval(dev, a), Ok(HVal::C(..)))) =>
+            {
+                // Complex math on the host, as the kernels' formulas
+                // compute it (NumPy's principal branches).
+                use num_complex::Complex64 as C;
+                let z = |v: HVal| {
+                    let (re, im) = v.c();
+                    C::new(re, im)
+                };
+                let x = z(self.eval(dev, &args[0])?);
+                let y = match args.get(1) {
+                    Some(a) => z(self.eval(dev, a)?),
+                    None => C::new(0.0, 0.0),
+                };
+                let r = match f {
+                    MathFn::Sqrt => x.sqrt(),
+                    MathFn::Exp => x.exp(),
+                    MathFn::Log => x.ln(),
+                    MathFn::Log10 => x.log10(),
+                    MathFn::Log2 => x.log2(),
+                    MathFn::Sin => x.sin(),
+                    MathFn::Cos => x.cos(),
+                    MathFn::Tan => x.tan(),
+                    MathFn::Sinh => x.sinh(),
+                    MathFn::Cosh => x.cosh(),
+                    MathFn::Tanh => x.tanh(),
+                    MathFn::Pow => x.powc(y),
+                    other => {
+                        return Err(VerifyError::BadPlan(format!(
+                            "host code calls {} of a complex number",
+                            other.name()
+                        )))
+                    }
+                };
+                HVal::C(r.re, r.im)
+            }
             Expr::Math(f, args) => {
                 let x = self.eval(dev, &args[0])?.f();
                 let y = args
@@ -662,7 +701,28 @@ impl<B> State<B> {
                     MathFn::Pow => x.powf(y),
                     MathFn::Sin => x.sin(),
                     MathFn::Cos => x.cos(),
+                    MathFn::Tan => x.tan(),
                     MathFn::Tanh => x.tanh(),
+                    MathFn::Sinh => x.sinh(),
+                    MathFn::Cosh => x.cosh(),
+                    MathFn::Asin => x.asin(),
+                    MathFn::Acos => x.acos(),
+                    MathFn::Atan => x.atan(),
+                    MathFn::Asinh => x.asinh(),
+                    MathFn::Acosh => x.acosh(),
+                    MathFn::Atanh => x.atanh(),
+                    MathFn::Atan2 => x.atan2(y),
+                    MathFn::Hypot => x.hypot(y),
+                    MathFn::Exp2 => x.exp2(),
+                    MathFn::Expm1 => x.exp_m1(),
+                    MathFn::Log2 => x.log2(),
+                    MathFn::Log10 => x.log10(),
+                    MathFn::Log1p => x.ln_1p(),
+                    MathFn::Cbrt => x.cbrt(),
+                    MathFn::Fmod => x % y,
+                    MathFn::Fmin => x.min(y),
+                    MathFn::Fmax => x.max(y),
+                    MathFn::Copysign => x.copysign(y),
                     other => {
                         return Err(VerifyError::BadPlan(format!(
                             "host code calls {}",
