@@ -6,7 +6,9 @@
 # in $PORT_CAPTURE_CONFIG:
 #   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
 # It keeps out_dir/manifest.json up to date after every capture (a crash or
-# os._exit keeps what was captured), and port reads it back.
+# os._exit keeps what was captured), and port reads it back. The
+# .npz files are written by a thread of their own from copies of the arrays
+# (see `save`): up to cap_bytes more memory while they wait.
 #
 # How a first call is caught depends on the Python (see `_port_capture`):
 #
@@ -88,7 +90,8 @@ def _port_capture():
         "stopped": None,
         "truncated": False,
         "hook_s": None,
-        "capture_s": 0.0,  # spent recording calls: describing, saving .npz, the manifest
+        "capture_s": 0.0,  # spent recording calls in the app: describing, copying, the manifest
+        "write_s": 0.0,  # spent by the writer thread saving .npz files
     }
     MAX_ATTEMPTS = 3
     SKIP = 0
@@ -169,6 +172,75 @@ def _port_capture():
             size = f.tell() - start
             f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
 
+    # The .npz files are written off the app's thread. When a call begins or
+    # ends, its arrays are copied (at memory speed, so the app can go on
+    # changing them) and one writer thread saves them: np.savez spends its
+    # time in zlib's crc32 and in write(), both without the GIL, so on a
+    # second core a 200 MB snapshot costs the app the copy, not the write.
+    # A record names its file only once the file is complete (a crash leaves
+    # no half-written file in the manifest); at exit the writer is drained
+    # before the last manifest is written. A forked child saves on its own
+    # thread, as does a Python that cannot start one.
+    import _thread
+
+    pending = []  # (rec, key, path, arrays, np), oldest first
+    wlock = _thread.allocate_lock()  # pending and writer["running"]
+    idle = _thread.allocate_lock()  # held while the writer has work
+    mlock = _thread.allocate_lock()  # one manifest write at a time
+    writer = {"running": False}
+
+    def save(rec, key, path, arrays, np):
+        """savez(path, arrays, np), then rec[key] = path: later, on the
+        writer thread, from copies of the arrays."""
+        if np is None or os.getpid() != main_pid:
+            savez(path, arrays, np)
+            rec[key] = path
+            return
+        copies = {}
+        for n, a in arrays.items():
+            copies[n] = a.copy(order="K") if isinstance(a, np.ndarray) else a
+        with wlock:
+            pending.append((rec, key, path, copies, np))
+            if writer["running"]:
+                return
+            writer["running"] = True
+            idle.acquire()
+        try:
+            _thread.start_new_thread(write_pending, ())
+        except Exception:
+            write_pending()
+
+    def write_pending():
+        while True:
+            with wlock:
+                if not pending:
+                    writer["running"] = False
+                    idle.release()
+                    return
+                rec, key, path, arrays, np = pending.pop(0)
+            t0 = time.perf_counter()
+            try:
+                savez(path, arrays, np)
+                if any(c is rec for c in captures):
+                    rec[key] = path
+                else:  # replaced by a retry meanwhile
+                    os.remove(path)
+            except Exception as e:
+                rec["skipped"].append("%s not saved: %s" % (os.path.basename(path), e))
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            del arrays
+            state["write_s"] += time.perf_counter() - t0
+            write_manifest()
+
+    def drain():
+        """Waits until every .npz file asked for is written."""
+        if os.getpid() == main_pid:
+            idle.acquire()
+            idle.release()
+
     def type_name(v):
         t = type(v)
         mod = getattr(t, "__module__", "builtins")
@@ -246,21 +318,23 @@ def _port_capture():
     def write_manifest():
         if os.getpid() != main_pid:
             return
-        doc = {
-            "schema": "port-capture/2",
-            "python": sys.executable,
-            "captures": captures,
-            "warnings": warnings,
-            "bytes_written": state["bytes"],
-            "truncated": state["truncated"],
-            "hook_stopped": state["stopped"],
-            "hook_s": state["hook_s"],
-            "capture_s": round(state["capture_s"], 4),
-        }
-        tmp = os.path.join(out_dir, "manifest.json.tmp")
-        with open(tmp, "w") as f:
-            f.write(to_json(doc))
-        os.replace(tmp, os.path.join(out_dir, "manifest.json"))
+        with mlock:  # the app's thread and the writer's
+            doc = {
+                "schema": "port-capture/2",
+                "python": sys.executable,
+                "captures": captures,
+                "warnings": warnings,
+                "bytes_written": state["bytes"],
+                "truncated": state["truncated"],
+                "hook_stopped": state["stopped"],
+                "hook_s": state["hook_s"],
+                "capture_s": round(state["capture_s"], 4),
+                "write_s": round(state["write_s"], 4),
+            }
+            tmp = os.path.join(out_dir, "manifest.json.tmp")
+            with open(tmp, "w") as f:
+                f.write(to_json(doc))
+            os.replace(tmp, os.path.join(out_dir, "manifest.json"))
 
     def arg_names(code):
         n = code.co_argcount + code.co_kwonlyargcount
@@ -352,10 +426,6 @@ def _port_capture():
             arr = saveable(n, values.get(n), np, rec, "input")
             if arr is not None:
                 arrays[n] = arr
-        if arrays:
-            path = os.path.join(out_dir, stem + ".inputs.npz")
-            savez(path, arrays, np)
-            rec["inputs_npz"] = path
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
         # os._exit, a killed app) still leaves its types and inputs.
@@ -368,6 +438,8 @@ def _port_capture():
             captures[at] = rec
             remove_npz(target.rec)
         target.rec = rec
+        if arrays:
+            save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
         write_manifest()
         return rec, dict((n, values.get(n)) for n in names), np
 
@@ -413,9 +485,7 @@ def _port_capture():
             if arr is not None:
                 arrays[name] = arr
         if arrays:
-            path = os.path.join(out_dir, rec["stem"] + ".outputs.npz")
-            savez(path, arrays, np)
-            rec["outputs_npz"] = path
+            save(rec, "outputs_npz", os.path.join(out_dir, rec["stem"] + ".outputs.npz"), arrays, np)
         complete(target)
         write_manifest()
 
@@ -1046,9 +1116,18 @@ def _port_capture():
             state["stopped"] = "program ended"
             state["hook_s"] = round(time.perf_counter() - started, 3)
             uninstall()
+        drain()
         write_manifest()
 
     atexit.register(at_exit)
+
+    # os._exit runs no atexit handler: it waits for the writer first, so the
+    # arrays of a call already captured are not lost with the process.
+    def exit_now(status, _exit=os._exit):
+        drain()
+        _exit(status)
+
+    os._exit = exit_now
 
     def start():
         # Before 3.12 the app's code names __port_def__: always installed.

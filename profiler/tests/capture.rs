@@ -598,3 +598,37 @@ fn the_app_files_compiled_for_capture_are_cached_and_compiled_again_when_they_ch
         ("15.0\n".to_string(), vec!["x".to_string(), "k".to_string()])
     );
 }
+
+#[test]
+fn arrays_changed_right_after_the_call_are_saved_as_the_call_saw_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = run(&options("capture_later_writes.py", &[], dir.path())).unwrap();
+    assert!(p.exit.success());
+    let c = p
+        .captures
+        .iter()
+        .find(|c| c.function == "scale")
+        .unwrap_or_else(|| panic!("scale not captured: {:?}", p.warnings));
+    let check = r#"
+import sys
+import numpy as np
+i, o = np.load(sys.argv[1]), np.load(sys.argv[2])
+x = np.arange(2_000_000, dtype=np.float64)
+assert np.array_equal(i["a"], x), "inputs: a as the call began"
+assert float(i["k"]) == 3.0
+assert np.array_equal(o["a"], 3 * x), "outputs: a as the call left it"
+assert np.array_equal(o["__return__"], 6 * x), "outputs: the return value"
+print("as the call saw them")
+"#;
+    let out = Command::new(venv_python())
+        .args(["-c", check])
+        .arg(c.inputs_npz.as_ref().expect("inputs saved"))
+        .arg(c.outputs_npz.as_ref().expect("outputs saved"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
