@@ -118,6 +118,35 @@ fn an_object_refusal_lists_only_what_port_refuses() {
     assert!(reasons[0]["message"].as_str().unwrap().contains("PORT104"));
 }
 
+/// A signature that types only the parameters without defaults is how the
+/// function is called: a refusal naming the defaults, not a signature error.
+#[test]
+fn parameters_left_to_their_defaults_are_refused_naming_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "spectrum",
+            &f,
+            "--signature",
+            "complex128[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let r = &j["reasons"][0];
+    assert_eq!(r["line"], 63, "{r}");
+    let m = r["message"].as_str().unwrap();
+    assert!(
+        m.contains("`nfft=None`, `axis=-1` left to their defaults"),
+        "{r}"
+    );
+}
+
 #[test]
 fn a_recurrence_is_refused_with_its_line() {
     let tmp = tempfile::tempdir().unwrap();

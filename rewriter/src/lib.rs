@@ -172,6 +172,34 @@ pub fn plan_parsed(
         .iter()
         .map(|a| a.def.arg.to_string())
         .collect();
+    // Fewer types than parameters, the rest defaulted (`nfft=None, axis=-1`):
+    // the call the user has in mind leaves them out. port compiles every
+    // parameter as an argument, so that is a refusal of the construct, at
+    // the def's line, not a mistake in the signature.
+    let defaulted = &def.args.args[req.types.len().min(names.len())..];
+    if req.types.len() < names.len() && defaulted.iter().all(|a| a.default.is_some()) {
+        let left: Vec<String> = defaulted
+            .iter()
+            .map(|a| {
+                let d = a
+                    .default
+                    .as_deref()
+                    .map(|e| src.text_of(e))
+                    .unwrap_or_default();
+                format!("`{}={}`", a.def.arg, d)
+            })
+            .collect();
+        return Ok(PlanOutcome::Refused(vec![Reason::new(
+            "frontend",
+            src.line(def),
+            format!(
+                "{} left to {} default{}: port compiles every parameter as an argument and takes no defaults yet; give --signature a type for each parameter, or migrate a function that passes them",
+                left.join(", "),
+                if left.len() == 1 { "its" } else { "their" },
+                if left.len() == 1 { "" } else { "s" }
+            ),
+        )]));
+    }
     if req.types.len() != names.len() {
         return Err(RewriteError::SignatureArity {
             function: req.function.to_string(),
