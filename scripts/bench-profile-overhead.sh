@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --no-capture) mode=(--no-capture); shift ;;
     --breakdown) breakdown=1; shift ;;
     --compare) compare=$2; shift 2 ;;
-    --) shift; apps=("${apps[-1]} $*"); break ;;
+    --) shift; apps[-1]="${apps[-1]} $*"; break ;;
     -*) echo "bench: unknown option $1" >&2; exit 2 ;;
     *) apps+=("$1"); shift ;;
   esac

@@ -183,7 +183,12 @@ def _port_capture():
     # thread, as does a Python that cannot start one.
     import _thread
 
+    # Below this a file is written at once: a thread would cost an app of
+    # many small calls more in GIL hand-overs (zipfile's own Python code)
+    # than the write itself, a few milliseconds.
+    SYNC_BYTES = 4 << 20
     pending = []  # (rec, key, path, arrays, np), oldest first
+    inputs_kept = {}  # id(rec) -> the copies of its inputs, until the call ends
     wlock = _thread.allocate_lock()  # pending and writer["running"]
     idle = _thread.allocate_lock()  # held while the writer has work
     mlock = _thread.allocate_lock()  # one manifest write at a time
@@ -191,24 +196,28 @@ def _port_capture():
 
     def save(rec, key, path, arrays, np):
         """savez(path, arrays, np), then rec[key] = path: later, on the
-        writer thread, from copies of the arrays."""
-        if np is None or os.getpid() != main_pid:
+        writer thread, from copies of the arrays; returns the copies (None
+        when written at once)."""
+        small = np is None or sum(getattr(a, "nbytes", 16) for a in arrays.values()) < SYNC_BYTES
+        if small or os.getpid() != main_pid:
             savez(path, arrays, np)
             rec[key] = path
-            return
+            return None
         copies = {}
         for n, a in arrays.items():
             copies[n] = a.copy(order="K") if isinstance(a, np.ndarray) else a
         with wlock:
             pending.append((rec, key, path, copies, np))
-            if writer["running"]:
-                return
+            running = writer["running"]
             writer["running"] = True
-            idle.acquire()
-        try:
-            _thread.start_new_thread(write_pending, ())
-        except Exception:
-            write_pending()
+            if not running:
+                idle.acquire()
+        if not running:
+            try:
+                _thread.start_new_thread(write_pending, ())
+            except Exception:
+                write_pending()
+        return copies
 
     def write_pending():
         while True:
@@ -416,6 +425,7 @@ def _port_capture():
             "returns_alias": None,
             "inputs_npz": None,
             "outputs_npz": None,
+            "unchanged": [],
             "skipped": [],
             "truncated": False,
             "returned": False,
@@ -439,7 +449,9 @@ def _port_capture():
             remove_npz(target.rec)
         target.rec = rec
         if arrays:
-            save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
+            kept = save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
+            if kept:
+                inputs_kept[id(rec)] = kept
         write_manifest()
         return rec, dict((n, values.get(n)) for n in names), np
 
@@ -456,6 +468,8 @@ def _port_capture():
     def finish(target, rec, values, np, result, raised):
         np = np or numpy()  # imported by the call itself
         target.busy = False
+        if raised:
+            inputs_kept.pop(id(rec), None)
         rec["skipped"].remove("the call had not returned when the program ended")
         if raised:
             rec["skipped"].append("every captured call raised an exception; outputs not saved")
@@ -466,8 +480,15 @@ def _port_capture():
         rec["returned"] = True
         rec["returns"] = describe(result, np)
         arrays = {}
+        before = inputs_kept.pop(id(rec), None) or {}
         for n, v in values.items():
             if np is not None and isinstance(v, np.ndarray):
+                # An argument the call left as it was is named, not saved
+                # again: its value after the call is its input.
+                b = before.get(n)
+                if b is not None and b.shape == v.shape and b.dtype == v.dtype and np.array_equal(b, v):
+                    rec["unchanged"].append(n)
+                    continue
                 arr = saveable(n, v, np, rec, "output")
                 if arr is not None:
                     arrays[n] = arr

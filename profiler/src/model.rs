@@ -170,6 +170,10 @@ pub struct Capture {
     /// `np.savez` file with the array arguments after the call and the return value
     /// (`__return__`, or `__return__0`, `__return__1`, … for a tuple).
     pub outputs_npz: Option<PathBuf>,
+    /// Array arguments the call left as they were: not in `outputs_npz`,
+    /// their value after the call is the one in `inputs_npz`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<String>,
     /// Why an argument or output was not saved, one line each.
     pub skipped: Vec<String>,
     /// An argument or output was left out because the capture cap was reached.

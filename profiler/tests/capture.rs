@@ -631,4 +631,25 @@ print("as the call saw them")
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(c.unchanged.is_empty(), "{:?}", c.unchanged);
+
+    // An argument the call leaves as it was is named, not saved twice.
+    let n = p
+        .captures
+        .iter()
+        .find(|c| c.function == "norm_of")
+        .expect("norm_of captured");
+    assert_eq!(n.unchanged, vec!["v".to_string()]);
+    let keys = Command::new(venv_python())
+        .args([
+            "-c",
+            "import sys, numpy as np; print(sorted(np.load(sys.argv[1])))",
+        ])
+        .arg(n.outputs_npz.as_ref().expect("the return value saved"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&keys.stdout).trim(),
+        "['__return__']"
+    );
 }
