@@ -867,6 +867,7 @@ mod library {
         pixel_histogram: "uint8[:,:], int64",
         smooth_signal: "float64[:], float64[:]",
         separable_blur: "float32[:,:]",
+        equalize: "uint8[:,:]",
     }
 
     /// A filter whose length is an argument's cannot be unrolled: the

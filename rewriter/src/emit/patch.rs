@@ -4,7 +4,7 @@
 
 use rustpython_parser::ast;
 
-use super::python::{HELPERS, HELPER_NAMES, LINALG_HELPERS, UNBROADCAST};
+use super::python::{FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, UNBROADCAST};
 use crate::source::SourceFile;
 
 /// The new file text with `def_node`'s lines replaced by `migrated`.
@@ -56,6 +56,12 @@ pub fn patched_file(
             helpers.push_str("\n\n");
         }
         helpers.push_str(LINALG_HELPERS);
+    }
+    if migrated.contains("_port_full(") && !text.contains("def _port_full(") {
+        if !helpers.is_empty() {
+            helpers.push_str("\n\n");
+        }
+        helpers.push_str(FILL_HELPERS);
     }
     if !helpers.is_empty() {
         block.push_str(&helpers);

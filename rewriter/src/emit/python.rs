@@ -83,6 +83,27 @@ def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
     raise ValueError(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
 "#;
 
+/// The helper of filled allocations ([`Fill::Value`]), added to the file
+/// once when a wrapper calls it: the array is made and filled on the device,
+/// so an accumulator zeroed in each step of a time loop costs a launch, not
+/// a host array and a transfer.
+pub const FILL_HELPERS: &str = r#"@cuda.jit
+def _port_fill(flat, value):
+    """Every element of the 1-D device array `flat` set to `value`."""
+    i = cuda.grid(1)
+    while i < flat.size:
+        flat[i] = value
+        i += cuda.gridsize(1)
+
+
+def _port_full(shape, value, dtype):
+    """`np.full(shape, value, dtype=dtype)` made on the device."""
+    d = cuda.device_array(shape, dtype=dtype)
+    if d.size:
+        _port_fill[_port_blocks(d.size, 256), 256](d.reshape(d.size), value)
+    return d
+"#;
+
 /// The helpers of library steps ([`HostStep::Library`]), one per
 /// `np.linalg` routine, added to the file once when a wrapper calls one.
 /// With CuPy importable and the arrays on a GPU, the routine runs there on
@@ -1006,7 +1027,7 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         numpy_dtype(*elem)
                     ),
                     Fill::Value(v) => format!(
-                        "{} = cuda.to_device(np.full(({shape}), {}, dtype={}))",
+                        "{} = _port_full(({shape}), {}, {})",
                         h.array(name),
                         h.expr(v),
                         numpy_dtype(*elem)

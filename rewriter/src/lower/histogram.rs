@@ -8,8 +8,9 @@
 //! its weight) with an atomic. The edges are a template (`np.linspace` in
 //! the edges' dtype), so nothing is stored until used.
 //!
-//! Bins given as an array of edges, `range` that is not a pair, and complex
-//! weights are refused by name.
+//! Edges written as `np.arange` of integer constants are such equal bins
+//! (see `arange_edges`); other arrays of edges, `range` that is not a pair,
+//! and complex weights are refused by name.
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, AtomicOp, CmpOp, ElemRef, Expr, ScalarType, Stmt};
@@ -86,7 +87,14 @@ impl Lowerer<'_> {
                 "`np.histogram` of complex data (NumPy orders it lexicographically)",
             );
         }
+        // Edges written as `np.arange(…)` of integer constants: bins of an
+        // integer width from the first edge to the last. NumPy bins an array
+        // of edges by `searchsorted`; its equal-bin arithmetic, corrected
+        // against `linspace` edges, bins the same way, and here those edges
+        // are the same numbers. `range=` is ignored, as NumPy ignores it.
+        let arange = bins.and_then(|b| self.arange_edges(b));
         let n = match bins {
+            _ if arange.is_some() => i64(arange.map_or(0, |(_, _, m)| m - 1)),
             None => i64(10),
             Some(b) => match self.expr(r, b)? {
                 Val::Scalar(e, t, _) if t.is_int() => cast_to(e, t, ScalarType::I64),
@@ -123,6 +131,10 @@ impl Lowerer<'_> {
         // The range, as NumPy's Python floats.
         let f64t = ScalarType::F64;
         let (lo, hi) = match range {
+            _ if arange.is_some() => {
+                let (start, step, m) = arange.unwrap_or((0, 1, 2));
+                (f64(start as f64), f64((start + (m - 1) * step) as f64))
+            }
             Some(ast::Expr::Tuple(t)) if t.elts.len() == 2 => {
                 let lo = self.scalar_f64(r, &t.elts[0], line)?;
                 let hi = self.scalar_f64(r, &t.elts[1], line)?;
@@ -281,7 +293,7 @@ impl Lowerer<'_> {
             NAME,
             format!(
                 "`np.histogram` at line {line}: {}one kernel of atomic adds into the bins",
-                if range.is_none() {
+                if range.is_none() && arange.is_none() {
                     "the range from two whole-array reductions, then "
                 } else {
                     ""
@@ -289,11 +301,18 @@ impl Lowerer<'_> {
             ),
         );
 
-        let edges = ArrVal {
-            shape: vec![add(var(&n), i64(1))],
-            elem: edge_t,
-            body: edge(var(&ph(0))),
-            computed: true,
+        let edges = match (arange, bins) {
+            // The edges as given: the int64 `np.arange` itself.
+            (Some(_), Some(b)) => match self.expr(r, b)? {
+                Val::Array(e) => e,
+                _ => unreachable!("np.arange is an array"),
+            },
+            _ => ArrVal {
+                shape: vec![add(var(&n), i64(1))],
+                elem: edge_t,
+                body: edge(var(&ph(0))),
+                computed: true,
+            },
         };
         let hist = ArrVal::named(&counts, counts_ty);
         let hist = if density {
@@ -316,6 +335,40 @@ impl Lowerer<'_> {
             hist
         };
         Ok(Val::Tuple(vec![Val::Array(hist), Val::Array(edges)]))
+    }
+
+    /// `np.arange(stop)`, `np.arange(start, stop[, step])` of integer
+    /// constants with at least two values (one bin), a positive step and
+    /// values a float64 holds exactly: `(start, step, number of values)`.
+    fn arange_edges(&self, b: &ast::Expr) -> Option<(i64, i64, i64)> {
+        let ast::Expr::Call(call) = b else {
+            return None;
+        };
+        if self.src.resolve(&call.func).as_deref() != Some("numpy.arange")
+            || !call.keywords.is_empty()
+        {
+            return None;
+        }
+        let ints: Vec<i64> = call
+            .args
+            .iter()
+            .map(|a| match self.src.eval_const(a) {
+                Some(crate::source::Const::Int(v)) => Some(v),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let (start, stop, step) = match ints[..] {
+            [stop] => (0, stop, 1),
+            [start, stop] => (start, stop, 1),
+            [start, stop, step] => (start, stop, step),
+            _ => return None,
+        };
+        const EXACT: i64 = 1 << 53;
+        if step <= 0 || stop <= start || start.abs() >= EXACT || stop.abs() >= EXACT {
+            return None;
+        }
+        let m = (stop - start + step - 1) / step;
+        (m >= 2).then_some((start, step, m))
     }
 
     /// `name = value` on the host, a fresh name.
