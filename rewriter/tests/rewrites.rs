@@ -558,3 +558,42 @@ fn a_view_rebound_to_a_new_array_says_so() {
         "{r:?}"
     );
 }
+
+/// NumPy evaluates the right-hand side before it assigns: a shifted window
+/// of the array written needs a temporary, rows a constant apart do not.
+#[test]
+fn copies_between_fixed_rows_need_no_temporary_and_shifted_windows_do() {
+    let src = r#"
+import numpy as np
+
+def edges(p):
+    p[0, :] = p[1, :]
+    p[-1, :] = p[-2, :]
+    p[:, 0] = p[:, 1]
+    return p
+
+def shift(u):
+    u[1:] = u[:-1]
+    return u
+
+def same_row_other_columns(p):
+    p[0, 1:] = p[0, :-1]
+    return p
+"#;
+    let Outcome::Migrated(m) = migrate_src(src, "edges", "float64[:,:]") else {
+        panic!("edges refused")
+    };
+    check(&m);
+    assert!(!m.python.contains("_tmp"), "{}", m.python);
+    assert!(m.python.contains("p[0, i] = p[1, i]"), "{}", m.python);
+    for (f, sig) in [
+        ("shift", "float64[:]"),
+        ("same_row_other_columns", "float64[:,:]"),
+    ] {
+        let Outcome::Migrated(m) = migrate_src(src, f, sig) else {
+            panic!("{f} refused")
+        };
+        check(&m);
+        assert!(m.python.contains("_tmp"), "{f}: {}", m.python);
+    }
+}

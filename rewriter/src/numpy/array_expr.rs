@@ -460,6 +460,39 @@ pub fn tidy(e: &Expr) -> Expr {
                         _ => binary(*op, a.clone(), b.clone()),
                     }
                 }
+                // `min(n - 1, n)` (a slice stop clamped to its extent)
+                // is `n - 1`: operands a constant apart pick themselves.
+                (BinOp::Min | BinOp::Max, _, _) => {
+                    let split = |e: &Expr| -> (Expr, i64) {
+                        match e {
+                            Expr::Lit(I64(c)) => (i64(0), *c),
+                            Expr::Binary(BinOp::Add, p, q) => match q.as_ref() {
+                                Expr::Lit(I64(c)) => ((**p).clone(), *c),
+                                _ => (e.clone(), 0),
+                            },
+                            Expr::Binary(BinOp::Sub, p, q) => match q.as_ref() {
+                                Expr::Lit(I64(c)) => ((**p).clone(), c.wrapping_neg()),
+                                _ => (e.clone(), 0),
+                            },
+                            _ => (e.clone(), 0),
+                        }
+                    };
+                    let ((pa, ca), (pb, cb)) = (split(&a), split(&b));
+                    if pa == pb {
+                        let a_wins = if *op == BinOp::Min {
+                            ca <= cb
+                        } else {
+                            ca >= cb
+                        };
+                        if a_wins {
+                            a
+                        } else {
+                            b
+                        }
+                    } else {
+                        binary(*op, a, b)
+                    }
+                }
                 _ => binary(*op, a, b),
             })
         }
@@ -676,6 +709,17 @@ mod tests {
         );
         assert_eq!(tidy(&add(sub(n.clone(), i64(1)), i64(1))), n);
         assert_eq!(tidy(&mul(add(var("i"), i64(0)), i64(1))), var("i"));
+        // `x[1:-1]`: its stop clamped to the extent, then the start taken off.
+        let stop = binary(BinOp::Min, add(n.clone(), i64(-1)), n.clone());
+        assert_eq!(tidy(&sub(stop, i64(1))), sub(n.clone(), i64(2)));
+        assert_eq!(
+            tidy(&binary(BinOp::Max, add(n.clone(), i64(3)), n.clone())),
+            add(n.clone(), i64(3))
+        );
+        // Two unknowns stay a min.
+        let m = shape("y", 0);
+        let both = binary(BinOp::Min, n.clone(), m.clone());
+        assert_eq!(tidy(&both), both);
     }
 
     #[test]

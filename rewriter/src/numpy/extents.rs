@@ -103,7 +103,16 @@ fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
         }
     }
     fn atom(e: &Expr, sign: i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
-        let key = format!("{e:?}");
+        // `max(n - 2, 0)` and `max(0, (n - 1) - 1)` are one atom: the
+        // operands of min/max are keyed by their own linear forms.
+        let key = match e {
+            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+                let (a, b) = (canonical(a), canonical(b));
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                format!("{op:?}({a}, {b})")
+            }
+            _ => format!("{e:?}"),
+        };
         let slot = terms.entry(key).or_insert((0, e.clone()));
         slot.0 += sign;
     }
@@ -114,8 +123,41 @@ fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
     (k, terms)
 }
 
+/// A linear form as text: equal for expressions [`linear`] finds equal.
+fn canonical(e: &Expr) -> String {
+    let (k, terms) = linear(e);
+    let mut s = k.to_string();
+    for (key, (c, _)) in terms {
+        s.push_str(&format!(" + {c}*{key}"));
+    }
+    s
+}
+
+/// `e` with every `min(a, b)` / `max(a, b)` whose operands differ by a
+/// constant replaced by the operand it picks: the extent of `x[1:-1]`
+/// written as `max(min(n - 1, n) - 1, 0)` is `max(n - 2, 0)`.
+fn fold_min_max(e: &Expr) -> Expr {
+    match e {
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (fold_min_max(a), fold_min_max(b));
+            if matches!(op, BinOp::Min | BinOp::Max) {
+                if let Some(d) = constant_difference_folded(&a, &b) {
+                    let a_wins = if *op == BinOp::Min { d <= 0 } else { d >= 0 };
+                    return if a_wins { a } else { b };
+                }
+            }
+            Expr::Binary(*op, Box::new(a), Box::new(b))
+        }
+        _ => e.clone(),
+    }
+}
+
 /// `lhs - rhs` as a linear form: `Some(c)` when it is the constant `c`.
 pub fn constant_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
+    constant_difference_folded(&fold_min_max(lhs), &fold_min_max(rhs))
+}
+
+fn constant_difference_folded(lhs: &Expr, rhs: &Expr) -> Option<i64> {
     let (a, ta) = linear(lhs);
     let (b, tb) = linear(rhs);
     let mut terms = ta;
@@ -214,6 +256,32 @@ mod tests {
         assert_eq!(
             constant_difference(&mul(i64(2), n.clone()), &add(n.clone(), n)),
             Some(0)
+        );
+    }
+
+    #[test]
+    fn slice_extents_through_min_and_max_are_one_extent() {
+        let bin = |op, a: Expr, b: Expr| Expr::Binary(op, Box::new(a), Box::new(b));
+        let n = shape("pn", 1);
+        // `pn[1:-1]` as the slice rules write it, against `n - 2`.
+        let clipped = bin(
+            BinOp::Max,
+            sub(bin(BinOp::Min, add(n.clone(), i64(-1)), n.clone()), i64(1)),
+            i64(0),
+        );
+        let plain = bin(BinOp::Max, sub(n.clone(), i64(2)), i64(0));
+        assert_eq!(constant_difference(&clipped, &plain), Some(0));
+        // Operands in the other order are the same max.
+        let swapped = bin(BinOp::Max, i64(0), sub(sub(n.clone(), i64(1)), i64(1)));
+        assert_eq!(constant_difference(&swapped, &plain), Some(0));
+        // A max that does not fold stays apart from another.
+        let other = bin(BinOp::Max, sub(n.clone(), i64(3)), i64(0));
+        assert_eq!(constant_difference(&other, &plain), None);
+        // min(n, m) of two unknowns is not n.
+        let m = shape("p", 1);
+        assert_eq!(
+            constant_difference(&bin(BinOp::Min, n.clone(), m), &n),
+            None
         );
     }
 
