@@ -597,3 +597,42 @@ def same_row_other_columns(p):
         assert!(m.python.contains("_tmp"), "{f}: {}", m.python);
     }
 }
+
+/// The rewrite log lists the shape checks the wrapper really makes: a fact
+/// that holds by how its arrays are allocated (`pn = p.copy()`) is counted,
+/// not listed as checked.
+#[test]
+fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
+    let m = migrated(
+        "migrate/programs.py",
+        "laplace_2d",
+        "float64[:,:], float64[:], float64, float64, float64",
+    );
+    check(&m);
+    let mut guards = Vec::new();
+    HostStep::walk(&m.plan.steps, &mut |s| {
+        if let HostStep::Guard(g) = s {
+            guards.push(format!("`{} == {}`", g.lhs_text, g.rhs_text));
+        }
+    });
+    let note = &m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "shapes")
+        .expect("a shapes record")
+        .note;
+    assert_eq!(
+        note.matches(" checked before ").count(),
+        guards.len(),
+        "{note}"
+    );
+    for g in &guards {
+        assert!(note.contains(g.as_str()), "{g} not in {note}");
+    }
+    assert!(!note.contains("pn.shape"), "{note}");
+    assert!(
+        note.contains("more hold by how the arrays are allocated"),
+        "{note}"
+    );
+}

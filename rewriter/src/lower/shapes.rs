@@ -273,6 +273,12 @@ fn guard_names(g: &ShapeGuard) -> HashSet<String> {
 /// and drops a guard repeated in one step list with nothing it reads
 /// rebound in between.
 pub fn place_guards(plan: &mut KernelPlan) {
+    let mut recorded = 0;
+    HostStep::walk(&plan.steps, &mut |s| {
+        if matches!(s, HostStep::Guard(g) if !g.specialised) {
+            recorded += 1;
+        }
+    });
     let allocs = fixed_allocations(plan);
     let none = BTreeMap::new();
     let mut keep = |steps: &mut Vec<HostStep>| {
@@ -375,6 +381,45 @@ pub fn place_guards(plan: &mut KernelPlan) {
     let mut steps: Vec<HostStep> = entry.into_iter().map(HostStep::Guard).collect();
     steps.append(&mut plan.steps);
     plan.steps = steps;
+    log_checks(plan, recorded);
+}
+
+/// The rewrite log says which checks the wrapper really makes (each fact
+/// was logged as checked when it was recorded), and how many hold without
+/// one; what was taken on trust stays as it was said.
+fn log_checks(plan: &mut KernelPlan, recorded: usize) {
+    let mut checked: Vec<String> = Vec::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        if let HostStep::Guard(g) = s {
+            if !g.specialised {
+                let note = format!(
+                    "`{} == {}` checked before the kernels of line {}",
+                    g.lhs_text, g.rhs_text, g.line
+                );
+                if !checked.contains(&note) {
+                    checked.push(note);
+                }
+            }
+        }
+    });
+    let Some(rec) = plan.rewrites.iter_mut().find(|r| r.rewrite == NAME) else {
+        return;
+    };
+    let mut notes: Vec<String> = rec
+        .note
+        .split("; ")
+        .filter(|n| !n.is_empty() && !n.contains("` checked before the kernels of line "))
+        .map(str::to_string)
+        .collect();
+    let held = recorded.saturating_sub(checked.len());
+    notes.extend(checked);
+    if held > 0 {
+        notes.push(format!(
+            "{held} more hold by how the arrays are allocated, or repeat an earlier check: not checked again"
+        ));
+    }
+    rec.applied = !notes.is_empty();
+    rec.note = notes.join("; ");
 }
 
 /// Arrays whose extents are known expressions whenever a guard runs: the
