@@ -635,4 +635,18 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
         note.contains("more hold by how the arrays are allocated"),
         "{note}"
     );
+
+    // Nothing taken to be equal: the record says so, not applied.
+    let src = "def scale(x, out):\n    for i in range(x.shape[0]):\n        out[i] = 2.0 * x[i]\n";
+    let Outcome::Migrated(m) = migrate_src(src, "scale", "float64[:], float64[:]") else {
+        panic!("scale refused")
+    };
+    let rec = m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "shapes")
+        .unwrap();
+    assert!(!rec.applied, "{rec:?}");
+    assert!(rec.note.starts_with("not applicable"), "{rec:?}");
 }

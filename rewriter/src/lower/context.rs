@@ -628,19 +628,11 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The recorded facts, as guards pushed before the launch about to be
-    /// pushed.
+    /// pushed (the log names them once `shapes::place_guards` has kept
+    /// those the wrapper checks).
     pub(crate) fn flush_guards(&mut self) {
         let facts = std::mem::take(&mut self.shape_facts);
         for f in facts {
-            self.log.applied(
-                crate::numpy::extents::NAME,
-                format!(
-                    "`{} == {}` checked before the kernels of line {}",
-                    crate::numpy::extents::extent_text(&f.lhs),
-                    crate::numpy::extents::extent_text(&f.rhs),
-                    f.line
-                ),
-            );
             let guard = crate::plan::ShapeGuard {
                 lhs_text: crate::numpy::extents::extent_text(&f.lhs),
                 rhs_text: crate::numpy::extents::extent_text(&f.rhs),

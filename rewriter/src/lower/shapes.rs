@@ -384,9 +384,9 @@ pub fn place_guards(plan: &mut KernelPlan) {
     log_checks(plan, recorded);
 }
 
-/// The rewrite log says which checks the wrapper really makes (each fact
-/// was logged as checked when it was recorded), and how many hold without
-/// one; what was taken on trust stays as it was said.
+/// The rewrite log says which checks the wrapper really makes, and how
+/// many of the recorded facts hold without one; what was taken on trust
+/// stays as it was said.
 fn log_checks(plan: &mut KernelPlan, recorded: usize) {
     let mut checked: Vec<String> = Vec::new();
     HostStep::walk(&plan.steps, &mut |s| {
@@ -405,20 +405,22 @@ fn log_checks(plan: &mut KernelPlan, recorded: usize) {
     let Some(rec) = plan.rewrites.iter_mut().find(|r| r.rewrite == NAME) else {
         return;
     };
-    let mut notes: Vec<String> = rec
-        .note
-        .split("; ")
-        .filter(|n| !n.is_empty() && !n.contains("` checked before the kernels of line "))
-        .map(str::to_string)
-        .collect();
     let held = recorded.saturating_sub(checked.len());
+    if checked.is_empty() && held == 0 {
+        return;
+    }
+    // The notes of lowering (taken on trust), when there were any.
+    let mut notes: Vec<String> = Vec::new();
+    if rec.applied {
+        notes.push(std::mem::take(&mut rec.note));
+    }
     notes.extend(checked);
     if held > 0 {
         notes.push(format!(
             "{held} more hold by how the arrays are allocated, or repeat an earlier check: not checked again"
         ));
     }
-    rec.applied = !notes.is_empty();
+    rec.applied = true;
     rec.note = notes.join("; ");
 }
 
