@@ -405,7 +405,7 @@ impl Lowerer<'_> {
             Val::Tuple(_) => return refuse("frontend", line, "a tuple stored into an array"),
         };
         let v = array_expr::tidy(&v);
-        if !array_expr::reads_only_own_element(&tgt, &v) && !reads_apart(&tgt, &v, &vars) {
+        if !array_expr::reads_fixed_apart(&tgt, &v, &vars) {
             // NumPy evaluates the whole right-hand side before it assigns:
             // through a shifted window (`u[1:-1] = u[:-2] + u[2:]`) that
             // needs the old values, so they go to a temporary first.
@@ -475,36 +475,4 @@ impl Lowerer<'_> {
             format!("Line {line} of `{fname}`, element by element."),
         )
     }
-}
-
-/// Whether every read of the target array in `value` is at another element
-/// than any write can reach: in some dimension both indices are fixed for
-/// the whole kernel (no element variable in them) and a nonzero constant
-/// apart. `p[0, :] = p[1, :]` and `p[-1, :] = p[-2, :]` copy between rows
-/// that do not overlap, so the right-hand side needs no temporary; a shift
-/// along an element variable (`u[1:] = u[:-1]`) still does.
-fn reads_apart(target: &port_codegen::ir::ElemRef, value: &Expr, vars: &[String]) -> bool {
-    let fixed = |e: &Expr| {
-        let mut ok = true;
-        port_codegen::ir::walk_expr(e, &mut |x| match x {
-            Expr::Var(n) if vars.contains(n) => ok = false,
-            Expr::Load(_) => ok = false,
-            _ => {}
-        });
-        ok
-    };
-    let mut apart = true;
-    port_codegen::ir::walk_expr(value, &mut |e| {
-        if let Expr::Load(r) = e {
-            if r.array == target.array && r.indices != target.indices {
-                apart &= r.indices.len() == target.indices.len()
-                    && r.indices.iter().zip(&target.indices).any(|(ri, ti)| {
-                        fixed(ri)
-                            && fixed(ti)
-                            && matches!(crate::numpy::extents::constant_difference(ri, ti), Some(d) if d != 0)
-                    });
-            }
-        }
-    });
-    apart
 }

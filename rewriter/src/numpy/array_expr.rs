@@ -12,7 +12,7 @@
 //! the target's elements: thread-private `for` loops inside a kernel, a
 //! grid-stride kernel at the top of the function.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, BinOp, ElemRef, Expr, Literal, ScalarType, Stmt};
@@ -312,24 +312,51 @@ pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
     }
 }
 
-/// Whether storing `value` into `target` element by element reads only the
-/// element being written of the target's array (NumPy evaluates the right
-/// side first; a loop must not read what it already overwrote).
-pub fn reads_only_own_element(target: &ElemRef, value: &Expr) -> bool {
+/// Whether every read of the target array in `value`, at another element
+/// than the one written, is apart from the writes in some dimension, as
+/// `apart(read index, written index)` decides.
+fn reads_apart_by(target: &ElemRef, value: &Expr, apart: &dyn Fn(&Expr, &Expr) -> bool) -> bool {
     let mut ok = true;
     port_codegen::ir::walk_expr(value, &mut |e| {
         if let Expr::Load(r) = e {
             if r.array == target.array && r.indices != target.indices {
-                ok = false;
+                ok &= r
+                    .indices
+                    .iter()
+                    .zip(&target.indices)
+                    .any(|(ri, ti)| apart(ri, ti));
             }
         }
     });
     ok
 }
 
-/// Like [`reads_only_own_element`], knowing that the element loop variable
-/// `vars[k]` runs over `0..extents[k]`: a read of the target at another
-/// element is harmless when, in some dimension, it is at a constant the
+/// Whether every read of the target array is at another element than any
+/// write can reach: in some dimension both indices are fixed for the
+/// whole kernel (no element variable of `vars` in them) and a nonzero
+/// constant apart. `p[0, :] = p[1, :]` and `p[-1, :] = p[-2, :]` copy
+/// between rows that do not overlap; a shift along an element variable
+/// (`u[1:] = u[:-1]`) does not qualify.
+pub fn reads_fixed_apart(target: &ElemRef, value: &Expr, vars: &[String]) -> bool {
+    let fixed = |e: &Expr| {
+        let mut ok = true;
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Var(n) if vars.contains(n) => ok = false,
+            Expr::Load(_) => ok = false,
+            _ => {}
+        });
+        ok
+    };
+    reads_apart_by(target, value, &|ri, ti| {
+        fixed(ri) && fixed(ti) && matches!(constant_difference(ri, ti), Some(d) if d != 0)
+    })
+}
+
+/// Whether storing `value` into `target` element by element (NumPy
+/// evaluates the right side first; a loop must not read what it already
+/// overwrote), the element loop variable `vars[k]` running over
+/// `0..extents[k]`, is safe: a read of the target at another element is
+/// harmless when, in some dimension, it is at a constant the
 /// writes never reach (`v[i, :3] += v[i, 3] * …` writes columns 0..3 and
 /// reads column 3), so no element loop reads what another iteration wrote.
 pub fn reads_only_unwritten(
@@ -366,25 +393,10 @@ pub fn reads_only_unwritten(
         let hi = bound(extents.get(k)?)?;
         Some((c, c + hi))
     };
-    let mut ok = true;
-    port_codegen::ir::walk_expr(value, &mut |e| {
-        if let Expr::Load(r) = e {
-            if r.array == target.array && r.indices != target.indices {
-                let disjoint =
-                    r.indices
-                        .iter()
-                        .zip(&target.indices)
-                        .any(|(ri, ti)| match (ri, written(ti)) {
-                            (Expr::Lit(Literal::I64(at)), Some((lo, hi))) => *at < lo || *at >= hi,
-                            _ => false,
-                        });
-                if !disjoint {
-                    ok = false;
-                }
-            }
-        }
-    });
-    ok
+    reads_apart_by(target, value, &|ri, ti| match (ri, written(ti)) {
+        (Expr::Lit(Literal::I64(at)), Some((lo, hi))) => *at < lo || *at >= hi,
+        _ => false,
+    })
 }
 
 /// Sequential loops over `shape` with fresh variables `vars`, storing
@@ -436,6 +448,97 @@ fn offset(p: Expr, c: i64) -> Expr {
     }
 }
 
+/// An integer expression as `constant + Σ coefficient · atom`, where an
+/// atom is any other sub-expression (a shape, a variable, a product of
+/// two of them), keyed by its printed form: enough to see that
+/// `x.shape[0] - 2` and `(x.shape[0] - 1) - 1` are one extent.
+fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
+    fn go(e: &Expr, sign: i64, k: &mut i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
+        match e {
+            Expr::Lit(Literal::I64(v)) => *k += sign * v,
+            Expr::Binary(BinOp::Add, a, b) => {
+                go(a, sign, k, terms);
+                go(b, sign, k, terms);
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                go(a, sign, k, terms);
+                go(b, -sign, k, terms);
+            }
+            Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Lit(Literal::I64(c)), x) | (x, Expr::Lit(Literal::I64(c))) => {
+                    go(x, sign * c, k, terms)
+                }
+                _ => atom(e, sign, terms),
+            },
+            _ => atom(e, sign, terms),
+        }
+    }
+    fn atom(e: &Expr, sign: i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
+        // `max(n - 2, 0)` and `max(0, (n - 1) - 1)` are one atom: the
+        // operands of min/max are keyed by their own linear forms.
+        let key = match e {
+            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+                let (a, b) = (canonical(a), canonical(b));
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                format!("{op:?}({a}, {b})")
+            }
+            _ => format!("{e:?}"),
+        };
+        let slot = terms.entry(key).or_insert((0, e.clone()));
+        slot.0 += sign;
+    }
+    let mut k = 0;
+    let mut terms = BTreeMap::new();
+    go(e, 1, &mut k, &mut terms);
+    terms.retain(|_, (c, _)| *c != 0);
+    (k, terms)
+}
+
+/// A linear form as text: equal for expressions [`linear`] finds equal.
+fn canonical(e: &Expr) -> String {
+    let (k, terms) = linear(e);
+    let mut s = k.to_string();
+    for (key, (c, _)) in terms {
+        s.push_str(&format!(" + {c}*{key}"));
+    }
+    s
+}
+
+/// `lhs - rhs` as linear forms, as they are: `Some(c)` when it is the
+/// constant `c`.
+fn linear_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
+    let (a, ta) = linear(lhs);
+    let (b, tb) = linear(rhs);
+    let mut terms = ta;
+    for (key, (c, e)) in tb {
+        let slot = terms.entry(key).or_insert((0, e));
+        slot.0 -= c;
+    }
+    terms.retain(|_, (c, _)| *c != 0);
+    terms.is_empty().then_some(a - b)
+}
+
+/// Whether `e` is made of array extents and integer constants under 2^40
+/// by `+`, `-`, `*`, `min` and `max`: its value cannot wrap around.
+fn extent_arithmetic(e: &Expr) -> bool {
+    match e {
+        Expr::Shape { .. } => true,
+        Expr::Lit(Literal::I64(v)) => v.unsigned_abs() < 1 << 40,
+        Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max, a, b) => {
+            extent_arithmetic(a) && extent_arithmetic(b)
+        }
+        _ => false,
+    }
+}
+
+/// `lhs - rhs`, both tidied (so a `min`/`max` whose operands are a
+/// constant apart is the operand it picks): `Some(c)` when it is the
+/// constant `c`. The extent of `x[1:-1]`, `max(min(n - 1, n) - 1, 0)`, is
+/// `max(n - 2, 0)`.
+pub fn constant_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
+    linear_difference(&tidy(lhs), &tidy(rhs))
+}
+
 /// Simplifies index arithmetic — `a + 0`, `a * 1`, `n - 1 - 1` → `n - 2` —
 /// so the emitted source reads as written.
 pub fn tidy(e: &Expr) -> Expr {
@@ -462,35 +565,22 @@ pub fn tidy(e: &Expr) -> Expr {
                 }
                 // `min(n - 1, n)` (a slice stop clamped to its extent)
                 // is `n - 1`: operands a constant apart pick themselves.
+                // Only over extents: a shape and a moderate constant cannot
+                // overflow, where `max(x + c, x)` of a variable may wrap.
                 (BinOp::Min | BinOp::Max, _, _) => {
-                    let split = |e: &Expr| -> (Expr, i64) {
-                        match e {
-                            Expr::Lit(I64(c)) => (i64(0), *c),
-                            Expr::Binary(BinOp::Add, p, q) => match q.as_ref() {
-                                Expr::Lit(I64(c)) => ((**p).clone(), *c),
-                                _ => (e.clone(), 0),
-                            },
-                            Expr::Binary(BinOp::Sub, p, q) => match q.as_ref() {
-                                Expr::Lit(I64(c)) => ((**p).clone(), c.wrapping_neg()),
-                                _ => (e.clone(), 0),
-                            },
-                            _ => (e.clone(), 0),
+                    match (extent_arithmetic(&a) && extent_arithmetic(&b))
+                        .then(|| linear_difference(&a, &b))
+                        .flatten()
+                    {
+                        Some(d) => {
+                            let a_wins = if *op == BinOp::Min { d <= 0 } else { d >= 0 };
+                            if a_wins {
+                                a
+                            } else {
+                                b
+                            }
                         }
-                    };
-                    let ((pa, ca), (pb, cb)) = (split(&a), split(&b));
-                    if pa == pb {
-                        let a_wins = if *op == BinOp::Min {
-                            ca <= cb
-                        } else {
-                            ca >= cb
-                        };
-                        if a_wins {
-                            a
-                        } else {
-                            b
-                        }
-                    } else {
-                        binary(*op, a, b)
+                        None => binary(*op, a, b),
                     }
                 }
                 _ => binary(*op, a, b),
@@ -725,13 +815,16 @@ mod tests {
     #[test]
     fn aliasing_is_detected() {
         let t = elem("x", vec![var("i")]);
-        assert!(reads_only_own_element(
+        let vars = ["i".to_string()];
+        assert!(reads_fixed_apart(
             &t,
-            &add(load("x", vec![var("i")]), f64(1.0))
+            &add(load("x", vec![var("i")]), f64(1.0)),
+            &vars
         ));
-        assert!(!reads_only_own_element(
+        assert!(!reads_fixed_apart(
             &t,
-            &load("x", vec![sub(var("i"), i64(1))])
+            &load("x", vec![sub(var("i"), i64(1))]),
+            &vars
         ));
     }
 }

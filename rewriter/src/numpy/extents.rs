@@ -11,11 +11,10 @@
 //! 1`), and [`extent_text`] prints one as the user would write it. The
 //! `shapes` rewrite (`lower::shapes`) turns the pairs into guards.
 
-use std::collections::BTreeMap;
-
 use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, Expr, Literal};
 
+pub use crate::numpy::array_expr::constant_difference;
 use crate::numpy::array_expr::ArrVal;
 
 /// The named rewrite that guards these extents (`lower::shapes`).
@@ -75,98 +74,6 @@ pub fn store_pairs(target: &ArrVal, value: &ArrVal) -> Vec<(Expr, Expr)> {
         .filter(|(_, e)| **e != one)
         .filter_map(|(k, e)| target.shape.get(k + off).map(|t| (t.clone(), e.clone())))
         .collect()
-}
-
-/// An integer expression as `constant + Σ coefficient · atom`, where an
-/// atom is any other sub-expression (a shape, a variable, a product of
-/// two of them), keyed by its printed form: enough to see that
-/// `x.shape[0] - 2` and `(x.shape[0] - 1) - 1` are one extent.
-fn linear(e: &Expr) -> (i64, BTreeMap<String, (i64, Expr)>) {
-    fn go(e: &Expr, sign: i64, k: &mut i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
-        match e {
-            Expr::Lit(Literal::I64(v)) => *k += sign * v,
-            Expr::Binary(BinOp::Add, a, b) => {
-                go(a, sign, k, terms);
-                go(b, sign, k, terms);
-            }
-            Expr::Binary(BinOp::Sub, a, b) => {
-                go(a, sign, k, terms);
-                go(b, -sign, k, terms);
-            }
-            Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
-                (Expr::Lit(Literal::I64(c)), x) | (x, Expr::Lit(Literal::I64(c))) => {
-                    go(x, sign * c, k, terms)
-                }
-                _ => atom(e, sign, terms),
-            },
-            _ => atom(e, sign, terms),
-        }
-    }
-    fn atom(e: &Expr, sign: i64, terms: &mut BTreeMap<String, (i64, Expr)>) {
-        // `max(n - 2, 0)` and `max(0, (n - 1) - 1)` are one atom: the
-        // operands of min/max are keyed by their own linear forms.
-        let key = match e {
-            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
-                let (a, b) = (canonical(a), canonical(b));
-                let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                format!("{op:?}({a}, {b})")
-            }
-            _ => format!("{e:?}"),
-        };
-        let slot = terms.entry(key).or_insert((0, e.clone()));
-        slot.0 += sign;
-    }
-    let mut k = 0;
-    let mut terms = BTreeMap::new();
-    go(e, 1, &mut k, &mut terms);
-    terms.retain(|_, (c, _)| *c != 0);
-    (k, terms)
-}
-
-/// A linear form as text: equal for expressions [`linear`] finds equal.
-fn canonical(e: &Expr) -> String {
-    let (k, terms) = linear(e);
-    let mut s = k.to_string();
-    for (key, (c, _)) in terms {
-        s.push_str(&format!(" + {c}*{key}"));
-    }
-    s
-}
-
-/// `e` with every `min(a, b)` / `max(a, b)` whose operands differ by a
-/// constant replaced by the operand it picks: the extent of `x[1:-1]`
-/// written as `max(min(n - 1, n) - 1, 0)` is `max(n - 2, 0)`.
-fn fold_min_max(e: &Expr) -> Expr {
-    match e {
-        Expr::Binary(op, a, b) => {
-            let (a, b) = (fold_min_max(a), fold_min_max(b));
-            if matches!(op, BinOp::Min | BinOp::Max) {
-                if let Some(d) = constant_difference_folded(&a, &b) {
-                    let a_wins = if *op == BinOp::Min { d <= 0 } else { d >= 0 };
-                    return if a_wins { a } else { b };
-                }
-            }
-            Expr::Binary(*op, Box::new(a), Box::new(b))
-        }
-        _ => e.clone(),
-    }
-}
-
-/// `lhs - rhs` as a linear form: `Some(c)` when it is the constant `c`.
-pub fn constant_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {
-    constant_difference_folded(&fold_min_max(lhs), &fold_min_max(rhs))
-}
-
-fn constant_difference_folded(lhs: &Expr, rhs: &Expr) -> Option<i64> {
-    let (a, ta) = linear(lhs);
-    let (b, tb) = linear(rhs);
-    let mut terms = ta;
-    for (key, (c, e)) in tb {
-        let slot = terms.entry(key).or_insert((0, e));
-        slot.0 -= c;
-    }
-    terms.retain(|_, (c, _)| *c != 0);
-    terms.is_empty().then_some(a - b)
 }
 
 /// An extent as Python: `mass.shape[1]`, `n - 2`.
