@@ -189,10 +189,9 @@ def _port_capture():
     SYNC_BYTES = 4 << 20
     pending = []  # (rec, key, path, arrays, np), oldest first
     inputs_kept = {}  # id(rec) -> the copies of its inputs, until the call ends
-    wlock = _thread.allocate_lock()  # pending and writer["running"]
-    idle = _thread.allocate_lock()  # held while the writer has work
+    wlock = _thread.allocate_lock()  # pending, and taking or giving up idle
+    idle = _thread.allocate_lock()  # held while the writer runs
     mlock = _thread.allocate_lock()  # one manifest write at a time
-    writer = {"running": False}
 
     def save(rec, key, path, arrays, np):
         """savez(path, arrays, np), then rec[key] = path: later, on the
@@ -208,8 +207,7 @@ def _port_capture():
             copies[n] = a.copy(order="K") if isinstance(a, np.ndarray) else a
         with wlock:
             pending.append((rec, key, path, copies, np))
-            running = writer["running"]
-            writer["running"] = True
+            running = idle.locked()
             if not running:
                 idle.acquire()
         if not running:
@@ -223,7 +221,6 @@ def _port_capture():
         while True:
             with wlock:
                 if not pending:
-                    writer["running"] = False
                     idle.release()
                     return
                 rec, key, path, arrays, np = pending.pop(0)

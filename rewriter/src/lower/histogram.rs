@@ -93,10 +93,10 @@ impl Lowerer<'_> {
         // against `linspace` edges, bins the same way, and here those edges
         // are the same numbers. `range=` is ignored, as NumPy ignores it.
         let arange = bins.and_then(|b| self.arange_edges(b));
-        let n = match bins {
-            _ if arange.is_some() => i64(arange.map_or(0, |(_, _, m)| m - 1)),
-            None => i64(10),
-            Some(b) => match self.expr(r, b)? {
+        let n = match (arange, bins) {
+            (Some((_, _, m)), _) => i64(m - 1),
+            (None, None) => i64(10),
+            (None, Some(b)) => match self.expr(r, b)? {
                 Val::Scalar(e, t, _) if t.is_int() => cast_to(e, t, ScalarType::I64),
                 _ => {
                     return refuse(
@@ -130,17 +130,16 @@ impl Lowerer<'_> {
 
         // The range, as NumPy's Python floats.
         let f64t = ScalarType::F64;
-        let (lo, hi) = match range {
-            _ if arange.is_some() => {
-                let (start, step, m) = arange.unwrap_or((0, 1, 2));
+        let (lo, hi) = match (arange, range) {
+            (Some((start, step, m)), _) => {
                 (f64(start as f64), f64((start + (m - 1) * step) as f64))
             }
-            Some(ast::Expr::Tuple(t)) if t.elts.len() == 2 => {
+            (None, Some(ast::Expr::Tuple(t))) if t.elts.len() == 2 => {
                 let lo = self.scalar_f64(r, &t.elts[0], line)?;
                 let hi = self.scalar_f64(r, &t.elts[1], line)?;
                 (lo, hi)
             }
-            Some(other) if !matches!(other, ast::Expr::Constant(_)) => {
+            (None, Some(other)) if !matches!(other, ast::Expr::Constant(_)) => {
                 return refuse(
                     NAME,
                     line,
