@@ -91,16 +91,17 @@ if rc != 0:
 print("%.4f %.4f" % (wall, ru.ru_utime + ru.ru_stime))
 ' "$@")
 }
-# Seconds the capture spent recording calls in the app's thread, and saving
-# .npz files on its writer thread, in the last run (0 0 without one).
+# Seconds the capture spent recording calls in the app's thread, saving .npz
+# files on its writer thread, and waiting for that writer at exit, in the
+# last run (0 0 0 without one).
 capture_s() {
   "$python" -c '
 import json, sys
 try:
     m = json.load(open(sys.argv[1]))
-    print(m.get("capture_s") or 0, m.get("write_s") or 0)
+    print(m.get("capture_s") or 0, m.get("write_s") or 0, m.get("drain_s") or 0)
 except OSError:
-    print(0, 0)
+    print(0, 0, 0)
 ' "$work/.port/captures/manifest.json"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -127,11 +128,11 @@ for spec in "${apps[@]}"; do
   measure "${profiled[@]}" >/dev/null
   [ "$breakdown" = 1 ] && measure "${nocap[@]}" >/dev/null
   [ -n "$compare" ] && measure "${other[@]}" >/dev/null
-  pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); ow=(); oc=(); cs=(); ws=()
+  pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); ow=(); oc=(); cs=(); ws=(); ds=()
   for i in $(seq 1 "$repeats"); do
     read -r w c < <(measure "${plain[@]}"); pw+=("$w"); pc+=("$c")
     read -r w c < <(measure "${profiled[@]}"); qw+=("$w"); qc+=("$c")
-    read -r c w < <(capture_s); cs+=("$c"); ws+=("$w")
+    read -r c w d < <(capture_s); cs+=("$c"); ws+=("$w"); ds+=("$d")
     line=$(printf 'bench: %s %s run %d/%d  plain %.3f s (cpu %.3f)  port analyze %.3f s (cpu %.3f)' \
       "$(basename "$app")" "${app_args:--}" "$i" "$repeats" "${pw[-1]}" "${pc[-1]}" "${qw[-1]}" "${qc[-1]}")
     if [ "$breakdown" = 1 ]; then
@@ -156,9 +157,9 @@ for spec in "${apps[@]}"; do
   fi
   if [ "$breakdown" = 1 ]; then
     n=$(med "${nw[@]}"); ncpu=$(med "${nc[@]}")
-    details+=("$(printf '%-18s %-14s sampling+analysis: wall %+.3f s cpu %+.3f s   capture: wall %+.3f s cpu %+.3f s   recording calls in the app %.3f s, saving .npz off its thread %.3f s' \
+    details+=("$(printf '%-18s %-14s sampling+analysis: wall %+.3f s cpu %+.3f s   capture: wall %+.3f s cpu %+.3f s   recording calls in the app %.3f s, saving .npz off its thread %.3f s (waited for at exit %.3f s)' \
       "$(basename "$app")" "${app_args:--}" "$(echo "$n - $p" | bc -l)" "$(echo "$ncpu - $pcpu" | bc -l)" \
-      "$(echo "$q - $n" | bc -l)" "$(echo "$qcpu - $ncpu" | bc -l)" "$(med "${cs[@]}")" "$(med "${ws[@]}")")")
+      "$(echo "$q - $n" | bc -l)" "$(echo "$qcpu - $ncpu" | bc -l)" "$(med "${cs[@]}")" "$(med "${ws[@]}")" "$(med "${ds[@]}")")")
   fi
 done
 

@@ -31,6 +31,24 @@ if ! .venv/bin/python -c 'import numpy' 2>/dev/null || [ ! -f .venv/.port-ready 
   touch .venv/.port-ready
 fi
 
+# The capture catches first calls with sys.monitoring on Python 3.12+ and
+# with trampolines before: when .venv's Python is older, a second venv on a
+# 3.12+ Python (if the machine has one) lets the tests run that path too.
+if [ "${1:-}" = "--oracle" ] && [ ! -f .venv-monitoring/.port-ready ] \
+  && ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+  for py in python3.13 python3.12 /usr/bin/python3.1[2-9] \
+    "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      say "creating .venv-monitoring ($py, numpy) for the capture's sys.monitoring tests"
+      rm -rf .venv-monitoring
+      "$py" -m venv .venv-monitoring
+      .venv-monitoring/bin/pip install -q --disable-pip-version-check "numpy>=1.26"
+      touch .venv-monitoring/.port-ready
+      break
+    fi
+  done
+fi
+
 if [ "${1:-}" = "--oracle" ] && ! command -v chromium >/dev/null 2>&1; then
   say "installing chromium from Debian (the HTML report's headless-browser test)"
   need_root apt-get update -qq

@@ -219,12 +219,27 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
                 && canonical(&c.file) == canonical(&t.file)
         });
         let Some(target) = target else {
-            for p in [&c.inputs_npz, &c.outputs_npz].into_iter().flatten() {
+            if let Some(p) = &c.inputs_npz {
                 let _ = std::fs::remove_file(p);
+                // A writer still at work fails to rename it, leaving nothing.
+                let _ = std::fs::remove_file(part_file(p));
             }
             continue;
         };
         c.function = target.key.clone();
+        // A forked writer names its file at once and writes it under
+        // FILE.part: after a crash it may not be complete.
+        if let Some(p) = c.inputs_npz.take() {
+            if p.is_file() {
+                c.inputs_npz = Some(p);
+            } else {
+                let _ = std::fs::remove_file(part_file(&p));
+                c.skipped.push(format!(
+                    "inputs not saved: the program ended before {} was written",
+                    p.file_name().unwrap_or_default().to_string_lossy()
+                ));
+            }
+        }
         // Inputs held back by the size cap are worth a line to the user; the
         // other reasons (not an array, a call that raised) stay in the capture.
         for reason in c.skipped.iter().filter(|r| r.contains(CAP_REASON)) {
@@ -237,8 +252,16 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
     outcome
 }
 
-/// Creates `dir` and removes what an earlier capture left in it (the manifest
-/// and `.npz` files), so stale inputs are never mistaken for this run's.
+/// Where a forked writer writes `npz` until it is complete.
+fn part_file(npz: &Path) -> PathBuf {
+    let mut name = npz.as_os_str().to_owned();
+    name.push(".part");
+    PathBuf::from(name)
+}
+
+/// Creates `dir` and removes what an earlier capture left in it (the manifest,
+/// `.npz` files and unfinished `.npz.part` ones), so stale inputs are never
+/// mistaken for this run's.
 fn prepare_dir(dir: &Path) -> Result<(), ProfileError> {
     let write_err = |source| ProfileError::Write {
         path: dir.to_path_buf(),
@@ -249,7 +272,7 @@ fn prepare_dir(dir: &Path) -> Result<(), ProfileError> {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name == MANIFEST || name.ends_with(".npz") {
+        if name == MANIFEST || name.ends_with(".npz") || name.ends_with(".npz.part") {
             std::fs::remove_file(&path).map_err(|source| ProfileError::Write { path, source })?;
         }
     }
@@ -309,17 +332,17 @@ mod tests {
         let d = dir.path().display().to_string();
         let other = dir.path().join("g-1.inputs.npz");
         std::fs::write(&other, "x").unwrap();
-        let text = r#"{"schema":"port-capture/2","python":"/p","bytes_written":8,
+        let text = r#"{"schema":"port-capture/3","python":"/p","bytes_written":8,
             "warnings":[],"hook_stopped":"functions","hook_s":0.4,
             "captures":[{"function":"f","name":"f","file":"/app/a.py","line":3,
               "args":[{"name":"x","kind":{"kind":"ndarray","dtype":"float64","ndim":1,"shape":[4],"c_contiguous":true,"f_contiguous":true}},
                       {"name":"n","kind":{"kind":"scalar","type":"int"}},
                       {"name":"rows","kind":{"kind":"other","type_name":"list"}}],
               "returns":{"kind":"scalar","type":"float"},"returned":true,"truncated":true,
-              "inputs_npz":"/c/f-0.inputs.npz","outputs_npz":null,
+              "inputs_npz":"/c/f-0.inputs.npz",
               "skipped":["rows: list is not an array","x: 8.0 MB would pass the capture cap (1.0 MB in all, 0.0 MB left); not saved (output)"]},
               {"function":"g","name":"g","file":"/app/a.py","line":9,"args":[],"returns":null,
-              "inputs_npz":"OTHER","outputs_npz":null,"skipped":[]}]}"#
+              "inputs_npz":"OTHER","skipped":[]}]}"#
             .replace("OTHER", &other.display().to_string());
         std::fs::write(dir.path().join(MANIFEST), text).unwrap();
         let target = |name: &str| Target {
@@ -353,6 +376,49 @@ mod tests {
                 == "a.h: first called after the capture stopped (functions, 0.4 s into the run); no types captured"),
             "{:?}",
             out.warnings
+        );
+    }
+
+    #[test]
+    fn a_named_file_still_being_written_is_taken_as_not_saved() {
+        // After a crash, a forked writer may not have renamed FILE.part yet.
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("f-0.inputs.npz");
+        let unfinished = dir.path().join("g-1.inputs.npz");
+        let part = dir.path().join("g-1.inputs.npz.part");
+        std::fs::write(&done, "x").unwrap();
+        std::fs::write(&part, "x").unwrap();
+        let record = |name: &str, file: &Path| {
+            format!(
+                r#"{{"function":"{name}","name":"{name}","file":"/app/a.py","line":3,"args":[],
+                   "returns":null,"inputs_npz":"{}","skipped":[]}}"#,
+                file.display()
+            )
+        };
+        let text = format!(
+            r#"{{"schema":"port-capture/3","python":"/p","bytes_written":8,"warnings":[],
+                "captures":[{},{}]}}"#,
+            record("f", &done),
+            record("g", &unfinished)
+        );
+        std::fs::write(dir.path().join(MANIFEST), text).unwrap();
+        let target = |name: &str| Target {
+            key: format!("a.{name}"),
+            file: "/app/a.py".into(),
+            name: name.to_string(),
+        };
+        let out = collect(dir.path(), &[target("f"), target("g")]);
+        assert_eq!(out.captures.len(), 2);
+        assert_eq!(out.captures[0].inputs_npz.as_deref(), Some(done.as_path()));
+        let g = &out.captures[1];
+        assert_eq!(g.inputs_npz, None);
+        assert_eq!(
+            g.skipped,
+            ["inputs not saved: the program ended before g-1.inputs.npz was written"]
+        );
+        assert!(
+            !part.exists(),
+            "its writer, if still at work, leaves nothing"
         );
     }
 }

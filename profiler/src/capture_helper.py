@@ -1,7 +1,9 @@
 # port's capture bootstrap: runs the app as __main__ in the one sampled run and,
 # for the first call of each of the app's own functions, records the argument
-# types, saves the inputs (as np.savez does) and, when the call returns, the array
-# arguments as they are then plus the return value. Shipped inside the port
+# types, saves the inputs (as np.savez does) and, when the call returns, the
+# return value's type. (Nothing after the call is saved: verification runs the
+# original again on the inputs, so outputs would be bytes written for no one.)
+# Shipped inside the port
 # binary and run as `python -c BOOTSTRAP APP ARGS...` with its settings as JSON
 # in $PORT_CAPTURE_CONFIG:
 #   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
@@ -92,6 +94,8 @@ def _port_capture():
         "hook_s": None,
         "capture_s": 0.0,  # spent recording calls in the app: describing, copying, the manifest
         "write_s": 0.0,  # spent by the writer thread saving .npz files
+        "drain_s": 0.0,  # spent at exit waiting for the writers
+        "forked_writes": 0,  # .npz files written by a forked writer
     }
     MAX_ATTEMPTS = 3
     SKIP = 0
@@ -123,6 +127,14 @@ def _port_capture():
             state["numpy_checked"] = ok
         return state["numpy_checked"]
 
+    def npy_header(descr, fortran, shape):
+        """The .npy header np.save writes (format 1.0, padded to 64 bytes)."""
+        import struct
+
+        header = "{'descr': %r, 'fortran_order': %r, 'shape': %r, }" % (descr, fortran, shape)
+        header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1")
+
     def npy_number(v):
         """The .npy file np.save(np.asarray(v)) writes for a Python number,
         made without NumPy; None where NumPy would make an object array."""
@@ -141,70 +153,196 @@ def _port_capture():
             descr, data = e + "c16", struct.pack(e + "dd", v.real, v.imag)
         else:
             return None
-        header = "{'descr': '%s', 'fortran_order': False, 'shape': (), }" % descr
-        header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
-        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+        return npy_header(descr, False, ()) + data
+
+    def npy_parts(v, np):
+        """The .npy file np.save writes for v, as (header, data): data is the
+        array's own memory where it is contiguous (no copy)."""
+        if np is None:
+            return v, b""
+        a = np.asarray(v)
+        if a.dtype.hasobject:  # never saved (see saveable)
+            raise TypeError("object array")
+        fortran = a.ndim > 1 and not a.flags.c_contiguous and a.flags.f_contiguous
+        body = a.T if fortran else np.ascontiguousarray(a)
+        header = npy_header(np.lib.format.dtype_to_descr(a.dtype), fortran, tuple(int(n) for n in a.shape))
+        return header, body.reshape(-1).view(np.uint8)
 
     def savez(path, arrays, np):
-        """np.savez(path, **arrays); without NumPy, the same file from the
-        .npy files of npy_number: a zip archive, its members stored, as
-        np.savez writes it (they are small: no Zip64)."""
-        if np is not None:
-            np.savez(path, **arrays)
-            return
-        import binascii
+        """The file np.savez(path, **arrays) writes: a zip archive of .npy
+        members, stored (they are under the 256 MiB cap: no Zip64). Written
+        here, not by np.savez: its zipfile copies each array in 16 MB pieces
+        through Python, at a third of the speed of writing the array's own
+        memory; and the app need not import zipfile. Without NumPy the
+        members are npy_number's files."""
         import struct
+
+        try:
+            from zlib import crc32  # without the GIL on large buffers
+        except ImportError:
+            from binascii import crc32
 
         central = []
         with open(path, "wb") as f:
-            for name, data in arrays.items():
+            for name, value in arrays.items():
+                header, data = npy_parts(value, np)
+                size = len(header) + len(data)
                 n = (name + ".npy").encode("utf-8")
                 flags = 0 if n.isascii() else 0x800  # UTF-8 names
-                crc = binascii.crc32(data)
+                crc = crc32(data, crc32(header)) & 0xFFFFFFFF
                 # version 2.0, stored, 1980-01-01 00:00
-                fields = (20, flags, 0, 0, 0x21, crc, len(data), len(data), len(n))
+                fields = (20, flags, 0, 0, 0x21, crc, size, size, len(n))
                 central.append(
                     struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, *fields, 0, 0, 0, 0, 0, f.tell()) + n
                 )
-                f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + n + data)
+                f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + n + header)
+                f.write(data)
             start = f.tell()
             f.write(b"".join(central))
             size = f.tell() - start
             f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
 
-    # The .npz files are written off the app's thread. When a call begins or
-    # ends, its arrays are copied (at memory speed, so the app can go on
-    # changing them) and one writer thread saves them: np.savez spends its
-    # time in zlib's crc32 and in write(), both without the GIL, so on a
-    # second core a 200 MB snapshot costs the app the copy, not the write.
-    # A record names its file only once the file is complete (a crash leaves
-    # no half-written file in the manifest); at exit the writer is drained
-    # before the last manifest is written. A forked child saves on its own
-    # thread, as does a Python that cannot start one.
+    # Large .npz files are written off the app's thread, from a snapshot of
+    # the arrays as the call began (the app may change them right after):
+    #
+    # - On Linux, a forked process writes them (fork_writer): its memory is
+    #   the app's, copy-on-write, so the snapshot costs a fork (a millisecond
+    #   or two) and the pages the app writes while the file is written,
+    #   where a copy would cost every byte, in fresh pages, on the app's
+    #   thread. The record names the file at once; the writer writes
+    #   FILE.part and renames it when complete (port takes a named file that
+    #   does not exist as not saved).
+    # - Elsewhere, or where a fork is unwise (a process of several GB, whose
+    #   page tables alone would cost more than a copy; a library that warns
+    #   at a fork), the arrays are copied and one writer thread saves them:
+    #   savez spends its time in zlib's crc32 and in write(), both without
+    #   the GIL. A record names its file once the file is complete.
+    #
+    # At exit every writer is waited for before the last manifest is
+    # written. A forked child of the app saves on its own thread.
     import _thread
 
     # Below this a file is written at once: a thread would cost an app of
-    # many small calls more in GIL hand-overs (zipfile's own Python code)
+    # many small calls more in GIL hand-overs (savez's own Python code)
     # than the write itself, a few milliseconds.
     SYNC_BYTES = 4 << 20
     pending = []  # (rec, key, path, arrays, np), oldest first
-    inputs_kept = {}  # id(rec) -> the copies of its inputs, until the call ends
     wlock = _thread.allocate_lock()  # pending, and taking or giving up idle
     idle = _thread.allocate_lock()  # held while the writer runs
     mlock = _thread.allocate_lock()  # one manifest write at a time
 
+    FORK = sys.platform.startswith("linux") and hasattr(os, "fork")
+    FORK_MAX_RSS = 4 << 30
+    # Libraries that warn (on the app's stderr) when the process forks.
+    FORK_AVERSE = ("jax", "tensorflow")
+    writers = []  # (pipe, rec, key, path) of forked writers not waited for
+
+    def resident_bytes():
+        try:
+            with open("/proc/self/statm", "rb") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def fork_writer(rec, key, path, arrays, np):
+        """savez(path, arrays, np) in a forked process, rec[key] = path at
+        once; False where it does not fork. The fork's first child forks
+        the writer and ends at once, so the app's own os.wait() never meets
+        either; the writer holds a pipe's write end, and its end of file
+        tells drain that the writer is done."""
+        rss = resident_bytes()
+        if not FORK or rss is None or rss > FORK_MAX_RSS:
+            return False
+        if any(m in sys.modules for m in FORK_AVERSE):
+            return False
+        import struct  # noqa: F401 (what the writer imports, imported before the fork)
+        import warnings
+        from zlib import crc32  # noqa: F401
+
+        if np is not None:
+            np.lib.format.dtype_to_descr  # noqa: B018 (loaded before the fork)
+
+        r, w = os.pipe()
+        try:
+            with warnings.catch_warnings():
+                # 3.12+: "This process is multi-threaded, use of fork() may
+                # lead to deadlocks in the child." The writer takes no lock
+                # another thread could hold: no import, no I/O object of the
+                # app's, malloc (fork-safe in glibc) and the GIL (reset).
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except Exception:
+            os.close(r)
+            os.close(w)
+            return False
+        if pid == 0:
+            try:
+                if os.fork() == 0:
+                    import _signal
+
+                    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+                    # Nothing of the app's stays open here: a pipe the app
+                    # closes reaches end of file when it does.
+                    os.closerange(3, w)
+                    os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
+                    t0 = time.perf_counter()
+                    part = path + ".part"
+                    try:
+                        savez(part, arrays, np)
+                        os.replace(part, path)
+                        note = "ok %f" % (time.perf_counter() - t0)
+                    except BaseException as e:
+                        note = "%s not saved: %s" % (os.path.basename(path), e)
+                        try:
+                            os.remove(part)
+                        except OSError:
+                            pass
+                    os.write(w, note.encode("utf-8", "replace"))
+            finally:
+                os._exit(0)
+        os.close(w)
+        try:
+            os.waitpid(pid, 0)  # the first child, gone at once
+        except OSError:
+            pass
+        writers.append((r, rec, key, path))
+        rec[key] = path
+        state["forked_writes"] += 1
+        return True
+
+    def wait_writer(entry):
+        """Waits for a forked writer; a failure is said in the record."""
+        r, rec, key, path = entry
+        chunks = []
+        try:
+            while True:
+                b = os.read(r, 4096)
+                if not b:
+                    break
+                chunks.append(b)
+        finally:
+            os.close(r)
+        note = b"".join(chunks).decode("utf-8", "replace")
+        if note.startswith("ok "):
+            state["write_s"] += float(note[3:])
+            return
+        if rec.get(key) == path:
+            rec[key] = None
+        rec["skipped"].append(note or "%s not saved: its writer ended early" % os.path.basename(path))
+
     def save(rec, key, path, arrays, np):
-        """savez(path, arrays, np), then rec[key] = path: later, on the
-        writer thread, from copies of the arrays; returns the copies (None
-        when written at once)."""
+        """savez(path, arrays, np), then rec[key] = path: at once when small,
+        else from a snapshot, by a forked writer or the writer thread."""
         small = np is None or sum(getattr(a, "nbytes", 16) for a in arrays.values()) < SYNC_BYTES
         if small or os.getpid() != main_pid:
             savez(path, arrays, np)
             rec[key] = path
-            return None
+            return
+        if fork_writer(rec, key, path, arrays, np):
+            return
         copies = {}
         for n, a in arrays.items():
-            copies[n] = a.copy(order="K") if isinstance(a, np.ndarray) else a
+            copies[n] = a.copy(order="A") if isinstance(a, np.ndarray) else a
         with wlock:
             pending.append((rec, key, path, copies, np))
             running = idle.locked()
@@ -215,7 +353,6 @@ def _port_capture():
                 _thread.start_new_thread(write_pending, ())
             except Exception:
                 write_pending()
-        return copies
 
     def write_pending():
         while True:
@@ -244,8 +381,12 @@ def _port_capture():
     def drain():
         """Waits until every .npz file asked for is written."""
         if os.getpid() == main_pid:
+            t0 = time.perf_counter()
+            while writers:
+                wait_writer(writers.pop(0))
             idle.acquire()
             idle.release()
+            state["drain_s"] += time.perf_counter() - t0
 
     def type_name(v):
         t = type(v)
@@ -326,7 +467,7 @@ def _port_capture():
             return
         with mlock:  # the app's thread and the writer's
             doc = {
-                "schema": "port-capture/2",
+                "schema": "port-capture/3",
                 "python": sys.executable,
                 "captures": captures,
                 "warnings": warnings,
@@ -336,6 +477,8 @@ def _port_capture():
                 "hook_s": state["hook_s"],
                 "capture_s": round(state["capture_s"], 4),
                 "write_s": round(state["write_s"], 4),
+                "drain_s": round(state["drain_s"], 4),
+                "forked_writes": state["forked_writes"],
             }
             tmp = os.path.join(out_dir, "manifest.json.tmp")
             with open(tmp, "w") as f:
@@ -421,8 +564,6 @@ def _port_capture():
             "returns": None,
             "returns_alias": None,
             "inputs_npz": None,
-            "outputs_npz": None,
-            "unchanged": [],
             "skipped": [],
             "truncated": False,
             "returned": False,
@@ -446,64 +587,38 @@ def _port_capture():
             remove_npz(target.rec)
         target.rec = rec
         if arrays:
-            kept = save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
-            if kept:
-                inputs_kept[id(rec)] = kept
+            save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
         write_manifest()
         return rec, dict((n, values.get(n)) for n in names), np
 
     def remove_npz(rec):
-        for k in ("inputs_npz", "outputs_npz"):
-            p = rec.get(k)
-            if p:
-                try:
-                    os.remove(p)
-                except OSError:
-                    pass
+        p = rec.get("inputs_npz")
+        for entry in [e for e in writers if e[1] is rec]:
+            writers.remove(entry)
+            wait_writer(entry)  # else its file would appear after this
+        if p:
+            try:
+                os.remove(p)
+            except OSError:
+                pass
 
     @timed
     def finish(target, rec, values, np, result, raised):
         np = np or numpy()  # imported by the call itself
         target.busy = False
-        if raised:
-            inputs_kept.pop(id(rec), None)
         rec["skipped"].remove("the call had not returned when the program ended")
         if raised:
-            rec["skipped"].append("every captured call raised an exception; outputs not saved")
+            rec["skipped"].append("every captured call raised an exception; its return type is unknown")
             if target.attempts >= MAX_ATTEMPTS:
                 complete(target)
             write_manifest()
             return
         rec["returned"] = True
         rec["returns"] = describe(result, np)
-        arrays = {}
-        before = inputs_kept.pop(id(rec), None) or {}
-        for n, v in values.items():
-            if np is not None and isinstance(v, np.ndarray):
-                # An argument the call left as it was is named, not saved
-                # again: its value after the call is its input.
-                b = before.get(n)
-                if b is not None and b.shape == v.shape and b.dtype == v.dtype and np.array_equal(b, v):
-                    rec["unchanged"].append(n)
-                    continue
-                arr = saveable(n, v, np, rec, "output")
-                if arr is not None:
-                    arrays[n] = arr
-        results = result if isinstance(result, tuple) else (result,)
-        for i, r in enumerate(results):
-            if r is None:
-                continue
-            # Returning an argument (in-place update): say which, save it once.
-            alias = next((n for n, v in values.items() if v is r), None)
-            if alias is not None and len(results) == 1:
-                rec["returns_alias"] = alias
-                continue
-            name = "__return__" if len(results) == 1 else "__return__%d" % i
-            arr = saveable(name, r, np, rec, "output")
-            if arr is not None:
-                arrays[name] = arr
-        if arrays:
-            save(rec, "outputs_npz", os.path.join(out_dir, rec["stem"] + ".outputs.npz"), arrays, np)
+        # Returning an argument (an array updated in place, say): which one.
+        alias = next((n for n, v in values.items() if v is result), None)
+        if result is not None and alias is not None:
+            rec["returns_alias"] = alias
         complete(target)
         write_manifest()
 
@@ -602,7 +717,7 @@ def _port_capture():
             except Exception as e:
                 target.busy = False
                 complete(target)
-                warnings.append("%s: saving outputs failed: %s" % (rec["function"], e))
+                warnings.append("%s: recording the return failed: %s" % (rec["function"], e))
             if target.key in done:
                 codes[frame.f_code] = SKIP
 
@@ -685,7 +800,7 @@ def _port_capture():
                 if note in rec["skipped"] and state["stopped"] != "program ended":
                     rec["skipped"].remove(note)
                     rec["skipped"].append(
-                        "the capture hook stopped (%s) before the call returned; outputs not saved"
+                        "the capture hook stopped (%s) before the call returned; its return type is unknown"
                         % state["stopped"]
                     )
             active.clear()
@@ -897,7 +1012,7 @@ def _port_capture():
                     except Exception as e:
                         target.busy = False
                         done.add(target.key)
-                        warnings.append("%s: saving outputs failed: %s" % (rec["function"], e))
+                        warnings.append("%s: recording the return failed: %s" % (rec["function"], e))
                     if target.key not in done and state["stopped"] is None:
                         # The call raised: the next one is captured instead.
                         f.__code__ = entry[1]
@@ -1119,7 +1234,9 @@ def _port_capture():
         try:
             with open(app, "rb") as f:
                 if b"numpy" in f.read():
-                    import numpy  # noqa: F401
+                    # Not `import numpy`: that would bind `numpy` here, in
+                    # place of the function of that name.
+                    __import__("numpy")
         except Exception:
             pass
         expect_file(realpath(app))

@@ -32,10 +32,10 @@
 //!    argv, `sys.path[0]`, exit status and traceback; the sampler drops the
 //!    bootstrap's root frame. The first call of each function in the app's
 //!    directory is recorded: argument types (ndarray dtype, ndim, shape,
-//!    contiguity; scalar types; other type names), the inputs as an `.npz` and,
-//!    when the call returns, the arrays after the call and the return value as
-//!    another `.npz` (a returned argument is named, not saved twice), into
-//!    `capture_dir`, rewriting `manifest.json` (`"schema": "port-capture/2"`)
+//!    contiguity; scalar types; other type names), the inputs as an `.npz`
+//!    and, when the call returns, the return value's type (and which argument
+//!    it is, if it is one), into `capture_dir` (nothing after the call is
+//!    saved: verification runs the original again on the inputs), rewriting `manifest.json` (`"schema": "port-capture/3"`)
 //!    after each, so a crash or `os._exit` keeps what was captured. A call that
 //!    raises is retried on the next call, up to three. How a first call is
 //!    caught costs nothing once it is: on Python 3.12+ a `sys.monitoring` start

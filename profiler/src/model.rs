@@ -162,21 +162,16 @@ pub struct Capture {
     /// The return value's type, when the call returned normally.
     pub returns: Option<ArgKind>,
     /// The argument the call returned (the same object, e.g. an array updated
-    /// in place); its after-call value in `outputs_npz` is the return value.
+    /// in place).
     #[serde(default)]
     pub returns_alias: Option<String>,
-    /// `np.savez` file with the array and scalar arguments as they were at the call.
+    /// `np.savez` file with the array and scalar arguments as they were at the
+    /// call. Nothing after the call is saved: verification calls the original
+    /// again on these inputs.
     pub inputs_npz: Option<PathBuf>,
-    /// `np.savez` file with the array arguments after the call and the return value
-    /// (`__return__`, or `__return__0`, `__return__1`, … for a tuple).
-    pub outputs_npz: Option<PathBuf>,
-    /// Array arguments the call left as they were: not in `outputs_npz`,
-    /// their value after the call is the one in `inputs_npz`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unchanged: Vec<String>,
-    /// Why an argument or output was not saved, one line each.
+    /// Why an argument was not saved, or the return type is unknown, one line each.
     pub skipped: Vec<String>,
-    /// An argument or output was left out because the capture cap was reached.
+    /// An argument was left out because the capture cap was reached.
     #[serde(default)]
     pub truncated: bool,
 }

@@ -43,8 +43,10 @@ const IMMEDIATE_RETRIES: u32 = 3;
 /// Grace between SIGTERM and SIGKILL when the app has to be stopped.
 pub const TERMINATE_GRACE: Duration = Duration::from_secs(2);
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
-/// How often the watching thread wakes up when no stacks arrive.
-const WATCH_INTERVAL: Duration = Duration::from_millis(10);
+/// How often the watching thread wakes up when no stacks arrive: the app's
+/// exit is seen within this (a `waitpid` each time, a microsecond), and port
+/// ends that much after the app.
+const WATCH_INTERVAL: Duration = Duration::from_millis(2);
 
 pub struct SamplerSettings {
     pub rate_hz: u64,

@@ -29,6 +29,28 @@ pub fn venv_python() -> PathBuf {
     py
 }
 
+/// A Python 3.12+ with numpy, whose capture catches first calls with
+/// `sys.monitoring` (the venv's Python may be older and use trampolines):
+/// `.venv-monitoring`, which `scripts/setup.sh --oracle` makes where the
+/// machine has such a Python, else the venv's own when it is 3.12+.
+pub fn monitoring_python() -> Option<PathBuf> {
+    let is_312 = |py: &Path| {
+        std::process::Command::new(py)
+            .args([
+                "-c",
+                "import sys, numpy; sys.exit(sys.version_info < (3, 12))",
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    [
+        repo().join(".venv-monitoring/bin/python"),
+        repo().join(".venv/bin/python"),
+    ]
+    .into_iter()
+    .find(|py| py.exists() && is_312(py))
+}
+
 /// Options for a test run: venv Python, 200 Hz, capture into a fresh temp dir,
 /// a private stop signal (no process-wide Ctrl-C handler).
 pub fn options(app: &str, args: &[&str], captures: &Path) -> ProfileOptions {
