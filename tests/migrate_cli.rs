@@ -148,6 +148,40 @@ fn parameters_left_to_their_defaults_are_refused_naming_them() {
 }
 
 #[test]
+fn a_refusal_lists_no_guess_of_the_analysis_that_the_planner_contradicts() {
+    // The analysis planned `positions` with a guessed float64 `n`, and so
+    // found `np.zeros(count)` not an integer size; the real int64 `n`
+    // refutes that: only the recurrence stands.
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "positions",
+            &f,
+            "--signature",
+            "int64",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let reasons = j["reasons"].as_array().unwrap();
+    assert!(
+        reasons[0]["message"].as_str().unwrap().contains("PORT204"),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r["message"].as_str().unwrap().contains("PORT214")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
 fn a_recurrence_is_refused_with_its_line() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/refused.py");

@@ -796,7 +796,8 @@ mod dtypes {
 
 /// Idioms around the array code (fixtures/migrate/programs_idioms.py):
 /// `np.asarray` of the arguments, `np.empty(image.shape[:2])`, a parallel
-/// loop that counts down.
+/// loop that counts down, loops over an array's rows (`enumerate`) or
+/// elements (a host loop over complex points).
 mod idioms {
     use super::verified;
 
@@ -805,7 +806,39 @@ mod idioms {
         power_spectrum: "float64[:], float32[:]",
         luminance: "float64[:,:,:]",
         reverse_scaled: "float64[:], float64",
+        resolvent_sum: "complex128[:], complex128[:,:], complex128[:,:]",
+        row_norms: "float64[:,:]",
+        row_peaks: "float64[:,:]",
     }
+}
+
+/// Rows walked with `enumerate` (check_mask of numpy-benchmarks, rewritten):
+/// records of a flag and bits, the required bits one shorter than a row.
+#[test]
+fn flagged_records_over_enumerated_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = common::repo().join(".venv/bin/python");
+    let o = Command::new(py)
+        .arg("-c")
+        .arg(
+            "import numpy as np; rng = np.random.default_rng(0)\n\
+             records = rng.integers(0, 2, size=(500, 4))\n\
+             hits = (records[:, 0] == 1) & (records[:, 1] == 1) & (records[:, 3] == 1)\n\
+             assert 0 < hits.sum() < 500, 'some records pass, not all'\n\
+             np.savez('inputs.npz', records=records, required=np.array([1, 0, 1]))",
+        )
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    verified_in(
+        &tmp,
+        "migrate/programs_idioms.py",
+        "flagged_records",
+        "int64[:,:], int64[:]",
+        &["--inputs", "inputs.npz"],
+        "given",
+    );
 }
 
 /// NumPy's ufuncs called by name and their `.outer` forms
@@ -835,6 +868,7 @@ mod complex {
     program_in! {
         "migrate/programs_complex.py";
         dft: "complex128[:]",
+        nearest_symbol: "complex128[:], complex128[:]",
         cross_spectrum: "complex128[:], complex128[:]",
         modulate_c64: "complex64[:], float64, float32[:]",
         beamform: "complex128[:,:], complex128[:]",

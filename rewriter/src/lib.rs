@@ -165,7 +165,11 @@ pub fn plan_parsed(
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
     let found = source::find(src, req.function)?;
-    let def = found.def;
+    // `for v in x` and `for i, v in enumerate(x)` as the index loops the
+    // rewrites take.
+    let mut desugared = found.def.clone();
+    pyast::desugar_element_loops(&mut desugared.body);
+    let def = &desugared;
     let names: Vec<String> = def
         .args
         .args
@@ -335,9 +339,18 @@ pub fn plan_parsed(
         Ok(l) => l,
         Err(reason) => {
             let first = *reason;
+            // The analysis' other findings, but not its guesses of what
+            // port's rewrites take (PORT205/206/212) nor its own planning
+            // with assumed types (PORT214): this planning, with the real
+            // types, is the word on those, and it stopped at `first`.
+            let planner_decides = |r: &Reason| {
+                ["PORT205 ", "PORT206 ", "PORT212 ", "PORT214 "]
+                    .iter()
+                    .any(|c| r.message.starts_with(c))
+            };
             let mut all: Vec<Reason> = nopython
                 .into_iter()
-                .filter(|n| n.line != first.line)
+                .filter(|n| n.line != first.line && !planner_decides(n))
                 .collect();
             all.insert(0, first);
             return Ok(PlanOutcome::Refused(all));

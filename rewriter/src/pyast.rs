@@ -409,3 +409,193 @@ pub fn walk_body_exprs_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Expr) -> bo
         }
     }
 }
+
+/// Loops over an array's elements or rows, rewritten as the index loops
+/// the rewrites take, everywhere in `body`:
+///
+/// - `for v in x:` becomes `for v_i in range(len(x)): v = x[v_i]`;
+/// - `for i, v in enumerate(x):` becomes `for i in range(len(x)): v = x[i]`.
+///
+/// Python's meaning is kept where `x` is a name the loop's body never
+/// rebinds: iterating an array reads row `k` when iteration `k` begins, as
+/// `x[k]` does (a row is a view either way). Other loops are left as they
+/// are, for the rewrites to take or refuse. The new nodes carry the ranges
+/// of the code they stand for (the target, the iterable), so lines and
+/// messages point at what the user wrote.
+pub fn desugar_element_loops(body: &mut [Stmt]) {
+    for s in body.iter_mut() {
+        if let Stmt::For(f) = s {
+            desugar_for(f);
+        }
+        match s {
+            Stmt::For(f) => {
+                desugar_element_loops(&mut f.body);
+                desugar_element_loops(&mut f.orelse);
+            }
+            Stmt::While(w) => {
+                desugar_element_loops(&mut w.body);
+                desugar_element_loops(&mut w.orelse);
+            }
+            Stmt::If(i) => {
+                desugar_element_loops(&mut i.body);
+                desugar_element_loops(&mut i.orelse);
+            }
+            Stmt::With(w) => desugar_element_loops(&mut w.body),
+            Stmt::Try(t) => {
+                desugar_element_loops(&mut t.body);
+                desugar_element_loops(&mut t.orelse);
+                desugar_element_loops(&mut t.finalbody);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn desugar_for(f: &mut ast::StmtFor) {
+    use rustpython_parser::ast::Ranged;
+    let name = |id: &str, range, ctx| {
+        Expr::Name(ast::ExprName {
+            range,
+            id: ast::Identifier::new(id),
+            ctx,
+        })
+    };
+    // (index name, the element's target, the iterable's name)
+    let (index, element, seq) = match f.iter.as_ref() {
+        Expr::Name(x) => {
+            let Expr::Name(v) = f.target.as_ref() else {
+                return;
+            };
+            let mut index = format!("{}_i", v.id);
+            while body_mentions(&f.body, &index) || index == x.id.as_str() {
+                index.push('_');
+            }
+            (index, f.target.as_ref().clone(), x.clone())
+        }
+        Expr::Call(c)
+            if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "enumerate")
+                && c.keywords.is_empty() =>
+        {
+            let ([Expr::Name(x)], Expr::Tuple(t)) = (c.args.as_slice(), f.target.as_ref()) else {
+                return;
+            };
+            let [Expr::Name(i), element] = t.elts.as_slice() else {
+                return;
+            };
+            if target_names(element)
+                .iter()
+                .any(|n| n == x.id.as_str() || *n == i.id.as_str())
+            {
+                return;
+            }
+            (i.id.to_string(), element.clone(), x.clone())
+        }
+        _ => return,
+    };
+    if names_rebound(&f.body).contains(seq.id.as_str()) {
+        return;
+    }
+    let (it, tg) = (f.iter.range(), f.target.range());
+    let call = |func: &str, arg: Expr| {
+        Expr::Call(ast::ExprCall {
+            range: it,
+            func: Box::new(name(func, it, ast::ExprContext::Load)),
+            args: vec![arg],
+            keywords: vec![],
+        })
+    };
+    let seq_load = || name(seq.id.as_str(), seq.range, ast::ExprContext::Load);
+    let read = Stmt::Assign(ast::StmtAssign {
+        range: tg,
+        targets: vec![element],
+        value: Box::new(Expr::Subscript(ast::ExprSubscript {
+            range: tg,
+            value: Box::new(seq_load()),
+            slice: Box::new(name(&index, tg, ast::ExprContext::Load)),
+            ctx: ast::ExprContext::Load,
+        })),
+        type_comment: None,
+    });
+    *f.iter = call("range", call("len", seq_load()));
+    *f.target = name(&index, tg, ast::ExprContext::Store);
+    f.body.insert(0, read);
+}
+
+#[cfg(test)]
+mod tests {
+    use rustpython_parser::ast::{self, Stmt};
+    use rustpython_parser::Parse;
+
+    /// The loops of `code` after [`super::desugar_element_loops`], as
+    /// `target in iterable` with the body's first statement.
+    fn desugared(code: &str) -> Vec<String> {
+        let mut body = ast::Suite::parse(code, "<test>").unwrap();
+        super::desugar_element_loops(&mut body);
+        let mut out = Vec::new();
+        super::walk_stmts(&body, &mut |s| {
+            if let Stmt::For(f) = s {
+                let text = |e: &ast::Expr| match e {
+                    ast::Expr::Name(n) => n.id.to_string(),
+                    ast::Expr::Call(c) => format!("call/{}", c.args.len()),
+                    ast::Expr::Tuple(t) => format!("tuple/{}", t.elts.len()),
+                    _ => "other".into(),
+                };
+                let first = match f.body.first() {
+                    Some(Stmt::Assign(a)) => match (&a.targets[0], a.value.as_ref()) {
+                        (ast::Expr::Name(t), ast::Expr::Subscript(s)) => {
+                            format!("{} = {}[…]", t.id, text(&s.value))
+                        }
+                        _ => "assign".into(),
+                    },
+                    _ => "other".into(),
+                };
+                out.push(format!("{} in {}: {first}", text(&f.target), text(&f.iter)));
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn element_loops_become_index_loops_where_python_means_the_same() {
+        assert_eq!(
+            desugared("for v in x:\n    s += v\n"),
+            ["v_i in call/1: v = x[…]"]
+        );
+        assert_eq!(
+            desugared("for i, row in enumerate(x):\n    out[i] = row.sum()\n"),
+            ["i in call/1: row = x[…]"]
+        );
+        // The index name never meets one of the body's.
+        assert_eq!(
+            desugared("for v in x:\n    v_i = v\n"),
+            ["v_i_ in call/1: v = x[…]"]
+        );
+        // Nested loops, each on its own.
+        assert_eq!(
+            desugared("for a in x:\n    for b in a:\n        s += b\n"),
+            ["a_i in call/1: a = x[…]", "b_i in call/1: b = a[…]"]
+        );
+    }
+
+    #[test]
+    fn loops_python_would_run_differently_are_left_alone() {
+        // The body rebinds the iterable: Python goes on over the old object.
+        assert_eq!(
+            desugared("for v in x:\n    x = x * 2\n"),
+            ["v in x: assign"]
+        );
+        // enumerate with a start, or over an expression, or a range.
+        assert_eq!(
+            desugared("for i, v in enumerate(x, 1):\n    s += v\n"),
+            ["tuple/2 in call/2: other"]
+        );
+        assert_eq!(
+            desugared("for v in x + 1:\n    s += v\n"),
+            ["v in other: other"]
+        );
+        assert_eq!(
+            desugared("for i in range(3):\n    s += i\n"),
+            ["i in call/1: other"]
+        );
+    }
+}

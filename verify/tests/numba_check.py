@@ -5,8 +5,9 @@
         every kernel compiles with numba.cuda.compile_ptx (cc 8.0, no GPU);
     NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json
         the patched function, run on Numba's CUDA simulator, gives the
-        original's results on small inputs (every mutated argument and the
-        return value, allclose).
+        original's results (every mutated argument and the return value,
+        allclose) on the inputs the migration was verified on when they
+        were given (`--inputs`), else on small generated ones.
 
 Exit 0 when all is well, 1 with the first problem on stderr.
 """
@@ -152,7 +153,21 @@ def compare(what, expected, actual, rtol, atol):
         raise SystemExit("%s differs at %s: original %r, Numba CUDA simulator %r" % (what, idx, e[idx], a[idx]))
 
 
-def check_sim(original, patched, migration):
+def given_inputs(migration_path, migration, plan):
+    """The arguments of `--inputs` (the migration's `inputs_npz`, relative
+    to the project holding .port/), or None."""
+    p = migration.get("inputs_npz")
+    if not p:
+        return None
+    if not os.path.isabs(p):
+        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(migration_path))))
+        p = os.path.join(project, p)
+    d = np.load(p)
+    # Numbers as Python numbers, as port passes them (NumPy weak scalars).
+    return [d[n] if d[n].ndim else d[n].item() for n in migration_params(plan)]
+
+
+def check_sim(original, patched, migration, migration_path):
     from numba import config
     if not config.ENABLE_CUDASIM:
         raise SystemExit("set NUMBA_ENABLE_CUDASIM=1")
@@ -161,7 +176,9 @@ def check_sim(original, patched, migration):
     orig = getattr(load(original, "_port_original"), name)
     new = getattr(load(patched, "_port_patched"), name)
     rng = np.random.default_rng(2020)
-    args = make_inputs(plan, rng)
+    args = given_inputs(migration_path, migration, plan)
+    if args is None:
+        args = make_inputs(plan, rng)
     if plan["kind"] == "ufunc":
         otypes = [np.dtype(t) for t in plan["ufunc_outputs"]]
         orig = np.vectorize(orig, otypes=otypes)
@@ -226,7 +243,7 @@ def main():
             check_ptx(sys.argv[2], json.load(f))
     elif mode == "sim":
         with open(sys.argv[4]) as f:
-            check_sim(sys.argv[2], sys.argv[3], json.load(f))
+            check_sim(sys.argv[2], sys.argv[3], json.load(f), sys.argv[4])
     else:
         raise SystemExit("usage: numba_check.py ptx|sim ...")
 

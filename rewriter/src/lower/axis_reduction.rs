@@ -327,15 +327,54 @@ impl Lowerer<'_> {
                     av.ndim()
                 ),
             ),
-            AxisOp::ArgMax | AxisOp::ArgMin => refuse(
+            AxisOp::ArgMax | AxisOp::ArgMin if r.kind == RegionKind::Host => refuse(
                 NAME,
                 line,
                 format!(
-                    "`{}` of a whole 1-D array (a parallel arg-reduction) is not supported yet",
+                    "`{}` of a whole 1-D array at host level (a parallel arg-reduction) is not supported yet",
                     op.word()
                 ),
             ),
+            AxisOp::ArgMax | AxisOp::ArgMin => Ok(self.thread_arg_reduction(r, op, &av, line)),
         }
+    }
+
+    /// `np.argmin(v)` / `np.argmax(v)` of a 1-D value inside a kernel: a
+    /// loop of the thread's own, as `np.min` is there.
+    fn thread_arg_reduction(&mut self, r: &mut Region, op: AxisOp, av: &ArrVal, line: u32) -> Val {
+        let best = self.local_temp(r, "best");
+        let at = self.local_temp(r, &format!("{}_at", op.word()));
+        let red = if op == AxisOp::ArgMax {
+            RedOp::Max
+        } else {
+            RedOp::Min
+        };
+        r.push(let_(&best, av.elem, identity(red, av.elem)));
+        r.push(let_(&at, ScalarType::I64, i64(0)));
+        let mut seen: Vec<&Expr> = vec![&av.body];
+        seen.extend(av.shape.iter());
+        let vars = self.loop_vars(r, 1, 1, &seen);
+        let x = self.local_temp(r, "x");
+        let update = vec![
+            let_(
+                &x,
+                av.elem,
+                array_expr::tidy(&array_expr::at_vars(&av.body, &vars)),
+            ),
+            if_(
+                arg_better(op, var(&x), var(&best), av.elem),
+                vec![assign(&best, var(&x)), assign(&at, var(&vars[0]))],
+                vec![],
+            ),
+        ];
+        for s in array_expr::element_loops(&vars, &av.shape, update) {
+            r.push(s);
+        }
+        self.log.applied(
+            NAME,
+            format!("`{}` as a thread-private loop (line {line})", op.word()),
+        );
+        Val::scalar(var(&at), ScalarType::I64)
     }
 
     /// The kernel of one reduction along `axes`: a new device array of the
@@ -408,10 +447,10 @@ impl Lowerer<'_> {
         let (init, update, result): (Vec<Stmt>, Vec<Stmt>, Expr) = match op {
             AxisOp::ArgMax | AxisOp::ArgMin => {
                 let best = self.fresh("best");
-                let (red, cmpop) = if op == AxisOp::ArgMax {
-                    (RedOp::Max, CmpOp::Gt)
+                let red = if op == AxisOp::ArgMax {
+                    RedOp::Max
                 } else {
-                    (RedOp::Min, CmpOp::Lt)
+                    RedOp::Min
                 };
                 let a = axes[0];
                 (
@@ -420,7 +459,7 @@ impl Lowerer<'_> {
                         let_(&acc, ScalarType::I64, i64(0)),
                     ],
                     vec![if_(
-                        cmp(cmpop, x.clone(), var(&best)),
+                        arg_better(op, x.clone(), var(&best), av.elem),
                         vec![assign(&best, x.clone()), assign(&acc, var(&vars[a]))],
                         vec![],
                     )],
@@ -689,4 +728,29 @@ fn with_unit_dim(v: &ArrVal, at: usize) -> ArrVal {
     let mut shape = v.shape.clone();
     shape.insert(at, i64(1));
     v.reindexed(shape, &idx)
+}
+
+/// Whether `x` takes the place of `best` in `np.argmin`/`np.argmax`: it is
+/// smaller (larger), the first of equals staying; a NaN wins over a number,
+/// and the first NaN stays, as NumPy returns the first NaN's index.
+fn arg_better(op: AxisOp, x: Expr, best: Expr, elem: ScalarType) -> Expr {
+    let cmpop = if op == AxisOp::ArgMax {
+        CmpOp::Gt
+    } else {
+        CmpOp::Lt
+    };
+    let better = cmp(cmpop, x.clone(), best.clone());
+    if !elem.is_float() {
+        return better;
+    }
+    let nan = |e: Expr| cmp(CmpOp::Ne, e.clone(), e);
+    binary(
+        port_codegen::ir::BinOp::Or,
+        better,
+        binary(
+            port_codegen::ir::BinOp::And,
+            nan(x),
+            cmp(CmpOp::Eq, best.clone(), best),
+        ),
+    )
 }

@@ -353,6 +353,7 @@ impl Lowerer<'_> {
             .cloned()
             .collect();
         fold_returns(&mut body);
+        pyast::desugar_element_loops(&mut body);
         let mut ret: Option<(ast::Expr, TextRange)> = None;
         if let Some(ast::Stmt::Return(rs)) = body.last() {
             let rng = rs.range();
