@@ -1116,6 +1116,32 @@ mod shapes {
             stderr(&o)
         );
     }
+
+    /// `np.tile` and `np.repeat` as element templates: a periodic pairwise
+    /// offset matrix (numpy-benchmarks' periodic_dist), and an upsampled
+    /// image with its tiled and flattened repeats.
+    #[test]
+    fn tiled_and_repeated_arrays_are_templates() {
+        verified(
+            "migrate/programs_shapes.py",
+            "periodic_offsets",
+            "float64[:], float64",
+            &[],
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        npz(tmp.path(), "img=rng.random((5, 7)), k=np.int64(3)");
+        let j = verified_in(
+            &tmp,
+            "migrate/programs_shapes.py",
+            "upsample_blocks",
+            "float64[:,:], int64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        let log = j["rewrites"].to_string();
+        assert!(log.contains("`np.tile` as an element template"), "{log}");
+        assert!(log.contains("`np.repeat` as an element template"), "{log}");
+    }
 }
 
 /// float64 results judged against an extended-precision run of the

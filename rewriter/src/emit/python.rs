@@ -502,6 +502,17 @@ impl Printer {
                     BinOp::Add => ("+", 10),
                     BinOp::Sub => ("-", 10),
                     BinOp::Mul => ("*", 11),
+                    // The IR's integer division truncates (C's); Python's
+                    // `//` floors: the magnitudes' quotient, signed.
+                    BinOp::Div if self.ty(a).is_int() => {
+                        let (x, y) = (self.expr(a, 0), self.expr(b, 0));
+                        return (
+                            format!(
+                                "(abs({x}) // abs({y}) * (1 if ({x} < 0) == ({y} < 0) else -1))"
+                            ),
+                            ATOM,
+                        );
+                    }
                     BinOp::Div => ("/", 11),
                     BinOp::FloorDiv => ("//", 11),
                     // The IR's remainder truncates, as C's and `math.fmod`;
@@ -1295,5 +1306,28 @@ mod tests {
         assert_eq!(literal(Literal::F32(0.5)), "float32(0.5)");
         assert_eq!(literal(Literal::F64(2.0)), "2.0");
         assert_eq!(literal(Literal::F64(f64::NEG_INFINITY)), "-math.inf");
+    }
+
+    #[test]
+    fn integer_division_truncates_as_the_ir_says() {
+        let params = [Param {
+            name: "k".into(),
+            ty: Type::Scalar(ScalarType::I64),
+        }];
+        let p = Printer::new(&params);
+        let text = p.expr(&div(var("k"), i64(3)), 0);
+        assert_eq!(
+            text,
+            "(abs(k) // abs(3) * (1 if (k < 0) == (3 < 0) else -1))"
+        );
+        // Floats divide as they are.
+        let f = [Param {
+            name: "x".into(),
+            ty: Type::Scalar(ScalarType::F64),
+        }];
+        assert_eq!(
+            Printer::new(&f).expr(&div(var("x"), f64(2.0)), 0),
+            "x / 2.0"
+        );
     }
 }

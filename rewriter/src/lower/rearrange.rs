@@ -1,4 +1,4 @@
-//! `np.roll` and `np.indices` at host level, as element templates (part of
+//! `np.roll`, `np.indices`, `np.tile` and `np.repeat` at host level, as element templates (part of
 //! **array_expr**; the templates themselves are
 //! [`crate::numpy::rearrange`]'s): the arguments are read with NumPy's
 //! rules and anything else is refused with the construct and its line.
@@ -11,6 +11,10 @@
 //! - `np.indices(dimensions, dtype=int, sparse=False)`: the dense grid of
 //!   shape `(len(dimensions), *dimensions)`, or with `sparse=True` one
 //!   open grid per axis.
+//! - `np.tile(A, reps)`: `reps` an integer or a tuple of them (literals,
+//!   constants or host scalars); `np.repeat(a, repeats, axis=None)` with
+//!   one integer count (not an array of counts) and a constant axis, or
+//!   none (flattened first).
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{Expr, ScalarType};
@@ -37,6 +41,8 @@ impl Lowerer<'_> {
         let out = match name {
             "numpy.roll" => self.roll_call(r, c, line)?,
             "numpy.indices" => self.indices_call(r, c, line)?,
+            "numpy.tile" => self.tile_call(r, c, line)?,
+            "numpy.repeat" => self.repeat_call(r, c, line)?,
             _ => return Ok(None),
         };
         let short = name.trim_start_matches("numpy.");
@@ -205,6 +211,122 @@ impl Lowerer<'_> {
             (true, false) => shifts.into_iter().map(|s| (s, axes[0])).collect(),
         };
         Ok(Val::Array(rearrange::roll(&av, &pairs)))
+    }
+
+    /// An array argument of `what` (`a`), or a refusal naming it.
+    fn array_arg(&mut self, r: &mut Region, a: &ast::Expr, what: &str, line: u32) -> Lower<ArrVal> {
+        match self.expr(r, a)? {
+            Val::Array(av) => Ok(av),
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{what}` of `{}`, which is not an array",
+                    self.src.text_of(a)
+                ),
+            ),
+        }
+    }
+
+    /// A count of `what`: an integer (a literal, a constant or a host
+    /// scalar) as `i64`; a negative literal is refused as NumPy raises.
+    fn count_arg(&mut self, r: &mut Region, e: &ast::Expr, what: &str, line: u32) -> Lower<Expr> {
+        if let Some(Const::Int(k)) = self.src.eval_const(e) {
+            if k < 0 {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{what}`: a negative count ({k}; NumPy raises)"),
+                );
+            }
+            return Ok(i64(k));
+        }
+        match self.expr(r, e)? {
+            Val::Scalar(x, t, _) if t.is_int() => Ok(cast_to(x, t, ScalarType::I64)),
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{what}`: the count `{}` must be an integer (an array of counts is not supported)",
+                    self.src.text_of(e)
+                ),
+            ),
+        }
+    }
+
+    /// `np.tile(A, reps)`.
+    fn tile_call(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let args = self.call_args(c, "np.tile", &["A", "reps"], line)?;
+        let (Some(a), Some(reps)) = (args[0], args[1]) else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.tile` needs an array and `reps`",
+            );
+        };
+        let av = self.array_arg(r, a, "np.tile", line)?;
+        let items: Vec<&ast::Expr> = match reps {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            ast::Expr::List(l) => l.elts.iter().collect(),
+            one => vec![one],
+        };
+        let mut counts = Vec::new();
+        for e in items {
+            counts.push(self.count_arg(r, e, "np.tile", line)?);
+        }
+        // Fewer reps than axes: ones in front, as NumPy pads them.
+        while counts.len() < av.ndim() {
+            counts.insert(0, i64(1));
+        }
+        if counts.len() > port_codegen::ir::MAX_DIMS as usize {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.tile` to more than 4 dimensions",
+            );
+        }
+        Ok(Val::Array(rearrange::tile(&av, &counts)))
+    }
+
+    /// `np.repeat(a, repeats, axis=None)`.
+    fn repeat_call(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let args = self.call_args(c, "np.repeat", &["a", "repeats", "axis"], line)?;
+        let (Some(a), Some(times)) = (args[0], args[1]) else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.repeat` needs an array and `repeats`",
+            );
+        };
+        let av = self.array_arg(r, a, "np.repeat", line)?;
+        let times = self.count_arg(r, times, "np.repeat", line)?;
+        let axis = args[2].filter(
+            |e| !matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None)),
+        );
+        let Some(axis) = axis else {
+            // Flattened first, as NumPy does without an axis.
+            let flat = if av.ndim() == 1 {
+                av
+            } else {
+                reshape(&av, vec![av.size()])
+            };
+            return Ok(Val::Array(rearrange::repeat(&flat, &times, 0)));
+        };
+        let n = av.ndim() as i64;
+        let axis = match self.src.eval_const(axis) {
+            Some(Const::Int(k)) if (-n..n).contains(&k) => (if k < 0 { k + n } else { k }) as usize,
+            _ => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!(
+                        "`np.repeat`: the axis `{}` must be an integer constant within the array's {n} dimensions",
+                        self.src.text_of(axis)
+                    ),
+                )
+            }
+        };
+        Ok(Val::Array(rearrange::repeat(&av, &times, axis)))
     }
 
     /// `np.indices(dimensions, dtype=int, sparse=False)`.

@@ -64,6 +64,58 @@ fn rolled_index(i: Expr, shift: &Expr, n: &Expr) -> Expr {
     )
 }
 
+/// `np.tile(av, reps)`: `reps` (one `i64` per axis, at least as many as
+/// `av` has) repeat the array along each axis; `av` is first given leading
+/// extent-1 axes up to `reps.len()`, as NumPy does. Element `i` along an
+/// axis of extent `n` reads element `i mod n`. A copy, never a view.
+pub fn tile(av: &ArrVal, reps: &[Expr]) -> ArrVal {
+    let d = reps.len();
+    let lead = d - av.ndim();
+    let mut shape = Vec::with_capacity(d);
+    let mut idx = Vec::with_capacity(av.ndim());
+    for (k, rep) in reps.iter().enumerate() {
+        if k < lead {
+            shape.push(rep.clone());
+            continue;
+        }
+        let n = av.shape[k - lead].clone();
+        let once = *rep == i64(1);
+        shape.push(if once {
+            n.clone()
+        } else {
+            tidy(&mul(n.clone(), rep.clone()))
+        });
+        idx.push(if once {
+            var(&ph(k))
+        } else {
+            binary(BinOp::Rem, var(&ph(k)), n)
+        });
+    }
+    let mut out = av.reindexed(shape, &idx);
+    out.computed = true;
+    out
+}
+
+/// `np.repeat(av, times, axis)`: each element along `axis` `times` times
+/// in a row (`times` a non-negative `i64`): element `i` reads `i // times`.
+/// A copy, never a view.
+pub fn repeat(av: &ArrVal, times: &Expr, axis: usize) -> ArrVal {
+    let mut shape = av.shape.clone();
+    shape[axis] = tidy(&mul(shape[axis].clone(), times.clone()));
+    let idx: Vec<Expr> = (0..av.ndim())
+        .map(|k| {
+            if k == axis && *times != i64(1) {
+                binary(BinOp::FloorDiv, var(&ph(k)), times.clone())
+            } else {
+                var(&ph(k))
+            }
+        })
+        .collect();
+    let mut out = av.reindexed(shape, &idx);
+    out.computed = true;
+    out
+}
+
 /// `np.indices(dims, dtype=elem)`: shape `(len(dims), *dims)`, element
 /// `(d, i_0, …, i_{k-1})` is `i_d`. Unpacked (`I, J = np.indices(…)`) or
 /// indexed at a constant, each part is a plain grid (`I[i, j] = i`).
@@ -125,6 +177,7 @@ mod tests {
                     BinOp::Sub => a - b,
                     BinOp::Mul => a * b,
                     BinOp::Rem => a % b,
+                    BinOp::FloorDiv => a.div_euclid(b),
                     BinOp::And => (a != 0 && b != 0) as i64,
                     BinOp::Or => (a != 0 || b != 0) as i64,
                     other => panic!("{other:?}"),
@@ -191,6 +244,41 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// `np.tile(a, (2, 3))[i, j] == a[i % 5, j % 3]` on a 5 x 3 `a`, the
+    /// result 10 x 9; reps of 1 leave the axis as it is.
+    #[test]
+    fn tile_reads_each_index_modulo_the_extent() {
+        let v = tile(&matrix(), &[i64(2), i64(3)]);
+        assert!(v.computed, "np.tile copies");
+        let ext = [5, 3];
+        let extents: Vec<i64> = v.shape.iter().map(|e| eval(e, &[], &ext)).collect();
+        assert_eq!(extents, [10, 9]);
+        for i in 0..10i64 {
+            for j in 0..9i64 {
+                assert_eq!(read_at(&v, &[i, j], &ext), (i % 5, j % 3));
+            }
+        }
+        // reps longer than the array's axes: leading new axes.
+        let v = tile(&matrix(), &[i64(4), i64(1), i64(2)]);
+        let extents: Vec<i64> = v.shape.iter().map(|e| eval(e, &[], &ext)).collect();
+        assert_eq!(extents, [4, 5, 6]);
+        assert_eq!(read_at(&v, &[3, 2, 4], &ext), (2, 1));
+    }
+
+    /// `np.repeat(a, 3, axis=1)[i, j] == a[i, j // 3]`.
+    #[test]
+    fn repeat_reads_the_index_divided_by_the_count() {
+        let v = repeat(&matrix(), &i64(3), 1);
+        let ext = [5, 3];
+        let extents: Vec<i64> = v.shape.iter().map(|e| eval(e, &[], &ext)).collect();
+        assert_eq!(extents, [5, 9]);
+        for i in 0..5i64 {
+            for j in 0..9i64 {
+                assert_eq!(read_at(&v, &[i, j], &ext), (i, j / 3));
             }
         }
     }
