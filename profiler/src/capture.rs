@@ -221,25 +221,10 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
         let Some(target) = target else {
             if let Some(p) = &c.inputs_npz {
                 let _ = std::fs::remove_file(p);
-                // A writer still at work fails to rename it, leaving nothing.
-                let _ = std::fs::remove_file(part_file(p));
             }
             continue;
         };
         c.function = target.key.clone();
-        // A forked writer names its file at once and writes it under
-        // FILE.part: after a crash it may not be complete.
-        if let Some(p) = c.inputs_npz.take() {
-            if p.is_file() {
-                c.inputs_npz = Some(p);
-            } else {
-                let _ = std::fs::remove_file(part_file(&p));
-                c.skipped.push(format!(
-                    "inputs not saved: the program ended before {} was written",
-                    p.file_name().unwrap_or_default().to_string_lossy()
-                ));
-            }
-        }
         // Inputs held back by the size cap are worth a line to the user; the
         // other reasons (not an array, a call that raised) stay in the capture.
         for reason in c.skipped.iter().filter(|r| r.contains(CAP_REASON)) {
@@ -252,16 +237,8 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
     outcome
 }
 
-/// Where a forked writer writes `npz` until it is complete.
-fn part_file(npz: &Path) -> PathBuf {
-    let mut name = npz.as_os_str().to_owned();
-    name.push(".part");
-    PathBuf::from(name)
-}
-
-/// Creates `dir` and removes what an earlier capture left in it (the manifest,
-/// `.npz` files and unfinished `.npz.part` ones), so stale inputs are never
-/// mistaken for this run's.
+/// Creates `dir` and removes what an earlier capture left in it (the manifest
+/// and `.npz` files), so stale inputs are never mistaken for this run's.
 fn prepare_dir(dir: &Path) -> Result<(), ProfileError> {
     let write_err = |source| ProfileError::Write {
         path: dir.to_path_buf(),
@@ -272,7 +249,7 @@ fn prepare_dir(dir: &Path) -> Result<(), ProfileError> {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name == MANIFEST || name.ends_with(".npz") || name.ends_with(".npz.part") {
+        if name == MANIFEST || name.ends_with(".npz") {
             std::fs::remove_file(&path).map_err(|source| ProfileError::Write { path, source })?;
         }
     }
@@ -376,49 +353,6 @@ mod tests {
                 == "a.h: first called after the capture stopped (functions, 0.4 s into the run); no types captured"),
             "{:?}",
             out.warnings
-        );
-    }
-
-    #[test]
-    fn a_named_file_still_being_written_is_taken_as_not_saved() {
-        // After a crash, a forked writer may not have renamed FILE.part yet.
-        let dir = tempfile::tempdir().unwrap();
-        let done = dir.path().join("f-0.inputs.npz");
-        let unfinished = dir.path().join("g-1.inputs.npz");
-        let part = dir.path().join("g-1.inputs.npz.part");
-        std::fs::write(&done, "x").unwrap();
-        std::fs::write(&part, "x").unwrap();
-        let record = |name: &str, file: &Path| {
-            format!(
-                r#"{{"function":"{name}","name":"{name}","file":"/app/a.py","line":3,"args":[],
-                   "returns":null,"inputs_npz":"{}","skipped":[]}}"#,
-                file.display()
-            )
-        };
-        let text = format!(
-            r#"{{"schema":"port-capture/3","python":"/p","bytes_written":8,"warnings":[],
-                "captures":[{},{}]}}"#,
-            record("f", &done),
-            record("g", &unfinished)
-        );
-        std::fs::write(dir.path().join(MANIFEST), text).unwrap();
-        let target = |name: &str| Target {
-            key: format!("a.{name}"),
-            file: "/app/a.py".into(),
-            name: name.to_string(),
-        };
-        let out = collect(dir.path(), &[target("f"), target("g")]);
-        assert_eq!(out.captures.len(), 2);
-        assert_eq!(out.captures[0].inputs_npz.as_deref(), Some(done.as_path()));
-        let g = &out.captures[1];
-        assert_eq!(g.inputs_npz, None);
-        assert_eq!(
-            g.skipped,
-            ["inputs not saved: the program ended before g-1.inputs.npz was written"]
-        );
-        assert!(
-            !part.exists(),
-            "its writer, if still at work, leaves nothing"
         );
     }
 }

@@ -94,8 +94,7 @@ def _port_capture():
         "hook_s": None,
         "capture_s": 0.0,  # spent recording calls in the app: describing, copying, the manifest
         "write_s": 0.0,  # spent by the writer thread saving .npz files
-        "drain_s": 0.0,  # spent at exit waiting for the writers
-        "forked_writes": 0,  # .npz files written by a forked writer
+        "drain_s": 0.0,  # spent at exit waiting for the writer
     }
     MAX_ATTEMPTS = 3
     SKIP = 0
@@ -202,24 +201,17 @@ def _port_capture():
             size = f.tell() - start
             f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
 
-    # Large .npz files are written off the app's thread, from a snapshot of
-    # the arrays as the call began (the app may change them right after):
-    #
-    # - On Linux, a forked process writes them (fork_writer): its memory is
-    #   the app's, copy-on-write, so the snapshot costs a fork (a millisecond
-    #   or two) and the pages the app writes while the file is written,
-    #   where a copy would cost every byte, in fresh pages, on the app's
-    #   thread. The record names the file at once; the writer writes
-    #   FILE.part and renames it when complete (port takes a named file that
-    #   does not exist as not saved).
-    # - Elsewhere, or where a fork is unwise (a process of several GB, whose
-    #   page tables alone would cost more than a copy; a library that warns
-    #   at a fork), the arrays are copied and one writer thread saves them:
-    #   savez spends its time in zlib's crc32 and in write(), both without
-    #   the GIL. A record names its file once the file is complete.
-    #
-    # At exit every writer is waited for before the last manifest is
-    # written. A forked child of the app saves on its own thread.
+    # Large .npz files are written off the app's thread. When a call begins,
+    # its arrays are copied (at memory speed, so the app can go on changing
+    # them) and one writer thread saves them: savez spends its time in zlib's
+    # crc32 and in write(), both without the GIL, so on a second core a
+    # snapshot costs the app the copy, not the write. (A forked writer, whose
+    # copy-on-write memory needs no copy, measured no better: after a fork
+    # the app faults on the first write to every page of its working set.)
+    # A record names its file only once the file is complete (a crash leaves
+    # no half-written file in the manifest); at exit the writer is drained
+    # before the last manifest is written. A forked child of the app saves
+    # on its own thread, as does a Python that cannot start one.
     import _thread
 
     # Below this a file is written at once: a thread would cost an app of
@@ -231,114 +223,13 @@ def _port_capture():
     idle = _thread.allocate_lock()  # held while the writer runs
     mlock = _thread.allocate_lock()  # one manifest write at a time
 
-    FORK = sys.platform.startswith("linux") and hasattr(os, "fork")
-    FORK_MAX_RSS = 4 << 30
-    # Libraries that warn (on the app's stderr) when the process forks.
-    FORK_AVERSE = ("jax", "tensorflow")
-    writers = []  # (pipe, rec, key, path) of forked writers not waited for
-
-    def resident_bytes():
-        try:
-            with open("/proc/self/statm", "rb") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            return None
-
-    def fork_writer(rec, key, path, arrays, np):
-        """savez(path, arrays, np) in a forked process, rec[key] = path at
-        once; False where it does not fork. The fork's first child forks
-        the writer and ends at once, so the app's own os.wait() never meets
-        either; the writer holds a pipe's write end, and its end of file
-        tells drain that the writer is done."""
-        rss = resident_bytes()
-        if not FORK or rss is None or rss > FORK_MAX_RSS:
-            return False
-        if any(m in sys.modules for m in FORK_AVERSE):
-            return False
-        import struct  # noqa: F401 (what the writer imports, imported before the fork)
-        import warnings
-        from zlib import crc32  # noqa: F401
-
-        if np is not None:
-            np.lib.format.dtype_to_descr  # noqa: B018 (loaded before the fork)
-
-        r, w = os.pipe()
-        try:
-            with warnings.catch_warnings():
-                # 3.12+: "This process is multi-threaded, use of fork() may
-                # lead to deadlocks in the child." The writer takes no lock
-                # another thread could hold: no import, no I/O object of the
-                # app's, malloc (fork-safe in glibc) and the GIL (reset).
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-        except Exception:
-            os.close(r)
-            os.close(w)
-            return False
-        if pid == 0:
-            try:
-                if os.fork() == 0:
-                    import _signal
-
-                    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-                    # Nothing of the app's stays open here: a pipe the app
-                    # closes reaches end of file when it does.
-                    os.closerange(3, w)
-                    os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
-                    t0 = time.perf_counter()
-                    part = path + ".part"
-                    try:
-                        savez(part, arrays, np)
-                        os.replace(part, path)
-                        note = "ok %f" % (time.perf_counter() - t0)
-                    except BaseException as e:
-                        note = "%s not saved: %s" % (os.path.basename(path), e)
-                        try:
-                            os.remove(part)
-                        except OSError:
-                            pass
-                    os.write(w, note.encode("utf-8", "replace"))
-            finally:
-                os._exit(0)
-        os.close(w)
-        try:
-            os.waitpid(pid, 0)  # the first child, gone at once
-        except OSError:
-            pass
-        writers.append((r, rec, key, path))
-        rec[key] = path
-        state["forked_writes"] += 1
-        return True
-
-    def wait_writer(entry):
-        """Waits for a forked writer; a failure is said in the record."""
-        r, rec, key, path = entry
-        chunks = []
-        try:
-            while True:
-                b = os.read(r, 4096)
-                if not b:
-                    break
-                chunks.append(b)
-        finally:
-            os.close(r)
-        note = b"".join(chunks).decode("utf-8", "replace")
-        if note.startswith("ok "):
-            state["write_s"] += float(note[3:])
-            return
-        if rec.get(key) == path:
-            rec[key] = None
-        rec["skipped"].append(note or "%s not saved: its writer ended early" % os.path.basename(path))
-
     def save(rec, key, path, arrays, np):
         """savez(path, arrays, np), then rec[key] = path: at once when small,
-        else from a snapshot, by a forked writer or the writer thread."""
+        else later, on the writer thread, from copies of the arrays."""
         small = np is None or sum(getattr(a, "nbytes", 16) for a in arrays.values()) < SYNC_BYTES
         if small or os.getpid() != main_pid:
             savez(path, arrays, np)
             rec[key] = path
-            return
-        if fork_writer(rec, key, path, arrays, np):
             return
         copies = {}
         for n, a in arrays.items():
@@ -382,8 +273,6 @@ def _port_capture():
         """Waits until every .npz file asked for is written."""
         if os.getpid() == main_pid:
             t0 = time.perf_counter()
-            while writers:
-                wait_writer(writers.pop(0))
             idle.acquire()
             idle.release()
             state["drain_s"] += time.perf_counter() - t0
@@ -478,7 +367,6 @@ def _port_capture():
                 "capture_s": round(state["capture_s"], 4),
                 "write_s": round(state["write_s"], 4),
                 "drain_s": round(state["drain_s"], 4),
-                "forked_writes": state["forked_writes"],
             }
             tmp = os.path.join(out_dir, "manifest.json.tmp")
             with open(tmp, "w") as f:
@@ -593,9 +481,6 @@ def _port_capture():
 
     def remove_npz(rec):
         p = rec.get("inputs_npz")
-        for entry in [e for e in writers if e[1] is rec]:
-            writers.remove(entry)
-            wait_writer(entry)  # else its file would appear after this
         if p:
             try:
                 os.remove(p)
