@@ -1142,6 +1142,22 @@ mod shapes {
         assert!(log.contains("`np.tile` as an element template"), "{log}");
         assert!(log.contains("`np.repeat` as an element template"), "{log}");
     }
+
+    /// `np.diff` along the last axis and down the rows, `n=2`, and of
+    /// booleans (where NumPy takes `!=`).
+    #[test]
+    fn differences_are_shifted_windows() {
+        let j = verified_in(
+            &tempfile::tempdir().unwrap(),
+            "migrate/programs_shapes.py",
+            "finite_differences",
+            "float64[:,:], float64",
+            &[],
+            "generated",
+        );
+        let log = j["rewrites"].to_string();
+        assert!(log.contains("`np.diff` as an element template"), "{log}");
+    }
 }
 
 /// float64 results judged against an extended-precision run of the

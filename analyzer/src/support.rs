@@ -705,6 +705,9 @@ const NUMPY_HOST_SCHEDULE: &[&str] = &[
     "histogram",
     "convolve",
     "correlate",
+    "tile",
+    "repeat",
+    "diff",
 ];
 
 /// Is `numpy.<name>` (name may be dotted, e.g. `linalg.inv`) supported in nopython mode?
@@ -743,8 +746,6 @@ pub fn numpy_cuda_blocker(name: &str) -> Option<&'static str> {
         "sorting has no per-thread kernel form; sort on the host or with CuPy"
     } else if matches!(name, "cumsum" | "cumprod" | "nancumsum" | "nancumprod") {
         "a prefix scan is not element-parallel; use a scan primitive (CuPy)"
-    } else if name == "diff" {
-        "port's rewrites have no `np.diff` yet: write the difference as slices (`a[1:] - a[:-1]`), which they take"
     } else if matches!(
         name,
         "nonzero"

@@ -14,7 +14,8 @@
 //! - `np.tile(A, reps)`: `reps` an integer or a tuple of them (literals,
 //!   constants or host scalars); `np.repeat(a, repeats, axis=None)` with
 //!   one integer count (not an array of counts) and a constant axis, or
-//!   none (flattened first).
+//!   none (flattened first); `np.diff(a, n=1, axis=-1)` with constant `n`
+//!   and `axis`, as the difference of two shifted windows.
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{Expr, ScalarType};
@@ -43,6 +44,7 @@ impl Lowerer<'_> {
             "numpy.indices" => self.indices_call(r, c, line)?,
             "numpy.tile" => self.tile_call(r, c, line)?,
             "numpy.repeat" => self.repeat_call(r, c, line)?,
+            "numpy.diff" => self.diff_call(r, c, line)?,
             _ => return Ok(None),
         };
         let short = name.trim_start_matches("numpy.");
@@ -327,6 +329,79 @@ impl Lowerer<'_> {
             }
         };
         Ok(Val::Array(rearrange::repeat(&av, &times, axis)))
+    }
+
+    /// `np.diff(a, n=1, axis=-1)`: `a[…, 1:] - a[…, :-1]` along `axis`,
+    /// `n` times (`n` a constant), with NumPy's promotion of `-` (for
+    /// booleans NumPy takes `!=`).
+    fn diff_call(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let args = self.call_args(c, "np.diff", &["a", "n", "axis"], line)?;
+        let Some(a) = args[0] else {
+            return refuse(array_expr::NAME, line, "`np.diff` needs an array");
+        };
+        let mut av = self.array_arg(r, a, "np.diff", line)?;
+        let times = match args[1].map(|e| self.src.eval_const(e)) {
+            None => 1,
+            Some(Some(Const::Int(k))) if k >= 0 => k,
+            Some(_) => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.diff`: `n` must be a non-negative integer constant",
+                )
+            }
+        };
+        let nd = av.ndim() as i64;
+        if nd == 0 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.diff` of a 0-d array (NumPy raises)",
+            );
+        }
+        let axis = match args[2].map(|e| self.src.eval_const(e)) {
+            None => nd - 1,
+            Some(Some(Const::Int(k))) if (-nd..nd).contains(&k) => {
+                if k < 0 {
+                    k + nd
+                } else {
+                    k
+                }
+            }
+            Some(_) => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`np.diff`: the axis must be an integer constant within the array's {nd} dimensions"),
+                )
+            }
+        } as usize;
+        for _ in 0..times {
+            let (later, earlier) = rearrange::diff_operands(&av, axis);
+            av = if av.elem == ScalarType::Bool {
+                let mut ne = later.clone();
+                ne.body = cmp(port_codegen::ir::CmpOp::Ne, later.body, earlier.body);
+                ne
+            } else {
+                match self.binop(
+                    ast::Operator::Sub,
+                    &Val::Array(later),
+                    &Val::Array(earlier),
+                    line,
+                )? {
+                    Val::Array(d) => d,
+                    _ => {
+                        return refuse(
+                            array_expr::NAME,
+                            line,
+                            "`np.diff` of a value that is not an array",
+                        )
+                    }
+                }
+            };
+            av.computed = true;
+        }
+        Ok(Val::Array(av))
     }
 
     /// `np.indices(dimensions, dtype=int, sparse=False)`.

@@ -116,6 +116,32 @@ pub fn repeat(av: &ArrVal, times: &Expr, axis: usize) -> ArrVal {
     out
 }
 
+/// The two windows `np.diff` subtracts along `axis`: `a[…, 1:]` and
+/// `a[…, :-1]` (extent `max(n - 1, 0)` there).
+pub fn diff_operands(av: &ArrVal, axis: usize) -> (ArrVal, ArrVal) {
+    let mut shape = av.shape.clone();
+    shape[axis] = tidy(&binary(
+        BinOp::Max,
+        sub(shape[axis].clone(), i64(1)),
+        i64(0),
+    ));
+    let at = |offset: i64| -> Vec<Expr> {
+        (0..av.ndim())
+            .map(|k| {
+                if k == axis && offset != 0 {
+                    add(var(&ph(k)), i64(offset))
+                } else {
+                    var(&ph(k))
+                }
+            })
+            .collect()
+    };
+    (
+        av.reindexed(shape.clone(), &at(1)),
+        av.reindexed(shape, &at(0)),
+    )
+}
+
 /// `np.indices(dims, dtype=elem)`: shape `(len(dims), *dims)`, element
 /// `(d, i_0, …, i_{k-1})` is `i_d`. Unpacked (`I, J = np.indices(…)`) or
 /// indexed at a constant, each part is a plain grid (`I[i, j] = i`).
