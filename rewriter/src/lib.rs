@@ -225,10 +225,16 @@ pub fn plan_parsed(
         let argument_level =
             rep.verdict == Verdict::Object && port_analyzer::rules::planner_may_take(&rep.findings);
         if rep.verdict == Verdict::Nopython || argument_level {
+            // Quoted after a planner refusal, but not the analysis' guesses
+            // of what port's rewrites take (PORT205/206/212) nor its own
+            // planning with assumed types (PORT214): the planning here, with
+            // the real types, is the word on those.
+            let planner_decides = ["PORT205", "PORT206", "PORT212", "PORT214"];
             nopython = rep
                 .findings
                 .iter()
                 .filter(|f| f.severity <= Severity::Blocker)
+                .filter(|f| !planner_decides.contains(&f.code.as_str()))
                 .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
                 .collect();
         } else if rep.verdict != Verdict::Cuda {
@@ -339,18 +345,9 @@ pub fn plan_parsed(
         Ok(l) => l,
         Err(reason) => {
             let first = *reason;
-            // The analysis' other findings, but not its guesses of what
-            // port's rewrites take (PORT205/206/212) nor its own planning
-            // with assumed types (PORT214): this planning, with the real
-            // types, is the word on those, and it stopped at `first`.
-            let planner_decides = |r: &Reason| {
-                ["PORT205 ", "PORT206 ", "PORT212 ", "PORT214 "]
-                    .iter()
-                    .any(|c| r.message.starts_with(c))
-            };
             let mut all: Vec<Reason> = nopython
                 .into_iter()
-                .filter(|n| n.line != first.line && !planner_decides(n))
+                .filter(|n| n.line != first.line)
                 .collect();
             all.insert(0, first);
             return Ok(PlanOutcome::Refused(all));

@@ -113,6 +113,25 @@ pub fn child_bodies(s: &Stmt) -> Vec<&[Stmt]> {
     }
 }
 
+/// [`child_bodies`], to change.
+pub fn child_bodies_mut(s: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
+    match s {
+        Stmt::For(f) => vec![&mut f.body, &mut f.orelse],
+        Stmt::While(w) => vec![&mut w.body, &mut w.orelse],
+        Stmt::If(i) => vec![&mut i.body, &mut i.orelse],
+        Stmt::With(w) => vec![&mut w.body],
+        Stmt::Try(t) => {
+            let mut v: Vec<&mut Vec<Stmt>> = vec![&mut t.body, &mut t.orelse, &mut t.finalbody];
+            for h in &mut t.handlers {
+                let ast::ExceptHandler::ExceptHandler(h) = h;
+                v.push(&mut h.body);
+            }
+            v
+        }
+        _ => vec![],
+    }
+}
+
 /// The expressions a statement holds directly (not those of nested bodies).
 pub fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
     match s {
@@ -427,26 +446,8 @@ pub fn desugar_element_loops(body: &mut [Stmt]) {
         if let Stmt::For(f) = s {
             desugar_for(f);
         }
-        match s {
-            Stmt::For(f) => {
-                desugar_element_loops(&mut f.body);
-                desugar_element_loops(&mut f.orelse);
-            }
-            Stmt::While(w) => {
-                desugar_element_loops(&mut w.body);
-                desugar_element_loops(&mut w.orelse);
-            }
-            Stmt::If(i) => {
-                desugar_element_loops(&mut i.body);
-                desugar_element_loops(&mut i.orelse);
-            }
-            Stmt::With(w) => desugar_element_loops(&mut w.body),
-            Stmt::Try(t) => {
-                desugar_element_loops(&mut t.body);
-                desugar_element_loops(&mut t.orelse);
-                desugar_element_loops(&mut t.finalbody);
-            }
-            _ => {}
+        for b in child_bodies_mut(s) {
+            desugar_element_loops(b);
         }
     }
 }

@@ -109,22 +109,9 @@ impl Lowerer<'_> {
                 "`np.roll` needs an array and a shift",
             );
         };
-        let Val::Array(av) = self.expr(r, a)? else {
-            return refuse(
-                array_expr::NAME,
-                line,
-                format!(
-                    "`np.roll` of `{}`, which is not an array",
-                    self.src.text_of(a)
-                ),
-            );
-        };
+        let av = self.array_arg(r, a, "np.roll", line)?;
         // The shifts: one integer or a sequence of them.
-        let shift_items: Vec<&ast::Expr> = match shift {
-            ast::Expr::Tuple(t) => t.elts.iter().collect(),
-            ast::Expr::List(l) => l.elts.iter().collect(),
-            one => vec![one],
-        };
+        let shift_items = items(shift);
         let shift_is_seq = matches!(shift, ast::Expr::Tuple(_) | ast::Expr::List(_));
         let mut shifts = Vec::new();
         for s in &shift_items {
@@ -145,10 +132,7 @@ impl Lowerer<'_> {
                 }
             }
         }
-        let axis = args[2].filter(
-            |e| !matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None)),
-        );
-        let Some(axis) = axis else {
+        let Some(axis) = args[2].filter(|e| !is_none(e)) else {
             if av.ndim() == 1 {
                 let pairs: Vec<(Expr, usize)> = shifts.into_iter().map(|s| (s, 0)).collect();
                 return Ok(Val::Array(rearrange::roll(&av, &pairs)));
@@ -161,11 +145,7 @@ impl Lowerer<'_> {
             out.computed = true;
             return Ok(Val::Array(out));
         };
-        let axis_items: Vec<&ast::Expr> = match axis {
-            ast::Expr::Tuple(t) => t.elts.iter().collect(),
-            ast::Expr::List(l) => l.elts.iter().collect(),
-            one => vec![one],
-        };
+        let axis_items = items(axis);
         let axis_is_seq = matches!(axis, ast::Expr::Tuple(_) | ast::Expr::List(_));
         let n = av.ndim() as i64;
         let mut axes = Vec::new();
@@ -230,6 +210,23 @@ impl Lowerer<'_> {
         }
     }
 
+    /// An axis of `what` that must be an integer constant in `-ndim..ndim`,
+    /// counted from the front.
+    fn const_axis(&self, e: &ast::Expr, ndim: usize, what: &str, line: u32) -> Lower<usize> {
+        let n = ndim as i64;
+        match self.src.eval_const(e) {
+            Some(Const::Int(k)) if (-n..n).contains(&k) => Ok(k.rem_euclid(n) as usize),
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{what}`: the axis `{}` must be an integer constant within the array's {n} dimensions",
+                    self.src.text_of(e)
+                ),
+            ),
+        }
+    }
+
     /// A count of `what`: an integer (a literal, a constant or a host
     /// scalar) as `i64`; a negative literal is refused as NumPy raises.
     fn count_arg(&mut self, r: &mut Region, e: &ast::Expr, what: &str, line: u32) -> Lower<Expr> {
@@ -267,13 +264,8 @@ impl Lowerer<'_> {
             );
         };
         let av = self.array_arg(r, a, "np.tile", line)?;
-        let items: Vec<&ast::Expr> = match reps {
-            ast::Expr::Tuple(t) => t.elts.iter().collect(),
-            ast::Expr::List(l) => l.elts.iter().collect(),
-            one => vec![one],
-        };
         let mut counts = Vec::new();
-        for e in items {
+        for e in items(reps) {
             counts.push(self.count_arg(r, e, "np.tile", line)?);
         }
         // Fewer reps than axes: ones in front, as NumPy pads them.
@@ -302,10 +294,7 @@ impl Lowerer<'_> {
         };
         let av = self.array_arg(r, a, "np.repeat", line)?;
         let times = self.count_arg(r, times, "np.repeat", line)?;
-        let axis = args[2].filter(
-            |e| !matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None)),
-        );
-        let Some(axis) = axis else {
+        let Some(axis) = args[2].filter(|e| !is_none(e)) else {
             // Flattened first, as NumPy does without an axis.
             let flat = if av.ndim() == 1 {
                 av
@@ -314,20 +303,7 @@ impl Lowerer<'_> {
             };
             return Ok(Val::Array(rearrange::repeat(&flat, &times, 0)));
         };
-        let n = av.ndim() as i64;
-        let axis = match self.src.eval_const(axis) {
-            Some(Const::Int(k)) if (-n..n).contains(&k) => (if k < 0 { k + n } else { k }) as usize,
-            _ => {
-                return refuse(
-                    array_expr::NAME,
-                    line,
-                    format!(
-                        "`np.repeat`: the axis `{}` must be an integer constant within the array's {n} dimensions",
-                        self.src.text_of(axis)
-                    ),
-                )
-            }
-        };
+        let axis = self.const_axis(axis, av.ndim(), "np.repeat", line)?;
         Ok(Val::Array(rearrange::repeat(&av, &times, axis)))
     }
 
@@ -351,31 +327,17 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let nd = av.ndim() as i64;
-        if nd == 0 {
+        if av.ndim() == 0 {
             return refuse(
                 array_expr::NAME,
                 line,
                 "`np.diff` of a 0-d array (NumPy raises)",
             );
         }
-        let axis = match args[2].map(|e| self.src.eval_const(e)) {
-            None => nd - 1,
-            Some(Some(Const::Int(k))) if (-nd..nd).contains(&k) => {
-                if k < 0 {
-                    k + nd
-                } else {
-                    k
-                }
-            }
-            Some(_) => {
-                return refuse(
-                    array_expr::NAME,
-                    line,
-                    format!("`np.diff`: the axis must be an integer constant within the array's {nd} dimensions"),
-                )
-            }
-        } as usize;
+        let axis = match args[2] {
+            None => av.ndim() - 1,
+            Some(e) => self.const_axis(e, av.ndim(), "np.diff", line)?,
+        };
         for _ in 0..times {
             let (later, earlier) = rearrange::diff_operands(&av, axis);
             av = if av.elem == ScalarType::Bool {
@@ -469,4 +431,18 @@ impl Lowerer<'_> {
         crate::error::check_rank(array_expr::NAME, line, k + 1)?;
         Ok(Val::Array(rearrange::indices(&dims, elem)))
     }
+}
+
+/// The items of a tuple or list argument, or the one argument itself.
+fn items(e: &ast::Expr) -> Vec<&ast::Expr> {
+    match e {
+        ast::Expr::Tuple(t) => t.elts.iter().collect(),
+        ast::Expr::List(l) => l.elts.iter().collect(),
+        one => vec![one],
+    }
+}
+
+/// A literal `None` (an argument left at NumPy's default).
+fn is_none(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None))
 }
