@@ -75,6 +75,44 @@ impl FrameResolver for AnalysisResolver {
     }
 }
 
+/// A resolver made on first use, by a closure that may wait: the first static
+/// pass runs while the app does, and only the aggregation after the run needs
+/// its result.
+pub struct DeferredResolver<'a> {
+    make: std::sync::Mutex<Option<MakeResolver<'a>>>,
+    made: std::sync::OnceLock<Box<dyn FrameResolver + Send>>,
+}
+
+type MakeResolver<'a> = Box<dyn FnOnce() -> Box<dyn FrameResolver + Send> + Send + 'a>;
+
+impl<'a> DeferredResolver<'a> {
+    pub fn new(make: impl FnOnce() -> Box<dyn FrameResolver + Send> + Send + 'a) -> Self {
+        DeferredResolver {
+            make: std::sync::Mutex::new(Some(Box::new(make))),
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &dyn FrameResolver {
+        self.made
+            .get_or_init(|| {
+                let make = self.make.lock().expect("resolver").take();
+                make.expect("made once")()
+            })
+            .as_ref()
+    }
+}
+
+impl FrameResolver for DeferredResolver<'_> {
+    fn function_at(&self, file: &Path, line: u32, frame_name: &str) -> Option<String> {
+        self.get().function_at(file, line, frame_name)
+    }
+
+    fn is_app_file(&self, file: &Path) -> bool {
+        self.get().is_app_file(file)
+    }
+}
+
 /// The captured argument types, keyed like the analysis (`module.qualname`).
 pub fn captured_types(p: &Profile) -> HashMap<String, Vec<ArgType>> {
     p.captures

@@ -1,5 +1,6 @@
 //! Capture inside the sampled run: the app is started through a small Python
-//! bootstrap (shipped in the binary, run as `python -c BOOTSTRAP APP ARGS`)
+//! bootstrap (shipped in the binary, run as `python -c BOOTSTRAP APP ARGS`
+//! would run it, its byte code cached in the capture directory)
 //! that arranges for the first call of each of the app's own functions to be
 //! recorded (argument types, inputs, outputs) into the capture directory, with
 //! its `manifest.json` kept current, then runs the app as `__main__`. After the
@@ -24,8 +25,44 @@ use crate::aggregate::is_anonymous;
 use crate::error::ProfileError;
 use crate::model::{Capture, FunctionHotspot};
 
-/// The bootstrap's source, run with `python -c`.
+/// The bootstrap's source. It is written once to the capture directory's
+/// `bytecode/` folder and run through [`LOADER_SOURCE`], which keeps its
+/// byte code there: compiling its thousand lines again on every run cost
+/// each profiled app some 8 ms.
 pub const HELPER_SOURCE: &str = include_str!("capture_helper.py");
+
+/// What `python -c` runs: the bootstrap's byte code, cached per Python
+/// (`sys.version`) beside its source; compiled from that source when the
+/// cache is missing, stale or unreadable, and run with the `-c` module's
+/// globals and file name (`<string>`), as if its source were given to `-c`.
+/// `@SOURCE@` and `@CACHE@` are JSON strings, which Python reads as its own.
+const LOADER_SOURCE: &str = r#"def _port_load(source, cache):
+    import marshal
+    import os
+    import sys
+
+    key = ("%s|%d\n" % (sys.version, sys.flags.optimize)).encode()
+    try:
+        with open(cache, "rb") as f:
+            data = f.read()
+        if data.startswith(key):
+            return marshal.loads(data[len(key):])
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    with open(source, "rb") as f:
+        code = compile(f.read(), "<string>", "exec", dont_inherit=True)
+    try:
+        tmp = "%s.%d.tmp" % (cache, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(key + marshal.dumps(code))
+        os.replace(tmp, cache)
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+exec(_port_load(@SOURCE@, @CACHE@))
+"#;
 
 /// The words the helper uses when an argument does not fit the size cap.
 const CAP_REASON: &str = "would pass the capture cap";
@@ -125,12 +162,42 @@ pub fn prepare(req: &CaptureRequest<'_>) -> Result<Result<Injection, String>, Pr
     });
     Ok(match config {
         Ok(config) => Ok(Injection {
-            leading: vec!["-c".to_string(), HELPER_SOURCE.to_string()],
+            leading: vec!["-c".to_string(), loader(req.dir)?],
             env: vec![(CONFIG_VAR.to_string(), config)],
         }),
         // Only a path that is not UTF-8 can fail to serialise.
         Err(e) => Err(format!("capture skipped: {e} (paths must be UTF-8)")),
     })
+}
+
+/// The `-c` program that runs the bootstrap: [`LOADER_SOURCE`] naming the
+/// bootstrap's source in `dir/bytecode/` (written there if missing) and its
+/// byte code's cache beside it. Both names carry the bootstrap's hash, so
+/// another build of port never runs this one's.
+fn loader(dir: &Path) -> Result<String, ProfileError> {
+    let folder = dir.join("bytecode");
+    let stem = format!("bootstrap-{}", helper_id());
+    let source = folder.join(format!("{stem}.py"));
+    let cache = folder.join(format!("{stem}.bin"));
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ProfileError::Write { path, source }
+    };
+    let current = std::fs::read(&source).is_ok_and(|b| b == HELPER_SOURCE.as_bytes());
+    if !current {
+        std::fs::create_dir_all(&folder).map_err(write_err(&folder))?;
+        let tmp = folder.join(format!("{stem}.py.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, HELPER_SOURCE).map_err(write_err(&tmp))?;
+        std::fs::rename(&tmp, &source).map_err(write_err(&source))?;
+        // A cache left from before is of other bytes.
+        let _ = std::fs::remove_file(&cache);
+    }
+    // Paths are UTF-8 here (the configuration above is JSON); a JSON string
+    // is a Python string literal.
+    let quote = |p: &Path| serde_json::to_string(p).expect("a UTF-8 path");
+    Ok(LOADER_SOURCE
+        .replace("@SOURCE@", &quote(&source))
+        .replace("@CACHE@", &quote(&cache)))
 }
 
 /// What the run's capture gave.

@@ -4,8 +4,10 @@
 # return value's type. (Nothing after the call is saved: verification runs the
 # original again on the inputs, so outputs would be bytes written for no one.)
 # Shipped inside the port
-# binary and run as `python -c BOOTSTRAP APP ARGS...` with its settings as JSON
-# in $PORT_CAPTURE_CONFIG:
+# binary, written to out_dir/bytecode and run by a small `python -c` loader
+# that caches its byte code there (capture.rs: LOADER_SOURCE), as if it were
+# `python -c BOOTSTRAP APP ARGS...`, with its settings as JSON in
+# $PORT_CAPTURE_CONFIG:
 #   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
 # It keeps out_dir/manifest.json up to date after every capture (a crash or
 # os._exit keeps what was captured), and port reads it back. The
@@ -1177,7 +1179,7 @@ def _port_main():
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(app)
     g = globals()
-    for name in ("_port_capture", "_port_main"):
+    for name in ("_port_load", "_port_capture", "_port_main"):
         g.pop(name, None)
     g["__file__"] = app
     g["__cached__"] = None

@@ -18,8 +18,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use py_spy::config::{Config, LockingStrategy};
-use py_spy::timer::Timer;
 use py_spy::PythonSpy;
+use rand::Rng;
+use rand_distr::Exp;
 
 use crate::aggregate::{RawFrame, SampleSet};
 use crate::child;
@@ -246,8 +247,9 @@ fn sample_process(
     }
     let idle = config.include_idle;
     let mut failures = 0;
-    for _sleep in Timer::new(config.sampling_rate as f64) {
-        if stop.load(Ordering::SeqCst) {
+    let mut schedule = Schedule::new(config.sampling_rate as f64);
+    loop {
+        if !schedule.wait(&stop) {
             return;
         }
         // A read that races the app's own stack changes fails; reading again
@@ -304,6 +306,46 @@ fn sample_process(
     }
 }
 
+/// When to sample: py-spy's schedule (its `timer::Timer`), gaps drawn from an
+/// exponential distribution at the sampling rate so that a sampler never
+/// keeps step with a periodic app, each sample due at a fixed time from the
+/// start (the time a read takes is not added). Unlike the Timer's sleep, the
+/// wait ends as soon as the sampling is stopped: a gap is 10 ms on average
+/// at 100 Hz and, the distribution having no memory, so is what is left of
+/// one; every run would wait for that at its end, a whole second at 1 Hz.
+struct Schedule {
+    start: Instant,
+    due: Duration,
+    gap: Exp<f64>,
+}
+
+impl Schedule {
+    fn new(rate_hz: f64) -> Self {
+        Schedule {
+            start: Instant::now(),
+            due: Duration::ZERO,
+            gap: Exp::new(rate_hz).expect("a positive rate"),
+        }
+    }
+
+    /// Waits until the next sample is due; false when stopped first. Behind
+    /// schedule, it returns at once.
+    fn wait(&mut self, stop: &AtomicBool) -> bool {
+        self.due += Duration::from_secs_f64(rand::rng().sample(self.gap));
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            let now = self.start.elapsed();
+            if now >= self.due {
+                return true;
+            }
+            // Woken early by `Samplers::shut_down` (or spuriously): look again.
+            std::thread::park_timeout(self.due - now);
+        }
+    }
+}
+
 /// The threads sampling the app's processes.
 struct Samplers {
     config: Config,
@@ -331,9 +373,13 @@ impl Samplers {
         }
     }
 
-    /// Stops and joins every sampling thread.
+    /// Stops and joins every sampling thread, waking those that wait for
+    /// their next sample.
     fn shut_down(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        for t in &self.threads {
+            t.thread().unpark();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -593,5 +639,40 @@ mod tests {
         ];
         strip_bootstrap(&mut recording);
         assert!(recording.is_empty());
+    }
+
+    #[test]
+    fn a_sampler_waiting_for_its_next_sample_stops_at_once() {
+        // A gap of some 10^6 s on average: only a wait cut short returns.
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let waiting = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut schedule = Schedule::new(1e-6);
+                tx.send(schedule.wait(&stop)).unwrap();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        stop.store(true, Ordering::SeqCst);
+        waiting.thread().unpark();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(60)), Ok(false));
+        waiting.join().unwrap();
+    }
+
+    #[test]
+    fn samples_come_at_the_rate_on_average() {
+        let stop = AtomicBool::new(false);
+        let mut schedule = Schedule::new(1000.0);
+        let start = Instant::now();
+        for _ in 0..200 {
+            assert!(schedule.wait(&stop));
+        }
+        // 200 gaps of 1 ms on average: their sum is due, not much sooner.
+        assert!(
+            start.elapsed() >= Duration::from_millis(100),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

@@ -600,7 +600,11 @@ fn the_app_files_compiled_for_capture_are_cached_and_compiled_again_when_they_ch
 
     assert_eq!(run_once(), ("6.0\n".to_string(), vec!["x".to_string()]));
     let first = stamps();
-    assert_eq!(first.len(), 2, "app.py and helper.py: {first:?}");
+    assert_eq!(
+        first.len(),
+        4,
+        "app.py and helper.py, the bootstrap's source and its byte code: {first:?}"
+    );
     // Run again: the same files are read back, not written again.
     assert_eq!(run_once(), ("6.0\n".to_string(), vec!["x".to_string()]));
     assert_eq!(stamps(), first);
@@ -609,6 +613,52 @@ fn the_app_files_compiled_for_capture_are_cached_and_compiled_again_when_they_ch
     assert_eq!(
         run_once(),
         ("15.0\n".to_string(), vec!["x".to_string(), "k".to_string()])
+    );
+}
+
+#[test]
+fn the_bootstrap_runs_from_cached_byte_code_and_a_damaged_cache_is_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let printed = dir.path().join("out.txt");
+    let mut opts = options("pure_python.py", &["2000"], &captures);
+    opts.app_output = port_profiler::AppOutput::File(printed.clone());
+    let captured = || {
+        let p = run(&opts).unwrap();
+        assert!(p.exit.success(), "{:?}", p.exit);
+        let m = manifest(&captures);
+        assert!(manifest_record(&m, "longest_chain").is_some(), "{m}");
+        std::fs::read_to_string(&printed).unwrap()
+    };
+    let bootstrap = |ext: &str| {
+        std::fs::read_dir(captures.join("bytecode"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with("bootstrap-") && name.ends_with(ext)
+            })
+            .unwrap_or_else(|| panic!("no bootstrap-*{ext}"))
+    };
+    let printed_first = captured();
+    let (source, cache) = (bootstrap(".py"), bootstrap(".bin"));
+    // The cache starts with the Python that wrote it; the rest is byte code.
+    let bytes = std::fs::read(&cache).unwrap();
+    assert!(bytes.starts_with(b"3."), "{:?}", &bytes[..20]);
+    // Garbage after the right key, then a source file someone edited: each
+    // run still captures, as before, and leaves a cache that loads.
+    let key_len = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut damaged = bytes[..key_len].to_vec();
+    damaged.extend_from_slice(b"not marshal data");
+    std::fs::write(&cache, &damaged).unwrap();
+    assert_eq!(captured(), printed_first);
+    let remade = std::fs::read(&cache).unwrap();
+    assert!(remade != damaged && remade.starts_with(&bytes[..key_len]));
+    std::fs::write(&source, "raise SystemExit('not the bootstrap')\n").unwrap();
+    assert_eq!(captured(), printed_first);
+    assert_eq!(
+        std::fs::read_to_string(&source).unwrap(),
+        port_profiler::capture::HELPER_SOURCE
     );
 }
 

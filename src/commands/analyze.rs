@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_analyzer::{analyze, Analysis, AnalyzeOptions};
-use port_profiler::{resolve_python, ProfileOptions};
+use port_profiler::{resolve_python, AppDirResolver, FrameResolver, ProfileOptions};
 use port_reports::terminal;
 
 use crate::commands::plan_check;
-use crate::profile_merge::{captured_types, merge, AnalysisResolver};
+use crate::profile_merge::{captured_types, merge, AnalysisResolver, DeferredResolver};
 use crate::state;
 use crate::UserError;
 
@@ -99,6 +99,10 @@ pub enum Source<'a> {
     State,
 }
 
+/// The stack the script's parse check runs on (the analyzer's own threads
+/// have as much): parse trees of deeply nested source recurse.
+const PARSE_STACK_BYTES: usize = 256 << 20;
+
 pub fn analysis_path() -> PathBuf {
     state::dir().join("analysis.json")
 }
@@ -167,9 +171,47 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
         ))
         .into());
     }
-    // The static pass first: the resolver needs every function's lines.
-    let first = run_static(&args.path)?;
-    let resolver = AnalysisResolver::new(&first);
+    // Nothing can be classified when the script itself does not parse: say
+    // so before running it, as `--static` would.
+    check_parses(&args.path)?;
+    // The first static pass (only the resolver needs it: every function's
+    // lines) runs while the app does; the report's pass comes after, with
+    // the captured types.
+    std::thread::scope(|scope| {
+        let first = std::thread::Builder::new()
+            .name("port-first-pass".into())
+            .spawn_scoped(scope, || analyze(&args.path, &AnalyzeOptions::default()))
+            .map_err(|e| UserError::new(format!("cannot start a thread: {e}")))?;
+        let resolver = DeferredResolver::new(move || match first.join() {
+            Ok(Ok(a)) => Box::new(AnalysisResolver::new(&a)) as Box<dyn FrameResolver + Send>,
+            // The pass after the run meets the same error and reports it.
+            _ => Box::new(AppDirResolver::for_app(&args.path)),
+        });
+        profile_and_report(args, &resolver)
+    })
+}
+
+/// Whether the script parses; its parse errors as one error if not.
+fn check_parses(path: &Path) -> Result<()> {
+    if !path.is_file() {
+        // The analysis words a missing or unreadable script best.
+        return run_static(path).map(|_| ());
+    }
+    let path = path.to_path_buf();
+    // On a large stack, as the analysis parses: deeply nested source recurses.
+    let parsed = std::thread::Builder::new()
+        .stack_size(PARSE_STACK_BYTES)
+        .spawn(move || port_analyzer::loader::parse_file("__main__".into(), path).map(|_| ()))
+        .map_err(|e| UserError::new(format!("cannot start a thread: {e}")))?
+        .join();
+    match parsed {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(UserError::new(e.to_string()).into()),
+        Err(_) => Err(anyhow::anyhow!("the parser failed on the script")),
+    }
+}
+
+fn profile_and_report(args: &AnalyzeArgs, resolver: &dyn FrameResolver) -> Result<()> {
     let mut opts = ProfileOptions::new(resolve_python(args.python.clone()), &args.path);
     opts.args = args.args.clone();
     opts.app_output = match (&args.app_output, args.json) {
@@ -194,7 +236,7 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
     opts.capture_dir = state::dir().join("captures");
 
     let spinner = progress_spinner(args.json);
-    let profile = port_profiler::profile(&opts, &resolver, &|tick| {
+    let profile = port_profiler::profile(&opts, resolver, &|tick| {
         if let Some(s) = &spinner {
             s.set_message(tick.message());
         }
