@@ -797,7 +797,9 @@ mod dtypes {
 /// Idioms around the array code (fixtures/migrate/programs_idioms.py):
 /// `np.asarray` of the arguments, `np.empty(image.shape[:2])`, a parallel
 /// loop that counts down, loops over an array's rows (`enumerate`) or
-/// elements (a host loop over complex points).
+/// elements (a host loop over complex points), names holding tuples (a
+/// shape, a layer's `cache` returned nested, a pair indexed from the end,
+/// two buffers swapped in a time loop).
 mod idioms {
     use super::verified;
 
@@ -809,6 +811,10 @@ mod idioms {
         resolvent_sum: "complex128[:], complex128[:,:], complex128[:,:]",
         row_norms: "float64[:,:]",
         row_peaks: "float64[:,:]",
+        outer_table: "float64[:], float64[:]",
+        dense_forward: "float64[:,:], float64[:,:], float64[:]",
+        rescaled: "float64[:,:]",
+        ping_pong_smooth: "float64[:], int64",
     }
 }
 

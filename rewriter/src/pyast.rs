@@ -522,6 +522,237 @@ fn desugar_for(f: &mut ast::StmtFor) {
     f.body.insert(0, read);
 }
 
+/// Every parameter name of a function (positional-only, positional,
+/// `*args`, keyword-only, `**kwargs`).
+pub fn param_names(a: &ast::Arguments) -> Vec<String> {
+    let with_defaults = a
+        .posonlyargs
+        .iter()
+        .chain(&a.args)
+        .chain(&a.kwonlyargs)
+        .map(|p| p.def.arg.to_string());
+    let rest = a.vararg.iter().chain(&a.kwarg).map(|p| p.arg.to_string());
+    with_defaults.chain(rest).collect()
+}
+
+/// Names that hold a tuple literal (`shape = (n, m)`, `cache = (x, w, b)`),
+/// split into one name per element everywhere in a function's `body`, for
+/// rewrites that bind a name to one value:
+///
+/// - `t = (e0, e1)` becomes `t_0 = e0` and `t_1 = e1` (or `t_0, t_1 = e0,
+///   e1` where an element reads the tuple, as `t = (t[1], t[0])` does: the
+///   whole right-hand side is evaluated first, as Python does);
+/// - `t[1]` and `t[-1]` become `t_1`; any other read of `t` becomes the
+///   tuple `(t_0, t_1)`.
+///
+/// A tuple never changes, and each element is bound where the tuple was, so
+/// Python's meaning is kept. Only where it is plain: every binding of the
+/// name is such an assignment with the same number of elements, none
+/// starred; the name is not a parameter, not deleted, not in a lambda or a
+/// comprehension (scopes of their own); and the body holds only statements
+/// whose expressions the walk sees (assignments, loops, `if`, `return`,
+/// expressions, `assert`, `pass`, `break`, `continue`). Elements that are
+/// tuples themselves are split in turn. New nodes keep the ranges of what
+/// they stand for, so messages point at the user's lines.
+pub fn split_tuple_names(params: &[String], body: &mut Vec<Stmt>) {
+    for _ in 0..4 {
+        if !split_tuple_names_once(params, body) {
+            return;
+        }
+    }
+}
+
+fn split_tuple_names_once(params: &[String], body: &mut Vec<Stmt>) -> bool {
+    let mut plain = true;
+    walk_stmts(body, &mut |s| {
+        plain &= matches!(
+            s,
+            Stmt::Assign(_)
+                | Stmt::AugAssign(_)
+                | Stmt::AnnAssign(_)
+                | Stmt::For(_)
+                | Stmt::While(_)
+                | Stmt::If(_)
+                | Stmt::Return(_)
+                | Stmt::Expr(_)
+                | Stmt::Assert(_)
+                | Stmt::Pass(_)
+                | Stmt::Break(_)
+                | Stmt::Continue(_)
+        );
+    });
+    if !plain {
+        return false;
+    }
+    // name -> (arity, bindings as tuple literals); None once disqualified.
+    let mut found: std::collections::BTreeMap<String, Option<(usize, usize)>> = Default::default();
+    walk_stmts(body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            if let ([Expr::Name(n)], Expr::Tuple(t)) = (a.targets.as_slice(), a.value.as_ref()) {
+                let k = t.elts.len();
+                let starred = t.elts.iter().any(|e| matches!(e, Expr::Starred(_)));
+                let entry = found.entry(n.id.to_string()).or_insert(Some((k, 0)));
+                *entry = match *entry {
+                    Some((arity, count)) if arity == k && !starred && k > 0 => Some((k, count + 1)),
+                    _ => None,
+                };
+            }
+        }
+    });
+    let mut split: Vec<(String, usize)> = Vec::new();
+    for (name, entry) in found {
+        let Some((k, bindings)) = entry else { continue };
+        if params.contains(&name) {
+            continue;
+        }
+        // Every other store (a loop target, `t += …`, unpacking, `del t`)
+        // and every mention in a scope of its own disqualifies the name.
+        let mut stores = 0;
+        let mut ok = true;
+        walk_stmts(body, &mut |s| {
+            for e in stmt_exprs(s) {
+                walk_expr(e, &mut |x| match x {
+                    Expr::Name(m)
+                        if m.id.as_str() == name && !matches!(m.ctx, ast::ExprContext::Load) =>
+                    {
+                        stores += 1;
+                        ok &= matches!(m.ctx, ast::ExprContext::Store);
+                    }
+                    Expr::NamedExpr(_) if mentions(x, &name) => ok = false,
+                    Expr::Lambda(_)
+                    | Expr::ListComp(_)
+                    | Expr::SetComp(_)
+                    | Expr::DictComp(_)
+                    | Expr::GeneratorExp(_)
+                        if mentions(x, &name) =>
+                    {
+                        ok = false
+                    }
+                    _ => {}
+                });
+            }
+        });
+        if ok && stores == bindings {
+            split.push((name, k));
+        }
+    }
+    if split.is_empty() {
+        return false;
+    }
+    for (name, k) in split {
+        let mut parts: Vec<String> = Vec::with_capacity(k);
+        for i in 0..k {
+            let mut p = format!("{name}_{i}");
+            while body_mentions(body, &p) || params.contains(&p) {
+                p.push('_');
+            }
+            parts.push(p);
+        }
+        split_one(body, &name, &parts);
+    }
+    true
+}
+
+fn split_one(body: &mut Vec<Stmt>, name: &str, parts: &[String]) {
+    use rustpython_parser::ast::Ranged;
+    let k = parts.len() as i64;
+    let load = |id: &str, range| {
+        Expr::Name(ast::ExprName {
+            range,
+            id: ast::Identifier::new(id),
+            ctx: ast::ExprContext::Load,
+        })
+    };
+    let mut reads = |e: &mut Expr| -> bool {
+        if let Expr::Subscript(sub) = e {
+            // `t[0] = x` (Python raises: a tuple is immutable) is not a read.
+            let read = matches!(sub.ctx, ast::ExprContext::Load);
+            if read && matches!(sub.value.as_ref(), Expr::Name(n) if n.id.as_str() == name) {
+                if let Some(i) = const_int(&sub.slice).filter(|i| (-k..k).contains(i)) {
+                    *e = load(&parts[i.rem_euclid(k) as usize], sub.range);
+                    return true;
+                }
+            }
+        }
+        if let Expr::Name(n) = e {
+            if n.id.as_str() == name && matches!(n.ctx, ast::ExprContext::Load) {
+                let range = n.range;
+                *e = Expr::Tuple(ast::ExprTuple {
+                    range,
+                    elts: parts.iter().map(|p| load(p, range)).collect(),
+                    ctx: ast::ExprContext::Load,
+                });
+                return true;
+            }
+        }
+        false
+    };
+    let mut out = Vec::with_capacity(body.len());
+    for mut s in std::mem::take(body) {
+        for e in stmt_exprs_mut(&mut s) {
+            walk_expr_mut(e, &mut reads);
+        }
+        for b in child_bodies_mut(&mut s) {
+            split_one(b, name, parts);
+        }
+        let Stmt::Assign(a) = &s else {
+            out.push(s);
+            continue;
+        };
+        let ([Expr::Name(n)], Expr::Tuple(t)) = (a.targets.as_slice(), a.value.as_ref()) else {
+            out.push(s);
+            continue;
+        };
+        if n.id.as_str() != name {
+            out.push(s);
+            continue;
+        }
+        let store = |id: &str, range| {
+            Expr::Name(ast::ExprName {
+                range,
+                id: ast::Identifier::new(id),
+                ctx: ast::ExprContext::Store,
+            })
+        };
+        let (range, target) = (a.range, n.range);
+        let reads_parts = t.elts.iter().any(|e| parts.iter().any(|p| mentions(e, p)));
+        if reads_parts {
+            out.push(Stmt::Assign(ast::StmtAssign {
+                range,
+                targets: vec![Expr::Tuple(ast::ExprTuple {
+                    range: target,
+                    elts: parts.iter().map(|p| store(p, target)).collect(),
+                    ctx: ast::ExprContext::Store,
+                })],
+                value: a.value.clone(),
+                type_comment: None,
+            }));
+        } else {
+            for (p, e) in parts.iter().zip(&t.elts) {
+                out.push(Stmt::Assign(ast::StmtAssign {
+                    range: e.range(),
+                    targets: vec![store(p, target)],
+                    value: Box::new(e.clone()),
+                    type_comment: None,
+                }));
+            }
+        }
+    }
+    *body = out;
+}
+
+/// An integer literal, or a negated one.
+fn const_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Constant(c) => match &c.value {
+            ast::Constant::Int(i) => i64::try_from(i).ok(),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => const_int(&u.operand).map(|i| -i),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rustpython_parser::ast::{self, Stmt};
@@ -597,6 +828,137 @@ mod tests {
         assert_eq!(
             desugared("for i in range(3):\n    s += i\n"),
             ["i in call/1: other"]
+        );
+    }
+
+    /// `code`'s statements after [`super::split_tuple_names`], one line
+    /// each, in a small rendering of the few nodes the tests use.
+    fn split(params: &[&str], code: &str) -> Vec<String> {
+        fn show(e: &ast::Expr) -> String {
+            match e {
+                ast::Expr::Name(n) => n.id.to_string(),
+                ast::Expr::Tuple(t) => {
+                    format!(
+                        "({})",
+                        t.elts.iter().map(show).collect::<Vec<_>>().join(", ")
+                    )
+                }
+                ast::Expr::Subscript(s) => format!("{}[{}]", show(&s.value), show(&s.slice)),
+                ast::Expr::Constant(c) => match &c.value {
+                    ast::Constant::Int(i) => i.to_string(),
+                    _ => "const".into(),
+                },
+                ast::Expr::UnaryOp(u) => format!("-{}", show(&u.operand)),
+                ast::Expr::Attribute(a) => format!("{}.{}", show(&a.value), a.attr),
+                ast::Expr::Call(c) => format!(
+                    "{}({})",
+                    show(&c.func),
+                    c.args.iter().map(show).collect::<Vec<_>>().join(", ")
+                ),
+                ast::Expr::BinOp(b) => format!("{} op {}", show(&b.left), show(&b.right)),
+                ast::Expr::Lambda(_) => "lambda".into(),
+                _ => "?".into(),
+            }
+        }
+        fn lines(body: &[Stmt], depth: usize, out: &mut Vec<String>) {
+            let pad = "  ".repeat(depth);
+            for s in body {
+                match s {
+                    Stmt::Assign(a) => out.push(format!(
+                        "{pad}{} = {}",
+                        a.targets.iter().map(show).collect::<Vec<_>>().join(" = "),
+                        show(&a.value)
+                    )),
+                    Stmt::AugAssign(a) => {
+                        out.push(format!("{pad}{} += {}", show(&a.target), show(&a.value)))
+                    }
+                    Stmt::Return(r) => out.push(format!(
+                        "{pad}return {}",
+                        r.value.as_deref().map(show).unwrap_or_default()
+                    )),
+                    Stmt::For(f) => {
+                        out.push(format!(
+                            "{pad}for {} in {}:",
+                            show(&f.target),
+                            show(&f.iter)
+                        ));
+                        lines(&f.body, depth + 1, out);
+                    }
+                    Stmt::Expr(e) => out.push(format!("{pad}{}", show(&e.value))),
+                    _ => out.push(format!("{pad}stmt")),
+                }
+            }
+        }
+        let mut body = ast::Suite::parse(code, "<test>").unwrap();
+        let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+        super::split_tuple_names(&params, &mut body);
+        let mut out = Vec::new();
+        lines(&body, 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn names_holding_tuples_become_a_name_per_element() {
+        assert_eq!(
+            split(
+                &["a"],
+                "shape = (a.shape[0], 3)\nout = zeros(shape)\nn = shape[-1]\nreturn out, shape"
+            ),
+            [
+                "shape_0 = a.shape[0]",
+                "shape_1 = 3",
+                "out = zeros((shape_0, shape_1))",
+                "n = shape_1",
+                "return (out, (shape_0, shape_1))",
+            ]
+        );
+        // A swap reads the pair it rebinds: one assignment, evaluated first.
+        assert_eq!(
+            split(
+                &["u"],
+                "p = (u, v)\nfor k in r:\n  p = (p[1], p[0])\nreturn p[0]"
+            ),
+            [
+                "p_0 = u",
+                "p_1 = v",
+                "for k in r:",
+                "  (p_0, p_1) = (p_1, p_0)",
+                "return p_0",
+            ]
+        );
+        // Nested tuples are split in turn; a name already taken is not reused.
+        assert_eq!(
+            split(&[], "c_0 = 1\nc = ((x, y), z)\nreturn c[0][1]"),
+            [
+                "c_0 = 1",
+                "c_0__0 = x",
+                "c_0__1 = y",
+                "c_1 = z",
+                "return c_0__1"
+            ]
+        );
+    }
+
+    #[test]
+    fn tuples_are_left_alone_where_splitting_could_change_the_meaning() {
+        let kept = |params: &[&str], code: &str| {
+            let out = split(params, code);
+            assert!(out.iter().all(|l| !l.contains("t_0")), "{code}\n→ {out:?}");
+        };
+        kept(&["t"], "t = (1, 2)\nreturn t");
+        kept(&[], "t = (1, 2)\nt += (3,)\nreturn t");
+        kept(&[], "t = (1, 2)\nif c:\n  t = (1, 2, 3)\nreturn t");
+        kept(&[], "t = (1, 2)\nfor t in r:\n  pass\nreturn t");
+        kept(&[], "t = (1, 2)\nf = lambda: t\nreturn f");
+        kept(&[], "t = (1, 2)\nx = [v for v in t]\nreturn x");
+        kept(&[], "t = (1, 2)\nt, u = (3, 4), 5\nreturn t");
+        kept(&[], "t = (*a, 2)\nreturn t");
+        kept(&[], "t = (1, 2)\ndel t");
+        kept(&[], "t = (1, 2)\nwith f() as g:\n  pass\nreturn t");
+        // Python raises on `t[0] = …`; it must not become `t_0 = …`.
+        assert_eq!(
+            split(&[], "t = (1, 2)\nt[0] = 3"),
+            ["t_0 = 1", "t_1 = 2", "(t_0, t_1)[0] = 3"]
         );
     }
 }

@@ -976,7 +976,11 @@ pub fn run_plan<D: Device>(
     };
     run.returns = match &plan.ret {
         None => None,
-        Some(HostValue::Tuple(items)) => {
+        Some(tuple @ HostValue::Tuple(_)) => {
+            // Nested tuples (`return out, (x, w, b)`) are compared item by
+            // item, depth first, as the original's are.
+            let mut items = Vec::new();
+            tuple_leaves(tuple, &mut items);
             let mut v = Vec::new();
             for it in items {
                 v.push(shape_out(value(&st, dev, plan, &homes, it, &mut run)?));
@@ -988,6 +992,14 @@ pub fn run_plan<D: Device>(
         )?)]),
     };
     Ok(run)
+}
+
+/// The values of a (nested) tuple result, depth first.
+fn tuple_leaves<'a>(v: &'a HostValue, out: &mut Vec<&'a HostValue>) {
+    match v {
+        HostValue::Tuple(items) => items.iter().for_each(|it| tuple_leaves(it, out)),
+        leaf => out.push(leaf),
+    }
 }
 
 /// Host-loop iterations a run may take in all: a plan whose loops never end

@@ -135,6 +135,15 @@ def narrow(value):
     return value, False
 
 
+def leaves(value):
+    """The items of a (nested) tuple, depth first: `(out, (x, w, b))` gives
+    out, x, w, b, in the order port lists the migrated function's."""
+    out = []
+    for v in value:
+        out.extend(leaves(v) if isinstance(v, tuple) else [v])
+    return out
+
+
 def fresh(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
@@ -225,7 +234,7 @@ def run(mode, path, qualname, inp, out, repeats=0, extended=False):
         if not is_array:
             wider["args"].append(None)
     if ret is not None:
-        items = list(ret) if isinstance(ret, tuple) else [ret]
+        items = leaves(ret) if isinstance(ret, tuple) else [ret]
         result["returns"] = [kept("returns", "ret%d" % k, v) for k, v in enumerate(items)]
         result["tuple"] = isinstance(ret, tuple)
     if extended:

@@ -224,6 +224,14 @@ def check_sim(original, patched, migration, migration_path):
     print("ok cudasim %s" % name)
 
 
+def leaves(value):
+    """A (nested) tuple's items, depth first, as port compares them."""
+    out = []
+    for v in value:
+        out.extend(leaves(v) if isinstance(v, tuple) else [v])
+    return out
+
+
 def outputs(plan, args, ret):
     """The arrays to compare: the arguments after the call, then the returns."""
     out = []
@@ -231,7 +239,7 @@ def outputs(plan, args, ret):
         if isinstance(x, np.ndarray) and plan["kind"] != "ufunc":
             out.append(("argument %d" % k, x))
     if ret is not None:
-        items = list(ret) if isinstance(ret, tuple) else [ret]
+        items = leaves(ret) if isinstance(ret, tuple) else [ret]
         for k, x in enumerate(items):
             out.append(("return value %d" % k, x))
     return out

@@ -354,6 +354,7 @@ impl Lowerer<'_> {
             .collect();
         fold_returns(&mut body);
         pyast::desugar_element_loops(&mut body);
+        pyast::split_tuple_names(&pyast::param_names(&def.args), &mut body);
         let mut ret: Option<(ast::Expr, TextRange)> = None;
         if let Some(ast::Stmt::Return(rs)) = body.last() {
             let rng = rs.range();
