@@ -847,6 +847,52 @@ fn flagged_records_over_enumerated_rows() {
     );
 }
 
+/// Rows picked by a boolean mask of fewer dimensions than the array
+/// (fixtures/migrate/programs_idioms.py): k-means' update step
+/// (`np.sum(X[M == i], axis=0) / len(X[M == i])` per cluster, a host loop
+/// launching a masked reduction along the rows), and the counts, extremes
+/// and column means of a row selection, `np.count_nonzero` counting the
+/// selected values that are not zero (not the selected ones).
+#[test]
+fn rows_selected_by_a_mask_are_reduced_without_compaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = common::repo().join(".venv/bin/python");
+    let o = Command::new(py)
+        .arg("-c")
+        .arg(
+            "import numpy as np; rng = np.random.default_rng(1)\n\
+             X = rng.standard_normal((400, 3)); X[::7, 1] = 0.0\n\
+             M = rng.integers(0, 4, size=400)\n\
+             np.savez('centers.npz', X=X, C=np.zeros((4, 3)), M=M)\n\
+             np.savez('rows.npz', x=X, lo=np.float64(0.25))",
+        )
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = verified_in(
+        &tmp,
+        "migrate/programs_idioms.py",
+        "update_centers",
+        "float64[:,:], float64[:,:], int64[:]",
+        &["--inputs", "centers.npz"],
+        "given",
+    );
+    let log = j["rewrites"].to_string();
+    assert!(
+        log.contains("a reduction along axis 0 of the boolean-mask selection"),
+        "{log}"
+    );
+    verified_in(
+        &tmp,
+        "migrate/programs_idioms.py",
+        "selected_rows_summary",
+        "float64[:,:], float64",
+        &["--inputs", "rows.npz"],
+        "given",
+    );
+}
+
 /// NumPy's ufuncs called by name and their `.outer` forms
 /// (fixtures/migrate/programs_ufuncs.py); `xorshift_rounds` gives uint64
 /// results past 2**63, compared exactly.

@@ -6,8 +6,13 @@
 //! identity (`0` for a sum, `-inf` for a max) and, for a mean, divided by
 //! the count of the mask. No compaction, no data-dependent allocation: the
 //! reduction runs as a whole-array reduction on the host schedule, or as a
-//! per-thread loop inside a kernel. Any other use of the selection is
-//! refused, naming it.
+//! per-thread loop inside a kernel. A mask of fewer dimensions than the
+//! array selects whole rows (`X[labels == k]`, shape `(count, D)`): its
+//! reductions are the same with the mask broadcast along the trailing
+//! dimensions, and one along `axis=0` (the selected rows: `np.sum(X[m],
+//! axis=0)`, `X[m].mean(axis=0)`) is an axis reduction of the filled array
+//! over the mask's dimensions. Any other use of the selection is refused,
+//! naming it.
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, CmpOp, Expr, ScalarType, UnaryOp};
@@ -15,6 +20,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, select};
+use crate::lower::axis_reduction::{AxisOp, RedArgs};
 use crate::lower::context::{Lowerer, Recurse, Reduce, Region, Selection};
 use crate::numpy::array_expr::{ArrVal, Val};
 use crate::numpy::math_calls::truthy;
@@ -31,7 +37,13 @@ enum Op {
     Prod,
     Any,
     All,
+    /// Rows selected (`len`): elements, where the mask has the array's
+    /// dimensions.
     Count,
+    /// Elements selected (`.size`, `np.size`).
+    Size,
+    /// Selected elements that are not zero (`np.count_nonzero`).
+    CountNonzero,
 }
 
 fn op_of(name: &str) -> Option<Op> {
@@ -44,7 +56,9 @@ fn op_of(name: &str) -> Option<Op> {
         "prod" => Op::Prod,
         "any" => Op::Any,
         "all" => Op::All,
-        "len" | "count_nonzero" | "size" => Op::Count,
+        "len" => Op::Count,
+        "size" => Op::Size,
+        "count_nonzero" => Op::CountNonzero,
         _ => return None,
     })
 }
@@ -76,12 +90,12 @@ impl Lowerer<'_> {
                 let Val::Array(values) = self.expr(r, &s.value)? else {
                     return Ok(None);
                 };
-                if values.ndim() != mask.ndim() {
+                if mask.ndim() == 0 || mask.ndim() > values.ndim() {
                     return refuse(
                         NAME,
                         line,
                         format!(
-                            "`{}`: a boolean mask of {} dimension(s) selecting from an array of {}",
+                            "`{}`: a boolean mask of {} dimension(s) selecting from an array of {} (NumPy raises)",
                             self.src.text_of(e),
                             mask.ndim(),
                             values.ndim()
@@ -132,37 +146,171 @@ impl Lowerer<'_> {
         c: &ast::ExprCall,
         line: u32,
     ) -> Lower<Option<Val>> {
-        let (op, subject) = match c.func.as_ref() {
-            ast::Expr::Attribute(a) if c.args.is_empty() && c.keywords.is_empty() => {
-                let Some(op) = op_of(a.attr.as_str()) else {
-                    return Ok(None);
-                };
-                if op == Op::Count {
-                    return Ok(None);
-                }
-                (op, a.value.as_ref())
-            }
-            f if c.args.len() == 1 && c.keywords.is_empty() => {
-                let Some(name) = self.src.resolve(f) else {
-                    return Ok(None);
-                };
-                if !(name.starts_with("numpy.") || name == "len") {
-                    return Ok(None);
-                }
+        // (op, the selection, arguments after it: `axis`, `keepdims`)
+        let function = self
+            .src
+            .resolve(&c.func)
+            .filter(|name| name.starts_with("numpy.") || name == "len");
+        let (op, subject, skip) = match (function, c.func.as_ref()) {
+            // `np.sum(sel, …)`, `len(sel)`
+            (Some(name), _) if !c.args.is_empty() => {
                 let Some(op) = op_of(&name) else {
                     return Ok(None);
                 };
-                (op, &c.args[0])
+                (op, &c.args[0], 1)
+            }
+            // `sel.sum(…)`
+            (None, ast::Expr::Attribute(a)) => {
+                let Some(op) = op_of(a.attr.as_str()) else {
+                    return Ok(None);
+                };
+                if matches!(op, Op::Count | Op::Size | Op::CountNonzero) {
+                    return Ok(None);
+                }
+                (op, a.value.as_ref(), 0)
             }
             _ => return Ok(None),
         };
         if matches!(subject, ast::Expr::Attribute(_) | ast::Expr::Constant(_)) {
             return Ok(None);
         }
+        let whole = c.args.len() == skip && c.keywords.is_empty();
+        if !whole
+            && matches!(
+                op,
+                Op::Count | Op::Size | Op::CountNonzero | Op::Any | Op::All
+            )
+        {
+            return Ok(None);
+        }
         let Some(sel) = self.selection(r, subject)? else {
             return Ok(None);
         };
-        self.reduce_selection(r, op, &sel, line).map(Some)
+        if whole {
+            return self.reduce_selection(r, op, &sel, line).map(Some);
+        }
+        self.reduce_selection_along(r, op, &sel, c, skip, line)
+            .map(Some)
+    }
+
+    /// `np.sum(x[m], axis=0)`, `x[m].mean(axis=0, keepdims=True)`: the
+    /// selected rows reduced, each column (trailing element) on its own.
+    /// The selection's axis 0 is the mask's dimensions of `x`; along the
+    /// trailing axes alone the result would keep the compacted rows, of
+    /// data-dependent length, which is refused.
+    fn reduce_selection_along(
+        &mut self,
+        r: &mut Region,
+        op: Op,
+        sel: &Selection,
+        c: &ast::ExprCall,
+        skip: usize,
+        line: u32,
+    ) -> Lower<Val> {
+        let k = sel.mask.ndim();
+        let nd = sel.values.ndim() - k + 1;
+        let plain = match op {
+            Op::Sum => Reduce::Sum,
+            Op::Mean => Reduce::Mean,
+            Op::Max => Reduce::Max,
+            Op::Min => Reduce::Min,
+            Op::Prod => Reduce::Prod,
+            _ => unreachable!("only these take an axis here"),
+        };
+        let args = self.reduction_args(c, skip, nd, AxisOp::Plain(plain), line)?;
+        let axes = args.axes.clone().unwrap_or_else(|| (0..nd).collect());
+        if axes.len() == nd && !args.keepdims {
+            return self.reduce_selection(r, op, sel, line);
+        }
+        if !axes.contains(&0) {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: a reduction of a boolean-mask selection that keeps its selected rows (their number depends on the data); reduce along `axis=0` or the whole selection",
+                    self.src.text_of(c)
+                ),
+            );
+        }
+        if args.keepdims && k > 1 {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: `keepdims` of a selection through a mask of {k} dimensions",
+                    self.src.text_of(c)
+                ),
+            );
+        }
+        // The selection's axis 0 is the mask's k axes of `x`; its axis a > 0
+        // is axis a + k - 1 of `x`.
+        let x_axes: Vec<usize> = (0..k)
+            .chain(axes.iter().filter(|&&a| a > 0).map(|&a| a + k - 1))
+            .collect();
+        let t = sel.values.elem;
+        let mask = sel.mask.body.clone();
+        let sum_t = wide(t);
+        let (lowest, highest) = extremes(t);
+        let (fill_t, identity, reduce) = match op {
+            Op::Sum | Op::Mean => (sum_t, zero(sum_t), Reduce::Sum),
+            Op::Prod => (sum_t, one(sum_t), Reduce::Prod),
+            Op::Max => (wide(t), lowest, Reduce::Max),
+            Op::Min => (wide(t), highest, Reduce::Min),
+            _ => unreachable!("checked above"),
+        };
+        let filled = sel.values.map(fill_t, |x| {
+            select(mask.clone(), cast_to(x, t, fill_t), identity)
+        });
+        let reduced = self.reduce_with(
+            r,
+            AxisOp::Plain(reduce),
+            Val::Array(filled),
+            RedArgs {
+                axes: Some(x_axes.clone()),
+                keepdims: args.keepdims,
+                ddof: 0,
+            },
+            "masked",
+            line,
+        )?;
+        let out = if op == Op::Mean {
+            // The count of selected rows, times the trailing extents reduced.
+            let rows = self.reduce(r, Reduce::Sum, mask_count(sel), line)?;
+            let Val::Scalar(n, nt, _) = rows else {
+                unreachable!("whole reductions give scalars")
+            };
+            let ft = if sum_t == ScalarType::F32 {
+                ScalarType::F32
+            } else {
+                ScalarType::F64
+            };
+            let mut n = cast_to(n, nt, ft);
+            for &a in x_axes.iter().filter(|&&a| a >= k) {
+                n = mul(n, cast_to(sel.values.shape[a].clone(), ScalarType::I64, ft));
+            }
+            let total_t = match &reduced {
+                Val::Array(av) => av.elem,
+                Val::Scalar(_, st, _) => *st,
+                Val::Tuple(_) => unreachable!("a reduction gives no tuple"),
+            };
+            match reduced {
+                Val::Array(av) => {
+                    Val::Array(av.map(ft, |e| div(cast_to(e, total_t, ft), n.clone())))
+                }
+                Val::Scalar(e, st, _) => Val::scalar(div(cast_to(e, st, ft), n), ft),
+                Val::Tuple(_) => unreachable!("a reduction gives no tuple"),
+            }
+        } else {
+            reduced
+        };
+        self.log.applied(
+            NAME,
+            format!(
+                "a reduction along axis 0 of the boolean-mask selection of line {} (line {line}): the rows not selected are the identity",
+                sel.line
+            ),
+        );
+        Ok(out)
     }
 
     /// `sel.size` of a selection: the count of its mask.
@@ -173,7 +321,7 @@ impl Lowerer<'_> {
         line: u32,
     ) -> Lower<Option<Val>> {
         match self.selection(r, base)? {
-            Some(sel) => self.reduce_selection(r, Op::Count, &sel, line).map(Some),
+            Some(sel) => self.reduce_selection(r, Op::Size, &sel, line).map(Some),
             None => Ok(None),
         }
     }
@@ -187,41 +335,42 @@ impl Lowerer<'_> {
     ) -> Lower<Val> {
         let t = sel.values.elem;
         let mask = sel.mask.body.clone();
-        let count = || {
-            Val::Array(sel.mask.map(ScalarType::I64, |m| {
-                cast_to(m, ScalarType::Bool, ScalarType::I64)
-            }))
-        };
+        let count = || mask_count(sel);
+        // A mask of fewer dimensions selects whole rows: each selected one
+        // holds this many elements.
+        let per_row = sel.values.shape[sel.mask.ndim()..]
+            .iter()
+            .cloned()
+            .reduce(mul);
         let fill = |identity: Expr, acc_t: ScalarType| {
             Val::Array(sel.values.map(acc_t, |x| {
                 select(mask.clone(), cast_to(x, t, acc_t), identity)
             }))
         };
-        // NumPy sums integers in the platform's (u)int64.
-        let wide = |t: ScalarType| {
-            if t.is_float() {
-                t
-            } else if t.is_unsigned() {
-                ScalarType::U64
-            } else {
-                ScalarType::I64
-            }
-        };
         let sum_t = wide(t);
-        // The identities of max and min, of type `wide(t)`.
-        let (lowest, highest) = match t {
-            ScalarType::F32 | ScalarType::F64 => (
-                cast_to(f64(f64::NEG_INFINITY), ScalarType::F64, t),
-                cast_to(f64(f64::INFINITY), ScalarType::F64, t),
-            ),
-            _ if t.is_unsigned() => (
-                cast_to(i64(0), ScalarType::I64, ScalarType::U64),
-                cast_to(i64(-1), ScalarType::I64, ScalarType::U64),
-            ),
-            _ => (i64(i64::MIN), i64(i64::MAX)),
-        };
+        let (lowest, highest) = extremes(t);
         let val = match op {
+            // `len` counts rows; `.size` (and a mean) count elements.
             Op::Count => self.reduce(r, Reduce::Sum, count(), line)?,
+            Op::Size => {
+                let rows = self.reduce(r, Reduce::Sum, count(), line)?;
+                match (per_row, rows) {
+                    (Some(n), Val::Scalar(e, et, _)) => {
+                        Val::scalar(mul(e, cast_to(n, ScalarType::I64, et)), et)
+                    }
+                    (_, rows) => rows,
+                }
+            }
+            Op::CountNonzero => {
+                let hits = Val::Array(sel.values.map(ScalarType::I64, |x| {
+                    cast_to(
+                        binary(BinOp::And, mask.clone(), truthy(x, t)),
+                        ScalarType::Bool,
+                        ScalarType::I64,
+                    )
+                }));
+                self.reduce(r, Reduce::Sum, hits, line)?
+            }
             Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
             Op::Prod => self.reduce(r, Reduce::Prod, fill(one(sum_t), sum_t), line)?,
             Op::Max => self.reduce(r, Reduce::Max, fill(lowest, wide(t)), line)?,
@@ -237,7 +386,11 @@ impl Lowerer<'_> {
                 } else {
                     ScalarType::F64
                 };
-                Val::scalar(div(cast_to(s, st, ft), cast_to(n, nt, ft)), ft)
+                let mut n = cast_to(n, nt, ft);
+                if let Some(per) = per_row {
+                    n = mul(n, cast_to(per, ScalarType::I64, ft));
+                }
+                Val::scalar(div(cast_to(s, st, ft), n), ft)
             }
             Op::Any | Op::All => {
                 // any: the count of selected non-zeros > 0; all: the count
@@ -274,6 +427,39 @@ impl Lowerer<'_> {
             ),
         );
         Ok(val)
+    }
+}
+
+/// The mask as 0/1 (`i64`), to count what it selects.
+fn mask_count(sel: &Selection) -> Val {
+    Val::Array(sel.mask.map(ScalarType::I64, |m| {
+        cast_to(m, ScalarType::Bool, ScalarType::I64)
+    }))
+}
+
+/// The type NumPy sums `t` in: integers in the platform's (u)int64.
+fn wide(t: ScalarType) -> ScalarType {
+    if t.is_float() || t.is_complex() {
+        t
+    } else if t.is_unsigned() {
+        ScalarType::U64
+    } else {
+        ScalarType::I64
+    }
+}
+
+/// The identities of max and min for `t`, of type `wide(t)`.
+fn extremes(t: ScalarType) -> (Expr, Expr) {
+    match t {
+        ScalarType::F32 | ScalarType::F64 => (
+            cast_to(f64(f64::NEG_INFINITY), ScalarType::F64, t),
+            cast_to(f64(f64::INFINITY), ScalarType::F64, t),
+        ),
+        _ if t.is_unsigned() => (
+            cast_to(i64(0), ScalarType::I64, ScalarType::U64),
+            cast_to(i64(-1), ScalarType::I64, ScalarType::U64),
+        ),
+        _ => (i64(i64::MIN), i64(i64::MAX)),
     }
 }
 
