@@ -102,6 +102,12 @@ impl Lowerer<'_> {
                         ),
                     );
                 }
+                // NumPy raises IndexError unless the mask's extents are the
+                // leading ones of the array.
+                let pairs = (0..mask.ndim())
+                    .map(|d| (mask.shape[d].clone(), values.shape[d].clone()))
+                    .collect();
+                self.assume_equal(Some(r), pairs, line, crate::numpy::extents::MASK)?;
                 Ok(Some(Selection { values, mask, line }))
             }
             _ => Ok(None),
@@ -279,11 +285,7 @@ impl Lowerer<'_> {
             let Val::Scalar(n, nt, _) = rows else {
                 unreachable!("whole reductions give scalars")
             };
-            let ft = if sum_t == ScalarType::F32 {
-                ScalarType::F32
-            } else {
-                ScalarType::F64
-            };
+            let ft = mean_type(sum_t);
             let mut n = cast_to(n, nt, ft);
             for &a in x_axes.iter().filter(|&&a| a >= k) {
                 n = mul(n, cast_to(sel.values.shape[a].clone(), ScalarType::I64, ft));
@@ -381,11 +383,7 @@ impl Lowerer<'_> {
                 let (Val::Scalar(s, st, _), Val::Scalar(n, nt, _)) = (total, n) else {
                     unreachable!("whole reductions give scalars")
                 };
-                let ft = if st == ScalarType::F32 {
-                    ScalarType::F32
-                } else {
-                    ScalarType::F64
-                };
+                let ft = mean_type(st);
                 let mut n = cast_to(n, nt, ft);
                 if let Some(per) = per_row {
                     n = mul(n, cast_to(per, ScalarType::I64, ft));
@@ -435,6 +433,15 @@ fn mask_count(sel: &Selection) -> Val {
     Val::Array(sel.mask.map(ScalarType::I64, |m| {
         cast_to(m, ScalarType::Bool, ScalarType::I64)
     }))
+}
+
+/// The type of a mean of `t`s summed (as NumPy: float32 and complex stay,
+/// integers give float64).
+fn mean_type(t: ScalarType) -> ScalarType {
+    match t {
+        ScalarType::F32 | ScalarType::C64 | ScalarType::C128 => t,
+        _ => ScalarType::F64,
+    }
 }
 
 /// The type NumPy sums `t` in: integers in the platform's (u)int64.

@@ -35,6 +35,8 @@ pub const BROADCAST: &str = "operands could not be broadcast together";
 pub const MATMUL: &str = "matmul: the operands have a mismatch in their core dimension";
 /// NumPy's phrase for a slice assignment whose value does not fit.
 pub const STORE: &str = "could not broadcast the value into the slice it is stored to";
+/// NumPy's phrase for a boolean mask whose extents are not the array's.
+pub const MASK: &str = "boolean index did not match indexed array";
 
 /// The pairs of extents NumPy's broadcasting of `arrays` requires equal:
 /// along each axis (right-aligned), every extent that is not a literal 1
