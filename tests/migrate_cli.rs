@@ -182,6 +182,40 @@ fn a_refusal_lists_no_guess_of_the_analysis_that_the_planner_contradicts() {
 }
 
 #[test]
+fn a_selection_times_a_whole_array_is_refused_naming_the_array() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "selected_times_whole",
+            &f,
+            "--signature",
+            "float64[:], float64[:], bool[:]",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "refused");
+    let r = &j["reasons"][0];
+    let m = r["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("`b` is a whole array beside selections"),
+        "{r}"
+    );
+    assert_eq!(r["rewrite"], "masked", "{r}");
+    let line = std::fs::read_to_string(tmp.path().join(&f))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("np.sum(a[m] * b)"))
+        .unwrap()
+        + 1;
+    assert_eq!(r["line"], line as u64, "{r}");
+}
+
+#[test]
 fn a_recurrence_is_refused_with_its_line() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/refused.py");

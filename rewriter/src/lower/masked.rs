@@ -189,14 +189,93 @@ impl Lowerer<'_> {
         {
             return Ok(None);
         }
-        let Some(sel) = self.selection(r, subject)? else {
-            return Ok(None);
+        let sel = match self.selection(r, subject)? {
+            Some(sel) => sel,
+            None => match self.selected_expression(r, subject, line)? {
+                Some(sel) => sel,
+                None => return Ok(None),
+            },
         };
         if whole {
             return self.reduce_selection(r, op, &sel, line).map(Some);
         }
         self.reduce_selection_along(r, op, &sel, c, skip, line)
             .map(Some)
+    }
+
+    /// An expression of selections through one mask, reduced
+    /// (`np.sum((x[m] - y[m]) ** 2)`, `np.abs(d[m]).max()`): a selection
+    /// of the same expression of the whole arrays, through that mask.
+    /// `None` when `e` holds no boolean-mask subscript; refused when it
+    /// mixes in whole arrays or another mask. A name bound to a selection
+    /// (`v = x[m]`) is not taken inside such an expression.
+    fn selected_expression(
+        &mut self,
+        r: &mut Region,
+        e: &ast::Expr,
+        line: u32,
+    ) -> Lower<Option<Selection>> {
+        if !matches!(
+            e,
+            ast::Expr::BinOp(_) | ast::Expr::UnaryOp(_) | ast::Expr::Call(_)
+        ) {
+            return Ok(None);
+        }
+        // The first subscript by a boolean array, outside nested reductions.
+        let mut candidates: Vec<&ast::Expr> = Vec::new();
+        let mut pending = vec![e];
+        while let Some(x) = pending.pop() {
+            match x {
+                // The kinds of index `selection` takes as a mask.
+                ast::Expr::Subscript(s)
+                    if matches!(
+                        s.slice.as_ref(),
+                        ast::Expr::Compare(_)
+                            | ast::Expr::BoolOp(_)
+                            | ast::Expr::UnaryOp(_)
+                            | ast::Expr::BinOp(_)
+                            | ast::Expr::Name(_)
+                            | ast::Expr::Call(_)
+                    ) =>
+                {
+                    candidates.push(s.slice.as_ref())
+                }
+                ast::Expr::Call(c) if is_reduction(self, c) => {}
+                ast::Expr::Call(c) => {
+                    pending.extend(c.args.iter().rev());
+                    pending.extend(c.keywords.iter().map(|k| &k.value));
+                }
+                ast::Expr::BinOp(b) => pending.extend([b.right.as_ref(), b.left.as_ref()]),
+                ast::Expr::UnaryOp(u) => pending.push(&u.operand),
+                _ => {}
+            }
+        }
+        let mut found = None;
+        for slice in candidates {
+            if let Ok(Val::Array(mask)) = self.expr(r, slice) {
+                if mask.elem == ScalarType::Bool {
+                    found = Some((slice, mask));
+                    break;
+                }
+            }
+        }
+        let Some((slice, mask)) = found else {
+            return Ok(None);
+        };
+        match self.selected_elementwise(r, slice, &mask, e, line, true)? {
+            Val::Array(values) => {
+                self.log.applied(
+                    NAME,
+                    format!(
+                        "`{}`: an expression of selections through `[{}]`, reduced as the selection of the same expression of the whole arrays",
+                        self.src.text_of(e),
+                        self.src.text_of(slice)
+                    ),
+                );
+                Ok(Some(Selection { values, mask, line }))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// `np.sum(x[m], axis=0)`, `x[m].mean(axis=0, keepdims=True)`: the
@@ -508,6 +587,26 @@ impl Lowerer<'_> {
         value: &ast::Expr,
         line: u32,
     ) -> Lower<Val> {
+        self.selected_elementwise(r, slice, mask, value, line, false)
+    }
+
+    /// [`Self::masked_value`]'s check and rewriting; `reduced`: `value` is
+    /// the operand of a reduction (`np.sum((x[m] - y[m]) ** 2)`), not the
+    /// right-hand side of an assignment, which only changes the wording.
+    fn selected_elementwise(
+        &mut self,
+        r: &mut Region,
+        slice: &ast::Expr,
+        mask: &ArrVal,
+        value: &ast::Expr,
+        line: u32,
+        reduced: bool,
+    ) -> Lower<Val> {
+        let context = if reduced {
+            "a reduction of selections"
+        } else {
+            "a masked assignment"
+        };
         let mask_text = squeezed(self.src.text_of(slice));
         let same = |this: &Self, e: &ast::Expr| -> bool {
             matches!(e, ast::Expr::Subscript(s)
@@ -564,7 +663,7 @@ impl Lowerer<'_> {
                         NAME,
                         line,
                         format!(
-                            "`{}` in a masked assignment: port takes arithmetic and calls of the selections `[{}]`",
+                            "`{}` in {context}: port takes arithmetic and calls of the selections `[{}]`",
                             self.src.text_of(e),
                             self.src.text_of(slice)
                         ),
@@ -589,11 +688,16 @@ impl Lowerer<'_> {
                         }
                     }
                     if let Val::Array(_) = self.expr(r, e)? {
+                        let why = if reduced {
+                            "beside selections: NumPy pairs it with the selected elements only when every element is selected, and raises otherwise"
+                        } else {
+                            "on the right of a masked assignment: NumPy stores it into the selected elements in order"
+                        };
                         return refuse(
                             NAME,
                             line,
                             format!(
-                                "`{}` is a whole array on the right of a masked assignment: NumPy stores it into the selected elements in order; port takes selections through the same mask (`x[{}]`) and single values",
+                                "`{}` is a whole array {why}; port takes selections through the same mask (`x[{}]`) and single values",
                                 self.src.text_of(e),
                                 self.src.text_of(slice)
                             ),
@@ -620,7 +724,7 @@ impl Lowerer<'_> {
                 NAME,
                 line,
                 format!(
-                    "`{}` in a masked assignment: a value of {} dimension(s) for a mask of {}",
+                    "`{}` in {context}: a value of {} dimension(s) for a mask of {}",
                     self.src.text_of(value),
                     av.ndim(),
                     mask.ndim()
