@@ -818,6 +818,7 @@ mod idioms {
         ping_pong_smooth: "float64[:], int64",
         masked_rmse: "float64[:,:], float64[:,:], bool[:,:]",
         weighted_positive: "float64[:], float64[:]",
+        positive_spread: "float64[:], float64[:,:]",
     }
 }
 

@@ -96,7 +96,7 @@ impl<'a> Lowerer<'a> {
                 crate::lower::masked::NAME,
                 line,
                 format!(
-                    "`{name}` is a boolean-mask selection (line {}): port takes it only reduced (`sum`, `mean`, `max`, `min`, `prod` whole or along `axis=0`; `any`, `all`, `len`, `.size`, `np.count_nonzero`), not compacted into an array",
+                    "`{name}` is a boolean-mask selection (line {}): port takes it only reduced (`sum`, `mean`, `max`, `min`, `prod` whole or along `axis=0`; `var`, `std`, `any`, `all`, `len`, `.size`, `np.count_nonzero`), not compacted into an array",
                     sel.line
                 ),
             );

@@ -15,7 +15,7 @@
 //! naming it.
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{BinOp, CmpOp, Expr, ScalarType, UnaryOp};
+use port_codegen::ir::{BinOp, CmpOp, Expr, MathFn, ScalarType, UnaryOp};
 use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
@@ -44,6 +44,9 @@ enum Op {
     Size,
     /// Selected elements that are not zero (`np.count_nonzero`).
     CountNonzero,
+    /// The variance and the standard deviation, with `ddof`.
+    Var(i64),
+    Std(i64),
 }
 
 fn op_of(name: &str) -> Option<Op> {
@@ -59,6 +62,8 @@ fn op_of(name: &str) -> Option<Op> {
         "len" => Op::Count,
         "size" => Op::Size,
         "count_nonzero" => Op::CountNonzero,
+        "var" => Op::Var(0),
+        "std" => Op::Std(0),
         _ => return None,
     })
 }
@@ -189,6 +194,33 @@ impl Lowerer<'_> {
         {
             return Ok(None);
         }
+        // `var`/`std` of the whole selection, `ddof=` taken.
+        let (op, whole) = match op {
+            Op::Var(_) | Op::Std(_) if !whole => {
+                let Some(sel) = self.selection(r, subject)? else {
+                    return Ok(None);
+                };
+                let nd = sel.values.ndim() - sel.mask.ndim() + 1;
+                let args = self.reduction_args(c, skip, nd, AxisOp::Var, line)?;
+                if args.axes.as_ref().is_some_and(|a| a.len() != nd) || args.keepdims {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{}`: the variance of a boolean-mask selection is taken only whole",
+                            self.src.text_of(c)
+                        ),
+                    );
+                }
+                let op = if matches!(op, Op::Var(_)) {
+                    Op::Var(args.ddof)
+                } else {
+                    Op::Std(args.ddof)
+                };
+                (op, true)
+            }
+            _ => (op, whole),
+        };
         let sel = match self.selection(r, subject)? {
             Some(sel) => sel,
             None => match self.selected_expression(r, subject, line)? {
@@ -468,6 +500,44 @@ impl Lowerer<'_> {
                     n = mul(n, cast_to(per, ScalarType::I64, ft));
                 }
                 Val::scalar(div(cast_to(s, st, ft), n), ft)
+            }
+            Op::Var(ddof) | Op::Std(ddof) => {
+                if t.is_complex() {
+                    return refuse(
+                        NAME,
+                        line,
+                        "the variance of a complex selection: take it of `abs(z)` or `z.real`",
+                    );
+                }
+                // Two passes, as NumPy: the mean, then the squared deviations.
+                let ft = mean_type(sum_t);
+                let total = self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?;
+                let rows = self.reduce(r, Reduce::Sum, count(), line)?;
+                let (Val::Scalar(s, st, _), Val::Scalar(n, nt, _)) = (total, rows) else {
+                    unreachable!("whole reductions give scalars")
+                };
+                let mut n = cast_to(n, nt, ft);
+                if let Some(per) = per_row.clone() {
+                    n = mul(n, cast_to(per, ScalarType::I64, ft));
+                }
+                let mean = div(cast_to(s, st, ft), n.clone());
+                let squares = Val::Array(sel.values.map(ft, |x| {
+                    let d = sub(cast_to(x, t, ft), mean);
+                    select(mask.clone(), mul(d.clone(), d), zero(ft))
+                }));
+                let Val::Scalar(q, qt, _) = self.reduce(r, Reduce::Sum, squares, line)? else {
+                    unreachable!("whole reductions give scalars")
+                };
+                let var = div(
+                    cast_to(q, qt, ft),
+                    sub(n, cast_to(i64(ddof), ScalarType::I64, ft)),
+                );
+                let v = if matches!(op, Op::Std(_)) {
+                    math(MathFn::Sqrt, vec![var])
+                } else {
+                    var
+                };
+                Val::scalar(v, ft)
             }
             Op::Any | Op::All => {
                 // any: the count of selected non-zeros > 0; all: the count
