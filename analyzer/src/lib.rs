@@ -44,8 +44,9 @@ pub enum AnalyzeError {
 }
 
 /// Stack size of the analysis threads: deep enough for any expression the
-/// parser accepts, given [`classify::MAX_DEPTH`].
-const STACK_BYTES: usize = 256 << 20;
+/// parser accepts, given [`classify::MAX_DEPTH`]. A caller that parses on a
+/// thread of its own (`loader::parse_file`) gives it this much too.
+pub const STACK_BYTES: usize = 256 << 20;
 
 /// Options for one analysis.
 #[derive(Debug, Clone, Default)]

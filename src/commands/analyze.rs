@@ -99,10 +99,6 @@ pub enum Source<'a> {
     State,
 }
 
-/// The stack the script's parse check runs on (the analyzer's own threads
-/// have as much): parse trees of deeply nested source recurse.
-const PARSE_STACK_BYTES: usize = 256 << 20;
-
 pub fn analysis_path() -> PathBuf {
     state::dir().join("analysis.json")
 }
@@ -200,7 +196,7 @@ fn check_parses(path: &Path) -> Result<()> {
     let path = path.to_path_buf();
     // On a large stack, as the analysis parses: deeply nested source recurses.
     let parsed = std::thread::Builder::new()
-        .stack_size(PARSE_STACK_BYTES)
+        .stack_size(port_analyzer::STACK_BYTES)
         .spawn(move || port_analyzer::loader::parse_file("__main__".into(), path).map(|_| ()))
         .map_err(|e| UserError::new(format!("cannot start a thread: {e}")))?
         .join();

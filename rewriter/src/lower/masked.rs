@@ -74,17 +74,7 @@ impl Lowerer<'_> {
     pub(crate) fn selection(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Option<Selection>> {
         match e {
             ast::Expr::Name(n) => Ok(self.masked.get(n.id.as_str()).cloned()),
-            ast::Expr::Subscript(s)
-                if matches!(
-                    s.slice.as_ref(),
-                    ast::Expr::Compare(_)
-                        | ast::Expr::BoolOp(_)
-                        | ast::Expr::UnaryOp(_)
-                        | ast::Expr::BinOp(_)
-                        | ast::Expr::Name(_)
-                        | ast::Expr::Call(_)
-                ) =>
-            {
+            ast::Expr::Subscript(s) if may_be_mask(&s.slice) => {
                 let line = self.src.line(e);
                 let Val::Array(mask) = self.expr(r, &s.slice)? else {
                     return Ok(None);
@@ -194,12 +184,16 @@ impl Lowerer<'_> {
         {
             return Ok(None);
         }
+        let sel = match self.selection(r, subject)? {
+            Some(sel) => sel,
+            None => match self.selected_expression(r, subject, line)? {
+                Some(sel) => sel,
+                None => return Ok(None),
+            },
+        };
         // `var`/`std` of the whole selection, `ddof=` taken.
         let (op, whole) = match op {
             Op::Var(_) | Op::Std(_) if !whole => {
-                let Some(sel) = self.selection(r, subject)? else {
-                    return Ok(None);
-                };
                 let nd = sel.values.ndim() - sel.mask.ndim() + 1;
                 let args = self.reduction_args(c, skip, nd, AxisOp::Var, line)?;
                 if args.axes.as_ref().is_some_and(|a| a.len() != nd) || args.keepdims {
@@ -220,13 +214,6 @@ impl Lowerer<'_> {
                 (op, true)
             }
             _ => (op, whole),
-        };
-        let sel = match self.selection(r, subject)? {
-            Some(sel) => sel,
-            None => match self.selected_expression(r, subject, line)? {
-                Some(sel) => sel,
-                None => return Ok(None),
-            },
         };
         if whole {
             return self.reduce_selection(r, op, &sel, line).map(Some);
@@ -258,18 +245,7 @@ impl Lowerer<'_> {
         let mut pending = vec![e];
         while let Some(x) = pending.pop() {
             match x {
-                // The kinds of index `selection` takes as a mask.
-                ast::Expr::Subscript(s)
-                    if matches!(
-                        s.slice.as_ref(),
-                        ast::Expr::Compare(_)
-                            | ast::Expr::BoolOp(_)
-                            | ast::Expr::UnaryOp(_)
-                            | ast::Expr::BinOp(_)
-                            | ast::Expr::Name(_)
-                            | ast::Expr::Call(_)
-                    ) =>
-                {
+                ast::Expr::Subscript(s) if may_be_mask(&s.slice) => {
                     candidates.push(s.slice.as_ref())
                 }
                 ast::Expr::Call(c) if is_reduction(self, c) => {}
@@ -517,7 +493,7 @@ impl Lowerer<'_> {
                     unreachable!("whole reductions give scalars")
                 };
                 let mut n = cast_to(n, nt, ft);
-                if let Some(per) = per_row.clone() {
+                if let Some(per) = per_row {
                     n = mul(n, cast_to(per, ScalarType::I64, ft));
                 }
                 let mean = div(cast_to(s, st, ft), n.clone());
@@ -633,6 +609,21 @@ fn one(t: ScalarType) -> Expr {
     } else {
         cast_to(i64(1), ScalarType::I64, t)
     }
+}
+
+/// Whether an index is of a kind that may be a boolean mask (a comparison,
+/// a name, a call, arithmetic), which [`Lowerer::selection`] evaluates to
+/// see; slices, tuples and constants never are.
+fn may_be_mask(index: &ast::Expr) -> bool {
+    matches!(
+        index,
+        ast::Expr::Compare(_)
+            | ast::Expr::BoolOp(_)
+            | ast::Expr::UnaryOp(_)
+            | ast::Expr::BinOp(_)
+            | ast::Expr::Name(_)
+            | ast::Expr::Call(_)
+    )
 }
 
 /// Text without spaces, to compare two writings of one mask (`N == k`,
