@@ -765,3 +765,67 @@ fn json_errors_are_one_document_naming_the_real_source() {
     assert!(!reason.contains("bad --signature"), "{reason}");
     assert!(!stderr(&o).contains("bad --signature"), "{}", stderr(&o));
 }
+
+/// `--save-inputs` keeps the generated inputs a verification ran on, named
+/// by argument, with the generator's shapes and dtypes, and `--inputs`
+/// runs on them again, now `given`.
+#[test]
+fn saved_inputs_run_again_as_given_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/kernels.py");
+    let sig = "float64[:, :], float64[:, :]";
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "stencil_2d",
+            &f,
+            "--signature",
+            sig,
+            "--size",
+            "400",
+            "--save-inputs",
+            "used.npz",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "generated");
+    let npz = tmp.path().join("used.npz");
+    let python = repo().join(".venv/bin/python");
+    let shapes = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import sys, numpy as np; d = np.load(sys.argv[1]); \
+             print(sorted((k, d[k].shape, str(d[k].dtype)) for k in d.files))",
+        )
+        .arg(&npz)
+        .output()
+        .unwrap();
+    let listed = stdout(&shapes);
+    assert!(shapes.status.success(), "{}", stderr(&shapes));
+    // stencil_2d(img, out) at --size 400: 20 x 20 each.
+    assert_eq!(
+        listed.trim(),
+        "[('img', (20, 20), 'float64'), ('out', (20, 20), 'float64')]",
+        "{listed}"
+    );
+
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "stencil_2d",
+            &f,
+            "--signature",
+            sig,
+            "--inputs",
+            "used.npz",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "given");
+}

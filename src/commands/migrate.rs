@@ -86,6 +86,12 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub write: bool,
 
+    /// Save the inputs the verification ran on (captured, given or
+    /// generated) to NPZ, named by argument: `--inputs NPZ` runs on them
+    /// again, and they are what to time an alternative on (CuPy, say).
+    #[arg(long, value_name = "NPZ")]
+    pub save_inputs: Option<PathBuf>,
+
     /// Print the result as JSON (schema port.migration/1).
     #[arg(long)]
     pub json: bool,
@@ -632,6 +638,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     app_output: args.run.app_output.clone(),
                     ptx: opts.clone(),
                     hotspot_pct: report_fn.total_pct,
+                    save_inputs: args.save_inputs.clone(),
                 };
                 match port_verify::verify_plan(&m.plan, &vopts) {
                     Ok(o) => {

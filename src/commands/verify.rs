@@ -408,6 +408,7 @@ fn verify_one(
                 .pointer("/projection/hotspot_pct")
                 .and_then(Value::as_f64)
         }),
+        save_inputs: None,
     };
     match port_verify::verify_plan(&plan, &opts) {
         Ok(o) => Ok(Result1::Done(Box::new(o))),

@@ -145,6 +145,9 @@ pub struct VerifyOptions {
     pub ptx: PtxOptions,
     /// The function's share of the profile (`total_pct`), when profiled.
     pub hotspot_pct: Option<f64>,
+    /// Where to save the inputs the verification ran on, as an `.npz`
+    /// `--inputs` takes back (`--save-inputs`).
+    pub save_inputs: Option<PathBuf>,
 }
 
 /// The fewest repeats a median is taken of.
@@ -685,6 +688,10 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
     let input_dir = work.path().join("inputs");
     let tries = prepare_inputs(plan, opts, work.path(), &input_dir)?;
     let (inputs, orig) = run_original_on(plan, opts, tries, work.path(), &input_dir)?;
+    if let Some(npz) = &opts.save_inputs {
+        // The inputs chosen are the ones left in `input_dir`.
+        original::pack_inputs(&opts.python, &input_dir, work.path(), npz)?;
+    }
     let mut cpython_times = orig.times.clone();
     let cpython_s = timing::median(&mut cpython_times);
     let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len());

@@ -413,6 +413,30 @@ pub fn unpack_capture(
     Ok(())
 }
 
+/// Writes the inputs in `dir` (a manifest and `.npy` files, as
+/// [`crate::inputs::write`] leaves them) to `npz`, named by argument, the
+/// form `--inputs` and [`unpack_capture`] read. Atomic: a failed write
+/// leaves no partial file at `npz`.
+pub fn pack_inputs(python: &Path, dir: &Path, work: &Path, npz: &Path) -> Result<(), VerifyError> {
+    let helper = helper_path(work)?;
+    let o = python_cmd(
+        python,
+        &[
+            helper.as_os_str(),
+            "pack".as_ref(),
+            dir.as_os_str(),
+            npz.as_os_str(),
+        ],
+    )?;
+    if !o.status.success() {
+        return Err(VerifyError::Io(
+            npz.display().to_string(),
+            last_line(&o.stderr),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

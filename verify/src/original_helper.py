@@ -259,6 +259,17 @@ def unpack_npz(npz, names, out):
         json.dump({"args": args, "otypes": []}, f)
 
 
+def pack_npz(inp, npz):
+    """The inputs in `inp` as an .npz named by argument (scalars as 0-d
+    arrays), the form `--inputs` reads; written beside `npz`, then renamed."""
+    manifest, args = load_args(inp)
+    named = {a["name"]: np.asarray(v) for a, v in zip(manifest["args"], args)}
+    tmp = npz + ".tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **named)
+    os.replace(tmp, npz)
+
+
 def npz_shapes(npz):
     """The shape of every array in `npz`, as JSON, from the headers alone."""
     import zipfile
@@ -283,6 +294,8 @@ def main():
             unpack_npz(sys.argv[2], sys.argv[3], sys.argv[4])
         elif sys.argv[1] == "shapes":
             npz_shapes(sys.argv[2])
+        elif sys.argv[1] == "pack":
+            pack_npz(sys.argv[2], sys.argv[3])
         else:
             repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 0
             extended = len(sys.argv) > 7 and sys.argv[7] == "extended"

@@ -174,6 +174,7 @@ fn the_original_agrees_on_generated_inputs() {
             app_output: None,
             ptx: PtxOptions::default(),
             hotspot_pct: None,
+            save_inputs: None,
         };
         let out = verify_plan(&plan, &opts).unwrap();
         assert!(

@@ -28,6 +28,7 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
         app_output: None,
         ptx: PtxOptions::default(),
         hotspot_pct: None,
+        save_inputs: None,
     }
 }
 
