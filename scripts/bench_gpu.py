@@ -54,9 +54,17 @@ import tempfile
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
-from numba import config, cuda
+
+# numba-cuda 0.2x registers an overload for np.row_stack when it compiles
+# its first kernel; NumPy 2.5 removed that alias of np.vstack, so with both
+# (as on the lent H200's image, 2026-11-27: numba-cuda's arrayobj.py raised
+# AttributeError) no kernel compiles. Restore the alias before Numba looks.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+import numba  # noqa: E402  (after the alias above)
+from numba import config, cuda  # noqa: E402
 from numba.core import types as nbtypes
 
 SIMULATED = bool(config.ENABLE_CUDASIM)

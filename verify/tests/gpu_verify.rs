@@ -243,9 +243,30 @@ fn a_differing_result_names_the_kernel_and_launch() {
     assert!(o.projection.why.starts_with("not timed"));
 }
 
+/// Runs the test `name` of this binary alone, in a child process, and
+/// asserts it passed: a kernel fault leaves the process's CUDA context
+/// unusable for good, so it must not share one with the other tests.
+fn in_own_process(name: &str) -> bool {
+    if std::env::var_os("PORT_GPU_TEST_CHILD").is_some() {
+        return false;
+    }
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PORT_GPU_TEST_CHILD", "1")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{name} in its own process:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    true
+}
+
 #[test]
 fn an_illegal_address_is_a_cuda_error_naming_the_kernel() {
-    if !asked() {
+    if !asked() || in_own_process("an_illegal_address_is_a_cuda_error_naming_the_kernel") {
         return;
     }
     let mut plan = plan_of(&seeds(), "saxpy", SAXPY, false);
