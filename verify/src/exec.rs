@@ -320,6 +320,9 @@ pub enum Outputs {
     /// What the emitted wrapper copies back: the arrays the function writes
     /// and the returned values. For timing.
     Wrapper,
+    /// No argument array: the kernels' own timing (returned values are
+    /// still read, as the host schedule ends by reading them).
+    Returns,
 }
 
 /// What the kernels produced: the argument arrays after the run and the
@@ -892,10 +895,17 @@ pub fn run_plan<D: Device>(
                 {
                     ufunc_shape = Some(a.shape.clone());
                 }
-                let mut a = a.convert(at.elem);
+                // Borrowed as it is where it needs no conversion: an
+                // upload makes no host copy of a large input.
+                let mut a = if a.elem() == at.elem && !(p.elementwise || a.shape.is_empty()) {
+                    std::borrow::Cow::Borrowed(a)
+                } else {
+                    std::borrow::Cow::Owned(a.convert(at.elem))
+                };
                 if p.elementwise || a.shape.is_empty() {
                     // A ufunc's argument: flattened.
-                    a.shape = vec![a.len()];
+                    let n = a.len();
+                    a.to_mut().shape = vec![n];
                 }
                 if a.shape.len() != at.ndim as usize {
                     return Err(VerifyError::BadData(format!(
@@ -952,13 +962,14 @@ pub fn run_plan<D: Device>(
         let wanted = match outputs {
             Outputs::All => true,
             Outputs::Wrapper => plan.mutated.contains(&p.name),
+            Outputs::Returns => false,
         };
         run.args.push(match p.kernel_ty {
             ArgType::Array(_) if !p.elementwise && wanted => {
                 match homes[k].and_then(|id| st.arrays.by_id(id)) {
                     Some(a) => {
                         run.bytes_to_host += a.bytes();
-                        Some(dev.download(a)?.convert(p.ty.elem()))
+                        Some(dev.download(a)?.into_elem(p.ty.elem()))
                     }
                     None => None,
                 }
@@ -1042,12 +1053,11 @@ fn exec_steps<D: Device>(
                     Fill::Value(e) => st.eval(dev, e)?.f(),
                 };
                 let buf = dev.alloc(*elem, &dims, v).map_err(|e| {
-                    let n: usize = dims.iter().product();
+                    let bytes = dims
+                        .iter()
+                        .fold(elem_size(*elem), |n, &d| n.saturating_mul(d));
                     let why = user_of(plan, st, dev, name);
-                    for_kernel(
-                        e,
-                        format!("allocating `{name}` ({} bytes){why}", n * elem_size(*elem)),
-                    )
+                    for_kernel(e, format!("allocating `{name}` ({bytes} bytes){why}"))
                 })?;
                 st.arrays.insert(
                     name.clone(),
@@ -1362,7 +1372,7 @@ fn value<B, D: Device<Buf = B>>(
                 nd = nd.convert(ScalarType::F64);
             }
             if let Some(p) = plan.params.iter().find(|p| p.name == *n) {
-                nd = nd.convert(p.ty.elem());
+                nd = nd.into_elem(p.ty.elem());
             }
             Ok(nd)
         }

@@ -215,6 +215,9 @@ pub fn generate_sized(plan: &KernelPlan, budget: Option<usize>) -> Inputs {
         .expect("at least one candidate")
 }
 
+/// The most bytes a candidate's generated arrays may take together.
+pub const MAX_GENERATED_BYTES: u128 = 4 << 30;
+
 /// The integer value generated for an integer scalar argument.
 const INT_SCALAR: i64 = 5;
 
@@ -251,6 +254,27 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
             }
         }
     }
+    // Shapes grown to meet what the plan reads (an allocation's extents,
+    // an offset window) can be absurd for a plan whose own sizes are; such
+    // candidates are dropped rather than allocated (the host would abort),
+    // unless none is small enough, when the smallest is tried.
+    let bytes = |s: &Shapes| -> u128 {
+        plan.params
+            .iter()
+            .filter_map(|p| match p.ty {
+                ArgType::Array(a) => Some(
+                    s.get(&p.name)?
+                        .iter()
+                        .fold(crate::exec::elem_size(a.elem) as u128, |n, &d| {
+                            n.saturating_mul(d as u128)
+                        }),
+                ),
+                ArgType::Scalar(_) => None,
+            })
+            .sum()
+    };
+    let smallest = shapes.iter().map(bytes).min().unwrap_or(0);
+    shapes.retain(|s| bytes(s) <= MAX_GENERATED_BYTES.max(smallest));
     let mut seen = HashSet::new();
     let mut shapes: Vec<Shapes> = shapes
         .into_iter()

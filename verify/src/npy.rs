@@ -83,6 +83,16 @@ pub fn elem_i64(data: &ArrayData, k: usize) -> i64 {
 
 impl NdArray {
     /// The same values as another element type.
+    /// [`Self::convert`], taking the array: no copy when it already
+    /// holds `to`.
+    pub fn into_elem(self, to: ScalarType) -> NdArray {
+        if self.elem() == to {
+            self
+        } else {
+            self.convert(to)
+        }
+    }
+
     pub fn convert(&self, to: ScalarType) -> NdArray {
         if self.elem() == to {
             return self.clone();

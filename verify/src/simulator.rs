@@ -69,8 +69,20 @@ impl Device for SimDevice {
         shape: &[usize],
         fill: f64,
     ) -> Result<SimArray, VerifyError> {
-        let n = shape.iter().product();
-        SimArray::new(filled(elem, n, fill), shape).map_err(sim_err)
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let bytes = n.and_then(|n| n.checked_mul(crate::exec::elem_size(elem)));
+        // Asked of the allocator first, fallibly: an array the host cannot
+        // hold is an error, as the GPU's out-of-memory is, not an abort.
+        match bytes.map(|b| Vec::<u8>::new().try_reserve_exact(b)) {
+            Some(Ok(())) => {}
+            _ => {
+                return Err(VerifyError::Cuda(format!(
+                    "the simulator cannot hold {} bytes on this host (as a GPU says CUDA_ERROR_OUT_OF_MEMORY)",
+                    bytes.map_or("more than 2^64".to_string(), |b| b.to_string())
+                )))
+            }
+        }
+        SimArray::new(filled(elem, n.unwrap_or(0), fill), shape).map_err(sim_err)
     }
 
     fn element(&mut self, a: &DevArray<SimArray>, k: usize) -> Result<HVal, VerifyError> {

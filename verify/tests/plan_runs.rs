@@ -222,3 +222,35 @@ fn generated_inputs_are_deterministic_and_sized_by_loop_depth() {
     assert_eq!(port_verify::inputs::value_range(&saxpy), (-1.0, 1.0));
     assert_eq!(port_verify::inputs::value_range(&normalize), (0.5, 1.5));
 }
+
+/// An allocation no host holds (2^48 float64): the simulator says so, naming
+/// the array and its kernel, as a GPU's CUDA_ERROR_OUT_OF_MEMORY does;
+/// and the generated inputs, which grow to what the kernels read, are
+/// not grown to its size (a 2 PiB input aborted the process before).
+#[test]
+fn an_allocation_larger_than_the_host_is_an_error_not_an_abort() {
+    use port_codegen::ir::Literal;
+    use port_rewriter::plan::HostStep;
+    let mut plan = plan_of(&seeds(), "go_fast", "float64[:, :]", false);
+    let step = plan
+        .steps
+        .iter_mut()
+        .find(|s| matches!(s, HostStep::Alloc { name, .. } if name == "result"))
+        .expect("go_fast's wrapper allocates `result`");
+    let HostStep::Alloc { shape, .. } = step else {
+        unreachable!()
+    };
+    *shape = vec![
+        Expr::Lit(Literal::I64(1 << 24)),
+        Expr::Lit(Literal::I64(1 << 24)),
+    ];
+    let e = verify_plan(&plan, &opts(&seeds(), "go_fast")).unwrap_err();
+    let VerifyError::Cuda(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        m.starts_with("allocating `result` (2251799813685248 bytes) for kernel `go_fast_result`"),
+        "{m}"
+    );
+    assert!(m.contains("cannot hold"), "{m}");
+}
