@@ -461,6 +461,17 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     mark_int(sh, uses);
                 }
             }
+            if on_numpy && callee == "linspace" {
+                // `np.linspace(a, b, n)`, `num=n`: a count of points.
+                let num = c.args.get(2).or(c
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "num"))
+                    .map(|k| &k.value));
+                if let Some(n) = num {
+                    mark_int(n, uses);
+                }
+            }
             if on_numpy && callee == "indices" {
                 // `np.indices((n, m))`: the dimensions are integers.
                 if let Some(first) = c.args.first() {
@@ -587,6 +598,14 @@ mod tests {
     fn roll_shifts_and_index_dimensions_are_integers() {
         let src = "import numpy as np\ndef k(a, s, n, m):\n    g = np.indices((n, m))\n    return np.roll(a, s, axis=0) + np.roll(a, shift=(s, n), axis=(0, 1)) + g[0]\n";
         assert_eq!(sig(src, "k"), "float64[:, :], int64, int64, int64");
+    }
+
+    /// grid_function of fixtures/migrate/programs.py: a float64 count made
+    /// NumPy raise on the generated inputs (seen in the GPU sweep).
+    #[test]
+    fn the_count_of_linspace_is_an_integer() {
+        let src = "import numpy as np\ndef g(n, lo, hi, m):\n    x = np.linspace(0.0, 1.0, n)\n    y = np.linspace(lo, hi, num=m)\n    return x[:, None] ** 2 + y[None, :]\n";
+        assert_eq!(sig(src, "g"), "int64, float64, float64, int64");
     }
 
     #[test]
