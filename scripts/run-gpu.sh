@@ -6,7 +6,9 @@
 # logs go to OUT_DIR.
 #
 #   run-gpu.sh [--simulate] [--bundle FILE] [--budget S] [--size N]
-#              [--repeats N] [--cpu-budget S] [--only f,g] OUT_DIR
+#              [--repeats N] [--cpu-budget S] [--only f,g]
+#              [--phases tests,sweep,bench] [--sweep-size N]
+#              [--sweep-only f,g] OUT_DIR
 #
 # From the checkout (scripts/run-gpu.sh) it extracts the archive
 # (default target/gpu-bundle/port-gpu.tar.xz) into a temporary folder and
@@ -18,6 +20,12 @@
 # benchmark together (default 540 s): cases that would start past it are
 # reported as not run. Bench defaults here: --size 4194304 --cpu-budget 10
 # (the harness' own defaults take longer than a 10-minute call).
+# --phases picks what runs, in this order: `tests` (the gated GPU test
+# binaries and plan_runs, their simulator twin), `sweep`
+# (scripts/gpu_sweep.py: every array program of fixtures/migrate through
+# `port migrate --backend gpu` at --sweep-size iterations, default 1048576,
+# port's kernels and wrapper against the NumPy original and CuPy as a
+# drop-in; --sweep-only names the functions), `bench`.
 # Exit: 0 all passed, 1 a test or case failed, 2 this machine cannot run it.
 set -uo pipefail
 
@@ -60,9 +68,15 @@ SIMULATE=0
 BUDGET=540
 OUT=
 BENCH=()
+PHASES_WANTED=tests,sweep,bench
+SWEEP_SIZE=
+SWEEP_ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
     --simulate) SIMULATE=1 ;;
+    --phases) [[ "${2:-}" =~ ^(tests|sweep|bench)(,(tests|sweep|bench))*$ ]] || fail "--phases takes tests, sweep and bench, comma-separated"; PHASES_WANTED=$2; shift ;;
+    --sweep-size) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "--sweep-size needs a positive whole number"; SWEEP_SIZE=$2; shift ;;
+    --sweep-only) [ -n "${2:-}" ] || fail "--sweep-only needs function names (f,g)"; SWEEP_ONLY=$2; shift ;;
     --budget) [[ "${2:-}" =~ ^[0-9]+$ ]] || fail "--budget needs whole seconds"; BUDGET=$2; shift ;;
     --size|--repeats) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "$1 needs a positive whole number"; BENCH+=("$1" "$2"); shift ;;
     --cpu-budget) [[ "${2:-}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1 needs seconds"; BENCH+=("$1" "$2"); shift ;;
@@ -73,7 +87,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -n "$OUT" ] || fail "usage: run-gpu.sh [--simulate] [--budget S] [--size N] [--repeats N] [--cpu-budget S] [--only f,g] OUT_DIR"
+[ -n "$OUT" ] || fail "usage: run-gpu.sh [--simulate] [--budget S] [--size N] [--repeats N] [--cpu-budget S] [--only f,g] [--phases tests,sweep,bench] [--sweep-size N] [--sweep-only f,g] OUT_DIR"
 mkdir -p "$OUT" || fail "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 START=$SECONDS
@@ -140,11 +154,14 @@ say "$version, $($PY --version 2>&1) ($PY), $mode; results in $OUT"
 PHASES=$OUT/phases.tsv
 : > "$PHASES"
 left() { echo $((DEADLINE - SECONDS)); }
+wanted() { [[ ",$PHASES_WANTED," == *",$1,"* ]]; }
 
 # 1. The tests, one binary at a time, the device to themselves.
 # gpu_codegen and gpu_verify are gated on PORT_GPU=1 (with --simulate they
 # only prove they start); plan_runs is their simulator twin.
-for t in gpu_codegen gpu_verify plan_runs; do
+tests=(gpu_codegen gpu_verify plan_runs)
+wanted tests || tests=()
+for t in ${tests[@]+"${tests[@]}"}; do
   limit=$(( $(left) * 2 / 5 ))
   [ "$t" = plan_runs ] && limit=$(( $(left) / 3 ))
   if [ "$limit" -lt 10 ]; then
@@ -163,8 +180,40 @@ for t in gpu_codegen gpu_verify plan_runs; do
   printf 'test\t%s\t%s\t%d\n' "$t" "$result" $((SECONDS - t0)) >> "$PHASES"
 done
 
-# 2. The benchmark, one case per process, so that a case that overruns the
+# 2. The sweep: every array program port plans, through port migrate, at
+# a size that fills the GPU (a few calls on the simulator: it only proves
+# the phase runs). Three fifths of what is left when the bench follows.
+if wanted sweep; then
+  limit=$(left)
+  wanted bench && limit=$(( limit * 3 / 5 ))
+  if [ "$limit" -lt 20 ]; then
+    printf 'sweep\tprograms\tnot run (out of time)\t0\n' >> "$PHASES"
+  else
+    say "sweep: the array programs of fixtures/migrate (at most $limit s)"
+    t0=$SECONDS
+    if [ "$SIMULATE" = 1 ]; then
+      sweep=(--backend simulator --size "${SWEEP_SIZE:-256}" --files programs_tensors.py)
+    else
+      sweep=(--backend gpu --size "${SWEEP_SIZE:-1048576}")
+      # CuPy as a drop-in, for a fifth of the sweep's time at most.
+      "$PY" -c 'import cupy' 2>/dev/null && sweep+=(--cupy --cupy-budget $((limit / 5)))
+    fi
+    [ -n "$SWEEP_ONLY" ] && sweep+=(--only "$SWEEP_ONLY")
+    timeout -k 5 "$limit" "$PY" "$B/repo/scripts/gpu_sweep.py" --port "$B/port" --python "$PY" \
+      "${sweep[@]}" --budget $((limit - 15)) --case-timeout 60 --json-out "$OUT/sweep.json" \
+      > "$OUT/sweep.log" 2>&1
+    rc=$?
+    summary=$(grep '^gpu-sweep: .* on .*, [0-9]* s: ' "$OUT/sweep.log" | tail -n 1 | sed 's/^gpu-sweep: //')
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result="FAILED: timed out after $limit s"
+    elif [ "$rc" = 0 ]; then result="ok: ${summary:-done}"
+    else result="FAILED: ${summary:-exit $rc: $(grep -v '^\s*$' "$OUT/sweep.log" | tail -n 1)}"; fi
+    printf 'sweep\tprograms\t%s\t%d\n' "$result" $((SECONDS - t0)) >> "$PHASES"
+  fi
+fi
+
+# 3. The benchmark, one case per process, so that a case that overruns the
 # budget costs only itself.
+wanted bench || cases=
 for f in $cases; do
   if [ -n "$only" ] && [[ ",$only," != *",$f,"* ]]; then continue; fi
   limit=$(( $(left) ))
@@ -187,7 +236,7 @@ for f in $cases; do
   printf 'bench\t%s\t%s\t%d\n' "$f" "$result" $((SECONDS - t0)) >> "$PHASES"
 done
 
-# 3. One JSON (the harness' schema), the harness' tables, and the summary last.
+# 4. One JSON (the harness' schema), the harness' tables, and the summary last.
 cd "$B/repo/scripts" && "$PY" - "$OUT" "$B/MANIFEST" $((SECONDS - START)) <<'EOF'
 import json, sys
 from pathlib import Path

@@ -264,7 +264,26 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     let run = json("run-gpu.json");
     assert_eq!(run["schema"], "port.run-gpu/1");
     assert_eq!(run["passed"], true);
-    assert_eq!(run["phases"].as_array().unwrap().len(), 10, "{run}");
+    // 3 test binaries, the sweep, 7 cases.
+    assert_eq!(run["phases"].as_array().unwrap().len(), 11, "{run}");
+    let sweep_row = summary
+        .lines()
+        .find(|l| l.starts_with("sweep ") && l.split_whitespace().nth(1) == Some("programs"))
+        .unwrap_or_else(|| panic!("no sweep row:\n{summary}"));
+    assert!(
+        sweep_row.contains("ok: simulator on simulator"),
+        "{sweep_row}"
+    );
+    // The sweep's JSON: every function port plans in the file, verified.
+    let sweep = json("sweep.json");
+    assert_eq!(sweep["schema"], "port.gpu-sweep/1");
+    assert_eq!(sweep["backend"], "simulator");
+    let swept = sweep["results"].as_array().unwrap();
+    assert!(!swept.is_empty(), "{sweep}");
+    for r in swept {
+        assert_eq!(r["status"], "verified", "{r}");
+        assert!(r["original_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
 
     // A machine whose python3 lacks numba-cuda is told so in one line.
     let fake = tmp.path().join("fakebin");
