@@ -11,12 +11,11 @@
 
 mod common;
 
-use common::{plan_of, python, repo, seeds, SAXPY};
+use common::{go_fast_too_large, plan_of, python, repo, seeds, SAXPY};
 use std::path::Path;
 
 use port_codegen::ir::{BinOp, Expr, Literal, Stmt};
 use port_codegen::PtxOptions;
-use port_rewriter::plan::HostStep;
 use port_rewriter::KernelPlan;
 use port_verify::exec::{run_plan, Outputs};
 use port_verify::gpu::GpuDevice;
@@ -294,20 +293,7 @@ fn running_out_of_memory_names_the_array_and_kernel() {
     if !asked() {
         return;
     }
-    let mut plan = plan_of(&seeds(), "go_fast", "float64[:, :]", false);
-    let step = plan
-        .steps
-        .iter_mut()
-        .find(|s| matches!(s, HostStep::Alloc { name, .. } if name == "result"))
-        .expect("go_fast's wrapper allocates `result`");
-    let HostStep::Alloc { shape, .. } = step else {
-        unreachable!()
-    };
-    // 2^24 × 2^24 float64: 2 PiB.
-    *shape = vec![
-        Expr::Lit(Literal::I64(1 << 24)),
-        Expr::Lit(Literal::I64(1 << 24)),
-    ];
+    let plan = go_fast_too_large();
     let e = verify_plan(&plan, &gpu_opts(&seeds(), "go_fast")).unwrap_err();
     let VerifyError::Cuda(m) = &e else {
         panic!("{e}")

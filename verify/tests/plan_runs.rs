@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{plan_of, python, repo, seeds, SAXPY};
+use common::{go_fast_too_large, plan_of, python, repo, seeds, SAXPY};
 use std::path::{Path, PathBuf};
 
 use port_codegen::ir::{BinOp, Expr, Stmt};
@@ -229,21 +229,7 @@ fn generated_inputs_are_deterministic_and_sized_by_loop_depth() {
 /// not grown to its size (a 2 PiB input aborted the process before).
 #[test]
 fn an_allocation_larger_than_the_host_is_an_error_not_an_abort() {
-    use port_codegen::ir::Literal;
-    use port_rewriter::plan::HostStep;
-    let mut plan = plan_of(&seeds(), "go_fast", "float64[:, :]", false);
-    let step = plan
-        .steps
-        .iter_mut()
-        .find(|s| matches!(s, HostStep::Alloc { name, .. } if name == "result"))
-        .expect("go_fast's wrapper allocates `result`");
-    let HostStep::Alloc { shape, .. } = step else {
-        unreachable!()
-    };
-    *shape = vec![
-        Expr::Lit(Literal::I64(1 << 24)),
-        Expr::Lit(Literal::I64(1 << 24)),
-    ];
+    let plan = go_fast_too_large();
     let e = verify_plan(&plan, &opts(&seeds(), "go_fast")).unwrap_err();
     let VerifyError::Cuda(m) = &e else {
         panic!("{e}")

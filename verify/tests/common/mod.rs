@@ -53,3 +53,24 @@ pub fn seeds() -> PathBuf {
 }
 
 pub const SAXPY: &str = "float64, float64[:], float64[:], float64[:]";
+
+/// go_fast of the seeds with its `result` allocated 2^24 x 2^24 float64
+/// (2 PiB): more than any device or host holds.
+pub fn go_fast_too_large() -> KernelPlan {
+    use port_codegen::ir::{Expr, Literal};
+    use port_rewriter::plan::HostStep;
+    let mut plan = plan_of(&seeds(), "go_fast", "float64[:, :]", false);
+    let step = plan
+        .steps
+        .iter_mut()
+        .find(|s| matches!(s, HostStep::Alloc { name, .. } if name == "result"))
+        .expect("go_fast's wrapper allocates `result`");
+    let HostStep::Alloc { shape, .. } = step else {
+        unreachable!()
+    };
+    *shape = vec![
+        Expr::Lit(Literal::I64(1 << 24)),
+        Expr::Lit(Literal::I64(1 << 24)),
+    ];
+    plan
+}
