@@ -524,22 +524,55 @@ impl Lowerer<'_> {
             value: result,
         });
         let on = out_shape.len();
-        let par = on.min(2);
-        let body = array_expr::element_loops(&ovars[par..], &out_shape[par..], inner);
-        let pfor = Stmt::ParallelFor(ParallelFor {
-            vars: ovars[..par].to_vec(),
-            extents: out_shape[..par].to_vec(),
-            body,
-        });
-        let launch = if par == 2 {
-            LaunchShape::Grid2 {
-                rows: out_shape[0].clone(),
-                cols: out_shape[1].clone(),
-            }
+        let (pfor, launch) = if on <= 2 {
+            let pfor = Stmt::ParallelFor(ParallelFor {
+                vars: ovars.clone(),
+                extents: out_shape.clone(),
+                body: inner,
+            });
+            let launch = if on == 2 {
+                LaunchShape::Grid2 {
+                    rows: out_shape[0].clone(),
+                    cols: out_shape[1].clone(),
+                }
+            } else {
+                LaunchShape::Grid1 {
+                    n: out_shape[0].clone(),
+                }
+            };
+            (pfor, launch)
         } else {
-            LaunchShape::Grid1 {
-                n: out_shape[0].clone(),
+            // A result of 3 or more dimensions: one thread per element all
+            // the same, over its flat C-order index. (A thread per element
+            // of the first two dimensions, looping over the rest, gave a
+            // 32x32x32x32 softmax 1024 threads: on the H200 its kernels took
+            // 1.22 ms where CuPy's took 142 µs.)
+            let flat = self.fresh("flat");
+            let n = out_shape
+                .iter()
+                .cloned()
+                .reduce(mul)
+                .expect("a result dimension");
+            let mut body = Vec::new();
+            for (k, v) in ovars.iter().enumerate() {
+                let q = match out_shape[k + 1..].iter().cloned().reduce(mul) {
+                    Some(stride) => div(var(&flat), stride),
+                    None => var(&flat),
+                };
+                let at = if k == 0 {
+                    q
+                } else {
+                    binary(port_codegen::ir::BinOp::Rem, q, out_shape[k].clone())
+                };
+                body.push(let_(v, ScalarType::I64, at));
             }
+            body.extend(inner);
+            let pfor = Stmt::ParallelFor(ParallelFor {
+                vars: vec![flat],
+                extents: vec![n.clone()],
+                body,
+            });
+            (pfor, LaunchShape::Grid1 { n })
         };
         let kname = self.kernel_name(&name);
         let fname = self.fn_name.clone();
