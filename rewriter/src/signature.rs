@@ -9,7 +9,8 @@
 //!   capitalised name is taken as a matrix (`A`, `B`: the linear-algebra
 //!   convention) and any other as a vector;
 //! - an array whose elements index other arrays (`x[col[i]]`, `range(row[i],
-//!   …)`) holds `int64`, any other `float64`;
+//!   …)`) holds `int64`, one a value with a complex literal is stored into
+//!   (`psi[1:-1] = … 1j …`) `complex128`, any other `float64`;
 //! - a scalar used as a bound (`range(n)`), an index, a size or a slice
 //!   bound is `int64`, any other `float64` (a constant default decides
 //!   first).
@@ -62,6 +63,8 @@ struct Use {
     ndim: u8,
     index_elems: bool,
     int: bool,
+    /// A complex value is stored into its elements (`psi[1:-1] = … 1j …`).
+    complex: bool,
 }
 
 /// One type per parameter of `function` in `source`, as described above.
@@ -99,6 +102,27 @@ pub fn assumed_types_parsed(
                         u.array = true;
                         u.ndim = u.ndim.max(t.elts.len() as u8);
                     }
+                }
+            }
+        }
+        // `psi[1:-1] = psi[1:-1] + 1j * dt * …`: a store of a value with a
+        // complex literal in it makes the array complex (NumPy refuses to
+        // store complex values into a float array).
+        let stores: Vec<(&Expr, &Expr)> = match s {
+            Stmt::Assign(a) => a.targets.iter().map(|t| (t, a.value.as_ref())).collect(),
+            Stmt::AugAssign(a) => vec![(a.target.as_ref(), a.value.as_ref())],
+            _ => vec![],
+        };
+        for (target, value) in stores {
+            if let Expr::Subscript(sub) = target {
+                let mut complex = false;
+                walk_expr(value, &mut |x: &Expr| {
+                    complex |= matches!(x, Expr::Constant(c) if matches!(c.value, Constant::Complex { .. }));
+                });
+                if let (true, Some(u)) =
+                    (complex, name_of(&sub.value).and_then(|n| uses.get_mut(n)))
+                {
+                    u.complex = true;
                 }
             }
         }
@@ -192,6 +216,8 @@ pub fn assumed_types_parsed(
                 ArgType::Array(ArrayType {
                     elem: if u.index_elems {
                         ScalarType::I64
+                    } else if u.complex {
+                        ScalarType::C128
                     } else {
                         ScalarType::F64
                     },
@@ -598,6 +624,17 @@ mod tests {
     fn roll_shifts_and_index_dimensions_are_integers() {
         let src = "import numpy as np\ndef k(a, s, n, m):\n    g = np.indices((n, m))\n    return np.roll(a, s, axis=0) + np.roll(a, shift=(s, n), axis=(0, 1)) + g[0]\n";
         assert_eq!(sig(src, "k"), "float64[:, :], int64, int64, int64");
+    }
+
+    /// schrodinger_1d of fixtures/migrate/programs_complex.py: a complex
+    /// value stored into the wave function makes it complex128.
+    #[test]
+    fn an_array_a_complex_value_is_stored_into_is_complex() {
+        let src = "def s(psi, v, dt, dx, steps):\n    for _ in range(steps):\n        lap = (psi[2:] - 2.0 * psi[1:-1] + psi[:-2]) / dx**2\n        psi[1:-1] = psi[1:-1] + 1j * dt * (0.5 * lap - v[1:-1] * psi[1:-1])\n    return psi\n";
+        assert_eq!(
+            sig(src, "s"),
+            "complex128[:], float64[:], float64, float64, int64"
+        );
     }
 
     /// grid_function of fixtures/migrate/programs.py: a float64 count made
