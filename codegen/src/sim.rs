@@ -157,6 +157,46 @@ impl ArrayData {
         self.len() == 0
     }
 
+    fn as_ptr(&self) -> *const u8 {
+        match self {
+            ArrayData::Bool(v) => v.as_ptr().cast(),
+            ArrayData::I32(v) => v.as_ptr().cast(),
+            ArrayData::I64(v) => v.as_ptr().cast(),
+            ArrayData::F32(v) => v.as_ptr().cast(),
+            ArrayData::F64(v) => v.as_ptr().cast(),
+            ArrayData::I8(v) => v.as_ptr().cast(),
+            ArrayData::I16(v) => v.as_ptr().cast(),
+            ArrayData::U8(v) => v.as_ptr().cast(),
+            ArrayData::U16(v) => v.as_ptr().cast(),
+            ArrayData::U32(v) => v.as_ptr().cast(),
+            ArrayData::U64(v) => v.as_ptr().cast(),
+            ArrayData::C64(v) => v.as_ptr().cast(),
+            ArrayData::C128(v) => v.as_ptr().cast(),
+        }
+    }
+
+    /// The elements' bytes as the kernels store them (C order,
+    /// native-endian, `bool` one byte, complex `[re, im]`), without a copy.
+    pub fn as_bytes(&self) -> &[u8] {
+        let n = self.len() * self.elem().size_bytes();
+        // SAFETY: every element type is a primitive number, `bool` (one
+        // byte, 0 or 1) or an array of two floats: no padding, all `n`
+        // bytes initialised, and u8 has no alignment to meet.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), n) }
+    }
+
+    /// [`Self::as_bytes`], writable, where every bit pattern is a value:
+    /// `None` for `bool` (a byte other than 0 or 1 is no `bool`).
+    pub fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        if matches!(self, ArrayData::Bool(_)) {
+            return None;
+        }
+        let n = self.len() * self.elem().size_bytes();
+        // SAFETY: as in `as_bytes`; and any bytes written are a value of
+        // every element type but `bool`.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), n) })
+    }
+
     fn as_mut_ptr(&mut self) -> *mut u8 {
         match self {
             ArrayData::Bool(v) => v.as_mut_ptr().cast(),

@@ -210,23 +210,37 @@ pub fn elem_size(t: ScalarType) -> usize {
     t.size_bytes()
 }
 
-/// `n` elements of type `t`, each `fill`.
-pub fn filled(t: ScalarType, n: usize, fill: f64) -> ArrayData {
-    match t {
-        ScalarType::Bool => ArrayData::Bool(vec![fill != 0.0; n]),
-        ScalarType::I32 => ArrayData::I32(vec![fill as i32; n]),
-        ScalarType::I64 => ArrayData::I64(vec![fill as i64; n]),
-        ScalarType::F32 => ArrayData::F32(vec![fill as f32; n]),
-        ScalarType::F64 => ArrayData::F64(vec![fill; n]),
-        ScalarType::I8 => ArrayData::I8(vec![fill as i64 as i8; n]),
-        ScalarType::I16 => ArrayData::I16(vec![fill as i64 as i16; n]),
-        ScalarType::U8 => ArrayData::U8(vec![fill as i64 as u8; n]),
-        ScalarType::U16 => ArrayData::U16(vec![fill as i64 as u16; n]),
-        ScalarType::U32 => ArrayData::U32(vec![fill as i64 as u32; n]),
-        ScalarType::U64 => ArrayData::U64(vec![fill as u64; n]),
-        ScalarType::C64 => ArrayData::C64(vec![[fill as f32, 0.0]; n]),
-        ScalarType::C128 => ArrayData::C128(vec![[fill, 0.0]; n]),
+/// The bytes of an array of `t` and this shape; `None` past `usize`.
+pub fn array_bytes(t: ScalarType, shape: &[usize]) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(elem_size(t), |n, &d| n.checked_mul(d))
+}
+
+/// `n` elements of type `t`, each `fill`; `None` when the host cannot hold
+/// them (reserved fallibly: too large an array is an error, not an abort).
+pub fn filled(t: ScalarType, n: usize, fill: f64) -> Option<ArrayData> {
+    fn rep<T: Clone>(x: T, n: usize) -> Option<Vec<T>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).ok()?;
+        v.resize(n, x);
+        Some(v)
     }
+    Some(match t {
+        ScalarType::Bool => ArrayData::Bool(rep(fill != 0.0, n)?),
+        ScalarType::I32 => ArrayData::I32(rep(fill as i32, n)?),
+        ScalarType::I64 => ArrayData::I64(rep(fill as i64, n)?),
+        ScalarType::F32 => ArrayData::F32(rep(fill as f32, n)?),
+        ScalarType::F64 => ArrayData::F64(rep(fill, n)?),
+        ScalarType::I8 => ArrayData::I8(rep(fill as i64 as i8, n)?),
+        ScalarType::I16 => ArrayData::I16(rep(fill as i64 as i16, n)?),
+        ScalarType::U8 => ArrayData::U8(rep(fill as i64 as u8, n)?),
+        ScalarType::U16 => ArrayData::U16(rep(fill as i64 as u16, n)?),
+        ScalarType::U32 => ArrayData::U32(rep(fill as i64 as u32, n)?),
+        ScalarType::U64 => ArrayData::U64(rep(fill as u64, n)?),
+        ScalarType::C64 => ArrayData::C64(rep([fill as f32, 0.0], n)?),
+        ScalarType::C128 => ArrayData::C128(rep([fill, 0.0], n)?),
+    })
 }
 
 /// One kernel argument, in the kernel's parameter order.
@@ -897,7 +911,7 @@ pub fn run_plan<D: Device>(
                 }
                 // Borrowed as it is where it needs no conversion: an
                 // upload makes no host copy of a large input.
-                let mut a = if a.elem() == at.elem && !(p.elementwise || a.shape.is_empty()) {
+                let mut a = if a.elem() == at.elem {
                     std::borrow::Cow::Borrowed(a)
                 } else {
                     std::borrow::Cow::Owned(a.convert(at.elem))
@@ -1053,9 +1067,8 @@ fn exec_steps<D: Device>(
                     Fill::Value(e) => st.eval(dev, e)?.f(),
                 };
                 let buf = dev.alloc(*elem, &dims, v).map_err(|e| {
-                    let bytes = dims
-                        .iter()
-                        .fold(elem_size(*elem), |n, &d| n.saturating_mul(d));
+                    let bytes = array_bytes(*elem, &dims)
+                        .map_or_else(|| "more than 2^64".to_string(), |b| b.to_string());
                     let why = user_of(plan, st, dev, name);
                     for_kernel(e, format!("allocating `{name}` ({bytes} bytes){why}"))
                 })?;

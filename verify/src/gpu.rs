@@ -23,7 +23,7 @@ use port_codegen::{kernel_abi, AbiKind, ArrayData};
 use serde::Serialize;
 
 use crate::error::VerifyError;
-use crate::exec::{elem_size, filled, DevArray, Device, HVal, KArg, LaunchConfig};
+use crate::exec::{array_bytes, elem_size, filled, DevArray, Device, HVal, KArg, LaunchConfig};
 use crate::npy::NdArray;
 
 /// What the device is (the `device` object of `--json`).
@@ -280,7 +280,7 @@ impl GpuDevice {
 
     /// A new device buffer holding `a` as the kernels lay it out.
     fn upload_from_host(&mut self, a: &NdArray) -> Result<CudaSlice<u8>, VerifyError> {
-        let bytes = data_bytes(&a.data);
+        let bytes = a.data.as_bytes();
         // A zero-length array still gets a (one-byte) buffer: kernels take
         // a pointer either way.
         if bytes.is_empty() {
@@ -323,91 +323,6 @@ impl GpuDevice {
                 .map_err(cuda),
         }
     }
-}
-
-/// The bytes of `a`'s elements as the kernels lay them out (C order,
-/// native-endian, `bool` one byte, complex `[re, im]`), without a copy:
-/// an upload of a large array makes no host copy of its own.
-fn data_bytes(a: &ArrayData) -> &[u8] {
-    fn view<T>(v: &[T]) -> &[u8] {
-        // SAFETY: every T here is a primitive number, `bool` (one byte, 0
-        // or 1) or an array of two floats: no padding, every byte
-        // initialised, and u8 has no alignment to meet.
-        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-    }
-    match a {
-        ArrayData::Bool(v) => view(v),
-        ArrayData::I32(v) => view(v),
-        ArrayData::I64(v) => view(v),
-        ArrayData::F32(v) => view(v),
-        ArrayData::F64(v) => view(v),
-        ArrayData::I8(v) => view(v),
-        ArrayData::I16(v) => view(v),
-        ArrayData::U8(v) => view(v),
-        ArrayData::U16(v) => view(v),
-        ArrayData::U32(v) => view(v),
-        ArrayData::U64(v) => view(v),
-        ArrayData::C64(v) => view(v),
-        ArrayData::C128(v) => view(v),
-    }
-}
-
-/// `n` zeroed elements of `elem` (the host side of a download), reserved
-/// fallibly: an array the host cannot hold is an error, not an abort.
-fn host_zeroed(elem: ScalarType, n: usize) -> Result<ArrayData, VerifyError> {
-    fn zeroed<T: Clone + Default>(n: usize) -> Result<Vec<T>, VerifyError> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| {
-            VerifyError::Cuda(format!(
-                "copying {} bytes back: the host has too little free memory",
-                n.saturating_mul(std::mem::size_of::<T>())
-            ))
-        })?;
-        v.resize(n, T::default());
-        Ok(v)
-    }
-    Ok(match elem {
-        ScalarType::Bool => ArrayData::Bool(zeroed(n)?),
-        ScalarType::I32 => ArrayData::I32(zeroed(n)?),
-        ScalarType::I64 => ArrayData::I64(zeroed(n)?),
-        ScalarType::F32 => ArrayData::F32(zeroed(n)?),
-        ScalarType::F64 => ArrayData::F64(zeroed(n)?),
-        ScalarType::I8 => ArrayData::I8(zeroed(n)?),
-        ScalarType::I16 => ArrayData::I16(zeroed(n)?),
-        ScalarType::U8 => ArrayData::U8(zeroed(n)?),
-        ScalarType::U16 => ArrayData::U16(zeroed(n)?),
-        ScalarType::U32 => ArrayData::U32(zeroed(n)?),
-        ScalarType::U64 => ArrayData::U64(zeroed(n)?),
-        ScalarType::C64 => ArrayData::C64(zeroed(n)?),
-        ScalarType::C128 => ArrayData::C128(zeroed(n)?),
-    })
-}
-
-/// [`data_bytes`], writable, for every type whose any bit pattern is a
-/// value (not `bool`: a byte other than 0 or 1 is no `bool`).
-fn data_bytes_mut(a: &mut ArrayData) -> Option<&mut [u8]> {
-    fn view<T>(v: &mut [T]) -> &mut [u8] {
-        // SAFETY: as in `data_bytes`; and every bit pattern of these T is
-        // a valid value, so any bytes written are.
-        unsafe {
-            std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v))
-        }
-    }
-    Some(match a {
-        ArrayData::Bool(_) => return None,
-        ArrayData::I32(v) => view(v),
-        ArrayData::I64(v) => view(v),
-        ArrayData::F32(v) => view(v),
-        ArrayData::F64(v) => view(v),
-        ArrayData::I8(v) => view(v),
-        ArrayData::I16(v) => view(v),
-        ArrayData::U8(v) => view(v),
-        ArrayData::U16(v) => view(v),
-        ArrayData::U32(v) => view(v),
-        ArrayData::U64(v) => view(v),
-        ArrayData::C64(v) => view(v),
-        ArrayData::C128(v) => view(v),
-    })
 }
 
 fn from_bytes(elem: ScalarType, b: &[u8]) -> ArrayData {
@@ -591,14 +506,10 @@ impl Device for GpuDevice {
         shape: &[usize],
         fill: f64,
     ) -> Result<CudaSlice<u8>, VerifyError> {
-        let n = shape
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d))
-            .and_then(|n| n.checked_mul(elem_size(elem)).map(|b| (n, b)));
-        let Some((n, len)) = n else {
+        let Some(bytes) = array_bytes(elem, shape) else {
             return Err(out_of_memory("more bytes than a 64-bit size holds".into()));
         };
-        let len = len.max(1);
+        let len = bytes.max(1);
         // The stream-ordered allocator may not refuse a request larger than
         // the device at once (the error would come later, from another
         // call): ask first how much is free.
@@ -609,10 +520,14 @@ impl Device for GpuDevice {
             )));
         }
         let mut buf = self.stream.alloc_zeros::<u8>(len).map_err(cuda)?;
-        if fill != 0.0 && n > 0 {
-            let data = filled(elem, n, fill);
+        if fill != 0.0 && bytes > 0 {
+            let data = filled(elem, shape.iter().product(), fill).ok_or_else(|| {
+                VerifyError::Cuda(format!(
+                    "filling {bytes} bytes: the host has too little free memory"
+                ))
+            })?;
             self.stream
-                .memcpy_htod(data_bytes(&data), &mut buf)
+                .memcpy_htod(data.as_bytes(), &mut buf)
                 .map_err(cuda)?;
         }
         Ok(buf)
@@ -726,7 +641,7 @@ impl Device for GpuDevice {
         a: &mut DevArray<CudaSlice<u8>>,
         data: &NdArray,
     ) -> Result<(), VerifyError> {
-        let bytes = data_bytes(&data.data);
+        let bytes = data.data.as_bytes();
         if bytes.is_empty() {
             return Ok(());
         }
@@ -735,10 +650,14 @@ impl Device for GpuDevice {
 
     fn download(&mut self, a: &DevArray<CudaSlice<u8>>) -> Result<NdArray, VerifyError> {
         let bytes = a.bytes();
-        let mut data = host_zeroed(a.elem, a.len())?;
+        let mut data = filled(a.elem, a.len(), 0.0).ok_or_else(|| {
+            VerifyError::Cuda(format!(
+                "copying {bytes} bytes back: the host has too little free memory"
+            ))
+        })?;
         if bytes > 0 {
             let src = a.buf.slice(0..bytes);
-            match data_bytes_mut(&mut data) {
+            match data.as_bytes_mut() {
                 // Straight into the typed host array: no second copy.
                 Some(dst) => self.stream.memcpy_dtoh(&src, dst).map_err(cuda)?,
                 None => {
@@ -961,12 +880,12 @@ mod tests {
                 shape: vec![3],
                 data: data.clone(),
             };
-            let b = data_bytes(&a.data).to_vec();
+            let b = a.data.as_bytes().to_vec();
             assert_eq!(b.len(), 3 * elem_size(a.elem()));
             assert_eq!(from_bytes(a.elem(), &b), data);
             // And written back in place, where every bit pattern is a value.
-            let mut back = host_zeroed(a.elem(), 3).unwrap();
-            if let Some(dst) = data_bytes_mut(&mut back) {
+            let mut back = filled(a.elem(), 3, 0.0).unwrap();
+            if let Some(dst) = back.as_bytes_mut() {
                 dst.copy_from_slice(&b);
                 assert_eq!(back, data);
             }

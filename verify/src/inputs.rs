@@ -263,15 +263,12 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
             .iter()
             .filter_map(|p| match p.ty {
                 ArgType::Array(a) => Some(
-                    s.get(&p.name)?
-                        .iter()
-                        .fold(crate::exec::elem_size(a.elem) as u128, |n, &d| {
-                            n.saturating_mul(d as u128)
-                        }),
+                    crate::exec::array_bytes(a.elem, s.get(&p.name)?)
+                        .map_or(u128::MAX, |b| b as u128),
                 ),
                 ArgType::Scalar(_) => None,
             })
-            .sum()
+            .fold(0u128, u128::saturating_add)
     };
     let smallest = shapes.iter().map(bytes).min().unwrap_or(0);
     shapes.retain(|s| bytes(s) <= MAX_GENERATED_BYTES.max(smallest));

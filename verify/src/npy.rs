@@ -82,7 +82,6 @@ pub fn elem_i64(data: &ArrayData, k: usize) -> i64 {
 }
 
 impl NdArray {
-    /// The same values as another element type.
     /// [`Self::convert`], taking the array: no copy when it already
     /// holds `to`.
     pub fn into_elem(self, to: ScalarType) -> NdArray {
@@ -93,6 +92,7 @@ impl NdArray {
         }
     }
 
+    /// The same values as another element type.
     pub fn convert(&self, to: ScalarType) -> NdArray {
         if self.elem() == to {
             return self.clone();

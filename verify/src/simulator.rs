@@ -9,7 +9,7 @@ use port_rewriter::launch::SIMULATED_SMS;
 use port_rewriter::KernelPlan;
 
 use crate::error::VerifyError;
-use crate::exec::{filled, DevArray, Device, HVal, KArg, LaunchConfig};
+use crate::exec::{array_bytes, filled, DevArray, Device, HVal, KArg, LaunchConfig};
 use crate::npy::NdArray;
 
 /// The simulator, loaded with one plan's kernels.
@@ -69,20 +69,15 @@ impl Device for SimDevice {
         shape: &[usize],
         fill: f64,
     ) -> Result<SimArray, VerifyError> {
-        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        let bytes = n.and_then(|n| n.checked_mul(crate::exec::elem_size(elem)));
-        // Asked of the allocator first, fallibly: an array the host cannot
-        // hold is an error, as the GPU's out-of-memory is, not an abort.
-        match bytes.map(|b| Vec::<u8>::new().try_reserve_exact(b)) {
-            Some(Ok(())) => {}
-            _ => {
-                return Err(VerifyError::Cuda(format!(
-                    "the simulator cannot hold {} bytes on this host (as a GPU says CUDA_ERROR_OUT_OF_MEMORY)",
-                    bytes.map_or("more than 2^64".to_string(), |b| b.to_string())
-                )))
-            }
-        }
-        SimArray::new(filled(elem, n.unwrap_or(0), fill), shape).map_err(sim_err)
+        // `array_bytes` first: the element count cannot overflow then.
+        let bytes = array_bytes(elem, shape);
+        let Some(data) = bytes.and_then(|_| filled(elem, shape.iter().product(), fill)) else {
+            return Err(VerifyError::Cuda(format!(
+                "the simulator cannot hold {} bytes on this host (as a GPU says CUDA_ERROR_OUT_OF_MEMORY)",
+                bytes.map_or("more than 2^64".to_string(), |b| b.to_string())
+            )));
+        };
+        SimArray::new(data, shape).map_err(sim_err)
     }
 
     fn element(&mut self, a: &DevArray<SimArray>, k: usize) -> Result<HVal, VerifyError> {
