@@ -245,6 +245,19 @@ pub fn assumed_types_parsed(
     Ok((names, types))
 }
 
+/// The value of the keyword argument `name` of a call.
+fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
+    c.keywords
+        .iter()
+        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))
+        .map(|k| &k.value)
+}
+
+/// A call's argument given at position `k` or as the keyword `name`.
+fn argument<'a>(c: &'a ast::ExprCall, k: usize, name: &str) -> Option<&'a Expr> {
+    c.args.get(k).or_else(|| keyword(c, name))
+}
+
 fn const_int(e: &Expr) -> Option<i64> {
     match e {
         Expr::Constant(c) => match &c.value {
@@ -433,11 +446,7 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
             };
             // `a.sum(axis=1)`, `np.max(x, axis=(1, 2))`: an array of more
             // dimensions than the axis (and an explicit axis means at least 2).
-            let axis = c
-                .keywords
-                .iter()
-                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "axis"))
-                .map(|k| &k.value);
+            let axis = keyword(c, "axis");
             if let Some(axis) = axis {
                 let top = match axis {
                     Expr::Tuple(t) => t.elts.iter().filter_map(const_int).max(),
@@ -476,27 +485,15 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                 callee,
                 "empty" | "zeros" | "ones" | "full" | "arange" | "linspace" | "eye" | "identity"
             );
-            if on_numpy && callee == "roll" {
-                // `np.roll(a, shift, axis)`: the shift is an integer.
-                let shift = c.args.get(1).or(c
-                    .keywords
-                    .iter()
-                    .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "shift"))
-                    .map(|k| &k.value));
-                if let Some(sh) = shift {
-                    mark_int(sh, uses);
-                }
-            }
-            if on_numpy && callee == "linspace" {
-                // `np.linspace(a, b, n)`, `num=n`: a count of points.
-                let num = c.args.get(2).or(c
-                    .keywords
-                    .iter()
-                    .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "num"))
-                    .map(|k| &k.value));
-                if let Some(n) = num {
-                    mark_int(n, uses);
-                }
+            // `np.roll(a, shift, axis)`: the shift is an integer;
+            // `np.linspace(a, b, n)`, `num=n`: a count of points.
+            let count = match callee {
+                "roll" if on_numpy => argument(c, 1, "shift"),
+                "linspace" if on_numpy => argument(c, 2, "num"),
+                _ => None,
+            };
+            if let Some(n) = count {
+                mark_int(n, uses);
             }
             if on_numpy && callee == "indices" {
                 // `np.indices((n, m))`: the dimensions are integers.
