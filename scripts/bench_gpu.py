@@ -36,9 +36,7 @@ runs, but nothing runs on a GPU, so every GPU figure is null / "n/a".
 import argparse
 import contextlib
 import dataclasses
-import importlib.machinery
 import importlib.metadata
-import importlib.util
 import inspect
 import itertools
 import json
@@ -46,13 +44,15 @@ import math
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# print_table is also read from here by run-gpu.sh's summary.
+from harness import TimeLimit, load, print_table, time_limit
 
 import numpy as np
 
@@ -131,20 +131,6 @@ def make_inputs(case, size, names):
         else:
             args[name] = np.dtype(str(t)).type(0.75)
     return args
-
-
-def load(path, name):
-    """Imports the Python file `path` as module `name` (its __main__ block
-    does not run); its folder goes on sys.path for local imports."""
-    folder = str(Path(path).parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def njit_module(module):
@@ -251,26 +237,6 @@ def timed_calls(function, make_args, budget_s=math.inf, finish=lambda: None):
 def first(n, iterable):
     """The first n items, as a list."""
     return list(itertools.islice(iterable, n))
-
-
-class TimeLimit(Exception):
-    """Raised in the main thread when a time limit expires."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Interrupts the (pure Python) code inside after `seconds`."""
-
-    def expire(signum, frame):
-        raise TimeLimit
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def cpu_result(times, budget_s):
@@ -488,13 +454,6 @@ def fmt_ratio(x, target=None, lower_bound=False):
 def fmt_pct(x):
     """"87%" with a "*" below the 80% target, "n/a" for None."""
     return "n/a" if x is None else "%.0f%%%s" % (x, " *" if x < 80 else "")
-
-
-def print_table(header, rows):
-    """A plain-text table, columns left-aligned to their widest cell."""
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    for r in [header, ["-" * w for w in widths]] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
 def print_report(run):

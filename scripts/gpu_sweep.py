@@ -39,20 +39,19 @@ cases that would start after --budget seconds are reported as not run.
 Exit: 0 every case ran and verified, 1 any did not, 2 bad usage.
 """
 import argparse
-import contextlib
-import importlib.machinery
-import importlib.util
+import inspect
 import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import TimeLimit, load, print_table, time_limit
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "migrate"
@@ -77,13 +76,6 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
-def print_table(header, rows):
-    """A plain-text table, columns left-aligned to their widest cell."""
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    for r in [header, ["-" * w for w in widths]] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
-
-
 def last_line(text):
     lines = [l for l in text.strip().splitlines() if l.strip()]
     return lines[-1] if lines else "no output"
@@ -103,8 +95,7 @@ def planned_functions(port, workdir, file, timeout):
     for f in analysis.get("functions", []):
         plan = f.get("migration_plan") or {}
         if f.get("verdict") == "cuda" and plan.get("status") == "planned":
-            found.append((f["qualname"].split(".", 1)[-1] if "." in f["qualname"] else f["qualname"],
-                          plan["signature"], f.get("line")))
+            found.append((f["qualname"].split(".", 1)[-1], plan["signature"], f.get("line")))
     return found
 
 
@@ -179,39 +170,6 @@ def migrate(port, workdir, file, function, signature, args, save_inputs=None):
 # CuPy as a drop-in: `import cupy as np`.
 
 
-class TimeLimit(Exception):
-    """Raised in the main thread when a time limit expires."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Interrupts the Python code inside after `seconds` (CuPy's calls
-    return to Python between kernels)."""
-
-    def expire(signum, frame):
-        raise TimeLimit
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def load_module(path, name):
-    """Imports `path` as module `name` (its __main__ block does not run)."""
-    folder = str(Path(path).parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def leaves(x):
     """The arrays and numbers of a result, depth first through tuples."""
     if isinstance(x, (tuple, list)):
@@ -224,9 +182,7 @@ def cupy_case(cp, np, path, function, npz, repeats, limit):
     `npz`: checked against the NumPy original, then timed (see the module
     doc). A dict: `cupy_s`, or `cupy_error`."""
     data = np.load(npz, allow_pickle=False)
-    module = load_module(path, "_sweep_numpy")
-    names = list(data.files)
-    import inspect
+    module = load(path, "_sweep_numpy")
     f = getattr(module, function)
     params = list(inspect.signature(f).parameters)
     names = [n for n in params if n in data.files]
@@ -234,7 +190,7 @@ def cupy_case(cp, np, path, function, npz, repeats, limit):
     fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in host]
     expected_args = fresh()
     expected = f(*expected_args)
-    on_cupy = load_module(path, "_sweep_cupy")
+    on_cupy = load(path, "_sweep_cupy")
     on_cupy.np = cp
     g = getattr(on_cupy, function)
     device = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host]
