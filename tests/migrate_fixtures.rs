@@ -1045,6 +1045,61 @@ mod shapes {
         repo().join(".venv/bin/python")
     }
 
+    /// The kernels one verification launched, by name.
+    fn launched(j: &serde_json::Value) -> Vec<String> {
+        j["launches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["kernel"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// A reduction along axes that end with the last one runs one block
+    /// per result element when the reduced extent is long (batch norm's
+    /// 70 elements per channel), one thread per result element when it is
+    /// short (a softmax over 5): both verified on the inputs that pick
+    /// them, and the wrapper's `if` runs under Numba's simulator too.
+    #[test]
+    fn long_reduced_extents_take_a_block_per_result_element() {
+        let tmp = tempfile::tempdir().unwrap();
+        npz(
+            tmp.path(),
+            "x=rng.standard_normal((2, 3, 5, 7)), eps=np.float64(1e-5)",
+        );
+        let j = verified_in(
+            &tmp,
+            "migrate/programs.py",
+            "batch_norm_4d",
+            "float64[:,:,:,:], float64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        let k = launched(&j);
+        assert!(
+            k.contains(&"batch_norm_4d_x_mean_blocks".to_string()),
+            "{k:?}"
+        );
+        assert!(!k.contains(&"batch_norm_4d_x_mean".to_string()), "{k:?}");
+
+        let tmp = tempfile::tempdir().unwrap();
+        npz(
+            tmp.path(),
+            "x=rng.standard_normal((2, 3, 4, 5)).astype(np.float32)",
+        );
+        let j = verified_in(
+            &tmp,
+            "migrate/programs.py",
+            "softmax_4d",
+            "float32[:,:,:,:]",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        let k = launched(&j);
+        assert!(k.contains(&"softmax_4d_x_max".to_string()), "{k:?}");
+        assert!(!k.iter().any(|n| n.ends_with("_blocks")), "{k:?}");
+    }
+
     /// n-body masses as an (N, 1) column: on the inputs, mass.T is a row
     /// that broadcasts, `mass * vel` stretches the column; the plan says
     /// so, and a guard at entry holds it to such inputs.

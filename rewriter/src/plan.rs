@@ -45,6 +45,10 @@ pub enum LaunchShape {
     /// One block of [`crate::launch::THREADS_REDUCE`] threads (the last
     /// stage of a two-stage reduction).
     OneBlock,
+    /// One block of [`crate::launch::THREADS_REDUCE`] threads per item of
+    /// `n` (a reduction along axes, one block per result element): at most
+    /// 32 blocks per SM, the blocks striding over the rest.
+    Blocks { n: ir::Expr },
 }
 
 /// One step of the host wrapper, in order.

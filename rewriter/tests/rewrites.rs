@@ -650,3 +650,77 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
     assert!(!rec.applied, "{rec:?}");
     assert!(rec.note.starts_with("not applicable"), "{rec:?}");
 }
+
+/// The launches of a plan's steps, host branches included, with the
+/// branch they sit in (`None` outside any `if`, `Some(true)` in the `then`).
+fn launches(steps: &[HostStep], branch: Option<bool>, out: &mut Vec<(String, Option<bool>)>) {
+    for s in steps {
+        match s {
+            HostStep::Launch { kernel, .. } => out.push((kernel.clone(), branch)),
+            HostStep::If { then, orelse, .. } => {
+                launches(then, Some(true), out);
+                launches(orelse, Some(false), out);
+            }
+            HostStep::Loop { body, .. } => launches(body, branch, out),
+            _ => {}
+        }
+    }
+}
+
+/// A reduction along axes that end with the last one gets a kernel with
+/// one block per result element (coalesced reads, and a result of few
+/// elements still fills the device); the host picks it when the reduced
+/// extent is long, and a constant extent decides when planning.
+#[test]
+fn axis_reductions_over_the_last_axis_get_a_block_per_result_element() {
+    let src = "import numpy as np\n\
+def channel_means(x):\n    return x.mean(axis=(0, 2, 3))\n\
+def column_sums(x):\n    return x.sum(axis=0)\n\
+def wide_rows(x):\n    return (np.ones((6, 512)) * x).max(axis=1)\n\
+def short_rows(x):\n    return (np.ones((6, 8)) * x).max(axis=1)\n";
+    let plan = |f: &str, sig: &str| {
+        let Outcome::Migrated(m) = migrate_src(src, f, sig) else {
+            panic!("{f} refused")
+        };
+        check(&m);
+        let mut l = Vec::new();
+        launches(&m.plan.steps, None, &mut l);
+        (m, l)
+    };
+    // Extents known only at run time: both kernels, chosen on the host.
+    let (m, l) = plan("channel_means", "float64[:,:,:,:]");
+    assert_eq!(
+        l,
+        [
+            ("channel_means_x_mean_blocks".to_string(), Some(true)),
+            ("channel_means_x_mean".to_string(), Some(false)),
+        ]
+    );
+    assert!(
+        m.python
+            .contains("if x.shape[0] * x.shape[2] * x.shape[3] >= 64:"),
+        "{}",
+        m.python
+    );
+    assert!(m.python.contains("cuda.syncthreads()"));
+    // Index arithmetic on values never negative prints as `//` and `%`.
+    assert!(m.python.contains("l = at % x.shape[3]"), "{}", m.python);
+    // The reduced axis is not the last: one thread per column reads
+    // consecutive columns, so no block kernel.
+    let (_, l) = plan("column_sums", "float64[:,:]");
+    assert_eq!(l, [("column_sums_x_sum".to_string(), None)]);
+    // Constant extents: one kernel, chosen now.
+    let (m, l) = plan("wide_rows", "float64");
+    assert!(
+        l.iter().all(|(k, b)| b.is_none() && !k.is_empty())
+            && l.iter().any(|(k, _)| k.ends_with("_blocks")),
+        "{l:?}"
+    );
+    assert!(!m.python.contains(">= 64"));
+    let (_, l) = plan("short_rows", "float64");
+    assert!(
+        l.iter()
+            .all(|(k, b)| b.is_none() && !k.ends_with("_blocks")),
+        "{l:?}"
+    );
+}

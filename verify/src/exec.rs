@@ -807,6 +807,10 @@ impl<B> State<B> {
                 grid: [1, 1],
                 block: [THREADS_REDUCE, 1],
             },
+            LaunchShape::Blocks { n } => LaunchConfig {
+                grid: [blocks_for(self.eval(dev, n)?.i(), 1, sms), 1],
+                block: [THREADS_REDUCE, 1],
+            },
         })
     }
 

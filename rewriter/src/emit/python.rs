@@ -9,7 +9,7 @@
 //! the IR makes explicit and Numba would infer differently are kept with
 //! `float32(...)`/`int64(...)` casts.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use port_codegen::ir::{
@@ -247,6 +247,9 @@ struct Printer {
     types: Vec<HashMap<String, Type>>,
     /// Host code: casts are NumPy's (`np.float64(…)`), not Numba's.
     host: bool,
+    /// Integer locals that are never negative (see [`nonneg_locals`]):
+    /// their divisions and remainders print as Python's `//` and `%`.
+    nonneg: HashSet<String>,
 }
 
 impl Printer {
@@ -259,6 +262,7 @@ impl Printer {
             out: String::new(),
             types: vec![scope],
             host: false,
+            nonneg: HashSet::new(),
         }
     }
 
@@ -278,6 +282,12 @@ impl Printer {
         }
         self.out.push_str(text);
         self.out.push('\n');
+    }
+
+    /// Whether integer `e` is never negative: shapes, thread and block
+    /// indices, literals, and sums, products and quotients of them.
+    fn nonneg(&self, e: &Expr) -> bool {
+        nonneg_expr(e, &self.nonneg)
     }
 
     fn ty(&self, e: &Expr) -> ScalarType {
@@ -504,6 +514,12 @@ impl Printer {
                     BinOp::Mul => ("*", 11),
                     // The IR's integer division truncates (C's); Python's
                     // `//` floors: the magnitudes' quotient, signed.
+                    // Of two values never negative the two agree.
+                    BinOp::Div | BinOp::Rem
+                        if self.ty(a).is_int() && self.nonneg(a) && self.nonneg(b) =>
+                    {
+                        (if *op == BinOp::Div { "//" } else { "%" }, 11)
+                    }
                     BinOp::Div if self.ty(a).is_int() => {
                         let (x, y) = (self.expr(a, 0), self.expr(b, 0));
                         return (
@@ -755,8 +771,100 @@ pub fn literal(l: Literal) -> String {
     }
 }
 
+/// See [`Printer::nonneg`].
+fn nonneg_expr(e: &Expr, known: &HashSet<String>) -> bool {
+    match e {
+        Expr::Lit(Literal::I64(v)) => *v >= 0,
+        Expr::Lit(Literal::I32(v)) => *v >= 0,
+        Expr::Shape { .. } | Expr::Special(..) => true,
+        Expr::Var(n) => known.contains(n),
+        Expr::Cast(ScalarType::I64, a) => nonneg_expr(a, known),
+        Expr::Binary(BinOp::Add | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Rem, a, b) => {
+            nonneg_expr(a, known) && nonneg_expr(b, known)
+        }
+        _ => false,
+    }
+}
+
+/// The locals of a kernel body that are never negative: each of their
+/// definitions (`let`, a `for` over a range that starts at and steps by
+/// values never negative, a grid-stride loop's variable) gives one, and
+/// none is ever reassigned. A least fixpoint: a local is added only on
+/// evidence.
+fn nonneg_locals(body: &[Stmt]) -> HashSet<String> {
+    /// A local's definitions: its first value and the step a loop adds to
+    /// it, or `None` for an assignment.
+    type Defs<'a> = HashMap<&'a str, Vec<Option<(&'a Expr, Option<&'a Expr>)>>>;
+    fn defs<'a>(body: &'a [Stmt], out: &mut Defs<'a>) {
+        for s in body {
+            match s {
+                Stmt::Let { name, init, .. } => {
+                    out.entry(name).or_default().push(Some((init, None)))
+                }
+                Stmt::Assign { name, .. } => out.entry(name).or_default().push(None),
+                Stmt::For {
+                    var,
+                    start,
+                    step,
+                    body,
+                    ..
+                } => {
+                    out.entry(var).or_default().push(Some((start, Some(step))));
+                    defs(body, out);
+                }
+                Stmt::ParallelFor(p) => {
+                    for v in &p.vars {
+                        let zero: &'static Expr = &ZERO;
+                        out.entry(v).or_default().push(Some((zero, None)));
+                    }
+                    defs(&p.body, out);
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    defs(then_body, out);
+                    defs(else_body, out);
+                }
+                Stmt::While { body, .. } => defs(body, out),
+                _ => {}
+            }
+        }
+    }
+    static ZERO: Expr = Expr::Lit(Literal::I64(0));
+    let mut all = HashMap::new();
+    defs(body, &mut all);
+    let mut known: HashSet<String> = HashSet::new();
+    loop {
+        let before = known.len();
+        for (name, ds) in &all {
+            if known.contains(*name) {
+                continue;
+            }
+            let ok = ds.iter().all(|d| match d {
+                Some((init, step)) => {
+                    nonneg_expr(init, &known) && step.is_none_or(|s| nonneg_expr(s, &known))
+                }
+                None => false,
+            });
+            if ok {
+                known.insert(name.to_string());
+            }
+        }
+        if known.len() == before {
+            return known;
+        }
+    }
+}
+
 fn kernel(k: &Kernel, doc: Option<&str>) -> String {
     let mut p = Printer::new(&k.params);
+    p.nonneg = nonneg_locals(&k.body);
+    // A parameter's name is defined by the caller too.
+    for x in &k.params {
+        p.nonneg.remove(&x.name);
+    }
     let names: Vec<&str> = k.params.iter().map(|x| x.name.as_str()).collect();
     p.line(0, "@cuda.jit");
     p.line(0, &format!("def {}({}):", k.name, names.join(", ")));
@@ -1066,6 +1174,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         h.expr(n)
                     ),
                     LaunchShape::OneBlock => format!("1, {THREADS_REDUCE}"),
+                    LaunchShape::Blocks { n } => {
+                        format!("_port_blocks({}, 1), {THREADS_REDUCE}", h.expr(n))
+                    }
                 };
                 let a: Vec<String> = args
                     .iter()

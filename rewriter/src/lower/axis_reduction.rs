@@ -11,12 +11,15 @@
 //! reduction is a whole-array reduction ([`super::whole_reduction`]).
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{ArrayType, CmpOp, Expr, MathFn, ParallelFor, ScalarType, Stmt};
+use port_codegen::ir::{
+    ArrayType, Axis, CmpOp, Expr, MathFn, ParallelFor, ScalarType, SharedArray, Special, Stmt,
+};
 use rustpython_parser::ast;
 
 use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
+use crate::launch::THREADS_REDUCE;
 use crate::lower::context::{
     combine, identity, sanitize, HostBind, Lowerer, Recurse, Reduce, Region, RegionKind,
 };
@@ -439,11 +442,12 @@ impl Lowerer<'_> {
         seen.extend(av.shape.iter());
         let vars = self.element_vars(nd, &seen);
         // vars[d] indexes dimension d of the input.
-        let ovars: Vec<String> = out_dims.iter().map(|&d| vars[d].clone()).collect();
         let idx: Vec<Expr> = (0..nd).map(|d| var(&vars[d])).collect();
         let x = av.element(&idx);
         let acc = self.fresh("acc");
-        let mut inner: Vec<Stmt> = Vec::new();
+        // The operator and element of a plain reduction: what a block's
+        // threads combine in the one-block-per-element kernel.
+        let mut combined: Option<(RedOp, Expr)> = None;
         let (init, update, result): (Vec<Stmt>, Vec<Stmt>, Expr) = match op {
             AxisOp::ArgMax | AxisOp::ArgMin => {
                 let best = self.fresh("best");
@@ -497,6 +501,7 @@ impl Lowerer<'_> {
                     AxisOp::Any | AxisOp::All => cmp(CmpOp::Ne, var(&acc), i64(0)),
                     _ => var(&acc),
                 };
+                combined = Some((red, elem.clone()));
                 (
                     vec![let_(&acc, acc_t, identity(red, acc_t))],
                     vec![assign(&acc, combine(red, var(&acc), elem))],
@@ -504,98 +509,125 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let mut loop_body = update;
-        for &a in axes.iter().rev() {
-            loop_body = vec![for_range(
-                &vars[a],
-                i64(0),
-                av.shape[a].clone(),
-                i64(1),
-                loop_body,
-            )];
-        }
-        inner.extend(init);
-        inner.extend(loop_body);
-        inner.push(Stmt::Store {
-            target: port_codegen::ir::ElemRef {
-                array: name.clone(),
-                indices: ovars.iter().map(|v| var(v)).collect(),
+        let red_extent = axes
+            .iter()
+            .map(|&a| av.shape[a].clone())
+            .reduce(mul)
+            .expect("an axis");
+        // One block per result element when the reduced axes end with the
+        // input's last one: a block's threads then read consecutive
+        // elements (coalesced), and a result of few elements (batch norm's
+        // 32 channels) still fills the device. Otherwise, or when the
+        // reduced extent is small, one thread per result element.
+        let block = match combined {
+            Some(c) if axes.contains(&(nd - 1)) => match const_int(&red_extent) {
+                Some(k) if k < BLOCK_MIN_EXTENT => None,
+                _ => Some(c),
             },
-            value: result,
-        });
-        let on = out_shape.len();
-        let (pfor, launch) = if on <= 2 {
-            let pfor = Stmt::ParallelFor(ParallelFor {
-                vars: ovars.clone(),
-                extents: out_shape.clone(),
-                body: inner,
-            });
-            let launch = if on == 2 {
-                LaunchShape::Grid2 {
-                    rows: out_shape[0].clone(),
-                    cols: out_shape[1].clone(),
-                }
-            } else {
-                LaunchShape::Grid1 {
-                    n: out_shape[0].clone(),
-                }
+            _ => None,
+        };
+        if block.is_some() {
+            // Both launches rely on the same shape facts: checked once,
+            // before the choice.
+            self.flush_guards();
+        }
+        // Whether the block kernel alone serves: the reduced extent is a
+        // constant large enough. Else both, chosen on the host.
+        let block_only = block.is_some() && const_int(&red_extent).is_some();
+        let fname = self.fn_name.clone();
+        let axes_txt = axes
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut per_thread = Vec::new();
+        if !block_only {
+            let mark = self.steps.len();
+            let (pfor, launch) = self.thread_per_element(
+                &name,
+                &vars,
+                &out_dims,
+                &av.shape,
+                axes,
+                (init, update, result.clone()),
+            );
+            let kname = self.kernel_name(&name);
+            self.add_kernel(
+                kname,
+                vec![pfor],
+                vec![],
+                launch,
+                format!(
+                    "Line {line} of `{fname}`: `{}` along axis {axes_txt}.",
+                    op.word()
+                ),
+            )?;
+            if block.is_some() {
+                per_thread = self.steps.split_off(mark);
+            }
+        }
+        let how = match (&block, block_only) {
+            (None, _) => "one thread per result element".to_string(),
+            (Some(_), true) => "one block per result element".to_string(),
+            (Some(_), false) => format!(
+                "one block per result element when the reduced extent is {BLOCK_MIN_EXTENT} or more, else one thread each"
+            ),
+        };
+        self.log.applied(
+            NAME,
+            format!(
+                "`{}` along axis {axes_txt} at line {line}: {how}",
+                op.word()
+            ),
+        );
+        if let Some((red, elem)) = block {
+            let mark = self.steps.len();
+            let spec = BlockReduction {
+                out: &name,
+                acc: &acc,
+                acc_t,
+                red,
+                elem,
+                result,
+                vars: &vars,
+                out_dims: &out_dims,
+                axes,
+                shape: &av.shape,
             };
-            (pfor, launch)
-        } else {
-            // A result of 3 or more dimensions: one thread per element all
-            // the same, over its flat C-order index. (A thread per element
-            // of the first two dimensions, looping over the rest, gave a
-            // 32x32x32x32 softmax 1024 threads: on the H200 its kernels took
-            // 1.22 ms where CuPy's took 142 µs.)
-            let flat = self.fresh("flat");
-            let n = out_shape
+            let kname = self.kernel_name(&format!("{name}_blocks"));
+            let (body, shared) = self.block_per_element(&spec);
+            let n_out = out_shape
                 .iter()
                 .cloned()
                 .reduce(mul)
                 .expect("a result dimension");
-            let mut body = Vec::new();
-            for (k, v) in ovars.iter().enumerate() {
-                let q = match out_shape[k + 1..].iter().cloned().reduce(mul) {
-                    Some(stride) => div(var(&flat), stride),
-                    None => var(&flat),
-                };
-                let at = if k == 0 {
-                    q
-                } else {
-                    binary(port_codegen::ir::BinOp::Rem, q, out_shape[k].clone())
-                };
-                body.push(let_(v, ScalarType::I64, at));
-            }
-            body.extend(inner);
-            let pfor = Stmt::ParallelFor(ParallelFor {
-                vars: vec![flat],
-                extents: vec![n.clone()],
+            self.add_kernel(
+                kname,
                 body,
-            });
-            (pfor, LaunchShape::Grid1 { n })
-        };
-        let kname = self.kernel_name(&name);
-        let fname = self.fn_name.clone();
-        let axes_txt: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
-        self.log.applied(
-            NAME,
-            format!(
-                "`{}` along axis {} at line {line}: one thread per result element",
-                op.word(),
-                axes_txt.join(", ")
-            ),
-        );
-        self.add_kernel(
-            kname,
-            vec![pfor],
-            vec![],
-            launch,
-            format!(
-                "Line {line} of `{fname}`: `{}` along axis {}.",
-                op.word(),
-                axes_txt.join(", ")
-            ),
-        )?;
+                shared,
+                LaunchShape::Blocks { n: n_out },
+                format!(
+                    "Line {line} of `{fname}`: `{}` along axis {axes_txt}, one block per result element.",
+                    op.word()
+                ),
+            )?;
+            if !block_only {
+                let mut per_block = self.steps.split_off(mark);
+                per_block.insert(
+                    0,
+                    HostStep::Comment(format!(
+                        "`{}` along axis {axes_txt} (line {line}): one block per result element over a long reduced extent",
+                        op.word()
+                    )),
+                );
+                let cond = cmp(CmpOp::Ge, self.hostify(red_extent), i64(BLOCK_MIN_EXTENT));
+                self.steps.push(HostStep::If {
+                    cond,
+                    then: per_block,
+                    orelse: per_thread,
+                });
+            }
+        }
         let named = ArrVal::named(&name, ty);
         if !keepdims {
             return Ok(Val::Array(named));
@@ -616,6 +648,227 @@ impl Lowerer<'_> {
             body: load(&name, idx),
             computed: false,
         }))
+    }
+}
+
+/// A reduced extent below which one thread per result element is kept: a
+/// block of [`THREADS_REDUCE`] threads over fewer elements would leave
+/// most of them idle.
+pub const BLOCK_MIN_EXTENT: i64 = 64;
+
+/// What [`Lowerer::block_per_element`] builds a kernel from.
+struct BlockReduction<'a> {
+    /// The result array, and the accumulator's name and type.
+    out: &'a str,
+    acc: &'a str,
+    acc_t: ScalarType,
+    red: RedOp,
+    /// The element combined, in terms of `vars`.
+    elem: Expr,
+    /// The result element, in terms of `acc` holding the block's total.
+    result: Expr,
+    /// `vars[d]` indexes dimension `d` of the input.
+    vars: &'a [String],
+    out_dims: &'a [usize],
+    axes: &'a [usize],
+    shape: &'a [Expr],
+}
+
+/// `let vars[k] = …` for each dimension of `shape`, from the C-order flat
+/// index `flat`.
+fn unflatten(flat: &str, vars: &[&String], shape: &[Expr]) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    for (k, v) in vars.iter().enumerate() {
+        let q = match shape[k + 1..].iter().cloned().reduce(mul) {
+            Some(stride) => div(var(flat), stride),
+            None => var(flat),
+        };
+        let at = if k == 0 {
+            q
+        } else {
+            binary(port_codegen::ir::BinOp::Rem, q, shape[k].clone())
+        };
+        out.push(let_(v, ScalarType::I64, at));
+    }
+    out
+}
+
+/// The value of an integer constant extent.
+fn const_int(e: &Expr) -> Option<i64> {
+    use port_codegen::ir::{BinOp, Literal};
+    match e {
+        Expr::Lit(Literal::I64(k)) => Some(*k),
+        Expr::Lit(Literal::I32(k)) => Some(i64::from(*k)),
+        Expr::Binary(BinOp::Mul, a, b) => const_int(a)?.checked_mul(const_int(b)?),
+        _ => None,
+    }
+}
+
+impl Lowerer<'_> {
+    /// The kernel of a reduction along axes with one thread per result
+    /// element, each looping over the reduced axes: `init`, then `update`
+    /// in the loops, then the result element stored.
+    fn thread_per_element(
+        &mut self,
+        name: &str,
+        vars: &[String],
+        out_dims: &[usize],
+        shape: &[Expr],
+        axes: &[usize],
+        (init, update, result): (Vec<Stmt>, Vec<Stmt>, Expr),
+    ) -> (Stmt, LaunchShape) {
+        let ovars: Vec<String> = out_dims.iter().map(|&d| vars[d].clone()).collect();
+        let out_shape: Vec<Expr> = out_dims.iter().map(|&d| shape[d].clone()).collect();
+        let mut loop_body = update;
+        for &a in axes.iter().rev() {
+            loop_body = vec![for_range(
+                &vars[a],
+                i64(0),
+                shape[a].clone(),
+                i64(1),
+                loop_body,
+            )];
+        }
+        let mut inner = init;
+        inner.extend(loop_body);
+        inner.push(Stmt::Store {
+            target: port_codegen::ir::ElemRef {
+                array: name.to_string(),
+                indices: ovars.iter().map(|v| var(v)).collect(),
+            },
+            value: result,
+        });
+        let on = out_shape.len();
+        if on <= 2 {
+            let launch = if on == 2 {
+                LaunchShape::Grid2 {
+                    rows: out_shape[0].clone(),
+                    cols: out_shape[1].clone(),
+                }
+            } else {
+                LaunchShape::Grid1 {
+                    n: out_shape[0].clone(),
+                }
+            };
+            let pfor = Stmt::ParallelFor(ParallelFor {
+                vars: ovars,
+                extents: out_shape,
+                body: inner,
+            });
+            return (pfor, launch);
+        }
+        // A result of 3 or more dimensions: one thread per element all
+        // the same, over its flat C-order index. (A thread per element
+        // of the first two dimensions, looping over the rest, gave a
+        // 32x32x32x32 softmax 1024 threads: on the H200 its kernels took
+        // 1.22 ms where CuPy's took 142 µs.)
+        let flat = self.fresh("flat");
+        let n = out_shape
+            .iter()
+            .cloned()
+            .reduce(mul)
+            .expect("a result dimension");
+        let refs: Vec<&String> = ovars.iter().collect();
+        let mut body = unflatten(&flat, &refs, &out_shape);
+        body.extend(inner);
+        let pfor = Stmt::ParallelFor(ParallelFor {
+            vars: vec![flat],
+            extents: vec![n.clone()],
+            body,
+        });
+        (pfor, LaunchShape::Grid1 { n })
+    }
+
+    /// The kernel of a reduction along axes with one block per result
+    /// element: the blocks stride over the result's flat index, the
+    /// threads of a block over the reduced elements' flat index, and a
+    /// tree in shared memory combines the threads' partials; thread 0
+    /// stores the result.
+    fn block_per_element(&self, b: &BlockReduction<'_>) -> (Vec<Stmt>, Vec<SharedArray>) {
+        let mut seen: Vec<&Expr> = vec![&b.elem, &b.result];
+        seen.extend(b.shape.iter());
+        let mut taken = super::whole_reduction::names_in(&seen);
+        taken.extend(b.vars.iter().cloned());
+        taken.insert(b.out.to_string());
+        taken.insert(b.acc.to_string());
+        let mut fresh = |base: &str| {
+            let n = self.local_name(base, &taken);
+            taken.insert(n.clone());
+            n
+        };
+        let (tid, item, at, tree, stride) = (
+            fresh("tid"),
+            fresh("item"),
+            fresh("at"),
+            fresh("partials"),
+            fresh("stride"),
+        );
+        let out_vars: Vec<&String> = b.out_dims.iter().map(|&d| &b.vars[d]).collect();
+        let out_shape: Vec<Expr> = b.out_dims.iter().map(|&d| b.shape[d].clone()).collect();
+        let red_vars: Vec<&String> = b.axes.iter().map(|&d| &b.vars[d]).collect();
+        let red_shape: Vec<Expr> = b.axes.iter().map(|&d| b.shape[d].clone()).collect();
+        let n_out = out_shape
+            .iter()
+            .cloned()
+            .reduce(mul)
+            .expect("a result dimension");
+        let n_red = red_shape.iter().cloned().reduce(mul).expect("an axis");
+        let i64_of = |s: Special| cast(ScalarType::I64, special(s, Axis::X));
+
+        let mut per_thread = unflatten(&at, &red_vars, &red_shape);
+        per_thread.push(assign(b.acc, combine(b.red, var(b.acc), b.elem.clone())));
+        let mut per_item = unflatten(&item, &out_vars, &out_shape);
+        per_item.push(let_(b.acc, b.acc_t, identity(b.red, b.acc_t)));
+        per_item.push(for_range(
+            &at,
+            i64_of(Special::ThreadIdx),
+            n_red,
+            i64_of(Special::BlockDim),
+            per_thread,
+        ));
+        let spec = super::whole_reduction::RedSpec {
+            partial: b.acc.to_string(),
+            op: b.red,
+            ty: b.acc_t,
+            acc: String::new(),
+            init: identity(b.red, b.acc_t),
+        };
+        per_item.extend(self.block_tree(
+            std::slice::from_ref(&spec),
+            std::slice::from_ref(&tree),
+            &tid,
+            &stride,
+        ));
+        per_item.push(if_(
+            cmp(CmpOp::Eq, var(&tid), i32(0)),
+            vec![
+                assign(b.acc, load(&tree, vec![i32(0)])),
+                store(
+                    b.out,
+                    out_vars.iter().map(|v| var(v)).collect(),
+                    b.result.clone(),
+                ),
+            ],
+            vec![],
+        ));
+        // The tree is refilled by the next element's partials.
+        per_item.push(Stmt::Barrier);
+        let body = vec![
+            let_(&tid, ScalarType::I32, special(Special::ThreadIdx, Axis::X)),
+            for_range(
+                &item,
+                i64_of(Special::BlockIdx),
+                n_out,
+                i64_of(Special::GridDim),
+                per_item,
+            ),
+        ];
+        let shared = vec![SharedArray {
+            name: tree,
+            elem: b.acc_t,
+            shape: vec![THREADS_REDUCE],
+        }];
+        (body, shared)
     }
 }
 

@@ -746,6 +746,7 @@ impl<'a> Lowerer<'a> {
                 cols: self.hostify(cols),
             },
             L::Reduce { n } => L::Reduce { n: self.hostify(n) },
+            L::Blocks { n } => L::Blocks { n: self.hostify(n) },
             L::OneBlock => L::OneBlock,
         }
     }

@@ -206,7 +206,7 @@ impl Lowerer<'_> {
     }
 
     /// The shared-memory tree: each block halves its partials until one is left.
-    fn block_tree(
+    pub(crate) fn block_tree(
         &self,
         specs: &[RedSpec],
         trees: &[String],
@@ -312,7 +312,7 @@ fn atomic_expr(op: AtomicOp, acc: &str, v: Expr) -> Expr {
 }
 
 /// Variable and array names an expression list mentions.
-fn names_in(exprs: &[&Expr]) -> std::collections::HashSet<String> {
+pub(crate) fn names_in(exprs: &[&Expr]) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     for e in exprs {
         port_codegen::ir::walk_expr(e, &mut |x| match x {
