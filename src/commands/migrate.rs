@@ -644,6 +644,17 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     Ok(o) => {
                         let v = &o.verification;
                         report.status = v.status().as_str();
+                        // The errors in `verification` are against the
+                        // original's own float32 (or float64) results;
+                        // what decided is the comparison with a more
+                        // precise run, said here for machines too.
+                        if let (Status::Verified, Some(c)) = (v.status(), v.exact()) {
+                            let name = c.precision.name();
+                            report.notes.push(format!(
+                                "{name}: {}; max_abs_err and max_rel_err are against the original's own {name} results, which carry rounding errors of their own",
+                                c.describe()
+                            ));
+                        }
                         if let Some(why) = v.reason() {
                             report
                                 .reasons
