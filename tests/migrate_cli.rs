@@ -119,9 +119,11 @@ fn an_object_refusal_lists_only_what_port_refuses() {
 }
 
 /// A signature that types only the parameters without defaults is how the
-/// function is called: a refusal naming the defaults, not a signature error.
+/// function is called: the migration is specialised to the defaults
+/// (`if nfft is None:` decided, `axis` a constant), and the wrapper keeps
+/// them in its signature and refuses other values.
 #[test]
-fn parameters_left_to_their_defaults_are_refused_naming_them() {
+fn parameters_left_to_their_defaults_are_specialised_to_them() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/refused.py");
     let o = migrate_in(
@@ -133,16 +135,43 @@ fn parameters_left_to_their_defaults_are_refused_naming_them() {
             "--signature",
             "complex128[:]",
             "--json",
+            "--write",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert!(
+        patched.contains("def spectrum(x, nfft=None, axis=-1):"),
+        "{patched}"
+    );
+    assert!(patched.contains("    if nfft is not None:\n        raise ValueError(\"spectrum: migrated for nfft=None, its default"), "{patched}");
+    assert!(patched.contains("    if axis != -1:\n"), "{patched}");
+
+    // A default that is not a constant: refused, naming it.
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "weighted",
+            &f,
+            "--signature",
+            "float64[:]",
+            "--json",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let j = json(&o);
     assert_eq!(j["status"], "refused");
     let r = &j["reasons"][0];
-    assert_eq!(r["line"], 63, "{r}");
-    let m = r["message"].as_str().unwrap();
+    assert_eq!(r["line"], 93, "{r}");
     assert!(
-        m.contains("`nfft=None`, `axis=-1` left to their defaults"),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`w=np.ones(3)` left to its default, which is not a constant"),
         "{r}"
     );
 }

@@ -178,34 +178,76 @@ pub fn plan_parsed(
         .iter()
         .map(|a| a.def.arg.to_string())
         .collect();
-    // Fewer types than parameters, the rest defaulted (`nfft=None, axis=-1`):
-    // the call the user has in mind leaves them out. port compiles every
-    // parameter as an argument, so that is a refusal of the construct, at
-    // the def's line, not a mistake in the signature.
-    let defaulted = &def.args.args[req.types.len().min(names.len())..];
-    if req.types.len() < names.len() && defaulted.iter().all(|a| a.default.is_some()) {
-        let left: Vec<String> = defaulted
-            .iter()
-            .map(|a| {
-                let d = a
-                    .default
-                    .as_deref()
-                    .map(|e| src.text_of(e))
-                    .unwrap_or_default();
-                format!("`{}={}`", a.def.arg, d)
-            })
-            .collect();
-        return Ok(PlanOutcome::Refused(vec![Reason::new(
-            "frontend",
-            src.line(def),
-            format!(
-                "{} left to {} default{}: port compiles every parameter as an argument and takes no defaults yet; give --signature a type for each parameter, or migrate a function that passes them",
-                left.join(", "),
-                if left.len() == 1 { "its" } else { "their" },
-                if left.len() == 1 { "" } else { "s" }
-            ),
-        )]));
+    // Fewer types than parameters, the rest defaulted (`poly=0x8408`,
+    // `mode="same"`, `axis=-1`): the call the user has in mind leaves them
+    // out. The plan is specialised to the defaults: a parameter never
+    // rebound reads as its default wherever it appears (so `axis=axis` is a
+    // constant axis), one rebound starts as it; the wrapper keeps them in
+    // its signature and refuses other values ([`KernelPlan::defaults`]).
+    // A default that is not a constant (`w=np.ones(3)`) is refused.
+    let params = def.args.args.clone();
+    let rebound = pyast::names_rebound(&def.body);
+    let def_line = src.line(def);
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    let given = req.types.len().min(names.len());
+    if req.types.len() < names.len() && params[given..].iter().all(|a| a.default.is_some()) {
+        let mut prelude: Vec<rustpython_parser::ast::Stmt> = Vec::new();
+        let mut subst: Vec<(String, rustpython_parser::ast::Expr)> = Vec::new();
+        for a in &params[given..] {
+            let d = a.default.as_deref().expect("checked");
+            let name = a.def.arg.to_string();
+            if !constant_default(src, d) {
+                return Ok(PlanOutcome::Refused(vec![Reason::new(
+                    "frontend",
+                    def_line,
+                    format!(
+                        "`{name}={}` left to its default, which is not a constant: port specialises a migration to the defaults it leaves out; give --signature a type for `{name}` too",
+                        src.text_of(d)
+                    ),
+                )]));
+            }
+            defaults.push((name.clone(), src.text_of(d).to_string()));
+            if rebound.contains(&name) {
+                prelude.push(rustpython_parser::ast::Stmt::Assign(
+                    rustpython_parser::ast::StmtAssign {
+                        range: rustpython_parser::ast::Ranged::range(d),
+                        targets: vec![rustpython_parser::ast::Expr::Name(
+                            rustpython_parser::ast::ExprName {
+                                range: rustpython_parser::ast::Ranged::range(d),
+                                id: name.as_str().into(),
+                                ctx: rustpython_parser::ast::ExprContext::Store,
+                            },
+                        )],
+                        value: Box::new(d.clone()),
+                        type_comment: None,
+                    },
+                ));
+            } else {
+                subst.push((name, d.clone()));
+            }
+        }
+        // `if nfft is None: nfft = n` before anything else reads `nfft`:
+        // decided now, as the parameter is its default there.
+        for (name, d) in &defaults {
+            if d == "None" {
+                fold_none_tests(&mut desugared.body, name);
+            }
+        }
+        pyast::walk_body_exprs_mut(&mut desugared.body, &mut |e| {
+            if let rustpython_parser::ast::Expr::Name(n) = e {
+                if let Some((_, d)) = subst.iter().find(|(k, _)| n.id.as_str() == k) {
+                    *e = d.clone();
+                    return true;
+                }
+            }
+            false
+        });
+        let at = usize::from(desugared.body.first().is_some_and(pyast::is_docstring));
+        desugared.body.splice(at..at, prelude);
+        desugared.args.args.truncate(given);
     }
+    let def = &desugared;
+    let names: Vec<String> = names[..names.len().min(def.args.args.len())].to_vec();
     if req.types.len() != names.len() {
         return Err(RewriteError::SignatureArity {
             function: req.function.to_string(),
@@ -359,6 +401,7 @@ pub fn plan_parsed(
     l.finish_mutated();
     l.flush_guards();
     let mut plan = finish(l, &names, req.types);
+    plan.defaults = defaults;
     if plan.kind == PlanKind::Kernels {
         // Only the arguments' axes the plan really read as broadcast.
         plan.unit_dims = unit_dims;
@@ -379,6 +422,64 @@ pub fn plan_parsed(
         }
     }
     Ok(PlanOutcome::Planned(Box::new(plan)))
+}
+
+/// Replaces each top-level `if name is None:` (or `is not None`) of `body`
+/// by the branch taken while `name` is still `None`: up to the first
+/// other statement that mentions `name`.
+fn fold_none_tests(body: &mut Vec<rustpython_parser::ast::Stmt>, name: &str) {
+    use rustpython_parser::ast::{CmpOp, Constant, Expr, Stmt};
+    let test_of = |s: &Stmt| -> Option<bool> {
+        let Stmt::If(i) = s else { return None };
+        let Expr::Compare(c) = i.test.as_ref() else {
+            return None;
+        };
+        let is_name = matches!(c.left.as_ref(), Expr::Name(n) if n.id.as_str() == name);
+        let is_none = matches!(c.comparators.as_slice(), [Expr::Constant(k)] if matches!(k.value, Constant::None));
+        match c.ops.as_slice() {
+            [CmpOp::Is] if is_name && is_none => Some(true),
+            [CmpOp::IsNot] if is_name && is_none => Some(false),
+            _ => None,
+        }
+    };
+    let mut k = 0;
+    while k < body.len() {
+        match test_of(&body[k]) {
+            Some(taken) => {
+                let Stmt::If(i) = body.remove(k) else {
+                    unreachable!("an if")
+                };
+                let branch = if taken { i.body } else { i.orelse };
+                let n = branch.len();
+                body.splice(k..k, branch);
+                k += n;
+            }
+            None => {
+                if pyast::body_mentions(std::slice::from_ref(&body[k]), name) {
+                    return;
+                }
+                k += 1;
+            }
+        }
+    }
+}
+
+/// Whether a parameter's default is a constant the plan can be
+/// specialised to: a literal (a number, a string, `None`, `True`), a
+/// negated number, or a module-level constant.
+fn constant_default(src: &source::SourceFile, d: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::{Constant, Expr};
+    match d {
+        Expr::Constant(c) => matches!(
+            c.value,
+            Constant::Int(_)
+                | Constant::Float(_)
+                | Constant::Bool(_)
+                | Constant::None
+                | Constant::Str(_)
+        ),
+        _ => src.eval_const(d).is_some(),
+    }
 }
 
 fn run(
@@ -431,6 +532,7 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
         ),
     };
     KernelPlan {
+        defaults: Vec::new(),
         function: l.fn_name.clone(),
         kind,
         params,

@@ -340,6 +340,11 @@ pub struct KernelPlan {
     /// entry, and kept at 1 when inputs are generated.
     #[serde(default)]
     pub unit_dims: Vec<(String, u8)>,
+    /// Parameters left to their defaults, which the plan is specialised
+    /// to: `(name, default as written)`. The wrapper keeps them in its
+    /// signature, with these defaults, and raises for any other value.
+    #[serde(default)]
+    pub defaults: Vec<(String, String)>,
 }
 
 impl KernelPlan {

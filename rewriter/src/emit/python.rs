@@ -979,7 +979,16 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
     };
     let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
     let mut out = String::new();
-    let _ = writeln!(out, "def {name}({}):", arg_names.join(", "));
+    // Parameters the plan was specialised to the defaults of keep them.
+    let default_of = |n: &str| plan.defaults.iter().find(|(k, _)| k == n).map(|(_, d)| d);
+    let signature: Vec<String> = arg_names
+        .iter()
+        .map(|n| match default_of(n) {
+            Some(d) => format!("{n}={d}"),
+            None => n.clone(),
+        })
+        .collect();
+    let _ = writeln!(out, "def {name}({}):", signature.join(", "));
     let kernels = plan.kernel_names().join(", ");
     let mut calls: Vec<String> = Vec::new();
     HostStep::walk(&plan.steps, &mut |s| {
@@ -1015,6 +1024,18 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
         }
     }
     let ind = "    ";
+    for (n, d) in &plan.defaults {
+        let differs = if d == "None" {
+            format!("{n} is not None")
+        } else {
+            format!("{n} != {d}")
+        };
+        let _ = writeln!(
+            out,
+            "{ind}if {differs}:\n{ind}{ind}raise ValueError(\"{name}: migrated for {n}={}, its default; the original takes other values\")",
+            d.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+    }
     // The guards on the arguments' shapes, before anything is copied.
     let entry = plan
         .steps
