@@ -858,3 +858,41 @@ fn saved_inputs_run_again_as_given_ones() {
     assert_eq!(j["status"], "verified", "{j}");
     assert_eq!(j["verification"]["inputs"], "given");
 }
+
+/// The first reason of a refusal names what blocks, in words that fit it:
+/// a max-reduction into one element is not called a race, and Numba's
+/// gaps that port takes (`np.ndarray(…)`) are not listed beside it.
+#[test]
+fn refusals_name_the_real_blocker_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/refused.py");
+    let reasons = |function: &str, sig: &str| {
+        let o = migrate_in(
+            tmp.path(),
+            &["--function", function, &f, "--signature", sig, "--json"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let j = json(&o);
+        assert_eq!(j["status"], "refused", "{j}");
+        j["reasons"].as_array().unwrap().clone()
+    };
+    let r = reasons("best_split", "float64[:,:], int64");
+    assert_eq!(r[0]["line"], 106, "{r:?}");
+    let m = r[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("updates `table[i,j]` from its own value (line 106): a reduction into one element"),
+        "{m}"
+    );
+    assert!(!m.contains("race"), "{m}");
+
+    let r = reasons("ndarray_then_recurrence", "float64[:]");
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["line"], 116, "{r:?}");
+    assert!(
+        r[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a recurrence across the loop at line 115"),
+        "{r:?}"
+    );
+}

@@ -78,6 +78,8 @@ struct Store<'a> {
     line: u32,
     stmt: TextSize,
     augmented: Option<ast::Operator>,
+    /// The value stored (`None` for an `out=` target).
+    value: Option<&'a Expr>,
 }
 
 /// Checks the body of a loop whose iterations over `pvars` would run in
@@ -163,10 +165,10 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
 
     let mut stores: Vec<Store> = Vec::new();
     walk_stmts(body, &mut |s| {
-        let (mut targets, aug): (Vec<&Expr>, _) = match s {
-            Stmt::Assign(a) => (a.targets.iter().collect(), None),
-            Stmt::AugAssign(a) => (vec![a.target.as_ref()], Some(a.op)),
-            _ => (Vec::new(), None),
+        let (mut targets, aug, value): (Vec<&Expr>, _, _) = match s {
+            Stmt::Assign(a) => (a.targets.iter().collect(), None, Some(a.value.as_ref())),
+            Stmt::AugAssign(a) => (vec![a.target.as_ref()], Some(a.op), Some(a.value.as_ref())),
+            _ => (Vec::new(), None, None),
         };
         // `np.add(x[i], y[i], out=z[i])` stores into `z[i]`.
         targets.extend(
@@ -188,6 +190,7 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
                             line: src.line(s),
                             stmt: s.start(),
                             augmented: aug,
+                            value,
                         });
                     }
                 }
@@ -237,12 +240,36 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
                 deps.atomic_stores.insert(st.stmt);
                 continue;
             }
+            let elem = src.norm_text(st.index);
+            // `t[i, j] = max(t[i, j], v)`: each iteration updates the element
+            // from its own value, a reduction into it.
+            let self_update = st.augmented.is_some()
+                || st.value.is_some_and(|v| {
+                    let mut reads = false;
+                    walk_expr(v, &mut |x| {
+                        if let Expr::Subscript(sub) = x {
+                            reads |= crate::pyast::subscript_base(&sub.value).as_deref()
+                                == Some(arr.as_str())
+                                && src.norm_text(sub.slice.as_ref()) == elem;
+                        }
+                    });
+                    reads
+                });
+            if self_update {
+                return refuse(
+                    NAME,
+                    st.line,
+                    format!(
+                        "every iteration of the loop at line {loop_line} updates `{arr}[{elem}]` from its own value (line {}): a reduction into one element, which port runs in parallel only as `+=`/`-=` (an atomic add)",
+                        st.line
+                    ),
+                );
+            }
             return refuse(
                 NAME,
                 st.line,
                 format!(
-                    "every iteration of the loop at line {loop_line} may write `{arr}[{}]` (line {}): the iterations would race",
-                    src.norm_text(st.index),
+                    "every iteration of the loop at line {loop_line} may write `{arr}[{elem}]` (line {}): the iterations would race",
                     st.line
                 ),
             );

@@ -273,12 +273,19 @@ pub fn plan_parsed(
             // of what port's rewrites take (PORT205/206/212) nor its own
             // planning with assumed types (PORT214): the planning here, with
             // the real types, is the word on those.
+            // Nor Numba's gaps that port takes (`axis=`, a NumPy function
+            // missing from Numba's lists, a call of a helper): they did not
+            // stop the planner, and would send the user to the wrong line.
             let planner_decides = ["PORT205", "PORT206", "PORT212", "PORT214"];
             nopython = rep
                 .findings
                 .iter()
                 .filter(|f| f.severity <= Severity::Blocker)
                 .filter(|f| !planner_decides.contains(&f.code.as_str()))
+                .filter(|f| {
+                    f.severity != Severity::Object
+                        || !port_analyzer::rules::planner_may_take(std::slice::from_ref(*f))
+                })
                 .map(|f| Reason::new("analysis", f.line, format!("{} {}", f.code, f.message)))
                 .collect();
         } else if rep.verdict != Verdict::Cuda {
