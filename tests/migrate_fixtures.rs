@@ -1519,6 +1519,11 @@ mod corpus_style {
         hinge_margins: "float64[:,:], int64[:]",
         cross_entropy_grad: "float32[:,:], int32[:]",
         pick_per_column: "float64[:,:], int64[:]",
+        column_back_substitution: "float64[:,:], float64[:,:], float64[:,:]",
+        normalise_rows: "float64[:,:]",
+        decay_steps: "float64[:]",
+        row_sweep: "float64[:,:], float64[:,:]",
+        row_sweep_chained: "float64[:,:], float64[:,:]",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with
@@ -1643,6 +1648,21 @@ mod corpus_style {
         assert_eq!(r["line"], 110, "{r}");
         assert!(
             message(&r).contains("line 109 may let another name hold the same array"),
+            "{r}"
+        );
+    }
+
+    /// A name bound to a view before a loop, rebound to a new array in
+    /// it, and read after it cannot be private to the loop: the view may
+    /// survive a loop of no iterations.
+    #[test]
+    fn a_view_read_after_the_loop_that_rebinds_it_is_refused() {
+        let r = refusal("column_kept_after_the_loop", "float64[:,:], float64[:,:]");
+        assert_eq!(r["line"], 243, "{r}");
+        assert!(
+            message(&r).starts_with(
+                "`col` is rebound inside a loop or `if` from a view of `d` to a new array"
+            ),
             "{r}"
         );
     }

@@ -396,7 +396,7 @@ fn check_loop(
                 && sets[w].as_ref().is_none_or(|d| d.contains(&Dim::Unknown))
             {
                 format!(
-                    "`{arr}[{text}]` is written through an index computed from data: iterations may write the same element"
+                    "`{arr}[{text}]` is written through an index computed from data: iterations of the loop at line {loop_line} may write the same element"
                 )
             } else if mentions(acc.index, &derived) {
                 format!(
@@ -430,7 +430,7 @@ fn check_loop(
                     code: "PORT204",
                     line: ra.line,
                     message: format!(
-                        "`{arr}[{}]` (line {}) {what} an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence",
+                        "`{arr}[{}]` (line {}) {what} an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence across the loop at line {loop_line}",
                         norm(m, ra.index),
                         ra.line,
                         norm(m, wa.index),
@@ -542,6 +542,17 @@ fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>)
 }
 
 fn push_write<'e>(t: &'e Expr, line: u32, atomic: bool, out: &mut Vec<Access<'e>>) {
+    // `t[i][j] = …` writes into row `t[i]`: the innermost subscript names
+    // the array, and its index a superset of the elements written (the
+    // rewriter, which merges the chain into `t[i, j]`, is exact).
+    let mut t = t;
+    while let Expr::Subscript(sub) = t {
+        if matches!(sub.value.as_ref(), Expr::Subscript(_)) {
+            t = sub.value.as_ref();
+        } else {
+            break;
+        }
+    }
     if let Expr::Subscript(sub) = t {
         if let Expr::Name(n) = sub.value.as_ref() {
             out.push(Access {

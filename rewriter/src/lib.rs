@@ -169,6 +169,8 @@ pub fn plan_parsed(
     // rewrites take.
     let mut desugared = found.def.clone();
     pyast::desugar_element_loops(&mut desugared.body);
+    // `out[i][j]` as `out[i, j]`.
+    pyast::merge_chained_subscripts(&mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
     pyast::split_tuple_names(&pyast::param_names(&desugared.args), &mut desugared.body);
     let def = &desugared;

@@ -522,6 +522,114 @@ fn desugar_for(f: &mut ast::StmtFor) {
     f.body.insert(0, read);
 }
 
+/// `x[i][j]` as `x[i, j]` everywhere in `body` (and `x[i, j][k:]` as
+/// `x[i, j, k:]`), where the first index is integers only: names bound
+/// solely as `for … in range(…)` loop variables, integer literals, and
+/// `+ - * // %` of them. Basic integer indexing takes one axis per integer
+/// either way, so the two read and write the same elements; the dependence
+/// test and the rewrites then see one index of every axis (`out[i][j]`
+/// read as `out[j]` gave a false recurrence).
+pub fn merge_chained_subscripts(body: &mut [Stmt]) {
+    let ints = range_loop_ints(body);
+    if ints.is_empty() {
+        return;
+    }
+    walk_body_exprs_mut(body, &mut |e| {
+        merge_chain(e, &ints);
+        true
+    });
+}
+
+/// Names bound only as the variables of `for … in range(…)` loops.
+fn range_loop_ints(body: &[Stmt]) -> std::collections::HashSet<String> {
+    let mut loop_vars = std::collections::HashSet::new();
+    let mut other = std::collections::HashSet::new();
+    walk_stmts(body, &mut |s| match s {
+        Stmt::For(f) => {
+            let is_range = matches!(f.iter.as_ref(), Expr::Call(c)
+                if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "range"));
+            match (f.target.as_ref(), is_range) {
+                (Expr::Name(n), true) => {
+                    loop_vars.insert(n.id.to_string());
+                }
+                (t, _) => other.extend(target_names(t)),
+            }
+        }
+        Stmt::Assign(a) => {
+            for t in &a.targets {
+                other.extend(target_names(t));
+            }
+        }
+        Stmt::AugAssign(a) => other.extend(target_names(&a.target)),
+        Stmt::AnnAssign(a) => other.extend(target_names(&a.target)),
+        Stmt::With(w) => {
+            for it in &w.items {
+                if let Some(v) = &it.optional_vars {
+                    other.extend(target_names(v));
+                }
+            }
+        }
+        _ => {}
+    });
+    loop_vars.retain(|n| !other.contains(n));
+    loop_vars
+}
+
+/// Merges the chains of subscripts in `e`, innermost first.
+fn merge_chain(e: &mut Expr, ints: &std::collections::HashSet<String>) {
+    for c in expr_children_mut(e) {
+        merge_chain(c, ints);
+    }
+    let Expr::Subscript(outer) = e else { return };
+    let Expr::Subscript(inner) = outer.value.as_ref() else {
+        return;
+    };
+    let first: Vec<&Expr> = match inner.slice.as_ref() {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        one => vec![one],
+    };
+    if first.is_empty() || !first.iter().all(|x| integer_index(x, ints)) {
+        return;
+    }
+    let mut elts: Vec<Expr> = first.into_iter().cloned().collect();
+    match outer.slice.as_ref() {
+        Expr::Tuple(t) => elts.extend(t.elts.iter().cloned()),
+        one => elts.push(one.clone()),
+    }
+    let range = rustpython_parser::text_size::TextRange::new(
+        rustpython_parser::ast::Ranged::range(inner.slice.as_ref()).start(),
+        rustpython_parser::ast::Ranged::range(outer.slice.as_ref()).end(),
+    );
+    let base = inner.value.clone();
+    *outer.slice = Expr::Tuple(ast::ExprTuple {
+        range,
+        elts,
+        ctx: ast::ExprContext::Load,
+    });
+    outer.value = base;
+}
+
+/// An integer index for [`merge_chained_subscripts`].
+fn integer_index(e: &Expr, ints: &std::collections::HashSet<String>) -> bool {
+    match e {
+        Expr::Name(n) => ints.contains(n.id.as_str()),
+        Expr::Constant(c) => matches!(c.value, ast::Constant::Int(_)),
+        Expr::UnaryOp(u) => matches!(u.op, ast::UnaryOp::USub) && integer_index(&u.operand, ints),
+        Expr::BinOp(b) => {
+            matches!(
+                b.op,
+                ast::Operator::Add
+                    | ast::Operator::Sub
+                    | ast::Operator::Mult
+                    | ast::Operator::FloorDiv
+                    | ast::Operator::Mod
+            ) && integer_index(&b.left, ints)
+                && integer_index(&b.right, ints)
+        }
+        _ => false,
+    }
+}
+
 /// Every parameter name of a function (positional-only, positional,
 /// `*args`, keyword-only, `**kwargs`).
 pub fn param_names(a: &ast::Arguments) -> Vec<String> {

@@ -27,10 +27,17 @@ impl Lowerer<'_> {
     pub(crate) fn parallel_loop(&mut self, f: &ast::StmtFor) -> Lower<()> {
         let line = self.src.line(f);
         let end = self.src.end_line(f);
+        // The analysis' recurrences of this loop: one that names its loop
+        // is about that loop only (a recurrence across the rows leaves
+        // the loop over a row's elements parallel); one that names none
+        // is about any loop around its line.
+        let own = format!("loop at line {line}");
         if let Some((l, msg)) = self
             .analysis_scans
             .iter()
-            .find(|(l, _)| *l >= line && *l <= end)
+            .find(|(l, msg)| {
+                *l >= line && *l <= end && (msg.contains(&own) || !msg.contains("loop at line "))
+            })
             .cloned()
         {
             return refuse(dependences::NAME, l, format!("{msg} (PORT204)"));

@@ -13,6 +13,11 @@
 //!   name is bound in the same block from a fresh NumPy value, and every
 //!   other use of it reads its values (an operand, an index, a ufunc's
 //!   argument), never a view or another name holding it.
+//! - A name a top-level host loop binds first in each iteration, before
+//!   any read, and whose value after the loop nothing reads (the next
+//!   mention binds it anew, or there is none) is private to the loop: what
+//!   it held before (a view: vadv's `datacol = dcol[:, :, k]` in the loop
+//!   before) does not matter, and the loop binds it at run time afresh.
 
 use rustpython_parser::ast;
 
@@ -305,6 +310,89 @@ impl Lowerer<'_> {
 
 /// Whether `s` binds `name` anew (`name = …`, `name, other = …`) without
 /// reading it, at the top of its block.
+impl Lowerer<'_> {
+    /// The names private to top-level loop `f` (see the module doc).
+    pub(crate) fn loop_private_names(&self, f: &ast::StmtFor) -> Vec<String> {
+        let Some(func) = self
+            .src
+            .functions()
+            .into_iter()
+            .find(|x| x.def.name.as_str() == self.fn_name)
+        else {
+            return Vec::new();
+        };
+        let body = &func.def.body;
+        let Some(at) = body.iter().position(
+            |s| matches!(s, ast::Stmt::For(g) if ast::Ranged::range(g) == ast::Ranged::range(f)),
+        ) else {
+            return Vec::new();
+        };
+        let loop_vars = pyast::target_names(&f.target);
+        let mut out: Vec<String> = Vec::new();
+        for s in &f.body {
+            let ast::Stmt::Assign(a) = s else { continue };
+            for t in &a.targets {
+                for n in pyast::target_names(t) {
+                    if out.contains(&n)
+                        || loop_vars.contains(&n)
+                        || !binds_first(&f.body, &n)
+                        || pyast::mentions(&f.iter, &n)
+                        || !dead_from(&body[at + 1..], &n)
+                    {
+                        continue;
+                    }
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether `name`'s first mention in `block` is a top-level statement
+/// that binds it without reading it.
+fn binds_first(block: &[ast::Stmt], name: &str) -> bool {
+    block
+        .iter()
+        .find(|s| mentions_stmt(s, name))
+        .is_some_and(|s| rebinds_without_reading(s, name))
+}
+
+/// Whether the value `name` holds before `rest` runs is never read: the
+/// first statement to mention it binds it anew, or a loop that does so
+/// first in its body passes it on (it may run no iteration), or none
+/// mentions it.
+fn dead_from(rest: &[ast::Stmt], name: &str) -> bool {
+    for s in rest {
+        if !mentions_stmt(s, name) {
+            continue;
+        }
+        if rebinds_without_reading(s, name) {
+            return true;
+        }
+        match s {
+            ast::Stmt::For(g) if !pyast::mentions(&g.iter, name) && g.orelse.is_empty() => {
+                if !binds_first(&g.body, name) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether statement `s` (and what it holds) mentions `name`.
+fn mentions_stmt(s: &ast::Stmt, name: &str) -> bool {
+    let mut mentioned = false;
+    pyast::walk_stmts(std::slice::from_ref(s), &mut |st| {
+        mentioned |= pyast::stmt_exprs(st)
+            .iter()
+            .any(|e| pyast::mentions(e, name));
+    });
+    mentioned
+}
+
 fn rebinds_without_reading(s: &ast::Stmt, name: &str) -> bool {
     let (targets, value): (Vec<&ast::Expr>, &ast::Expr) = match s {
         ast::Stmt::Assign(a) => (a.targets.iter().collect(), a.value.as_ref()),

@@ -216,6 +216,21 @@ impl Lowerer<'_> {
         let t = self.declare_type(&var, ScalarType::I64);
         self.host.insert(var.clone(), HostBind::Scalar(t));
         self.used.insert(var.clone());
+        if self.host_depth == 0 {
+            // A name the loop binds afresh before any read, dead after it:
+            // what it held before (a view) is forgotten.
+            for n in self.loop_private_names(f) {
+                if matches!(self.host.get(&n), Some(HostBind::View(_))) {
+                    self.host.remove(&n);
+                    self.log.applied(
+                        NAME,
+                        format!(
+                            "`{n}` is private to the loop at line {line}: bound before any read in each iteration, and not read after the loop"
+                        ),
+                    );
+                }
+            }
+        }
         let entry = self.host.clone();
         let outer = std::mem::take(&mut self.steps);
         self.host_depth += 1;
