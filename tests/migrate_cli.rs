@@ -880,7 +880,9 @@ fn refusals_name_the_real_blocker_only() {
     assert_eq!(r[0]["line"], 106, "{r:?}");
     let m = r[0]["message"].as_str().unwrap();
     assert!(
-        m.contains("updates `table[i,j]` from its own value (line 106): a reduction into one element"),
+        m.contains(
+            "updates `table[i,j]` from its own value (line 106): a reduction into one element"
+        ),
         "{m}"
     );
     assert!(!m.contains("race"), "{m}");

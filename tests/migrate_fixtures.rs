@@ -1524,6 +1524,7 @@ mod corpus_style {
         decay_steps: "float64[:]",
         row_sweep: "float64[:,:], float64[:,:]",
         row_sweep_chained: "float64[:,:], float64[:,:]",
+        radix_spans: "float64[:], int64, int64",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with

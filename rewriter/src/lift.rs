@@ -201,6 +201,11 @@ impl<'a> Lowerer<'a> {
                 if b.op == ast::Operator::MatMult {
                     return self.matmul(r, a, c, line);
                 }
+                if b.op == ast::Operator::Pow && r.kind == RegionKind::Host {
+                    if let Some(v) = self.host_int_power(&a, &c) {
+                        return Ok(v);
+                    }
+                }
                 self.assume_broadcast(r, &[&a, &c], line)?;
                 self.binop(b.op, &a, &c, line)
             }
@@ -1847,6 +1852,43 @@ fn reduce_name(name: &str) -> Option<Reduce> {
         "numpy.prod" => Reduce::Prod,
         _ => return None,
     })
+}
+
+impl Lowerer<'_> {
+    /// `R ** K` of two integers at host level (a shape, a count) with an
+    /// exponent that is not a small constant: one host step, exact as
+    /// Python's (the kernels have no integer power of a run-time
+    /// exponent; they get the value as a scalar).
+    fn host_int_power(&mut self, a: &Val, c: &Val) -> Option<Val> {
+        let (Val::Scalar(x, tx, wx), Val::Scalar(y, ty, wy)) = (a, c) else {
+            return None;
+        };
+        if !tx.is_int() || !ty.is_int() {
+            return None;
+        }
+        if matches!(y, Expr::Lit(Literal::I64(k)) if (0..=4).contains(k)) {
+            return None;
+        }
+        let t = promote(*tx, *wx, *ty, *wy);
+        // Both casts kept: they say the power is of integers.
+        let value = math(
+            port_codegen::ir::MathFn::Pow,
+            vec![cast(t, x.clone()), cast(t, y.clone())],
+        );
+        let value = self.hostify(value);
+        let name = self.fresh("power");
+        self.steps.push(crate::plan::HostStep::Scalar {
+            name: name.clone(),
+            ty: t,
+            value,
+        });
+        self.host.insert(name.clone(), HostBind::Scalar(t));
+        self.log.applied(
+            array_expr::NAME,
+            "an integer power of a run-time exponent computed on the host",
+        );
+        Some(Val::Scalar(var(&name), t, *wx && *wy))
+    }
 }
 
 fn pow(

@@ -660,6 +660,26 @@ impl<B> State<B> {
                 let (re, im) = self.eval(dev, &args[0])?.c();
                 HVal::F(re.hypot(im))
             }
+            // `n ** k` of host integers (a shape `R ** K`): exact, as
+            // Python's; NumPy refuses a negative power of an integer.
+            Expr::Math(MathFn::Pow, args)
+                if args.len() == 2
+                    && args
+                        .iter()
+                        .all(|a| matches!(self.eval(dev, a), Ok(HVal::I(_)))) =>
+            {
+                let (HVal::I(b), HVal::I(k)) =
+                    (self.eval(dev, &args[0])?, self.eval(dev, &args[1])?)
+                else {
+                    unreachable!("checked above")
+                };
+                let Ok(k) = u32::try_from(k) else {
+                    return Err(VerifyError::BadPlan(format!(
+                        "`{b} ** {k}`: integers to negative integer powers are not allowed (NumPy raises)"
+                    )));
+                };
+                HVal::I(b.wrapping_pow(k))
+            }
             Expr::Math(f, args)
                 if args
                     .iter()

@@ -678,6 +678,13 @@ impl Printer {
                     MathFn::Fmax => format!("max({})", a.join(", ")),
                     MathFn::Fabs => format!("abs({})", a[0]),
                     MathFn::Exp2 => format!("2.0 ** {}", self.expr(&args[0], 13)),
+                    // An integer power of the host (`R ** K`).
+                    MathFn::Pow if args.iter().all(|x| self.ty(x).is_int()) => {
+                        return (
+                            format!("{} ** {}", self.expr(&args[0], 14), self.expr(&args[1], 13)),
+                            13,
+                        )
+                    }
                     MathFn::Cbrt => {
                         format!("math.copysign(abs({}) ** (1.0 / 3.0), {})", a[0], a[0])
                     }
