@@ -132,6 +132,27 @@ if [ "$SIMULATE" = 1 ]; then
   BENCH=(--quick ${BENCH[@]+"${BENCH[@]}"})
 else
   export PORT_GPU=1
+  # cuBLAS for `@`. port's cudarc (built for CUDA 12.8) loads it as
+  # libcublas.so or libcublas.so.12; an image with CUDA 13's pip wheels
+  # (nvidia-cublas) has libcublas.so.13 only, so it is linked under the
+  # first name, and its folder (libcublasLt) put on the loader's path.
+  if ! "$PY" -c 'import ctypes; ctypes.CDLL("libcublas.so")' 2>/dev/null; then
+    cublas=$("$PY" -c '
+import glob, os, site, sys
+for base in site.getsitepackages() + [site.getusersitepackages()] + sys.path:
+    for p in sorted(glob.glob(os.path.join(base, "nvidia", "**", "libcublas.so*"), recursive=True)):
+        print(p)
+        sys.exit()
+' 2>/dev/null)
+    if [ -n "$cublas" ]; then
+      mkdir -p "$OUT/lib"
+      ln -sf "$cublas" "$OUT/lib/libcublas.so"
+      export LD_LIBRARY_PATH="$OUT/lib:$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "cuBLAS: $cublas"
+    else
+      echo "cuBLAS: not found (matrix products run on the host, and the GPU test that checks for cuBLAS fails)"
+    fi
+  fi
   BENCH=(--size 4194304 --cpu-budget 10 ${BENCH[@]+"${BENCH[@]}"})
   for ((i = 0; i < ${#BENCH[@]}; i++)); do
     if [ "${BENCH[$i]}" = --repeats ] && [ "${BENCH[$((i + 1))]}" -lt 10 ]; then fail "--repeats must be at least 10 on a GPU"; fi

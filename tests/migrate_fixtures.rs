@@ -1525,6 +1525,7 @@ mod corpus_style {
         row_sweep: "float64[:,:], float64[:,:]",
         row_sweep_chained: "float64[:,:], float64[:,:]",
         radix_spans: "float64[:], int64, int64",
+        projected_f32: "float32[:,:], float32[:,:]",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with

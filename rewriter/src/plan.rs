@@ -135,7 +135,8 @@ pub enum HostStep {
     /// of the schedule, between launches: it reads its operands (device
     /// arrays) and writes its result into an array allocated before it.
     /// The simulator and the GPU path run it on the host (operands copied
-    /// back, the result copied over: no cuSOLVER yet); the emitted wrapper
+    /// back, the result copied over: no cuSOLVER yet), except `@` on a GPU,
+    /// which cuBLAS computes on the device arrays; the emitted wrapper
     /// calls CuPy on the device arrays, or NumPy on host copies. See
     /// [`crate::lower::linalg`].
     Library(LibraryCall),
@@ -172,6 +173,10 @@ pub enum LinalgOp {
     LstsqRank,
     /// `np.linalg.lstsq(a, b, rcond=None)[3]`: the singular values of `a`.
     LstsqSingular,
+    /// `a @ b` of two float matrices (cuBLAS's gemm on a GPU), each
+    /// operand the device array given or its transpose (`ta`, `tb`: the
+    /// product reads `a.T`, `b.T`).
+    Matmul { ta: bool, tb: bool },
 }
 
 impl LinalgOp {
@@ -183,6 +188,7 @@ impl LinalgOp {
             LinalgOp::Inv => "np.linalg.inv",
             LinalgOp::Det => "np.linalg.det",
             LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "np.linalg.lstsq",
+            LinalgOp::Matmul { .. } => "np.matmul",
         }
     }
 
@@ -194,6 +200,7 @@ impl LinalgOp {
             LinalgOp::Inv => "_port_inv",
             LinalgOp::Det => "_port_det",
             LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "_port_lstsq",
+            LinalgOp::Matmul { .. } => "_port_matmul",
         }
     }
 

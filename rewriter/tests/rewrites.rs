@@ -724,3 +724,66 @@ def short_rows(x):\n    return (np.ones((6, 8)) * x).max(axis=1)\n";
         "{l:?}"
     );
 }
+
+/// A product of two float matrices is a library step (cuBLAS on a GPU):
+/// `data.T` is read in place (a flag, no copy), an operand of another type
+/// or an expression is stored first, and integer products stay a kernel.
+#[test]
+fn float_matrix_products_are_library_steps() {
+    use port_rewriter::plan::LinalgOp;
+    let src = "import numpy as np\n\
+def gram(data):\n    return data.T @ data\n\
+def mixed(a, b):\n    return (2.0 * a) @ b\n\
+def counts(a, b):\n    return a @ b\n";
+    let plan = |f: &str, sig: &str| {
+        let Outcome::Migrated(m) = migrate_src(src, f, sig) else {
+            panic!("{f} refused")
+        };
+        check(&m);
+        m
+    };
+    let calls = |m: &port_rewriter::Migration| {
+        let mut out = Vec::new();
+        HostStep::walk(&m.plan.steps, &mut |s| {
+            if let HostStep::Library(c) = s {
+                out.push(c.clone());
+            }
+        });
+        out
+    };
+    let m = plan("gram", "float64[:,:]");
+    let c = calls(&m);
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        c[0].op,
+        LinalgOp::Matmul {
+            ta: true,
+            tb: false
+        }
+    );
+    assert_eq!(c[0].args, ["data", "data"]);
+    assert!(m.plan.module.kernels.is_empty(), "no copy of `data.T`");
+    assert!(
+        m.python
+            .contains("_port_matmul(d_data, d_data, True, False, "),
+        "{}",
+        m.python
+    );
+    // float32 by float64: NumPy computes in float64; the float32 operand
+    // (and the scaled one) is stored first.
+    let m = plan("mixed", "float32[:,:], float64[:,:]");
+    let c = calls(&m);
+    assert_eq!(
+        c[0].op,
+        LinalgOp::Matmul {
+            ta: false,
+            tb: false
+        }
+    );
+    assert_eq!(c[0].args[1], "b");
+    assert_eq!(m.plan.module.kernels.len(), 1, "the scaled, converted `a`");
+    // Integers: port's own kernel.
+    let m = plan("counts", "int64[:,:], int64[:,:]");
+    assert!(calls(&m).is_empty());
+    assert!(!m.plan.module.kernels.is_empty());
+}

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DriverError, PushKernelArg,
@@ -208,6 +209,9 @@ pub struct GpuDevice {
     /// Inputs kept on the device between runs (kernel timing), see
     /// [`Self::keep_inputs_on_device`].
     resident: Option<Resident>,
+    /// cuBLAS on `stream`, made at the first `@`: `Some(None)` when
+    /// libcublas is not found (the host computes the products then).
+    blas: Option<Option<CudaBlas>>,
 }
 
 /// Pristine device copies of a run's inputs, in upload order, and the
@@ -255,6 +259,7 @@ impl GpuDevice {
             events: None,
             spare_events: Vec::new(),
             resident: None,
+            blas: None,
         })
     }
 
@@ -633,6 +638,159 @@ impl Device for GpuDevice {
                 .map_err(|e| failed(describe(e.0)))?;
         }
         Ok(())
+    }
+
+    /// `c = op(a) @ op(b)` with cuBLAS, on the device arrays themselves.
+    ///
+    /// The arrays are C-ordered; cuBLAS is column-major, where a C-ordered
+    /// `r × c` buffer reads as its transpose. So the product is computed
+    /// as `cᵀ = op(b)ᵀ op(a)ᵀ`: cuBLAS's A is `b`'s buffer (transposed
+    /// again when `b` is read transposed), its B is `a`'s.
+    fn gemm(
+        &mut self,
+        a: &DevArray<CudaSlice<u8>>,
+        b: &DevArray<CudaSlice<u8>>,
+        c: &mut DevArray<CudaSlice<u8>>,
+        (ta, tb): (bool, bool),
+    ) -> Option<Result<(), VerifyError>> {
+        if a.elem != b.elem || a.elem != c.elem || a.shape.len() != 2 || b.shape.len() != 2 {
+            return None;
+        }
+        if !matches!(a.elem, ScalarType::F32 | ScalarType::F64) {
+            return None;
+        }
+        if self.blas.is_none() {
+            // SAFETY: only checks that the library loads.
+            let present = unsafe { cudarc::cublas::sys::is_culib_present() };
+            self.blas = Some(if present {
+                CudaBlas::new(self.stream.clone()).ok()
+            } else {
+                None
+            });
+            if !present {
+                eprintln!(
+                    "port: cuBLAS (libcublas) not found on the loader's path: matrix products run on the host"
+                );
+            }
+        }
+        // Logical shapes: op(a) is m × k, op(b) is k × n.
+        let (m, k) = if ta {
+            (a.shape[1], a.shape[0])
+        } else {
+            (a.shape[0], a.shape[1])
+        };
+        let (k2, n) = if tb {
+            (b.shape[1], b.shape[0])
+        } else {
+            (b.shape[0], b.shape[1])
+        };
+        if k != k2 || c.shape != [m, n] {
+            return Some(Err(VerifyError::BadPlan(format!(
+                "`@` of {:?}{} and {:?}{} into {:?}",
+                a.shape,
+                if ta { "ᵀ" } else { "" },
+                b.shape,
+                if tb { "ᵀ" } else { "" },
+                c.shape
+            ))));
+        }
+        // (k = 0 is a valid product: zeros, which gemm writes with β = 0.)
+        let int = |v: usize| i32::try_from(v).ok();
+        let (Some(mi), Some(ni), Some(ki)) = (int(m), int(n), int(k)) else {
+            return None;
+        };
+        let op = |t: bool| {
+            if t {
+                cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_T
+            } else {
+                cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N
+            }
+        };
+        // Leading dimensions: a buffer's row length.
+        let lda = i32::try_from(b.shape[1].max(1)).ok()?;
+        let ldb = i32::try_from(a.shape[1].max(1)).ok()?;
+        let timed = match self.events {
+            Some(_) => match self.event() {
+                Ok(e) => Some(e),
+                Err(e) => return Some(Err(e)),
+            },
+            None => None,
+        };
+        let blas = self.blas.as_ref()?.as_ref()?;
+        if m == 0 || n == 0 {
+            return Some(Ok(()));
+        }
+        if let Some(start) = &timed {
+            if let Err(e) = start.record(&self.stream) {
+                return Some(Err(cuda(e)));
+            }
+        }
+        let failed = |e: cudarc::cublas::result::CublasError| VerifyError::Cuda(format!("{e:?}"));
+        macro_rules! gemm {
+            ($t:ty) => {{
+                let zero: $t = 0.0;
+                let one: $t = 1.0;
+                let cfg = GemmConfig {
+                    transa: op(tb),
+                    transb: op(ta),
+                    m: ni,
+                    n: mi,
+                    k: ki,
+                    alpha: one,
+                    lda,
+                    ldb,
+                    beta: zero,
+                    ldc: ni,
+                };
+                // SAFETY: each buffer holds its array's elements of type
+                // `$t` (checked above), in C order with the leading
+                // dimensions given, and `c` is not `a` or `b` (a library
+                // step writes a new array).
+                unsafe {
+                    let (Some(av), Some(bv)) = (
+                        b.buf.transmute::<$t>(b.len()),
+                        a.buf.transmute::<$t>(a.len()),
+                    ) else {
+                        return Some(Err(VerifyError::BadPlan(
+                            "`@` operands smaller than their shapes".into(),
+                        )));
+                    };
+                    let len = c.len();
+                    let Some(mut cv) = c.buf.transmute_mut::<$t>(len) else {
+                        return Some(Err(VerifyError::BadPlan(
+                            "`@` result smaller than its shape".into(),
+                        )));
+                    };
+                    blas.gemm(cfg, &av, &bv, &mut cv).map_err(failed)
+                }
+            }};
+        }
+        let r = if a.elem == ScalarType::F32 {
+            gemm!(f32)
+        } else {
+            gemm!(f64)
+        };
+        if let Err(e) = r {
+            return Some(Err(e));
+        }
+        if let Some(start) = timed {
+            let end = match self.event() {
+                Ok(e) => e,
+                Err(e) => return Some(Err(e)),
+            };
+            if let Err(e) = end.record(&self.stream) {
+                return Some(Err(cuda(e)));
+            }
+            if let Some(ev) = self.events.as_mut() {
+                ev.push((start, end));
+            }
+        }
+        if self.sync_each_launch {
+            if let Err(e) = self.stream.synchronize() {
+                return Some(Err(cuda(e)));
+            }
+        }
+        Some(Ok(()))
     }
 
     /// Into the array's own buffer (a library step's result).

@@ -4,9 +4,10 @@
 //! Both devices run a library step the same way: [`crate::exec`] copies
 //! the operands back, calls [`run`], and copies the result into the
 //! step's device array, counting the bytes each way in the run's
-//! transfers. cuSOLVER/cuBLAS through cudarc is not wired in yet (it
-//! could not be tested without a GPU); the emitted Python calls CuPy on
-//! the device when it can.
+//! transfers — except a matrix product (`@`) on a GPU with libcublas,
+//! which cuBLAS computes on the device arrays ([`crate::gpu`]). cuSOLVER
+//! is not wired in yet; the emitted Python calls CuPy on the device when
+//! it can.
 //!
 //! Arrays are C-ordered `NdArray`s; a stack of matrices (`(..., n, n)`) is
 //! computed matrix by matrix, as NumPy's gufuncs do. The routine computes
@@ -221,6 +222,34 @@ fn array<T: Elem>(shape: Vec<usize>, data: Vec<T>) -> NdArray {
 fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
     let a = Operand::<T>::of(&args[0])?;
     match op {
+        LinalgOp::Matmul { ta, tb } => {
+            let b = args
+                .get(1)
+                .ok_or_else(|| LinAlgError("`@` needs two operands".into()))
+                .and_then(Operand::<T>::of)?;
+            let logical = |o: &Operand<T>, t: bool| -> Result<Mat<T>, LinAlgError> {
+                let [r, c] = o.shape[..] else {
+                    return Err(LinAlgError(format!(
+                        "`@` of a {}-D array: port plans matrices only",
+                        o.shape.len()
+                    )));
+                };
+                let m = o.matrix(0, r, c);
+                Ok(if t { m.transpose().to_owned() } else { m })
+            };
+            let (x, y) = (logical(&a, ta)?, logical(&b, tb)?);
+            if x.ncols() != y.nrows() {
+                return Err(LinAlgError(format!(
+                    "matmul: Input operand 1 has a mismatch in its core dimension 0 (size {} is different from {})",
+                    y.nrows(),
+                    x.ncols()
+                )));
+            }
+            let product = &x * &y;
+            let mut out = Vec::with_capacity(product.nrows() * product.ncols());
+            push_c(product.as_ref(), &mut out);
+            Ok(array(vec![product.nrows(), product.ncols()], out))
+        }
         LinalgOp::Cholesky => {
             let (n, count) = a.square()?;
             let mut out = Vec::with_capacity(a.data.len());
@@ -527,5 +556,34 @@ mod tests {
         let d = run(LinalgOp::Det, &[z]).unwrap();
         assert_eq!(d.elem(), ScalarType::C128);
         assert!((d.get_c(0).0 - 3.0).abs() < 1e-12 && d.get_c(0).1.abs() < 1e-12);
+    }
+
+    /// `a @ b` with each operand read as given or transposed, against the
+    /// sums written out; a mismatched inner extent is NumPy's error.
+    #[test]
+    fn matmul_reads_operands_as_given_or_transposed() {
+        // a: 2 x 3, b: 3 x 2, c = a @ b (2 x 2).
+        let a = f64s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let b = f64s(&[3, 2], &[7., 8., 9., 10., 11., 12.]);
+        let mm = |ta, tb| LinalgOp::Matmul { ta, tb };
+        let c = run(mm(false, false), &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(c.shape, vec![2, 2]);
+        close(&values(&c), &[58., 64., 139., 154.]);
+        // aᵀ @ a: 3 x 3.
+        let g = run(mm(true, false), &[a.clone(), a.clone()]).unwrap();
+        assert_eq!(g.shape, vec![3, 3]);
+        close(&values(&g), &[17., 22., 27., 22., 29., 36., 27., 36., 45.]);
+        // a @ bᵀ with b stored 2 x 3 (= a): a aᵀ, 2 x 2.
+        let h = run(mm(false, true), &[a.clone(), a.clone()]).unwrap();
+        close(&values(&h), &[14., 32., 32., 77.]);
+        // float32 stays float32.
+        let a32 = a.convert(ScalarType::F32);
+        let b32 = b.convert(ScalarType::F32);
+        assert_eq!(
+            run(mm(false, false), &[a32, b32]).unwrap().elem(),
+            ScalarType::F32
+        );
+        let e = run(mm(false, false), &[a.clone(), a]).unwrap_err();
+        assert!(e.0.contains("mismatch in its core dimension 0"), "{}", e.0);
     }
 }

@@ -119,6 +119,27 @@ const FIXTURES: &[(&str, &str, &str, bool)] = &[
     ("general.py", "col_center", "float64[:, :]", false),
     ("seeds.py", "normalize", "float64[:, :]", true),
     ("seeds.py", "go_fast", "float64[:, :]", true),
+    // `@` of float matrices: cuBLAS's gemm on the GPU's arrays (a scaled
+    // operand stored first; `data.T` and `w.T` read in place; float32).
+    (
+        "programs.py",
+        "gemm",
+        "float64, float64, float64[:,:], float64[:,:], float64[:,:]",
+        false,
+    ),
+    ("programs.py", "covariance", "float64[:,:], float64", false),
+    (
+        "programs.py",
+        "mlp2",
+        "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:]",
+        false,
+    ),
+    (
+        "programs_corpus_style.py",
+        "projected_f32",
+        "float32[:,:], float32[:,:]",
+        false,
+    ),
     // Library steps: computed on the host, written into the GPU's arrays.
     (
         "programs_linalg.py",
@@ -153,6 +174,10 @@ fn every_migrate_fixture_verifies_on_the_gpu_and_agrees_with_the_simulator() {
         };
         if !o.verification.passed {
             failures.push(format!("{function}: {:?}", o.verification.mismatch));
+        }
+        // A matrix product ran on the GPU (cuBLAS), not on the host.
+        if let Some(c) = o.host_calls.iter().find(|c| c.call == "np.matmul") {
+            failures.push(format!("{function}: {c} (libcublas not found?)"));
         }
         let t = &o.timing;
         assert!(t.kernel_s.unwrap() > 0.0, "{function}: {t:?}");

@@ -4,7 +4,9 @@
 
 use rustpython_parser::ast;
 
-use super::python::{FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, UNBROADCAST};
+use super::python::{
+    FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, MATMUL_HELPER, UNBROADCAST,
+};
 use crate::source::SourceFile;
 
 /// The new file text with `def_node`'s lines replaced by `migrated`.
@@ -48,6 +50,7 @@ pub fn patched_file(
         "_port_inv(",
         "_port_det(",
         "_port_lstsq(",
+        "_port_matmul(",
     ]
     .iter()
     .any(|h| migrated.contains(h));
@@ -56,6 +59,12 @@ pub fn patched_file(
             helpers.push_str("\n\n");
         }
         helpers.push_str(LINALG_HELPERS);
+    }
+    if migrated.contains("_port_matmul(") && !text.contains("def _port_matmul(") {
+        if !helpers.is_empty() {
+            helpers.push_str("\n\n");
+        }
+        helpers.push_str(MATMUL_HELPER);
     }
     if migrated.contains("_port_full(") && !text.contains("def _port_full(") {
         if !helpers.is_empty() {

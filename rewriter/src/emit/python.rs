@@ -19,7 +19,7 @@ use port_codegen::ir::{
 
 use crate::ir_util::match_py_mod;
 use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
-use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, PlanKind};
+use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, PlanKind};
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
 
 /// The launch helpers the wrappers call (added to the file once).
@@ -155,6 +155,14 @@ def _port_lstsq(a, b, k, out):
     """`np.linalg.lstsq(a, b, rcond=None)[k]` into `out`: the solution (0),
     the rank (2) or the singular values (3)."""
     _port_linalg(lambda xp, a, b: xp.linalg.lstsq(a, b, rcond=None)[k], out, a, b)
+"#;
+
+/// The helper of `@` library steps (beside [`LINALG_HELPERS`], which it
+/// calls).
+pub const MATMUL_HELPER: &str = r#"def _port_matmul(a, b, ta, tb, out):
+    """`a @ b` (each operand transposed first where `ta`/`tb` say) into
+    `out`: cuBLAS through CuPy on the device arrays, else NumPy."""
+    _port_linalg(lambda xp, a, b: xp.matmul(a.T if ta else a, b.T if tb else b), out, a, b)
 "#;
 
 /// Names of the helpers, to see whether a file already has them.
@@ -1312,6 +1320,10 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 if let Some(k) = call.op.lstsq_item() {
                     a.push(k.to_string());
                 }
+                if let LinalgOp::Matmul { ta, tb } = call.op {
+                    a.push(py_bool(ta).into());
+                    a.push(py_bool(tb).into());
+                }
                 a.push(h.array(&call.out));
                 let _ = writeln!(
                     out,
@@ -1331,6 +1343,14 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 }
             }
         }
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
     }
 }
 

@@ -905,6 +905,11 @@ impl Lowerer<'_> {
                 "`@` of matrices inside a loop: move it out of the loop",
             );
         }
+        if m == 2 && n == 2 {
+            if let Some(v) = self.matmul_library(x, y, line)? {
+                return Ok(v);
+            }
+        }
         // The product broadcast over the summed axis `k`:
         // (rows, k, 1) * (1, k, cols), (rows, k) * (1, k) or (k, 1) * (k, cols).
         // Batched (NumPy's stacks of matrices in the last two dimensions,
@@ -934,6 +939,82 @@ impl Lowerer<'_> {
             "matmul",
             line,
         )
+    }
+
+    /// `a @ b` of two float matrices as a library step (cuBLAS's gemm on a
+    /// GPU): each operand a device array as it is, or its transpose (a
+    /// flag of the step, no copy), else stored into one first by a kernel.
+    /// Integer, boolean and complex products stay port's kernel (`None`).
+    fn matmul_library(&mut self, x: &ArrVal, y: &ArrVal, line: u32) -> Lower<Option<Val>> {
+        use crate::lower::context::{whole_array, HostBind, Recurse};
+        use crate::plan::{LibraryCall, LinalgOp};
+        let float = |t: ScalarType| matches!(t, ScalarType::F32 | ScalarType::F64);
+        if !float(x.elem) || !float(y.elem) {
+            return Ok(None);
+        }
+        let t = if x.elem == ScalarType::F32 && y.elem == ScalarType::F32 {
+            ScalarType::F32
+        } else {
+            ScalarType::F64
+        };
+        let pairs = vec![(x.shape[1].clone(), y.shape[0].clone())];
+        self.assume_equal(None, pairs, line, crate::numpy::extents::MATMUL)?;
+        // A device array of its own, plain or transposed, of type `t`.
+        let operand = |me: &mut Self, v: &ArrVal, hint: &str| -> Lower<(String, bool)> {
+            let stored = |n: &str| {
+                matches!(me.host.get(n), Some(HostBind::Array(_)))
+                    || me.params.iter().any(|(p, ty)| p == n && ty.is_array())
+            };
+            if v.elem == t {
+                if let Some(n) = whole_array(v).filter(|n| stored(n)) {
+                    return Ok((n, false));
+                }
+                if let Some(n) = transposed_whole(v).filter(|n| stored(n)) {
+                    return Ok((n, true));
+                }
+            }
+            let from = v.elem;
+            let converted = if from == t {
+                v.clone()
+            } else {
+                v.map(t, |e| cast_to(e, from, t))
+            };
+            Ok((me.materialise(hint, &converted, line)?, false))
+        };
+        let (a, ta) = operand(self, x, "matmul_a")?;
+        let (b, tb) = operand(self, y, "matmul_b")?;
+        let out = self.fresh("product");
+        let shape: Vec<Expr> = vec![
+            self.hostify(x.shape[0].clone()),
+            self.hostify(y.shape[1].clone()),
+        ];
+        let ty = ArrayType {
+            elem: t,
+            ndim: 2,
+            contiguous: true,
+        };
+        self.steps.push(HostStep::Alloc {
+            name: out.clone(),
+            elem: t,
+            shape,
+            fill: Fill::Empty,
+        });
+        self.host.insert(out.clone(), HostBind::Array(ty));
+        self.flush_guards();
+        self.steps.push(HostStep::Library(LibraryCall {
+            op: LinalgOp::Matmul { ta, tb },
+            args: vec![a, b],
+            out: out.clone(),
+            line,
+        }));
+        self.log.applied(
+            NAME,
+            format!(
+                "`@` at line {line}: a library step (cuBLAS's gemm on a GPU{}; CuPy in the emitted wrapper)",
+                if ta || tb { ", a transposed operand read in place" } else { "" }
+            ),
+        );
+        Ok(Some(Val::Array(ArrVal::named(&out, ty))))
     }
 
     /// `np.linalg.norm(x, axis=…, keepdims=…)` with the default `ord`:
@@ -1002,6 +1083,29 @@ impl Lowerer<'_> {
             line,
         )
     }
+}
+
+/// The array `v` is the transpose of (`a.T` of a 2-D array `a`).
+fn transposed_whole(v: &ArrVal) -> Option<String> {
+    if v.computed || v.ndim() != 2 {
+        return None;
+    }
+    let Expr::Load(r) = &v.body else {
+        return None;
+    };
+    let named = ArrVal::named(
+        &r.array,
+        ArrayType {
+            elem: v.elem,
+            ndim: 2,
+            contiguous: true,
+        },
+    );
+    let t = named.reindexed(
+        vec![named.shape[1].clone(), named.shape[0].clone()],
+        &[var(&ph(1)), var(&ph(0))],
+    );
+    (t.body == v.body && t.shape == v.shape).then(|| r.array.clone())
 }
 
 /// `v` with a new dimension of extent 1 inserted at position `at`

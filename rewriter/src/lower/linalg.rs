@@ -284,6 +284,7 @@ impl Lowerer<'_> {
             pairs.push((rows.clone(), cols.clone()));
         }
         let (out_shape, out_elem): (Vec<Expr>, ScalarType) = match op {
+            LinalgOp::Matmul { .. } => unreachable!("`@` is planned by matmul_library"),
             LinalgOp::Cholesky | LinalgOp::Inv => (a.shape.clone(), t),
             LinalgOp::Det => (batch.clone(), t),
             LinalgOp::Solve => {
@@ -355,6 +356,7 @@ impl Lowerer<'_> {
             LinalgOp::Lstsq => "lstsq",
             LinalgOp::LstsqRank => "rank",
             LinalgOp::LstsqSingular => "sing",
+            LinalgOp::Matmul { .. } => unreachable!("`@` is planned by matmul_library"),
         };
         let mut args = Vec::new();
         let mut copied = Vec::new();
