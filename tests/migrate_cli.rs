@@ -887,6 +887,25 @@ fn refusals_name_the_real_blocker_only() {
     );
     assert!(!m.contains("race"), "{m}");
 
+    let r = reasons("comprehension_array", "float64[:], float64[:]");
+    assert_eq!(r[0]["line"], 122, "{r:?}");
+    assert!(
+        r[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("builds an array element by element from a Python comprehension"),
+        "{r:?}"
+    );
+    let r = reasons("dropped_result", "float64[:]");
+    assert_eq!(r[0]["line"], 127, "{r:?}");
+    assert!(
+        r[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`np.sqrt(a)`: a NumPy call whose result is dropped"),
+        "{r:?}"
+    );
+
     let r = reasons("ndarray_then_recurrence", "float64[:]");
     assert_eq!(r.len(), 1, "{r:?}");
     assert_eq!(r[0]["line"], 116, "{r:?}");

@@ -1526,6 +1526,10 @@ mod corpus_style {
         row_sweep_chained: "float64[:,:], float64[:,:]",
         radix_spans: "float64[:], int64, int64",
         projected_f32: "float32[:,:], float32[:,:]",
+        shape_of_named_tuple: "float64[:,:], float64",
+        leapfrog_copyto: "float64[:], float64[:], int64",
+        rows_matching: "int64[:,:]",
+        neighbour_sum: "float64[:]",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with

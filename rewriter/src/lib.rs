@@ -171,6 +171,8 @@ pub fn plan_parsed(
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);
+    // `np.copyto(dst, src)` as `dst[:] = src`.
+    copyto_as_stores(src, &mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
     pyast::split_tuple_names(&pyast::param_names(&desugared.args), &mut desugared.body);
     let def = &desugared;
@@ -209,6 +211,22 @@ pub fn plan_parsed(
                 )]));
             }
             defaults.push((name.clone(), src.text_of(d).to_string()));
+            // A list or tuple of numbers reads as the array NumPy makes of
+            // it wherever the function hands it to NumPy (`np.bitwise_and(
+            // mask, v)`, `mask == v`): `np.array([1, 0, 1])`, a constant
+            // template.
+            let numpy = src
+                .imports
+                .iter()
+                .find(|(_, full)| full.as_str() == "numpy")
+                .map(|(local, _)| local.clone());
+            let d = &match (d, numpy) {
+                (
+                    rustpython_parser::ast::Expr::List(_) | rustpython_parser::ast::Expr::Tuple(_),
+                    Some(np),
+                ) => array_of(d, &np),
+                _ => d.clone(),
+            };
             if rebound.contains(&name) {
                 prelude.push(rustpython_parser::ast::Stmt::Assign(
                     rustpython_parser::ast::StmtAssign {
@@ -433,6 +451,71 @@ pub fn plan_parsed(
     Ok(PlanOutcome::Planned(Box::new(plan)))
 }
 
+/// Each statement `np.copyto(dst, src)` (no `casting=`/`where=`) of `body`
+/// as `dst[:] = src`: NumPy's assignment into the whole of `dst`,
+/// broadcasting `src`, which the rewrites take like any store (in a time
+/// loop, a kernel per iteration).
+fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    for s in body.iter_mut() {
+        for b in pyast::child_bodies_mut(s) {
+            copyto_as_stores(src, b);
+        }
+        let Stmt::Expr(e) = s else { continue };
+        let Expr::Call(c) = e.value.as_ref() else {
+            continue;
+        };
+        if src.resolve(&c.func).as_deref() != Some("numpy.copyto")
+            || c.args.len() != 2
+            || !c.keywords.is_empty()
+        {
+            continue;
+        }
+        let range = e.range();
+        let whole = Expr::Slice(ast::ExprSlice {
+            range: c.args[0].range(),
+            lower: None,
+            upper: None,
+            step: None,
+        });
+        let target = Expr::Subscript(ast::ExprSubscript {
+            range: c.args[0].range(),
+            value: Box::new(c.args[0].clone()),
+            slice: Box::new(whole),
+            ctx: ast::ExprContext::Store,
+        });
+        *s = Stmt::Assign(ast::StmtAssign {
+            range,
+            targets: vec![target],
+            value: Box::new(c.args[1].clone()),
+            type_comment: None,
+        });
+    }
+}
+
+/// `np.array(<d>)` (with the module's own name for NumPy), carrying `d`'s
+/// place in the source.
+fn array_of(d: &rustpython_parser::ast::Expr, numpy: &str) -> rustpython_parser::ast::Expr {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let range = d.range();
+    let name = Expr::Name(ast::ExprName {
+        range,
+        id: numpy.into(),
+        ctx: ast::ExprContext::Load,
+    });
+    Expr::Call(ast::ExprCall {
+        range,
+        func: Box::new(Expr::Attribute(ast::ExprAttribute {
+            range,
+            value: Box::new(name),
+            attr: "array".into(),
+            ctx: ast::ExprContext::Load,
+        })),
+        args: vec![d.clone()],
+        keywords: vec![],
+    })
+}
+
 /// Replaces each top-level `if name is None:` (or `is not None`) of `body`
 /// by the branch taken while `name` is still `None`: up to the first
 /// other statement that mentions `name`.
@@ -487,6 +570,14 @@ fn constant_default(src: &source::SourceFile, d: &rustpython_parser::ast::Expr) 
                 | Constant::None
                 | Constant::Str(_)
         ),
+        // `mask=[1, 0, 1]`: a literal of numbers.
+        Expr::List(l) => l.elts.iter().all(|e| src.eval_const(e).is_some()),
+        Expr::Tuple(t) => t.elts.iter().all(|e| src.eval_const(e).is_some()),
+        // `mode=wrap`: a function of the module, called as a helper.
+        Expr::Name(n) if src.eval_const(d).is_none() => src
+            .functions()
+            .iter()
+            .any(|f| f.def.name.as_str() == n.id.as_str()),
         _ => src.eval_const(d).is_some(),
     }
 }

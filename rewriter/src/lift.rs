@@ -136,6 +136,7 @@ impl<'a> Lowerer<'a> {
                     }
                     HostBind::Array(t) => Ok(Val::Array(self.named_array(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),
+                    HostBind::Tuple(items) => Ok(Val::Tuple(items)),
                     HostBind::Diverged { line: l } => refuse(
                         crate::schedule::host_schedule::NAME,
                         line,
@@ -1005,6 +1006,26 @@ impl<'a> Lowerer<'a> {
             if let Some(v) = self.creation_call(r, &name, c, line)? {
                 return Ok(v);
             }
+        }
+        let built_from_python = c.args.first().is_some_and(|a| {
+            let mut found = false;
+            crate::pyast::walk_expr(a, &mut |e| {
+                found |= matches!(
+                    e,
+                    ast::Expr::ListComp(_) | ast::Expr::GeneratorExp(_) | ast::Expr::Lambda(_)
+                );
+            });
+            found
+        });
+        if built_from_python && matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
+            return refuse(
+                "frontend",
+                line,
+                format!(
+                    "`{}` builds an array element by element from a Python comprehension (or `map`): port takes array statements and loops over a preallocated array; write it as array operations (broadcasting, `.sum(axis=…)`) or as a loop that stores into `np.empty(…)`",
+                    self.src.text_of(c)
+                ),
+            );
         }
         if crate::lower::hoist_alloc::is_allocation(&name) {
             let why = if r.kind == RegionKind::Host {

@@ -1040,8 +1040,15 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
     }
     let ind = "    ";
     for (n, d) in &plan.defaults {
-        let differs = if d == "None" {
-            format!("{n} is not None")
+        let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && d.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_');
+        let differs = if d == "None" || (is_name && !matches!(d.as_str(), "True" | "False")) {
+            // `None`, or a function of the module (`mode=wrap`).
+            format!("{n} is not {d}")
+        } else if d.starts_with('[') || d.starts_with('(') {
+            format!("np.asarray({n}).tolist() != np.asarray({d}).tolist()")
         } else {
             format!("{n} != {d}")
         };

@@ -129,6 +129,9 @@ pub(crate) enum HostBind {
     Private { line: u32 },
     /// The branches of the `if` at `line` bind it differently.
     Diverged { line: u32 },
+    /// A tuple of host scalars (`s = x.shape`, then `s[0]`), each fixed
+    /// when the name was bound.
+    Tuple(Vec<crate::numpy::array_expr::Val>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -171,14 +171,17 @@ impl Lowerer<'_> {
                             self.store_kernel(&tv, &v, &hint, line)?
                         }
                         _ => {
+                            let called = self.src.resolve(&c.func).unwrap_or_default();
+                            let why = if called.starts_with("numpy.") {
+                                "a NumPy call whose result is dropped: port takes calls that store into an array given to them only with `out=` (and `np.copyto(dst, src)`, `.fill`); write the result into an array (`a[...] = …`)"
+                            } else {
+                                "a call as a statement of its own, between kernels: port runs NumPy's array statements and inlines the program's own helpers, not other calls; migrate the callee itself, or compute what it does with array statements"
+                            };
                             return refuse(
                                 crate::lower::app_calls::NAME,
                                 line,
-                                format!(
-                                    "`{}` is called outside any loop: port migrates loops and array expressions; migrate the callee itself",
-                                    self.src.text_of(c)
-                                ),
-                            )
+                                format!("`{}`: {why}", self.src.text_of(c)),
+                            );
                         }
                     }
                 }
@@ -456,10 +459,52 @@ impl Lowerer<'_> {
                 };
                 self.bind_new_array(name, &arr, ArrVal::named_like(&arr, ty, &av), line)
             }
+            Val::Tuple(items) if items.iter().all(|v| matches!(v, Val::Scalar(..))) => {
+                // `s = x.shape`: each element fixed now, as Python's tuple
+                // is: a shape of an array never rebound stays itself (its
+                // extents keep their meaning for the shape checks), any
+                // other value becomes a host scalar of its own.
+                let rebound = self.names_rebound_in_function();
+                let mut fixed = Vec::new();
+                for (k, v) in items.into_iter().enumerate() {
+                    let Val::Scalar(e, t, weak) = v else {
+                        unreachable!("scalars only")
+                    };
+                    let stable = match &e {
+                        Expr::Lit(_) => true,
+                        Expr::Shape { array, .. } => {
+                            self.params.iter().any(|(p, _)| p == array) && !rebound.contains(array)
+                        }
+                        _ => false,
+                    };
+                    if stable {
+                        fixed.push(Val::Scalar(e, t, weak));
+                        continue;
+                    }
+                    let e = self.host_scalar(e, line)?;
+                    let n = self.fresh(&format!("{name}_{k}"));
+                    self.steps.push(HostStep::Scalar {
+                        name: n.clone(),
+                        ty: t,
+                        value: e,
+                    });
+                    self.host.insert(n.clone(), HostBind::Scalar(t));
+                    fixed.push(Val::Scalar(var(&n), t, weak));
+                }
+                if self.host_depth > 0 && self.host.contains_key(name) {
+                    return refuse(
+                        "frontend",
+                        line,
+                        format!("`{name}` is rebound to a tuple inside a loop or `if`: unpack it (`a, b = …`)"),
+                    );
+                }
+                self.host.insert(name.to_string(), HostBind::Tuple(fixed));
+                Ok(())
+            }
             Val::Tuple(_) => refuse(
                 "frontend",
                 line,
-                format!("`{name}` holds a tuple: unpack it (`a, b = …`)"),
+                format!("`{name}` holds a tuple of arrays: unpack it (`a, b = …`)"),
             ),
         }
     }

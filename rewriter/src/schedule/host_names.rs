@@ -311,6 +311,16 @@ impl Lowerer<'_> {
 /// Whether `s` binds `name` anew (`name = …`, `name, other = …`) without
 /// reading it, at the top of its block.
 impl Lowerer<'_> {
+    /// The names the migrated function's body rebinds anywhere.
+    pub(crate) fn names_rebound_in_function(&self) -> std::collections::HashSet<String> {
+        self.src
+            .functions()
+            .into_iter()
+            .find(|x| x.def.name.as_str() == self.fn_name)
+            .map(|f| pyast::names_rebound(&f.def.body))
+            .unwrap_or_default()
+    }
+
     /// The names private to top-level loop `f` (see the module doc).
     pub(crate) fn loop_private_names(&self, f: &ast::StmtFor) -> Vec<String> {
         let Some(func) = self
