@@ -1530,6 +1530,7 @@ mod corpus_style {
         leapfrog_copyto: "float64[:], float64[:], int64",
         rows_matching: "int64[:,:]",
         neighbour_sum: "float64[:]",
+        gated_products: "float64[:], float64[:]",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with
@@ -1669,6 +1670,19 @@ mod corpus_style {
             message(&r).starts_with(
                 "`col` is rebound inside a loop or `if` from a view of `d` to a new array"
             ),
+            "{r}"
+        );
+    }
+
+    /// A nested function that reads a local of the function around it is
+    /// refused at its `def`, saying what to do; one that reads none is a
+    /// helper (`gated_products` above).
+    #[test]
+    fn a_closure_is_refused_at_its_def() {
+        let r = refusal("scaled_by_closure", "float64[:], float64");
+        assert_eq!(r["line"], 355, "{r}");
+        assert!(
+            message(&r).starts_with("a nested function that reads names of the function around it"),
             "{r}"
         );
     }

@@ -164,10 +164,119 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
+    // Nested functions that capture nothing of the function around them
+    // (`def fprime(x): return 1 - tanh(x) ** 2`) are the program's own
+    // helpers, planned as if they stood at the module level.
+    let found = source::find(src, req.function)?;
+    let nested = capture_free_nested_defs(src, found.def);
+    if !nested.is_empty() {
+        // The analysis judged them as closures (PORT210): its verdicts on
+        // them, and its findings about them, do not apply to helpers.
+        let names: Vec<String> = nested.iter().map(|d| d.name.to_string()).collect();
+        let mut facts = req.facts.clone();
+        facts.verdicts.retain(|k, _| {
+            let bare = k.rsplit('.').next().unwrap_or(k);
+            !names.iter().any(|n| n == bare)
+        });
+        let report = req.report.map(|r| {
+            let mut r = r.clone();
+            r.findings.retain(|f| f.code != "PORT210");
+            r
+        });
+        let hoisted = src.with_functions(nested);
+        let req = MigrationRequest {
+            facts: &facts,
+            report: report.as_ref(),
+            ..*req
+        };
+        return plan_hoisted(&hoisted, &req);
+    }
+    plan_hoisted(src, req)
+}
+
+/// The top-level `def`s of `f`'s body that read no local of `f` (only
+/// their own parameters and locals, the module's names and builtins), and
+/// whose names no module-level name already has.
+fn capture_free_nested_defs(
+    src: &source::SourceFile,
+    f: &rustpython_parser::ast::StmtFunctionDef,
+) -> Vec<rustpython_parser::ast::StmtFunctionDef> {
+    use rustpython_parser::ast::{Expr, Stmt};
+    const BUILTINS: [&str; 16] = [
+        "abs",
+        "min",
+        "max",
+        "range",
+        "len",
+        "float",
+        "int",
+        "bool",
+        "round",
+        "sum",
+        "pow",
+        "complex",
+        "divmod",
+        "enumerate",
+        "zip",
+        "print",
+    ];
+    let module = src.module_names();
+    let mut out = Vec::new();
+    for s in &f.body {
+        let Stmt::FunctionDef(d) = s else { continue };
+        if module.contains(d.name.as_str()) || !d.decorator_list.is_empty() {
+            continue;
+        }
+        let mut own: std::collections::HashSet<String> =
+            pyast::param_names(&d.args).into_iter().collect();
+        own.extend(pyast::names_rebound(&d.body));
+        let mut captures = false;
+        pyast::walk_stmts(&d.body, &mut |st| {
+            if matches!(
+                st,
+                Stmt::FunctionDef(_) | Stmt::Global(_) | Stmt::Nonlocal(_)
+            ) {
+                captures = true;
+            }
+            for e in pyast::stmt_exprs(st) {
+                pyast::walk_expr(e, &mut |x| {
+                    if let Expr::Name(n) = x {
+                        let id = n.id.as_str();
+                        if !own.contains(id) && !module.contains(id) && !BUILTINS.contains(&id) {
+                            captures = true;
+                        }
+                    }
+                });
+            }
+        });
+        if !captures {
+            out.push(d.clone());
+        }
+    }
+    out
+}
+
+fn plan_hoisted(
+    src: &source::SourceFile,
+    req: &MigrationRequest,
+) -> Result<PlanOutcome, RewriteError> {
     let found = source::find(src, req.function)?;
     // `for v in x` and `for i, v in enumerate(x)` as the index loops the
-    // rewrites take.
+    // rewrites take; nested functions planned as module-level helpers
+    // leave the body.
     let mut desugared = found.def.clone();
+    let module_defs: std::collections::HashSet<String> = src
+        .functions()
+        .iter()
+        .filter(|f| f.class.is_none())
+        .map(|f| f.qualname.clone())
+        .collect();
+    desugared.body.retain(|s| {
+        !matches!(s, rustpython_parser::ast::Stmt::FunctionDef(d)
+            if module_defs.contains(d.name.as_str())
+                && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
+                    if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
+    });
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);

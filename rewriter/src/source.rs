@@ -42,6 +42,22 @@ pub struct FoundFunction<'a> {
 }
 
 impl SourceFile {
+    /// The same file with `defs` added at the module level (nested
+    /// functions of a migrated function that capture nothing, planned as
+    /// the program's own helpers). Lines stay where the code is.
+    pub fn with_functions(&self, defs: Vec<ast::StmtFunctionDef>) -> SourceFile {
+        let mut suite = self.suite.clone();
+        suite.extend(defs.into_iter().map(Stmt::FunctionDef));
+        SourceFile {
+            name: self.name.clone(),
+            text: self.text.clone(),
+            suite,
+            lines: self.lines.clone(),
+            imports: self.imports.clone(),
+            consts: self.consts.clone(),
+        }
+    }
+
     pub fn parse(name: &str, text: &str) -> Result<SourceFile, RewriteError> {
         let lines = LineIndex::from_source_text(text);
         let suite = ast::Suite::parse(text, name).map_err(|e| {

@@ -891,7 +891,9 @@ pub fn stmt_name(s: &ast::Stmt) -> &'static str {
         ast::Stmt::With(_) | ast::Stmt::AsyncWith(_) => "a `with` block",
         ast::Stmt::Try(_) | ast::Stmt::TryStar(_) => "`try`/`except`",
         ast::Stmt::Raise(_) => "`raise`",
-        ast::Stmt::FunctionDef(_) | ast::Stmt::AsyncFunctionDef(_) => "a nested function",
+        ast::Stmt::FunctionDef(_) | ast::Stmt::AsyncFunctionDef(_) => {
+            "a nested function that reads names of the function around it (one that reads none is planned as a helper; move this one to the module level and pass what it reads as arguments)"
+        }
         ast::Stmt::ClassDef(_) => "a class definition",
         ast::Stmt::Global(_) | ast::Stmt::Nonlocal(_) => "`global`/`nonlocal`",
         ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => "an import",
