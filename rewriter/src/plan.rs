@@ -51,6 +51,12 @@ pub enum LaunchShape {
     Blocks { n: ir::Expr },
 }
 
+/// The comment that opens the branch of a host `if` launching a
+/// reduction's kernel with one block per result element (the other branch
+/// launches one thread per result element): the emitted wrapper takes the
+/// other branch under Numba's CUDA simulator.
+pub const BLOCK_CHOICE: &str = "one block per result element over a long reduced extent";
+
 /// One step of the host wrapper, in order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum HostStep {

@@ -43,6 +43,14 @@ def _port_grid_2d(rows, cols):
     return (max(1, min((cols + 15) // 16, 65535)), max(1, min((rows + 15) // 16, 65535)))
 
 
+def _port_simulated():
+    """Whether Numba's CUDA simulator runs the kernels: its threads are
+    Python threads, and a kernel whose blocks synchronise at every step
+    crawls there, so the wrapper takes the other kernel of a choice."""
+    from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
 def _port_on_gpu(a):
     """Whether `a` already lives on the GPU (CuPy, Numba, PyTorch, ...)."""
     return hasattr(a, "__cuda_array_interface__")
@@ -166,10 +174,11 @@ pub const MATMUL_HELPER: &str = r#"def _port_matmul(a, b, ta, tb, out):
 "#;
 
 /// Names of the helpers, to see whether a file already has them.
-pub const HELPER_NAMES: [&str; 8] = [
+pub const HELPER_NAMES: [&str; 9] = [
     "_port_blocks",
     "_port_reduce_blocks",
     "_port_grid_2d",
+    "_port_simulated",
     "_port_on_gpu",
     "_port_to_device",
     "_port_copy_back",
@@ -1294,7 +1303,15 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 }
             }
             HostStep::If { cond, then, orelse } => {
-                let _ = writeln!(out, "{ind}if {}:", h.expr(cond));
+                // The choice of a block per result element: not under
+                // Numba's simulator, where it is the slow one.
+                let blocks = matches!(then.first(),
+                    Some(HostStep::Comment(c)) if c.contains(crate::plan::BLOCK_CHOICE));
+                if blocks {
+                    let _ = writeln!(out, "{ind}if not _port_simulated() and {}:", h.expr(cond));
+                } else {
+                    let _ = writeln!(out, "{ind}if {}:", h.expr(cond));
+                }
                 emit_body(h, then, depth + 1, out);
                 if !orelse.is_empty() {
                     let _ = writeln!(out, "{ind}else:");

@@ -616,8 +616,9 @@ impl Lowerer<'_> {
                 per_block.insert(
                     0,
                     HostStep::Comment(format!(
-                        "`{}` along axis {axes_txt} (line {line}): one block per result element over a long reduced extent",
-                        op.word()
+                        "`{}` along axis {axes_txt} (line {line}): {}",
+                        op.word(),
+                        crate::plan::BLOCK_CHOICE
                     )),
                 );
                 let cond = cmp(CmpOp::Ge, self.hostify(red_extent), i64(BLOCK_MIN_EXTENT));
