@@ -715,7 +715,10 @@ mod tests {
                     _ => None,
                 })
                 .unwrap();
-            let Some(Stmt::For(l)) = def.body.iter().find(|s| matches!(s, Stmt::For(_))) else {
+            // As the planner sees it: `t[i][j]` merged into `t[i, j]`.
+            let mut body = def.body.clone();
+            crate::pyast::merge_chained_subscripts(&mut body);
+            let Some(Stmt::For(l)) = body.iter().find(|s| matches!(s, Stmt::For(_))) else {
                 panic!("{name}: no loop")
             };
             let var: Vec<String> = target_names(&l.target);

@@ -524,7 +524,7 @@ fn desugar_for(f: &mut ast::StmtFor) {
 
 /// `x[i][j]` as `x[i, j]` everywhere in `body` (and `x[i, j][k:]` as
 /// `x[i, j, k:]`), where the first index is integers only: names bound
-/// solely as `for … in range(…)` loop variables, integer literals, and
+/// solely as `for … in range(…)` (or `prange`) loop variables, integer literals, and
 /// `+ - * // %` of them. Basic integer indexing takes one axis per integer
 /// either way, so the two read and write the same elements; the dependence
 /// test and the rewrites then see one index of every axis (`out[i][j]`
@@ -546,8 +546,13 @@ fn range_loop_ints(body: &[Stmt]) -> std::collections::HashSet<String> {
     let mut other = std::collections::HashSet::new();
     walk_stmts(body, &mut |s| match s {
         Stmt::For(f) => {
+            // `range`, or Numba's `prange` (bare or as `numba.prange`).
             let is_range = matches!(f.iter.as_ref(), Expr::Call(c)
-                if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "range"));
+            if match c.func.as_ref() {
+                Expr::Name(n) => matches!(n.id.as_str(), "range" | "prange"),
+                Expr::Attribute(a) => a.attr.as_str() == "prange",
+                _ => false,
+            });
             match (f.target.as_ref(), is_range) {
                 (Expr::Name(n), true) => {
                     loop_vars.insert(n.id.to_string());

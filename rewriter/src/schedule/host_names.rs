@@ -25,7 +25,9 @@ use crate::error::{refuse, Lower};
 use crate::lower::context::Lowerer;
 use crate::pyast;
 
-pub const NAME: &str = crate::schedule::host_schedule::NAME;
+/// Reported as part of the host schedule (the same name as
+/// `host_schedule::NAME`, which uses this module).
+pub const NAME: &str = "host_schedule";
 
 impl Lowerer<'_> {
     /// `name = None` at host level, with `rest` the statements after it
