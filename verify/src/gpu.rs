@@ -709,6 +709,11 @@ impl Device for GpuDevice {
         // Leading dimensions: a buffer's row length.
         let lda = i32::try_from(b.shape[1].max(1)).ok()?;
         let ldb = i32::try_from(a.shape[1].max(1)).ok()?;
+        // No cuBLAS: the host computes it, and no event is taken.
+        self.blas.as_ref()?.as_ref()?;
+        if m == 0 || n == 0 {
+            return Some(Ok(()));
+        }
         let timed = match self.events {
             Some(_) => match self.event() {
                 Ok(e) => Some(e),
@@ -717,9 +722,6 @@ impl Device for GpuDevice {
             None => None,
         };
         let blas = self.blas.as_ref()?.as_ref()?;
-        if m == 0 || n == 0 {
-            return Some(Ok(()));
-        }
         if let Some(start) = &timed {
             if let Err(e) = start.record(&self.stream) {
                 return Some(Err(cuda(e)));

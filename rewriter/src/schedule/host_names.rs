@@ -52,13 +52,7 @@ impl Lowerer<'_> {
         };
         let name = n.id.as_str();
         for next in rest {
-            let mut mentioned = false;
-            pyast::walk_stmts(std::slice::from_ref(next), &mut |st| {
-                mentioned |= pyast::stmt_exprs(st)
-                    .iter()
-                    .any(|e| pyast::mentions(e, name));
-            });
-            if !mentioned {
+            if !pyast::body_mentions(std::slice::from_ref(next), name) {
                 continue;
             }
             if rebinds_without_reading(next, name) {
@@ -313,27 +307,28 @@ impl Lowerer<'_> {
 /// Whether `s` binds `name` anew (`name = …`, `name, other = …`) without
 /// reading it, at the top of its block.
 impl Lowerer<'_> {
-    /// The names the migrated function's body rebinds anywhere.
-    pub(crate) fn names_rebound_in_function(&self) -> std::collections::HashSet<String> {
+    /// The migrated function's own `def`, as written.
+    fn own_def(&self) -> Option<&ast::StmtFunctionDef> {
         self.src
             .functions()
             .into_iter()
             .find(|x| x.def.name.as_str() == self.fn_name)
-            .map(|f| pyast::names_rebound(&f.def.body))
+            .map(|f| f.def)
+    }
+
+    /// The names the migrated function's body rebinds anywhere.
+    pub(crate) fn names_rebound_in_function(&self) -> std::collections::HashSet<String> {
+        self.own_def()
+            .map(|d| pyast::names_rebound(&d.body))
             .unwrap_or_default()
     }
 
     /// The names private to top-level loop `f` (see the module doc).
     pub(crate) fn loop_private_names(&self, f: &ast::StmtFor) -> Vec<String> {
-        let Some(func) = self
-            .src
-            .functions()
-            .into_iter()
-            .find(|x| x.def.name.as_str() == self.fn_name)
-        else {
+        let Some(def) = self.own_def() else {
             return Vec::new();
         };
-        let body = &func.def.body;
+        let body = &def.body;
         let Some(at) = body.iter().position(
             |s| matches!(s, ast::Stmt::For(g) if ast::Ranged::range(g) == ast::Ranged::range(f)),
         ) else {
@@ -366,7 +361,7 @@ impl Lowerer<'_> {
 fn binds_first(block: &[ast::Stmt], name: &str) -> bool {
     block
         .iter()
-        .find(|s| mentions_stmt(s, name))
+        .find(|s| pyast::body_mentions(std::slice::from_ref(s), name))
         .is_some_and(|s| rebinds_without_reading(s, name))
 }
 
@@ -376,7 +371,7 @@ fn binds_first(block: &[ast::Stmt], name: &str) -> bool {
 /// mentions it.
 fn dead_from(rest: &[ast::Stmt], name: &str) -> bool {
     for s in rest {
-        if !mentions_stmt(s, name) {
+        if !pyast::body_mentions(std::slice::from_ref(s), name) {
             continue;
         }
         if rebinds_without_reading(s, name) {
@@ -392,17 +387,6 @@ fn dead_from(rest: &[ast::Stmt], name: &str) -> bool {
         }
     }
     true
-}
-
-/// Whether statement `s` (and what it holds) mentions `name`.
-fn mentions_stmt(s: &ast::Stmt, name: &str) -> bool {
-    let mut mentioned = false;
-    pyast::walk_stmts(std::slice::from_ref(s), &mut |st| {
-        mentioned |= pyast::stmt_exprs(st)
-            .iter()
-            .any(|e| pyast::mentions(e, name));
-    });
-    mentioned
 }
 
 fn rebinds_without_reading(s: &ast::Stmt, name: &str) -> bool {
