@@ -52,7 +52,7 @@ fn the_program_runs_once_and_its_hot_function_is_captured() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(runs(tmp.path()), 1, "the program ran more than once");
     // With --json the program's stdout goes to stderr, unchanged.
-    assert!(stderr(&o).contains("total 79992.000"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("total 319968.001"), "{}", stderr(&o));
     let a = one_json_document(&o);
 
     let types = function(&a, "smooth")["types"]
@@ -76,7 +76,12 @@ fn the_program_runs_once_and_its_hot_function_is_captured() {
         let hot = a["profile"][key].to_string();
         assert!(!hot.contains("<string>"), "{key}: {hot}");
     }
-    assert!(function(&a, "smooth")["self_pct"].as_f64().unwrap() > 50.0);
+    // The hot loop outweighs interpreter start-up and NumPy's import even on
+    // a loaded machine with a cold disk cache: it is ranked first.
+    let first = &a["profile"]["functions"][0];
+    assert_eq!(first["name"], "smooth", "{first}");
+    let share = function(&a, "smooth")["self_pct"].as_f64().unwrap();
+    assert!(share > 50.0, "smooth has {share:.1}% of the samples");
 }
 
 #[test]
@@ -89,7 +94,7 @@ fn a_crash_or_os_exit_keeps_the_traceback_exit_code_samples_and_captures() {
         let o = analyze_run_once(tmp.path(), &[], mode);
         assert_eq!(o.status.code(), Some(3), "{mode}: {}", stderr(&o));
         assert_eq!(runs(tmp.path()), 1, "{mode}");
-        assert!(stdout(&o).contains("total 79992.000"), "{mode}");
+        assert!(stdout(&o).contains("total 319968.001"), "{mode}");
         let err = stderr(&o);
         assert!(err.contains(says), "{mode}: {err}");
         if mode == "crash" {
@@ -117,7 +122,7 @@ fn no_capture_runs_the_program_once_and_captures_nothing() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(runs(tmp.path()), 1);
     let out = stdout(&o);
-    let printed = out.find("total 79992.000").expect("the app's print");
+    let printed = out.find("total 319968.001").expect("the app's print");
     assert!(printed < out.find("verdict").expect("the table"), "{out}");
     let a = saved_analysis(tmp.path());
     assert_eq!(a["profile"]["captures"], serde_json::json!([]));
