@@ -132,27 +132,34 @@ if [ "$SIMULATE" = 1 ]; then
   BENCH=(--quick ${BENCH[@]+"${BENCH[@]}"})
 else
   export PORT_GPU=1
-  # cuBLAS for `@`. port's cudarc (built for CUDA 12.8) loads it as
-  # libcublas.so or libcublas.so.12; an image with CUDA 13's pip wheels
-  # (nvidia-cublas) has libcublas.so.13 only, so it is linked under the
-  # first name, and its folder (libcublasLt) put on the loader's path.
-  if ! "$PY" -c 'import ctypes; ctypes.CDLL("libcublas.so")' 2>/dev/null; then
-    cublas=$("$PY" -c '
+  # cuBLAS for `@`, cuSOLVER for np.linalg. port's cudarc (built for
+  # CUDA 12.8) loads libcublas.so or libcublas.so.12, libcusolver.so or
+  # .so.12; an image with CUDA 13's pip wheels (nvidia-cublas,
+  # nvidia-cusolver) may have other versions only, so each is linked
+  # under its plain name, and every wheel's lib folder (libcublasLt,
+  # libcusparse, libnvJitLink: cuSOLVER's own dependencies) put on the
+  # loader's path.
+  for lib in cublas cusolver; do
+    if "$PY" -c "import ctypes; ctypes.CDLL('lib$lib.so')" 2>/dev/null; then continue; fi
+    found=$("$PY" -c '
 import glob, os, site, sys
+lib = sys.argv[1]
 for base in site.getsitepackages() + [site.getusersitepackages()] + sys.path:
-    for p in sorted(glob.glob(os.path.join(base, "nvidia", "**", "libcublas.so*"), recursive=True)):
+    for p in sorted(glob.glob(os.path.join(base, "nvidia", "**", "lib" + lib + ".so*"), recursive=True)):
         print(p)
         sys.exit()
-' 2>/dev/null)
-    if [ -n "$cublas" ]; then
+' "$lib" 2>/dev/null)
+    if [ -n "$found" ]; then
       mkdir -p "$OUT/lib"
-      ln -sf "$cublas" "$OUT/lib/libcublas.so"
-      export LD_LIBRARY_PATH="$OUT/lib:$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      echo "cuBLAS: $cublas"
+      ln -sf "$found" "$OUT/lib/lib$lib.so"
+      dirs=$(for d in "$(dirname "$(dirname "$found")")"/../*/lib; do [ -d "$d" ] && printf '%s:' "$(cd "$d" && pwd)"; done)
+      path="$OUT/lib:$(dirname "$found"):$dirs${LD_LIBRARY_PATH:-}"
+      export LD_LIBRARY_PATH="${path%:}"
+      echo "lib$lib: $found"
     else
-      echo "cuBLAS: not found (matrix products run on the host, and the GPU test that checks for cuBLAS fails)"
+      echo "lib$lib: not found (that library's steps run on the host, and the GPU test that checks for it fails)"
     fi
-  fi
+  done
   BENCH=(--size 4194304 --cpu-budget 10 ${BENCH[@]+"${BENCH[@]}"})
   for ((i = 0; i < ${#BENCH[@]}; i++)); do
     if [ "${BENCH[$i]}" = --repeats ] && [ "${BENCH[$((i + 1))]}" -lt 10 ]; then fail "--repeats must be at least 10 on a GPU"; fi

@@ -140,9 +140,10 @@ pub enum HostStep {
     /// A NumPy library routine (`np.linalg.cholesky`, …) run as one step
     /// of the schedule, between launches: it reads its operands (device
     /// arrays) and writes its result into an array allocated before it.
-    /// The simulator and the GPU path run it on the host (operands copied
-    /// back, the result copied over: no cuSOLVER yet), except `@` on a GPU,
-    /// which cuBLAS computes on the device arrays; the emitted wrapper
+    /// The simulator runs it on the host (operands copied back, the result
+    /// copied over); a GPU computes `@` with cuBLAS and float32/float64
+    /// `cholesky`/`solve`/`inv`/`det` with cuSOLVER on the device arrays
+    /// (the rest on the host, as the simulator does); the emitted wrapper
     /// calls CuPy on the device arrays, or NumPy on host copies. See
     /// [`crate::lower::linalg`].
     Library(LibraryCall),

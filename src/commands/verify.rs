@@ -163,7 +163,8 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             .collect::<Vec<_>>()),
     );
     if !o.host_calls.is_empty() {
-        // Library steps (`np.linalg`): computed on the host, no cuSOLVER yet.
+        // Library steps computed on the host (the simulator; lstsq, complex
+        // types, or a GPU without libcublas/libcusolver).
         m.insert("host_calls".into(), json!(o.host_calls));
     }
     m

@@ -336,6 +336,17 @@ pub trait Device {
     ) -> Option<Result<(), VerifyError>> {
         None
     }
+    /// `out = op(args)` for an `np.linalg` routine on the device arrays
+    /// themselves, when the device has a LAPACK for it: cuSOLVER on a GPU.
+    /// `None` (the default, the simulator's): the host computes it.
+    fn linalg(
+        &mut self,
+        _op: LinalgOp,
+        _args: &[&DevArray<Self::Buf>],
+        _out: &mut DevArray<Self::Buf>,
+    ) -> Option<Result<(), VerifyError>> {
+        None
+    }
 }
 
 /// Which arrays a run brings back.
@@ -390,7 +401,7 @@ impl std::fmt::Display for HostCall {
         let why = if self.call == "np.matmul" {
             "on the host (cuBLAS computes it on a GPU that has libcublas)"
         } else {
-            "on the host, no cuSOLVER yet"
+            "on the host (cuSOLVER computes float32/float64 cholesky, solve, inv and det on a GPU that has libcusolver)"
         };
         write!(f, "`{}` at line {}: {why}", self.call, self.line)?;
         if self.count > 1 {
@@ -1298,6 +1309,33 @@ fn library<D: Device>(
                 VerifyError::Cuda(m) => {
                     VerifyError::Cuda(format!("cuBLAS's gemm for `@` at line {}: {m}", call.line))
                 }
+                e => e,
+            });
+        }
+    }
+    if !matches!(call.op, LinalgOp::Matmul { .. }) {
+        let (id, mut out) = st
+            .arrays
+            .take(&call.out)
+            .ok_or_else(|| VerifyError::BadPlan(format!("no array `{}`", call.out)))?;
+        let operands: Result<Vec<_>, _> = call.args.iter().map(|a| st.array(a)).collect();
+        let done = match operands {
+            Ok(ops) => dev.linalg(call.op, &ops, &mut out),
+            Err(e) => Some(Err(e)),
+        };
+        st.arrays.restore(id, out);
+        if let Some(r) = done {
+            return r.map_err(|e| match e {
+                VerifyError::LinAlg(m) => VerifyError::LinAlg(format!(
+                    "{m} (`{}` at line {}, on cuSOLVER)",
+                    call.op.numpy_name(),
+                    call.line
+                )),
+                VerifyError::Cuda(m) => VerifyError::Cuda(format!(
+                    "`{}` at line {}: {m}",
+                    call.op.numpy_name(),
+                    call.line
+                )),
                 e => e,
             });
         }

@@ -27,6 +27,8 @@ use crate::error::VerifyError;
 use crate::exec::{array_bytes, elem_size, filled, DevArray, Device, HVal, KArg, LaunchConfig};
 use crate::npy::NdArray;
 
+mod solver;
+
 /// What the device is (the `device` object of `--json`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct DeviceInfo {
@@ -212,6 +214,9 @@ pub struct GpuDevice {
     /// cuBLAS on `stream`, made at the first `@`: `Some(None)` when
     /// libcublas is not found (the host computes the products then).
     blas: Option<Option<CudaBlas>>,
+    /// cuSOLVER's dense handle on `stream`, made at the first `np.linalg`
+    /// step: `Some(None)` when libcusolver is not found.
+    dn: Option<Option<cudarc::cusolver::DnHandle>>,
 }
 
 /// Pristine device copies of a run's inputs, in upload order, and the
@@ -260,6 +265,7 @@ impl GpuDevice {
             spare_events: Vec::new(),
             resident: None,
             blas: None,
+            dn: None,
         })
     }
 
@@ -317,6 +323,26 @@ impl GpuDevice {
 
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// cuBLAS on the plan's stream, made at the first call; `None` when
+    /// libcublas is not found (said once).
+    fn cublas(&mut self) -> Option<&CudaBlas> {
+        if self.blas.is_none() {
+            // SAFETY: only checks that the library loads.
+            let present = unsafe { cudarc::cublas::sys::is_culib_present() };
+            self.blas = Some(if present {
+                CudaBlas::new(self.stream.clone()).ok()
+            } else {
+                None
+            });
+            if !present {
+                eprintln!(
+                    "port: cuBLAS (libcublas) not found on the loader's path: matrix products and np.linalg run on the host"
+                );
+            }
+        }
+        self.blas.as_ref()?.as_ref()
     }
 
     fn event(&mut self) -> Result<CudaEvent, VerifyError> {
@@ -640,6 +666,15 @@ impl Device for GpuDevice {
         Ok(())
     }
 
+    fn linalg(
+        &mut self,
+        op: port_rewriter::plan::LinalgOp,
+        args: &[&DevArray<CudaSlice<u8>>],
+        out: &mut DevArray<CudaSlice<u8>>,
+    ) -> Option<Result<(), VerifyError>> {
+        self.cusolver(op, args, out)
+    }
+
     /// `c = op(a) @ op(b)` with cuBLAS, on the device arrays themselves.
     ///
     /// The arrays are C-ordered; cuBLAS is column-major, where a C-ordered
@@ -658,20 +693,6 @@ impl Device for GpuDevice {
         }
         if !matches!(a.elem, ScalarType::F32 | ScalarType::F64) {
             return None;
-        }
-        if self.blas.is_none() {
-            // SAFETY: only checks that the library loads.
-            let present = unsafe { cudarc::cublas::sys::is_culib_present() };
-            self.blas = Some(if present {
-                CudaBlas::new(self.stream.clone()).ok()
-            } else {
-                None
-            });
-            if !present {
-                eprintln!(
-                    "port: cuBLAS (libcublas) not found on the loader's path: matrix products run on the host"
-                );
-            }
         }
         // Logical shapes: op(a) is m × k, op(b) is k × n.
         let (m, k) = if ta {
@@ -710,7 +731,7 @@ impl Device for GpuDevice {
         let lda = i32::try_from(b.shape[1].max(1)).ok()?;
         let ldb = i32::try_from(a.shape[1].max(1)).ok()?;
         // No cuBLAS: the host computes it, and no event is taken.
-        self.blas.as_ref()?.as_ref()?;
+        self.cublas()?;
         if m == 0 || n == 0 {
             return Some(Ok(()));
         }

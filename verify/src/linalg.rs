@@ -4,10 +4,11 @@
 //! Both devices run a library step the same way: [`crate::exec`] copies
 //! the operands back, calls [`run`], and copies the result into the
 //! step's device array, counting the bytes each way in the run's
-//! transfers — except a matrix product (`@`) on a GPU with libcublas,
-//! which cuBLAS computes on the device arrays ([`crate::gpu`]). cuSOLVER
-//! is not wired in yet; the emitted Python calls CuPy on the device when
-//! it can.
+//! transfers — except on a GPU with libcublas and libcusolver, where
+//! cuBLAS computes a matrix product (`@`) and cuSOLVER float32/float64
+//! `cholesky`, `solve`, `inv` and `det` on the device arrays
+//! ([`crate::gpu`]). The emitted Python calls CuPy on the device when it
+//! can.
 //!
 //! Arrays are C-ordered `NdArray`s; a stack of matrices (`(..., n, n)`) is
 //! computed matrix by matrix, as NumPy's gufuncs do. The routine computes

@@ -140,7 +140,8 @@ const FIXTURES: &[(&str, &str, &str, bool)] = &[
         "float32[:,:], float32[:,:]",
         false,
     ),
-    // Library steps: computed on the host, written into the GPU's arrays.
+    // Library steps: cuSOLVER on the GPU's arrays (cholesky; solve with a
+    // matrix and with a vector; inv and det of a stack; det; float32).
     (
         "programs_linalg.py",
         "gaussian_loglik",
@@ -151,6 +152,30 @@ const FIXTURES: &[(&str, &str, &str, bool)] = &[
         "programs_linalg.py",
         "newton_system",
         "float64[:,:], float64[:], int64",
+        false,
+    ),
+    (
+        "programs_linalg.py",
+        "stack_inverses",
+        "float64[:,:,:], float64[:]",
+        false,
+    ),
+    (
+        "programs_linalg.py",
+        "normalise_by_det",
+        "float64[:,:], float64[:,:]",
+        false,
+    ),
+    (
+        "programs_linalg.py",
+        "ridge_inverse",
+        "float64[:,:], float64[:], float64",
+        false,
+    ),
+    (
+        "programs_linalg.py",
+        "solve_f32",
+        "float32[:,:], float32[:]",
         false,
     ),
 ];
@@ -175,9 +200,12 @@ fn every_migrate_fixture_verifies_on_the_gpu_and_agrees_with_the_simulator() {
         if !o.verification.passed {
             failures.push(format!("{function}: {:?}", o.verification.mismatch));
         }
-        // A matrix product ran on the GPU (cuBLAS), not on the host.
-        if let Some(c) = o.host_calls.iter().find(|c| c.call == "np.matmul") {
-            failures.push(format!("{function}: {c} (libcublas not found?)"));
+        // A matrix product ran on the GPU (cuBLAS), and float cholesky,
+        // solve, inv and det on cuSOLVER, not on the host.
+        if let Some(c) = o.host_calls.iter().find(|c| c.call != "np.linalg.lstsq") {
+            failures.push(format!(
+                "{function}: {c} (libcublas or libcusolver not found?)"
+            ));
         }
         let t = &o.timing;
         assert!(t.kernel_s.unwrap() > 0.0, "{function}: {t:?}");

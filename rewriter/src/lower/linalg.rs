@@ -421,7 +421,7 @@ impl Lowerer<'_> {
         self.log.applied(
             NAME,
             format!(
-                "{what} at line {line}: a library step of the host schedule{operands_note}; port's runs compute it on the host (no cuSOLVER yet), the emitted wrapper with CuPy on the GPU or NumPy"
+                "{what} at line {line}: a library step of the host schedule{operands_note}; port's GPU runs compute it with cuSOLVER (float32/float64 cholesky, solve, inv, det; else on the host), the simulator on the host, the emitted wrapper with CuPy on the GPU or NumPy"
             ),
         );
         if scalar {
