@@ -1531,6 +1531,12 @@ mod corpus_style {
         rows_matching: "int64[:,:]",
         neighbour_sum: "float64[:]",
         gated_products: "float64[:], float64[:]",
+        flattened_response: "float64[:,:], float64[:,:]",
+        nll_of_labels: "float64[:,:], int64[:]",
+        quantise_levels: "float64[:], float32[:]",
+        life_step: "int64[:,:]",
+        item_reliability: "float64[:,:]",
+        rows_matching_tuple: "int64[:,:]",
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with

@@ -323,6 +323,8 @@ pub enum MathFn {
     Floor,
     Ceil,
     Trunc,
+    /// Round half to even (`np.rint`).
+    Rint,
     Pow,
     Atan2,
     Hypot,
@@ -333,7 +335,7 @@ pub enum MathFn {
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 34] = [
+    pub const ALL: [MathFn; 35] = [
         MathFn::Sqrt,
         MathFn::Cbrt,
         MathFn::Exp,
@@ -361,6 +363,7 @@ impl MathFn {
         MathFn::Floor,
         MathFn::Ceil,
         MathFn::Trunc,
+        MathFn::Rint,
         MathFn::Pow,
         MathFn::Atan2,
         MathFn::Hypot,
@@ -400,6 +403,7 @@ impl MathFn {
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
             MathFn::Trunc => "trunc",
+            MathFn::Rint => "rint",
             MathFn::Pow => "pow",
             MathFn::Atan2 => "atan2",
             MathFn::Hypot => "hypot",

@@ -439,6 +439,7 @@ fn every_math_function_resolves_on_the_host() {
                 MathFn::Floor => Some(v.floor()),
                 MathFn::Ceil => Some(v.ceil()),
                 MathFn::Trunc => Some(v.trunc()),
+                MathFn::Rint => Some(v.round_ties_even()),
                 MathFn::Pow => Some(v.powf(0.75)),
                 MathFn::Atan2 => Some(v.atan2(0.75)),
                 MathFn::Hypot => Some(v.hypot(0.75)),

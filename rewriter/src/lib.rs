@@ -164,6 +164,11 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
+    // `if 0:` decided, `for d in (-1, 0, 1)` as a `range`, in every
+    // function (the helpers a migration inlines too).
+    if let Some(normal) = src.normalised() {
+        return plan_parsed(&normal, req);
+    }
     // Nested functions that capture nothing of the function around them
     // (`def fprime(x): return 1 - tanh(x) ** 2`) are the program's own
     // helpers, planned as if they stood at the module level.

@@ -841,6 +841,13 @@ impl<'a> Lowerer<'a> {
         if is_numpy && pyast::out_keyword(c) && takes_out(&short) {
             return self.ufunc_into_out(r, c, &short, line);
         }
+        // `p[range(n), y]`, `np.array(range(n))`: a `range` as a value is
+        // the integer array NumPy makes of it, `np.arange`'s.
+        if name == "range" && r.kind == RegionKind::Host && c.keywords.is_empty() {
+            if let Some(v) = self.creation_call(r, "numpy.arange", c, line)? {
+                return Ok(v);
+            }
+        }
 
         // Reductions.
         if let Some(op) = reduce_name(&name) {
@@ -1175,6 +1182,22 @@ impl<'a> Lowerer<'a> {
             }
             "transpose" if c.args.is_empty() && c.keywords.is_empty() => {
                 Ok(Val::Array(av.transpose()))
+            }
+            "round" if c.args.len() <= 1 && c.keywords.is_empty() => {
+                let mut args = vec![Val::Array(av.clone())];
+                for a in &c.args {
+                    args.push(self.expr(r, a)?);
+                }
+                math_calls::call("numpy.round", &args).map_or_else(
+                    || {
+                        refuse(
+                            math_calls::NAME,
+                            line,
+                            "`.round(decimals)` takes an integer literal of decimals (a non-negative one for integers)",
+                        )
+                    },
+                    Ok,
+                )
             }
             "reshape" | "ravel" | "flatten" | "swapaxes" | "transpose" => {
                 self.shape_method(r, av, method, &c.args, c, line)

@@ -866,6 +866,137 @@ fn const_int(e: &Expr) -> Option<i64> {
     }
 }
 
+/// The value of a condition Python can decide without running anything:
+/// `if 0:`, `if True:`, `if not 1:` (debugging switches left in real
+/// code).
+fn constant_truth(e: &Expr) -> Option<bool> {
+    match e {
+        Expr::Constant(c) => match &c.value {
+            ast::Constant::Bool(b) => Some(*b),
+            ast::Constant::Int(i) => Some(*i != ast::bigint::BigInt::from(0)),
+            ast::Constant::None => Some(false),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::Not) => {
+            constant_truth(&u.operand).map(|b| !b)
+        }
+        _ => None,
+    }
+}
+
+/// The integer elements of a tuple or list literal (`(-1, 0, 1)`).
+fn int_items(e: &Expr) -> Option<Vec<i64>> {
+    let elts = match e {
+        Expr::Tuple(t) => &t.elts,
+        Expr::List(l) => &l.elts,
+        _ => return None,
+    };
+    elts.iter()
+        .map(|x| match x {
+            Expr::Constant(c) => match &c.value {
+                ast::Constant::Int(i) => i64::try_from(i).ok(),
+                _ => None,
+            },
+            Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => match u.operand.as_ref() {
+                Expr::Constant(c) => match &c.value {
+                    ast::Constant::Int(i) => i64::try_from(i).ok().map(|v| -v),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether [`normalise_statements`] would change `body`.
+pub fn has_statements_to_normalise(body: &[Stmt]) -> bool {
+    let mut found = false;
+    walk_stmts(body, &mut |s| match s {
+        Stmt::If(i) => found |= constant_truth(&i.test).is_some(),
+        Stmt::For(f) => found |= int_items(&f.iter).is_some_and(|v| progression(&v).is_some()),
+        _ => {}
+    });
+    found
+}
+
+/// `(start, step)` when `v` is an arithmetic progression of a nonzero step
+/// (one element: step 1).
+fn progression(v: &[i64]) -> Option<(i64, i64)> {
+    match v {
+        [] => None,
+        [a] => Some((*a, 1)),
+        [a, b, ..] => {
+            let step = b.checked_sub(*a)?;
+            (step != 0 && v.windows(2).all(|w| w[1].checked_sub(w[0]) == Some(step)))
+                .then_some((*a, step))
+        }
+    }
+}
+
+/// Statement forms that mean the same as ones the rewrites take:
+/// - `if 0:` / `if True:` and other constant tests: the branch taken;
+/// - `for d in (-1, 0, 1):` (integers in arithmetic progression): the same
+///   loop over `range(-1, 2)`.
+pub fn normalise_statements(body: &mut Vec<Stmt>) {
+    let mut k = 0;
+    while k < body.len() {
+        if let Stmt::If(i) = &mut body[k] {
+            if let Some(taken) = constant_truth(&i.test) {
+                let branch = std::mem::take(if taken { &mut i.body } else { &mut i.orelse });
+                // The spliced statements are looked at in turn (nested ifs).
+                body.splice(k..=k, branch);
+                continue;
+            }
+        }
+        if let Stmt::For(f) = &mut body[k] {
+            let literal = int_items(&f.iter).and_then(|v| {
+                let (start, step) = progression(&v)?;
+                let n = v.len() as i64;
+                start.checked_add(step.checked_mul(n)?)?;
+                Some((start, step, n))
+            });
+            if let Some((start, step, n)) = literal {
+                let range = ast::Ranged::range(f.iter.as_ref());
+                let int = |v: i64| -> Expr {
+                    let c = Expr::Constant(ast::ExprConstant {
+                        range,
+                        value: ast::Constant::Int(ast::bigint::BigInt::from(v.unsigned_abs())),
+                        kind: None,
+                    });
+                    if v < 0 {
+                        Expr::UnaryOp(ast::ExprUnaryOp {
+                            range,
+                            op: ast::UnaryOp::USub,
+                            operand: Box::new(c),
+                        })
+                    } else {
+                        c
+                    }
+                };
+                let mut args = vec![int(start), int(start + step * n)];
+                if step != 1 {
+                    args.push(int(step));
+                }
+                *f.iter = Expr::Call(ast::ExprCall {
+                    range,
+                    func: Box::new(Expr::Name(ast::ExprName {
+                        range,
+                        id: "range".into(),
+                        ctx: ast::ExprContext::Load,
+                    })),
+                    args,
+                    keywords: vec![],
+                });
+            }
+        }
+        for b in child_bodies_mut(&mut body[k]) {
+            normalise_statements(b);
+        }
+        k += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rustpython_parser::ast::{self, Stmt};

@@ -58,6 +58,42 @@ impl SourceFile {
         }
     }
 
+    /// The same file with every function's statements in the forms the
+    /// rewrites take ([`crate::pyast::normalise_statements`]: constant
+    /// `if`s decided, loops over integer literals as `range`s); `None` when
+    /// nothing would change. Lines stay where the code is.
+    pub fn normalised(&self) -> Option<SourceFile> {
+        fn bodies(suite: &[Stmt]) -> bool {
+            suite.iter().any(|s| match s {
+                Stmt::FunctionDef(f) => crate::pyast::has_statements_to_normalise(&f.body),
+                Stmt::ClassDef(c) => bodies(&c.body),
+                _ => false,
+            })
+        }
+        fn apply(suite: &mut [Stmt]) {
+            for s in suite {
+                match s {
+                    Stmt::FunctionDef(f) => crate::pyast::normalise_statements(&mut f.body),
+                    Stmt::ClassDef(c) => apply(&mut c.body),
+                    _ => {}
+                }
+            }
+        }
+        if !bodies(&self.suite) {
+            return None;
+        }
+        let mut suite = self.suite.clone();
+        apply(&mut suite);
+        Some(SourceFile {
+            name: self.name.clone(),
+            text: self.text.clone(),
+            suite,
+            lines: self.lines.clone(),
+            imports: self.imports.clone(),
+            consts: self.consts.clone(),
+        })
+    }
+
     pub fn parse(name: &str, text: &str) -> Result<SourceFile, RewriteError> {
         let lines = LineIndex::from_source_text(text);
         let suite = ast::Suite::parse(text, name).map_err(|e| {

@@ -760,6 +760,7 @@ impl<B> State<B> {
                     MathFn::Floor => x.floor(),
                     MathFn::Ceil => x.ceil(),
                     MathFn::Trunc => x.trunc(),
+                    MathFn::Rint => x.round_ties_even(),
                     MathFn::Pow => x.powf(y),
                     MathFn::Sin => x.sin(),
                     MathFn::Cos => x.cos(),

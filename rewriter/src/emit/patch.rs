@@ -5,7 +5,7 @@
 use rustpython_parser::ast;
 
 use super::python::{
-    FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, MATMUL_HELPER, UNBROADCAST,
+    FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, MATMUL_HELPER, RINT_HELPER, UNBROADCAST,
 };
 use crate::source::SourceFile;
 
@@ -71,6 +71,12 @@ pub fn patched_file(
             helpers.push_str("\n\n");
         }
         helpers.push_str(FILL_HELPERS);
+    }
+    if migrated.contains("_port_rint(") && !text.contains("def _port_rint(") {
+        if !helpers.is_empty() {
+            helpers.push_str("\n\n");
+        }
+        helpers.push_str(RINT_HELPER);
     }
     if !helpers.is_empty() {
         block.push_str(&helpers);

@@ -95,6 +95,23 @@ def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
 /// once when a wrapper calls it: the array is made and filled on the device,
 /// so an accumulator zeroed in each step of a time loop costs a launch, not
 /// a host array and a transfer.
+/// `np.rint` inside kernels (a device function), added to the file once
+/// when a kernel calls it: Python's `math` has no `rint`, and `round` and
+/// `math.floor` give integers, which overflow on large floats.
+pub const RINT_HELPER: &str = r#"@cuda.jit(device=True)
+def _port_rint(x):
+    """`x` rounded to the nearest integer, halves to the even one (`np.rint`)."""
+    if math.isinf(x) or math.isnan(x):
+        return x
+    r = x - math.fmod(x, 1.0)
+    d = x - r
+    if d > 0.5 or (d == 0.5 and math.fmod(r, 2.0) != 0.0):
+        r += 1.0
+    elif d < -0.5 or (d == -0.5 and math.fmod(r, 2.0) != 0.0):
+        r -= 1.0
+    return r
+"#;
+
 pub const FILL_HELPERS: &str = r#"@cuda.jit
 def _port_fill(flat, value):
     """Every element of the 1-D device array `flat` set to `value`."""
@@ -708,6 +725,8 @@ impl Printer {
                     MathFn::Floor | MathFn::Ceil | MathFn::Trunc => {
                         format!("{}(math.{}({}))", numba_scalar(t), f.name(), a[0])
                     }
+                    // Python's math has no rint (and `round` gives an int).
+                    MathFn::Rint => format!("{}(_port_rint({}))", numba_scalar(t), a[0]),
                     _ => format!("math.{}({})", f.name(), a.join(", ")),
                 };
                 (s, if matches!(f, MathFn::Exp2) { 12 } else { ATOM })

@@ -96,15 +96,49 @@ impl Lowerer<'_> {
     ) -> Lower<RedArgs> {
         let mut out = RedArgs::default();
         let mut axis_expr: Option<&ast::Expr> = c.args.get(skip);
-        if c.args.len() > skip + 1 {
+        // NumPy's positional parameters after `axis` (`x.var(1, None, None,
+        // 1)`): `dtype` and `out` only as `None`.
+        let after_axis: &[&str] = match op.word() {
+            "var" | "std" => &["dtype", "out", "ddof", "keepdims"],
+            "sum" | "prod" | "mean" => &["dtype", "out", "keepdims"],
+            _ => &["out", "keepdims"],
+        };
+        let extra = c.args.get(skip + 1..).unwrap_or_default();
+        if extra.len() > after_axis.len() {
             return refuse(
                 NAME,
                 line,
                 format!(
-                    "`{}`: only the array and `axis` may be positional",
-                    self.src.text_of(c)
+                    "`{}`: more positional arguments than `{}` takes",
+                    self.src.text_of(c),
+                    op.word()
                 ),
             );
+        }
+        for (name, e) in after_axis.iter().zip(extra) {
+            let is_none =
+                matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None));
+            match (*name, self.src.eval_const(e)) {
+                ("dtype" | "out", _) if is_none => {}
+                ("ddof", Some(Const::Int(d))) => out.ddof = d,
+                ("keepdims", Some(Const::Bool(b))) => out.keepdims = b,
+                _ => {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`{}`: the positional `{name}` of `{}` must be {}",
+                            self.src.text_of(c),
+                            op.word(),
+                            match *name {
+                                "ddof" => "an integer constant",
+                                "keepdims" => "True or False",
+                                _ => "None",
+                            }
+                        ),
+                    )
+                }
+            }
         }
         for k in &c.keywords {
             match k.arg.as_ref().map(|a| a.as_str()) {

@@ -34,8 +34,11 @@ impl Lowerer<'_> {
         c: &ast::ExprCall,
         line: u32,
     ) -> Lower<Option<Val>> {
-        let Some(ast::Expr::List(outer)) = c.args.first() else {
-            return Ok(None);
+        // `np.array([…])`, or of a tuple (`(1, 0, 1)`, as a default).
+        let elts: &Vec<ast::Expr> = match c.args.first() {
+            Some(ast::Expr::List(l)) => &l.elts,
+            Some(ast::Expr::Tuple(t)) => &t.elts,
+            _ => return Ok(None),
         };
         let mut dtype = None;
         for k in &c.keywords {
@@ -51,15 +54,12 @@ impl Lowerer<'_> {
             }
         }
         // One or two levels of lists, rectangular.
-        let rows: Vec<Vec<&ast::Expr>> = if outer
-            .elts
+        let rows: Vec<Vec<&ast::Expr>> = if elts
             .iter()
             .all(|e| matches!(e, ast::Expr::List(_) | ast::Expr::Tuple(_)))
-            && !outer.elts.is_empty()
+            && !elts.is_empty()
         {
-            outer
-                .elts
-                .iter()
+            elts.iter()
                 .map(|e| match e {
                     ast::Expr::List(l) => l.elts.iter().collect(),
                     ast::Expr::Tuple(t) => t.elts.iter().collect(),
@@ -67,9 +67,10 @@ impl Lowerer<'_> {
                 })
                 .collect()
         } else {
-            vec![outer.elts.iter().collect()]
+            vec![elts.iter().collect()]
         };
-        let nested = rows.len() > 1 || matches!(outer.elts.first(), Some(ast::Expr::List(_)));
+        let nested = rows.len() > 1
+            || matches!(elts.first(), Some(ast::Expr::List(_) | ast::Expr::Tuple(_)));
         let width = rows[0].len();
         if width == 0 || rows.iter().any(|r| r.len() != width) {
             return refuse(

@@ -162,6 +162,29 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 )
             })
         }
+        // Round half to even, as NumPy (and Python's `round`) do.
+        ("rint", [a], true) if numpy => map1(a, &mut |e, t| {
+            let ft = float_of(t, numpy);
+            (rint(cast_to(e, t, ft), ft), ft)
+        }),
+        ("round" | "around" | "round_", [a], true) if numpy => round_decimals(a, 0),
+        ("round" | "around" | "round_", [a, d], true) if numpy => {
+            round_decimals(a, int_literal(d)?)
+        }
+        // Python's `round(x)`: an int.
+        ("round", [a], true) if !numpy => map1(a, &mut |e, t| {
+            if t.is_int() {
+                (cast_to(e, t, ScalarType::I64), ScalarType::I64)
+            } else {
+                (
+                    cast(
+                        ScalarType::I64,
+                        rint(cast_to(e, t, ScalarType::F64), ScalarType::F64),
+                    ),
+                    ScalarType::I64,
+                )
+            }
+        }),
         ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
         ("positive", [a], true) if numpy => map1(a, &mut |e, t| (e, t)),
         ("invert" | "bitwise_not" | "bitwise_invert", [a], true)
@@ -456,6 +479,52 @@ pub fn truthy(e: Expr, t: ScalarType) -> Expr {
         e
     } else {
         cmp(CmpOp::Ne, e, lit(t, 0.0))
+    }
+}
+
+/// `x` rounded to the nearest integer, halves to the even one (IEEE's
+/// `rint`, NumPy's `np.rint`), in float type `t`.
+pub fn rint(x: Expr, _t: ScalarType) -> Expr {
+    math(MathFn::Rint, vec![x])
+}
+
+/// `np.round(a, decimals)`, as NumPy computes it: `rint(a * 10**d) /
+/// 10**d` (`rint(a / 10**-d) * 10**-d` for negative `d`); an integer
+/// array is itself for `d >= 0`. `None` for integers with `d < 0`.
+fn round_decimals(a: &Val, decimals: i64) -> Option<Val> {
+    if elem_type(a).is_some_and(|t| t.is_int() || t == ScalarType::Bool) {
+        return (decimals >= 0).then(|| a.clone());
+    }
+    if elem_type(a).is_some_and(|t| t.is_complex()) || decimals.abs() > 300 {
+        return None;
+    }
+    let scale = 10f64.powi(decimals.unsigned_abs() as i32);
+    map1(a, &mut |e, t| {
+        let ft = float_of(t, true);
+        let x = cast_to(e, t, ft);
+        let s = lit(ft, scale);
+        let v = match decimals.cmp(&0) {
+            std::cmp::Ordering::Equal => rint(x, ft),
+            std::cmp::Ordering::Greater => div(rint(mul(x, s.clone()), ft), s),
+            std::cmp::Ordering::Less => mul(rint(div(x, s.clone()), ft), s),
+        };
+        (v, ft)
+    })
+}
+
+/// An integer literal argument (`2`, `-1`).
+fn int_literal(v: &Val) -> Option<i64> {
+    let Val::Scalar(e, t, _) = v else { return None };
+    if !t.is_int() {
+        return None;
+    }
+    match e {
+        Expr::Lit(port_codegen::ir::Literal::I64(k)) => Some(*k),
+        Expr::Unary(UnaryOp::Neg, x) => match x.as_ref() {
+            Expr::Lit(port_codegen::ir::Literal::I64(k)) => Some(-*k),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -442,6 +442,23 @@ impl Lowerer<'_> {
                             }
                         }
                     }
+                    // `r = r.reshape(…)`, `r = r.T`: the view reads the
+                    // device array the name held until now, which keeps
+                    // living under a name of its own (a run-time alias).
+                    if let Some(HostBind::Array(ty)) = self.host.get(name).cloned() {
+                        if av.reads().contains(name) {
+                            let old = self.fresh(name);
+                            self.host.insert(old.clone(), HostBind::Array(ty));
+                            self.rebind(vec![old.clone()], vec![name.to_string()]);
+                            let map = std::collections::HashMap::from([(name.to_string(), old)]);
+                            av.body = crate::ir_util::rename_arrays(&av.body, &map);
+                            av.shape = av
+                                .shape
+                                .iter()
+                                .map(|e| crate::ir_util::rename_arrays(e, &map))
+                                .collect();
+                        }
+                    }
                     self.host.insert(name.to_string(), HostBind::View(av));
                     return Ok(());
                 }
