@@ -1537,6 +1537,63 @@ mod corpus_style {
         life_step: "int64[:,:]",
         item_reliability: "float64[:,:]",
         rows_matching_tuple: "int64[:,:]",
+        padded_correlate: "float64[:,:,:], float64[:,:], int64",
+        padded_edges: "float64[:,:]",
+        unchecked_assert: "float64[:]",
+    }
+
+    /// The input checks of the original stay in the patched wrapper: a
+    /// `raise` as written (its f-string reads parameters the wrapper has),
+    /// an `assert` as the `raise` it is; an `assert` the host cannot
+    /// evaluate is left out, and the rewrites say so.
+    #[test]
+    fn guards_stay_in_the_wrapper() {
+        let tmp = tempfile::tempdir().unwrap();
+        verified_in(
+            &tmp,
+            FILE,
+            "padded_correlate",
+            "float64[:,:,:], float64[:,:], int64",
+            &[],
+            "generated",
+        );
+        let patched = std::fs::read_to_string(tmp.path().join("programs_corpus_style.py")).unwrap();
+        let wrapper = &patched[patched.find("def padded_correlate(x, w, stride):").unwrap()..];
+        assert!(
+            wrapper.contains(
+                "raise ValueError(f\"filter {w.shape} larger than the images {x.shape}\")"
+            ),
+            "{wrapper}"
+        );
+        assert!(
+            wrapper.contains(
+                "if not stride >= 1:\n        raise AssertionError(\"stride must be positive\")"
+            ),
+            "{wrapper}"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let name = "programs_corpus_style.py";
+        std::fs::copy(fixture(FILE), tmp.path().join(name)).unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "unchecked_assert",
+                name,
+                "--signature",
+                "float64[:]",
+                "--json",
+            ],
+        );
+        let out = stdout(&o);
+        let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(j["status"], "verified", "{out}");
+        assert!(
+            j["rewrites"]
+                .to_string()
+                .contains("`assert` at line 469 left out, as `python -O` leaves it out"),
+            "{out}"
+        );
     }
 
     /// A batch of images flattened into rows by `x.reshape(n, -1)`, with

@@ -397,7 +397,21 @@ fn plan_hoisted(
     // single kernel can take; the host schedule may still take the
     // function, so the planner tries, and its refusal comes first.
     let mut nopython: Vec<Reason> = Vec::new();
-    if let Some(rep) = req.report {
+    // What the analysis found in a `raise` or `assert` (an f-string
+    // message, `str(n)`) is the planner's to judge: at host level the
+    // wrapper runs the statement as Python.
+    let guard_lines = guard_lines(src, &def.body);
+    let report = req.report.map(|rep| {
+        let mut rep = rep.clone();
+        rep.findings.retain(|f| !guard_lines.contains(&f.line));
+        if rep.verdict == Verdict::Object
+            && !rep.findings.iter().any(|f| f.severity == Severity::Object)
+        {
+            rep.verdict = Verdict::Nopython;
+        }
+        rep
+    });
+    if let Some(rep) = report.as_ref() {
         // An object verdict that rests only on how a call's arguments are
         // written (`axis=`, a list shape) is Numba's limit, not port's.
         let argument_level =
@@ -773,4 +787,20 @@ fn docstring(def: &rustpython_parser::ast::StmtFunctionDef) -> Option<String> {
         },
         _ => None,
     }
+}
+
+/// The lines of the `raise` and `assert` statements of `body`.
+fn guard_lines(
+    src: &source::SourceFile,
+    body: &[rustpython_parser::ast::Stmt],
+) -> std::collections::HashSet<u32> {
+    use rustpython_parser::ast::{Ranged, Stmt};
+    let mut out = std::collections::HashSet::new();
+    pyast::walk_stmts(body, &mut |s| {
+        if matches!(s, Stmt::Raise(_) | Stmt::Assert(_)) {
+            let (first, last) = (src.line_of(s.range().start()), src.line_of(s.range().end()));
+            out.extend(first..=last);
+        }
+    });
+    out
 }

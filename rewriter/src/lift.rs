@@ -841,6 +841,11 @@ impl<'a> Lowerer<'a> {
         if is_numpy && pyast::out_keyword(c) && takes_out(&short) {
             return self.ufunc_into_out(r, c, &short, line);
         }
+        // `np.pad` reads its input where it falls (a template, nothing
+        // allocated): per-thread work may pad a slice of its own.
+        if name == "numpy.pad" {
+            return self.padded(r, c, line);
+        }
         // `p[range(n), y]`, `np.array(range(n))`: a `range` as a value is
         // the integer array NumPy makes of it, `np.arange`'s.
         if name == "range" && r.kind == RegionKind::Host && c.keywords.is_empty() {

@@ -120,6 +120,15 @@ pub enum HostStep {
     },
     /// `break` out of the innermost host loop.
     Break,
+    /// `raise E(…)` on the host: a guard of the original (`if n != m:
+    /// raise ValueError(…)`, an `assert` that failed). The run stops with
+    /// that error, as the original would have. `python` is the statement
+    /// the wrapper runs; `what` says it for people (`ValueError: …`).
+    Raise {
+        line: u32,
+        python: String,
+        what: String,
+    },
     /// `# text` in the wrapper: where a helper's inlined body starts. Does
     /// nothing.
     Comment(String),

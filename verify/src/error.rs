@@ -38,4 +38,8 @@ pub enum VerifyError {
     /// definite`, `Singular matrix`) where the original did not.
     #[error("LinAlgError: {0}")]
     LinAlg(String),
+    /// A guard of the host schedule (`raise`, a failed `assert`) stopped
+    /// the run where the original returned.
+    #[error("the migrated function raised {0}")]
+    Raised(String),
 }

@@ -1266,6 +1266,9 @@ fn exec_steps<D: Device>(
                 }
             }
             HostStep::Break => return Ok(Flow::Break),
+            HostStep::Raise { line, what, .. } => {
+                return Err(VerifyError::Raised(format!("{what} (line {line})")))
+            }
             HostStep::Comment(_) => {}
             HostStep::Guard(g) => {
                 let (l, r) = (st.eval(dev, &g.lhs)?.i(), st.eval(dev, &g.rhs)?.i());

@@ -478,6 +478,7 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
             | HostStep::While { .. }
             | HostStep::If { .. }
             | HostStep::Break
+            | HostStep::Raise { .. }
             | HostStep::Comment(_)
             | HostStep::Guard(_)
             | HostStep::Rebind { .. }

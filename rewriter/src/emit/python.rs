@@ -1340,6 +1340,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
             HostStep::Break => {
                 let _ = writeln!(out, "{ind}break");
             }
+            HostStep::Raise { python, .. } => {
+                let _ = writeln!(out, "{ind}{python}");
+            }
             HostStep::Comment(text) => {
                 let _ = writeln!(out, "{ind}# {text}");
             }

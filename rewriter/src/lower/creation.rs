@@ -295,6 +295,7 @@ impl Lowerer<'_> {
                 filled(vec![n.clone(), n], t, cast_to(one, ScalarType::Bool, t))
             }
             "hstack" | "vstack" | "concatenate" => return self.joined(r, short, c, line).map(Some),
+            "pad" => return self.padded(r, c, line).map(Some),
             "triu" | "tril" => {
                 let Some(Val::Array(av)) = c.args.first().map(|a| self.expr(r, a)).transpose()?
                 else {
@@ -780,6 +781,206 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
+    /// `np.pad(x, pad_width, mode, constant_values=…)` as a template: each
+    /// element reads the input where it falls inside it, else the constant
+    /// (`"constant"`, the default), the nearest edge element (`"edge"`), or
+    /// the element a period away (`"wrap"`). Indices are clamped, since
+    /// both sides of a select are evaluated.
+    pub(crate) fn padded(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let (Some(x), Some(width)) = (c.args.first(), c.args.get(1)) else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.pad` needs an array and a pad width",
+            );
+        };
+        let Val::Array(av) = self.expr(r, x)? else {
+            return refuse(array_expr::NAME, line, "`np.pad` of a scalar");
+        };
+        let text = |e: &ast::Expr| match e {
+            ast::Expr::Constant(k) => match &k.value {
+                ast::Constant::Str(s) => Some(s.to_string()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut mode = c.args.get(2).map(&text);
+        let mut fill: Option<&ast::Expr> = None;
+        for k in &c.keywords {
+            match k.arg.as_ref().map(|a| a.as_str()) {
+                Some("mode") => mode = Some(text(&k.value)),
+                Some("constant_values") => fill = Some(&k.value),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`{}`: only `mode=` and `constant_values=` are supported",
+                            self.src.text_of(c)
+                        ),
+                    )
+                }
+            }
+        }
+        let mode = match mode {
+            None => "constant".to_string(),
+            Some(Some(m)) if matches!(m.as_str(), "constant" | "edge" | "wrap") => m,
+            _ => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!(
+                        "`{}`: port pads with mode \"constant\", \"edge\" or \"wrap\"",
+                        self.src.text_of(c)
+                    ),
+                )
+            }
+        };
+        if c.args.len() > 3 || (fill.is_some() && mode != "constant") {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`{}`: unsupported arguments", self.src.text_of(c)),
+            );
+        }
+        let n = av.ndim();
+        let pairs = self.pad_pairs(r, width, n, line)?;
+        let value = match fill {
+            None => Expr::Lit(port_codegen::ir::Literal::I64(0)),
+            Some(e) => match self.expr(r, e)? {
+                Val::Scalar(v, t, _) => cast_to(v, t, av.elem),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "`constant_values=` other than one number (per-axis values)",
+                    )
+                }
+            },
+        };
+        let value = if matches!(value, Expr::Lit(port_codegen::ir::Literal::I64(0))) {
+            cast_to(value, ScalarType::I64, av.elem)
+        } else {
+            value
+        };
+        let mut shape = Vec::with_capacity(n);
+        let mut idx = Vec::with_capacity(n);
+        let mut inside: Option<Expr> = None;
+        for (k, (before, after)) in pairs.into_iter().enumerate() {
+            let len = av.shape[k].clone();
+            shape.push(array_expr::tidy(&add(
+                add(len.clone(), before.clone()),
+                after,
+            )));
+            let at = sub(var(&ph(k)), before);
+            let last = sub(len.clone(), i64(1));
+            let clamped = binary(BinOp::Max, binary(BinOp::Min, at.clone(), last), i64(0));
+            idx.push(match mode.as_str() {
+                "wrap" => binary(
+                    BinOp::Rem,
+                    add(binary(BinOp::Rem, at.clone(), len.clone()), len.clone()),
+                    len.clone(),
+                ),
+                _ => clamped,
+            });
+            let ok = binary(
+                BinOp::And,
+                cmp(port_codegen::ir::CmpOp::Ge, at.clone(), i64(0)),
+                cmp(port_codegen::ir::CmpOp::Lt, at, len),
+            );
+            inside = Some(match inside {
+                None => ok,
+                Some(prev) => binary(BinOp::And, prev, ok),
+            });
+        }
+        let read = av.element(&idx);
+        let body = match (mode.as_str(), inside) {
+            ("constant", Some(ok)) => select(ok, read, value),
+            _ => read,
+        };
+        self.log.applied(
+            array_expr::NAME,
+            format!("`np.pad` (mode \"{mode}\") as an element template (line {line})"),
+        );
+        Ok(Val::Array(ArrVal {
+            shape,
+            elem: av.elem,
+            body,
+            computed: true,
+        }))
+    }
+
+    /// `np.pad`'s widths as (before, after) per axis: `n`, `(b, a)`,
+    /// `((b, a),)` or one pair per axis.
+    fn pad_pairs(
+        &mut self,
+        r: &mut Region,
+        e: &ast::Expr,
+        ndim: usize,
+        line: u32,
+    ) -> Lower<Vec<(Expr, Expr)>> {
+        fn seq(e: &ast::Expr) -> Option<&Vec<ast::Expr>> {
+            match e {
+                ast::Expr::Tuple(t) => Some(&t.elts),
+                ast::Expr::List(l) => Some(&l.elts),
+                _ => None,
+            }
+        }
+        let mut int = |this: &mut Self, e: &ast::Expr| -> Lower<Expr> {
+            match this.expr(r, e)? {
+                Val::Scalar(v, t, _) if t.is_int() => Ok(cast_to(v, t, ScalarType::I64)),
+                _ => refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.pad`: the pad widths must be integers",
+                ),
+            }
+        };
+        let pair = |this: &mut Self,
+                    e: &ast::Expr,
+                    int: &mut dyn FnMut(&mut Self, &ast::Expr) -> Lower<Expr>|
+         -> Lower<(Expr, Expr)> {
+            match seq(e).map(|v| v.as_slice()) {
+                Some([b, a]) => Ok((int(this, b)?, int(this, a)?)),
+                Some([v]) => {
+                    let w = int(this, v)?;
+                    Ok((w.clone(), w))
+                }
+                Some(_) => refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.pad`: a pad width is one or two integers",
+                ),
+                None => {
+                    let w = int(this, e)?;
+                    Ok((w.clone(), w))
+                }
+            }
+        };
+        let items = match seq(e) {
+            Some(v) if v.iter().all(|x| seq(x).is_some()) => v.clone(),
+            _ => vec![e.clone()],
+        };
+        match items.len() {
+            1 => {
+                let p = pair(self, &items[0], &mut int)?;
+                Ok(vec![p; ndim])
+            }
+            k if k == ndim => {
+                let mut out = Vec::new();
+                for it in &items {
+                    out.push(pair(self, it, &mut int)?);
+                }
+                Ok(out)
+            }
+            k => refuse(
+                array_expr::NAME,
+                line,
+                format!("`np.pad`: {k} pad widths for an array of {ndim} dimensions"),
+            ),
+        }
+    }
+
     /// `np.hstack`, `np.vstack`, `np.concatenate` of a tuple or list of
     /// arrays, as a template: each element reads the part its position
     /// falls in (the others' indices are clamped, since both sides of a

@@ -150,6 +150,7 @@ pub fn lower_plan(plan: &mut KernelPlan) {
         HostStep::While { cond, .. } | HostStep::If { cond, .. } => *cond = expr(cond),
         HostStep::Launch { .. }
         | HostStep::Break
+        | HostStep::Raise { .. }
         | HostStep::Rebind { .. }
         | HostStep::Comment(_)
         | HostStep::Guard(_)

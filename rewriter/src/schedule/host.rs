@@ -46,7 +46,9 @@ impl Lowerer<'_> {
                 }
             }
             match s {
-                ast::Stmt::Pass(_) | ast::Stmt::Assert(_) => {}
+                ast::Stmt::Pass(_) => {}
+                ast::Stmt::Assert(a) => self.host_assert(r, a, line)?,
+                ast::Stmt::Raise(rs) if self.host_depth > 0 => self.host_raise(rs, line)?,
                 ast::Stmt::Return(_) if self.host_depth > 0 => {
                     return refuse(
                         crate::schedule::host_schedule::NAME,

@@ -376,6 +376,127 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `raise E(…)` in a host `if` or loop: the guards real code starts
+    /// with (`if x.shape[0] != w.shape[0]: raise ValueError(…)`). The
+    /// wrapper runs the statement as written when it reads only the
+    /// function's parameters and module names (which the wrapper has,
+    /// under the same names); else it raises the same exception with the
+    /// message's source text.
+    pub(crate) fn host_raise(&mut self, rs: &ast::StmtRaise, line: u32) -> Lower<()> {
+        let Some(exc) = rs.exc.as_deref() else {
+            return refuse(
+                "frontend",
+                line,
+                "a bare `raise` (re-raising) outside an `except`",
+            );
+        };
+        let (class, message) = match exc {
+            ast::Expr::Call(c) => (
+                self.src.text_of(c.func.as_ref()).to_string(),
+                c.args.first().map(|m| match m {
+                    ast::Expr::Constant(k) => match &k.value {
+                        ast::Constant::Str(s) => s.to_string(),
+                        _ => self.src.text_of(m).to_string(),
+                    },
+                    m => self.src.text_of(m).to_string(),
+                }),
+            ),
+            e => (self.src.text_of(e).to_string(), None),
+        };
+        let params: std::collections::HashSet<String> =
+            self.params.iter().map(|(p, _)| p.clone()).collect();
+        let rebound = self.names_rebound_in_function();
+        let module = self.src.module_names();
+        let mut as_written = true;
+        crate::pyast::walk_expr(exc, &mut |e| {
+            if let ast::Expr::Name(n) = e {
+                let id = n.id.as_str();
+                let builtin = id.chars().next().is_some_and(char::is_uppercase)
+                    || matches!(id, "len" | "str" | "repr" | "int" | "float");
+                // Host scalars keep their names in the wrapper.
+                let host_scalar = matches!(self.host.get(id), Some(HostBind::Scalar(_)));
+                if !(builtin
+                    || module.contains(id)
+                    || host_scalar
+                    || (params.contains(id) && !rebound.contains(id)))
+                {
+                    as_written = false;
+                }
+            }
+        });
+        let python = if as_written {
+            format!("raise {}", self.src.text_of(exc))
+        } else {
+            format!(
+                "raise {class}({})",
+                message.as_deref().map(py_literal).unwrap_or_default()
+            )
+        };
+        let what = match &message {
+            Some(m) => format!("{class}: {m}"),
+            None => class,
+        };
+        self.settle_device_scalars();
+        self.steps.push(HostStep::Raise { line, python, what });
+        self.log.applied(
+            NAME,
+            format!("`raise` at line {line} kept as a guard of the host"),
+        );
+        Ok(())
+    }
+
+    /// `assert test, msg` at host level: checked as the original checks it,
+    /// when the host can evaluate `test`; else left out, as `python -O`
+    /// leaves it out, with a note that says so.
+    pub(crate) fn host_assert(
+        &mut self,
+        r: &mut Region,
+        a: &ast::StmtAssert,
+        line: u32,
+    ) -> Lower<()> {
+        let (steps, host, module) = (self.steps.len(), self.host.clone(), self.module.clone());
+        let cond = match self.host_condition(r, &a.test, line) {
+            Ok(c) => c,
+            Err(e) => {
+                self.steps.truncate(steps);
+                self.host = host;
+                self.module = module;
+                self.log.applied(
+                    NAME,
+                    format!(
+                        "`assert` at line {line} left out, as `python -O` leaves it out: {}",
+                        e.message
+                    ),
+                );
+                return Ok(());
+            }
+        };
+        self.settle_device_scalars();
+        let message = a.msg.as_deref().map(|m| match m {
+            ast::Expr::Constant(k) => match &k.value {
+                ast::Constant::Str(s) => s.to_string(),
+                _ => self.src.text_of(m).to_string(),
+            },
+            m => self.src.text_of(m).to_string(),
+        });
+        let python = format!(
+            "raise AssertionError({})",
+            message.as_deref().map(py_literal).unwrap_or_default()
+        );
+        let what = match &message {
+            Some(m) => format!("AssertionError: {m}"),
+            None => "AssertionError".to_string(),
+        };
+        self.steps.push(HostStep::If {
+            cond: Expr::Unary(port_codegen::ir::UnaryOp::Not, Box::new(cond)),
+            then: vec![HostStep::Raise { line, python, what }],
+            orelse: Vec::new(),
+        });
+        self.log
+            .applied(NAME, format!("`assert` at line {line} checked on the host"));
+        Ok(())
+    }
+
     /// `break` inside a host loop.
     pub(crate) fn host_break(&mut self, line: u32) -> Lower<()> {
         if self.loop_lines.is_empty() {
@@ -886,5 +1007,20 @@ fn merge_branches(
         };
         out.insert(k, merged);
     }
+    out
+}
+
+/// `s` as a Python string literal.
+fn py_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
     out
 }
