@@ -1540,6 +1540,8 @@ mod corpus_style {
         padded_correlate: "float64[:,:,:], float64[:,:], int64",
         padded_edges: "float64[:,:]",
         unchecked_assert: "float64[:]",
+        nan_mean_flat: "float64[:,:]",
+        centred_or_zero: "float64[:], float64",
     }
 
     /// The input checks of the original stay in the patched wrapper: a

@@ -285,6 +285,34 @@ fn plan_hoisted(
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);
+    // Returns from inside `if`s as one return at the end.
+    {
+        let mut used: std::collections::HashSet<String> = src.module_names();
+        used.extend(pyast::param_names(&desugared.args));
+        pyast::walk_stmts(&desugared.body, &mut |s| {
+            for e in pyast::stmt_exprs(s) {
+                pyast::walk_expr(e, &mut |x| {
+                    if let rustpython_parser::ast::Expr::Name(n) = x {
+                        used.insert(n.id.to_string());
+                    }
+                });
+            }
+        });
+        pyast::single_exit(&mut desugared.body, &mut |base| {
+            let mut k = 0;
+            loop {
+                let name = if k == 0 {
+                    base.to_string()
+                } else {
+                    format!("{base}_{k}")
+                };
+                k += 1;
+                if used.insert(name.clone()) {
+                    return name;
+                }
+            }
+        });
+    }
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.

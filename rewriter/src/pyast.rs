@@ -461,8 +461,39 @@ fn desugar_for(f: &mut ast::StmtFor) {
             ctx,
         })
     };
-    // (index name, the element's target, the iterable's name)
+    // (index name, the element's target, the iterable's name, whether it
+    // is iterated flat: `x.flat`, `x.ravel()`, `x.flatten()`)
+    let flat_of = |e: &Expr| -> Option<ast::ExprName> {
+        match e {
+            Expr::Attribute(a) if a.attr.as_str() == "flat" => match a.value.as_ref() {
+                Expr::Name(x) => Some(x.clone()),
+                _ => None,
+            },
+            Expr::Call(c) if c.args.is_empty() && c.keywords.is_empty() => match c.func.as_ref() {
+                Expr::Attribute(a) if matches!(a.attr.as_str(), "ravel" | "flatten") => {
+                    match a.value.as_ref() {
+                        Expr::Name(x) => Some(x.clone()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let flat = flat_of(f.iter.as_ref());
     let (index, element, seq) = match f.iter.as_ref() {
+        _ if flat.is_some() => {
+            let Expr::Name(v) = f.target.as_ref() else {
+                return;
+            };
+            let x = flat.clone().expect("checked");
+            let mut index = format!("{}_i", v.id);
+            while body_mentions(&f.body, &index) || index == x.id.as_str() {
+                index.push('_');
+            }
+            (index, f.target.as_ref().clone(), x)
+        }
         Expr::Name(x) => {
             let Expr::Name(v) = f.target.as_ref() else {
                 return;
@@ -506,18 +537,48 @@ fn desugar_for(f: &mut ast::StmtFor) {
         })
     };
     let seq_load = || name(seq.id.as_str(), seq.range, ast::ExprContext::Load);
+    // `x.ravel()`: what a flat iteration reads.
+    let flat_load = || {
+        Expr::Call(ast::ExprCall {
+            range: it,
+            func: Box::new(Expr::Attribute(ast::ExprAttribute {
+                range: it,
+                value: Box::new(seq_load()),
+                attr: ast::Identifier::new("ravel"),
+                ctx: ast::ExprContext::Load,
+            })),
+            args: vec![],
+            keywords: vec![],
+        })
+    };
     let read = Stmt::Assign(ast::StmtAssign {
         range: tg,
         targets: vec![element],
         value: Box::new(Expr::Subscript(ast::ExprSubscript {
             range: tg,
-            value: Box::new(seq_load()),
+            value: Box::new(if flat.is_some() {
+                flat_load()
+            } else {
+                seq_load()
+            }),
             slice: Box::new(name(&index, tg, ast::ExprContext::Load)),
             ctx: ast::ExprContext::Load,
         })),
         type_comment: None,
     });
-    *f.iter = call("range", call("len", seq_load()));
+    *f.iter = if flat.is_some() {
+        call(
+            "range",
+            Expr::Attribute(ast::ExprAttribute {
+                range: it,
+                value: Box::new(seq_load()),
+                attr: ast::Identifier::new("size"),
+                ctx: ast::ExprContext::Load,
+            }),
+        )
+    } else {
+        call("range", call("len", seq_load()))
+    };
     *f.target = name(&index, tg, ast::ExprContext::Store);
     f.body.insert(0, read);
 }
@@ -995,6 +1056,169 @@ pub fn normalise_statements(body: &mut Vec<Stmt>) {
         }
         k += 1;
     }
+}
+
+/// Whether control never falls off the end of `body`: it ends in a
+/// `return`, or in an `if` both of whose branches do.
+fn ends_in_return(body: &[Stmt]) -> bool {
+    match body.last() {
+        Some(Stmt::Return(_)) => true,
+        Some(Stmt::If(i)) => ends_in_return(&i.body) && ends_in_return(&i.orelse),
+        _ => false,
+    }
+}
+
+/// Moves what follows an `if` one of whose branches returns into its other
+/// branch (`if c: return a` then `return b` is `if c: return a else:
+/// return b`), at every level of `if`s (not inside loops).
+fn absorb_after_returns(body: &mut Vec<Stmt>) {
+    let mut k = 0;
+    while k < body.len() {
+        if let Stmt::If(i) = &body[k] {
+            let (then_returns, else_returns) = (ends_in_return(&i.body), ends_in_return(&i.orelse));
+            if k + 1 < body.len() && then_returns != else_returns {
+                let rest: Vec<Stmt> = body.drain(k + 1..).collect();
+                let Stmt::If(i) = &mut body[k] else {
+                    unreachable!("matched above")
+                };
+                if then_returns {
+                    i.orelse.extend(rest);
+                } else {
+                    i.body.extend(rest);
+                }
+            }
+        }
+        if let Stmt::If(i) = &mut body[k] {
+            absorb_after_returns(&mut i.body);
+            absorb_after_returns(&mut i.orelse);
+        }
+        k += 1;
+    }
+}
+
+/// The values of the tail `return`s of `body` (which [`ends_in_return`]).
+fn tail_returns<'a>(body: &'a [Stmt], out: &mut Vec<&'a Option<Box<Expr>>>) {
+    match body.last() {
+        Some(Stmt::Return(r)) => out.push(&r.value),
+        Some(Stmt::If(i)) => {
+            tail_returns(&i.body, out);
+            tail_returns(&i.orelse, out);
+        }
+        _ => {}
+    }
+}
+
+/// Replaces each tail `return v` by `targets = v`.
+fn assign_tail_returns(body: &mut [Stmt], names: &[String]) {
+    match body.last_mut() {
+        Some(s @ Stmt::Return(_)) => {
+            let Stmt::Return(r) = &*s else {
+                unreachable!("matched")
+            };
+            let value = r.value.clone().expect("checked: every return has a value");
+            let range = r.range;
+            let name = |id: &str| {
+                Expr::Name(ast::ExprName {
+                    range,
+                    id: id.into(),
+                    ctx: ast::ExprContext::Store,
+                })
+            };
+            let target = if names.len() == 1 {
+                name(&names[0])
+            } else {
+                Expr::Tuple(ast::ExprTuple {
+                    range,
+                    elts: names.iter().map(|n| name(n)).collect(),
+                    ctx: ast::ExprContext::Store,
+                })
+            };
+            *s = Stmt::Assign(ast::StmtAssign {
+                range,
+                targets: vec![target],
+                value,
+                type_comment: None,
+            });
+        }
+        Some(Stmt::If(i)) => {
+            assign_tail_returns(&mut i.body, names);
+            assign_tail_returns(&mut i.orelse, names);
+        }
+        _ => {}
+    }
+}
+
+/// A function that returns from inside `if`s (`if count == 0: return
+/// np.nan` then `return total / count`) as one that returns once, at the
+/// end: each branch binds the value to `result` (names from `fresh`), the
+/// function returns it. Only when every `return` is in tail position
+/// after moving what follows a returning branch into the other one, and
+/// every one returns a value of the same arity (one value, or tuples of
+/// one length). Returns inside loops are left alone.
+pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) {
+    let mut nested = false;
+    walk_stmts(body, &mut |s| {
+        if let Stmt::If(i) = s {
+            let mut inner = false;
+            for b in [&i.body, &i.orelse] {
+                walk_stmts(b, &mut |x| inner |= matches!(x, Stmt::Return(_)));
+            }
+            nested |= inner;
+        }
+    });
+    if !nested {
+        return;
+    }
+    let mut candidate = body.clone();
+    absorb_after_returns(&mut candidate);
+    if !ends_in_return(&candidate) {
+        return;
+    }
+    // Every return must be a tail one.
+    let mut all = 0;
+    walk_stmts(&candidate, &mut |s| {
+        all += usize::from(matches!(s, Stmt::Return(_)))
+    });
+    let mut tails = Vec::new();
+    tail_returns(&candidate, &mut tails);
+    if tails.len() != all || tails.iter().any(|v| v.is_none()) {
+        return;
+    }
+    let arity = |v: &Option<Box<Expr>>| match v.as_deref() {
+        Some(Expr::Tuple(t)) => t.elts.len(),
+        _ => 1,
+    };
+    let n = arity(tails[0]);
+    if tails.iter().any(|v| arity(v) != n) {
+        return;
+    }
+    let names: Vec<String> = (0..n).map(|_| fresh("result")).collect();
+    let range = match candidate.last() {
+        Some(s) => ast::Ranged::range(s),
+        None => return,
+    };
+    assign_tail_returns(&mut candidate, &names);
+    let load = |id: &str| {
+        Expr::Name(ast::ExprName {
+            range,
+            id: id.into(),
+            ctx: ast::ExprContext::Load,
+        })
+    };
+    let value = if n == 1 {
+        load(&names[0])
+    } else {
+        Expr::Tuple(ast::ExprTuple {
+            range,
+            elts: names.iter().map(|x| load(x)).collect(),
+            ctx: ast::ExprContext::Load,
+        })
+    };
+    candidate.push(Stmt::Return(ast::StmtReturn {
+        range,
+        value: Some(Box::new(value)),
+    }));
+    *body = candidate;
 }
 
 #[cfg(test)]

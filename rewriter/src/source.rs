@@ -285,6 +285,7 @@ impl SourceFile {
                 "math.e" | "numpy.e" => Some(Float(std::f64::consts::E)),
                 "math.tau" => Some(Float(std::f64::consts::TAU)),
                 "math.inf" | "numpy.inf" => Some(Float(f64::INFINITY)),
+                "math.nan" | "numpy.nan" => Some(Float(f64::NAN)),
                 _ => None,
             },
             Expr::UnaryOp(u) => {
