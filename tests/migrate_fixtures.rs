@@ -1542,6 +1542,8 @@ mod corpus_style {
         unchecked_assert: "float64[:]",
         nan_mean_flat: "float64[:,:]",
         centred_or_zero: "float64[:], float64",
+        lu_partial_pivot: "float64[:,:]",
+        closest_centre: "float64[:,:], float64[:,:]",
     }
 
     /// The input checks of the original stay in the patched wrapper: a

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 
 use crate::classify::{walk_expr, walk_stmts, Ty};
-use crate::indexset::{access, is_length, lin, may_meet, Ctx, Dim, Lin, NameKind};
+use crate::indexset::{
+    access, is_length, lin, may_meet_in, no_bounds, range_bounds, Ctx, Dim, Lin, NameKind,
+};
 use crate::loader::Module;
 
 pub struct DepFinding {
@@ -213,6 +215,7 @@ fn affine_aliases(
             let ctx = Ctx {
                 name: &kind,
                 opaque,
+                bounds: &no_bounds,
             };
             if let Some(l) = lin(&a.value, &ctx) {
                 out.insert(name.to_string(), l);
@@ -354,9 +357,19 @@ fn check_loop(
         Some(l) => NameKind::Alias(l.clone()),
         None => base_kind(n),
     };
+    // The loop variable's range, for positions compared with ones that
+    // do not move with it (`a[i, j]`, `j` from `k + 1`, against `a[i, k]`).
+    let plain = Ctx {
+        name: &name_kind,
+        opaque: &opaque,
+        bounds: &no_bounds,
+    };
+    let range = range_bounds(&f.iter).and_then(|(a, b)| Some((lin(&a, &plain)?, lin(&b, &plain)?)));
+    let bounds = |p: &str| if p == i { range.clone() } else { None };
     let ctx = Ctx {
         name: &name_kind,
         opaque: &opaque,
+        bounds: &bounds,
     };
     let vars = [i.to_string()];
     let sets: Vec<Option<Vec<Dim>>> = accesses.iter().map(|a| access(a.index, &ctx)).collect();
@@ -377,7 +390,7 @@ fn check_loop(
         let (writes, reads) = (of(true), of(false));
         for &w in &writes {
             let acc = &accesses[w];
-            if !may_meet(sets[w].as_deref(), sets[w].as_deref(), &vars) {
+            if !may_meet_in(sets[w].as_deref(), sets[w].as_deref(), &vars, &bounds) {
                 continue;
             }
             let text = norm(m, acc.index);
@@ -420,7 +433,7 @@ fn check_loop(
         let others = reads.iter().chain(&writes);
         'found: for &r in others {
             for &w in &writes {
-                if w == r || !may_meet(sets[w].as_deref(), sets[r].as_deref(), &vars) {
+                if w == r || !may_meet_in(sets[w].as_deref(), sets[r].as_deref(), &vars, &bounds) {
                     continue;
                 }
                 let (ra, wa) = (&accesses[r], &accesses[w]);

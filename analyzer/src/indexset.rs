@@ -118,6 +118,47 @@ pub struct Ctx<'a> {
     /// A loop-invariant integer that is not linear (`x.shape[0]`,
     /// `len(x)`), by its text; `None` otherwise.
     pub opaque: &'a dyn Fn(&Expr) -> Option<String>,
+    /// The values a loop variable of the parallel loop takes, as the
+    /// half-open `[start, stop)` of its `range` (a positive step only thins
+    /// it out); `None` when unknown. Lets a position that moves with the
+    /// loop be compared with one that does not (`a[i, j]` for `j` in
+    /// `range(k + 1, n)` never names `a[i, k]`).
+    pub bounds: &'a dyn Fn(&str) -> Option<(Lin, Lin)>,
+}
+
+/// No loop variable's range known.
+pub fn no_bounds(_: &str) -> Option<(Lin, Lin)> {
+    None
+}
+
+/// `(start, stop)` of `range(stop)`, `range(start, stop)` or
+/// `range(start, stop, step)` with a positive constant step.
+pub fn range_bounds(iter: &Expr) -> Option<(Expr, Expr)> {
+    let Expr::Call(c) = iter else { return None };
+    if !matches!(c.func.as_ref(), Expr::Name(n) if matches!(n.id.as_str(), "range" | "prange"))
+        && !matches!(c.func.as_ref(), Expr::Attribute(a) if a.attr.as_str() == "prange")
+    {
+        return None;
+    }
+    if !c.keywords.is_empty() {
+        return None;
+    }
+    let zero = || {
+        Expr::Constant(ast::ExprConstant {
+            range: c.range,
+            value: ast::Constant::Int(0.into()),
+            kind: None,
+        })
+    };
+    match c.args.as_slice() {
+        [stop] => Some((zero(), stop.clone())),
+        [start, stop] => Some((start.clone(), stop.clone())),
+        [start, stop, Expr::Constant(k)] => match &k.value {
+            ast::Constant::Int(v) if *v > 0.into() => Some((start.clone(), stop.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `e` as a linear form, or `None`.
@@ -292,15 +333,75 @@ fn separates(a: &Dim, b: &Dim, p: &str) -> bool {
     dmin > dmax || (dmin == 0 && dmax == 0)
 }
 
+/// Every position one component names over the whole loop, `[lo, hi)`
+/// free of loop variables: its own bounds when they involve none, else
+/// with the one loop variable they move with replaced by the ends of its
+/// range. `None` when that cannot be said.
+fn hull(d: &Dim, bounds: &dyn Fn(&str) -> Option<(Lin, Lin)>) -> Option<(Lin, Lin)> {
+    let Dim::Range { lo, hi } = d else {
+        return None;
+    };
+    let mut vars: Vec<&String> = lo.vars.keys().chain(hi.vars.keys()).collect();
+    vars.sort();
+    vars.dedup();
+    match vars.as_slice() {
+        [] => Some((lo.clone(), hi.clone())),
+        [p] => {
+            let (start, stop) = bounds(p)?;
+            if !start.vars.is_empty() || !stop.vars.is_empty() {
+                return None;
+            }
+            let (kl, kh) = (lo.coef(p), hi.coef(p));
+            let last = stop.plus(&Lin::constant(1), -1)?;
+            // The smallest `lo` and the largest `hi` over `p` in [start, last].
+            let at = |l: &Lin, k: i64, smallest: bool| -> Option<Lin> {
+                let end = if (k >= 0) == smallest { &start } else { &last };
+                l.invariant_part().plus(&end.scale(k)?, 1)
+            };
+            Some((at(lo, kl, true)?, at(hi, kh, false)?))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `[lo1, hi1)` and `[lo2, hi2)` are apart by their arithmetic.
+fn apart(a: &(Lin, Lin), b: &(Lin, Lin)) -> bool {
+    let le = |x: &Lin, y: &Lin| {
+        x.plus(y, -1)
+            .is_some_and(|d| d.is_constant() && d.konst <= 0)
+    };
+    le(&a.1, &b.0) || le(&b.1, &a.0)
+}
+
 /// Whether two accesses of one array (`None`: unknown) may name the same
-/// element in two different iterations of a loop over `vars`.
-pub fn may_meet(a: Option<&[Dim]>, b: Option<&[Dim]>, vars: &[String]) -> bool {
+/// element in two different iterations of a loop over `vars`, knowing the
+/// ranges of the loop variables that `bounds` gives.
+pub fn may_meet_in(
+    a: Option<&[Dim]>,
+    b: Option<&[Dim]>,
+    vars: &[String],
+    bounds: &dyn Fn(&str) -> Option<(Lin, Lin)>,
+) -> bool {
     let (Some(a), Some(b)) = (a, b) else {
         return true;
     };
+    // Some dimension where everything one access names over the whole
+    // loop lies apart from everything the other names: they never meet.
+    if a
+        .iter()
+        .zip(b)
+        .any(|(x, y)| matches!((hull(x, bounds), hull(y, bounds)), (Some(hx), Some(hy)) if apart(&hx, &hy)))
+    {
+        return false;
+    }
     !vars
         .iter()
         .all(|p| a.iter().zip(b).any(|(x, y)| separates(x, y, p)))
+}
+
+/// [`may_meet_in`] with no loop variable's range known.
+pub fn may_meet(a: Option<&[Dim]>, b: Option<&[Dim]>, vars: &[String]) -> bool {
+    may_meet_in(a, b, vars, &no_bounds)
 }
 
 #[cfg(test)]
@@ -325,6 +426,7 @@ mod tests {
         access(
             &s.slice,
             &Ctx {
+                bounds: &no_bounds,
                 name: &name,
                 opaque: &opaque,
             },

@@ -28,7 +28,9 @@ use std::collections::{HashMap, HashSet};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use rustpython_parser::text_size::TextSize;
 
-use port_analyzer::indexset::{access, is_length, may_meet, Ctx, Dim, NameKind};
+use port_analyzer::indexset::{
+    access, is_length, lin, may_meet_in, no_bounds, Ctx, Dim, Lin, NameKind,
+};
 
 use crate::error::{refuse, Lower};
 use crate::pyast::{mentions, stmt_exprs, target_names, walk_expr, walk_stmts};
@@ -84,7 +86,17 @@ struct Store<'a> {
 
 /// Checks the body of a loop whose iterations over `pvars` would run in
 /// parallel. `loop_line` names the loop in messages.
-pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) -> Lower<LoopDeps> {
+/// The loop variables' ranges, `(start, stop)` of each one's `range`
+/// (see [`port_analyzer::indexset::range_bounds`]), where known.
+pub type Bounds = [(String, Expr, Expr)];
+
+pub fn check(
+    src: &SourceFile,
+    body: &[Stmt],
+    pvars: &[String],
+    ranges: &Bounds,
+    loop_line: u32,
+) -> Lower<LoopDeps> {
     let mut deps = LoopDeps::default();
 
     // Names assigned in the body; inner loop variables are private.
@@ -214,9 +226,25 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
             !pvars.iter().any(|p| mentions(e, p)) && !variant.iter().any(|v| mentions(e, v));
         (invariant && is_length(e)).then(|| src.norm_text(e))
     };
+    let plain = Ctx {
+        name: &name_kind,
+        opaque: &opaque,
+        bounds: &no_bounds,
+    };
+    let lin_bounds: Vec<(String, Lin, Lin)> = ranges
+        .iter()
+        .filter_map(|(p, a, b)| Some((p.clone(), lin(a, &plain)?, lin(b, &plain)?)))
+        .collect();
+    let bounds = |p: &str| {
+        lin_bounds
+            .iter()
+            .find(|(q, _, _)| q == p)
+            .map(|(_, a, b)| (a.clone(), b.clone()))
+    };
     let ctx = Ctx {
         name: &name_kind,
         opaque: &opaque,
+        bounds: &bounds,
     };
     let set = |index: &Expr| access(index, &ctx);
 
@@ -228,7 +256,7 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
         let sets: Vec<Option<Vec<Dim>>> = mine.iter().map(|st| set(st.index)).collect();
         let mut atomic = false;
         for (st, sst) in mine.iter().zip(&sets) {
-            if !may_meet(sst.as_deref(), sst.as_deref(), pvars) {
+            if !may_meet_in(sst.as_deref(), sst.as_deref(), pvars, &bounds) {
                 continue;
             }
             let scalar_elem = components(st.index)
@@ -279,7 +307,7 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
             for (a, sa) in mine.iter().zip(&sets) {
                 for (b, sb) in mine.iter().zip(&sets) {
                     if a.index.range() != b.index.range()
-                        && may_meet(sa.as_deref(), sb.as_deref(), pvars)
+                        && may_meet_in(sa.as_deref(), sb.as_deref(), pvars, &bounds)
                     {
                         return refuse(
                             NAME,
@@ -314,7 +342,7 @@ pub fn check(src: &SourceFile, body: &[Stmt], pvars: &[String], loop_line: u32) 
                             }
                             let read = set(sub.slice.as_ref());
                             let hit = sets.iter().position(|w| {
-                                atomic || may_meet(w.as_deref(), read.as_deref(), pvars)
+                                atomic || may_meet_in(w.as_deref(), read.as_deref(), pvars, &bounds)
                             });
                             if let Some(k) = hit {
                                 bad = Some((src.norm_text(sub.slice.as_ref()), src.line(x), k));
@@ -547,6 +575,16 @@ mod tests {
         (f, 0)
     }
 
+    fn bounds_of(vars: &[String], loops: &[&ast::StmtFor]) -> Vec<(String, Expr, Expr)> {
+        vars.iter()
+            .zip(loops)
+            .filter_map(|(v, l)| {
+                let (a, b) = port_analyzer::indexset::range_bounds(&l.iter)?;
+                Some((v.clone(), a, b))
+            })
+            .collect()
+    }
+
     fn check_src(src: &str, pvars: &[&str]) -> Lower<LoopDeps> {
         let (f, _) = loop_body(src);
         let Stmt::FunctionDef(d) = &f.suite[0] else {
@@ -556,14 +594,16 @@ mod tests {
             panic!()
         };
         let mut body: &[Stmt] = &l.body;
+        let mut loops = vec![l];
         if pvars.len() == 2 {
             let Stmt::For(inner) = &l.body[0] else {
                 panic!()
             };
             body = &inner.body;
+            loops.push(inner);
         }
         let pv: Vec<String> = pvars.iter().map(|s| s.to_string()).collect();
-        check(&f, body, &pv, 3)
+        check(&f, body, &pv, &bounds_of(&pv, &loops), 3)
     }
 
     #[test]
@@ -722,7 +762,7 @@ mod tests {
                 panic!("{name}: no loop")
             };
             let var: Vec<String> = target_names(&l.target);
-            let got = check(&f, &l.body, &var, 1);
+            let got = check(&f, &l.body, &var, &bounds_of(&var, &[l]), 1);
             assert_eq!(
                 got.is_ok(),
                 want == "independent",

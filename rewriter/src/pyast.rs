@@ -1221,6 +1221,53 @@ pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) 
     *body = candidate;
 }
 
+/// `x[[a, b], …]` as the subscripts `x[a, …]`, `x[b, …]`: an integer
+/// list on the first axis (NumPy's fancy indexing with a literal list of
+/// positions, as a row swap `M[[i, j]] = M[[j, i]]` writes). `None` for
+/// other subscripts.
+pub fn split_list_index(e: &Expr) -> Option<Vec<Expr>> {
+    let Expr::Subscript(s) = e else { return None };
+    let (items, rest): (&Vec<Expr>, &[Expr]) = match s.slice.as_ref() {
+        Expr::List(l) => (&l.elts, &[]),
+        Expr::Tuple(t) => match t.elts.split_first() {
+            Some((Expr::List(l), rest)) => (&l.elts, rest),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if items.is_empty()
+        || items
+            .iter()
+            .any(|x| matches!(x, Expr::List(_) | Expr::Tuple(_) | Expr::Slice(_)))
+    {
+        return None;
+    }
+    Some(
+        items
+            .iter()
+            .map(|it| {
+                let slice = if rest.is_empty() {
+                    it.clone()
+                } else {
+                    let mut elts = vec![it.clone()];
+                    elts.extend(rest.iter().cloned());
+                    Expr::Tuple(ast::ExprTuple {
+                        range: s.range,
+                        elts,
+                        ctx: ast::ExprContext::Load,
+                    })
+                };
+                Expr::Subscript(ast::ExprSubscript {
+                    range: s.range,
+                    value: s.value.clone(),
+                    slice: Box::new(slice),
+                    ctx: s.ctx,
+                })
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use rustpython_parser::ast::{self, Stmt};

@@ -364,14 +364,21 @@ impl Lowerer<'_> {
                     av.ndim()
                 ),
             ),
-            AxisOp::ArgMax | AxisOp::ArgMin if r.kind == RegionKind::Host => refuse(
-                NAME,
-                line,
-                format!(
-                    "`{}` of a whole 1-D array at host level (a parallel arg-reduction) is not supported yet",
-                    op.word()
-                ),
-            ),
+            AxisOp::ArgMax | AxisOp::ArgMin if r.kind == RegionKind::Host => {
+                // The reduction of a 1 × n view along its last axis (one
+                // result, the block kernel when n is large), read as a
+                // device scalar like a whole-array sum.
+                let n = av.shape[0].clone();
+                let row = av.reindexed(vec![i64(1), n], &[var(&array_expr::ph(1))]);
+                let Val::Array(out) = self.axis_kernel(op, &row, &[1], false, "", line)? else {
+                    return refuse(NAME, line, "an arg-reduction without a result array");
+                };
+                let Expr::Load(er) = out.element(&[i64(0)]) else {
+                    return refuse(NAME, line, "an arg-reduction without a result array");
+                };
+                self.accs.insert(er.array.clone());
+                Ok(Val::scalar(Expr::Load(er), ScalarType::I64))
+            }
             AxisOp::ArgMax | AxisOp::ArgMin => Ok(self.thread_arg_reduction(r, op, &av, line)),
         }
     }

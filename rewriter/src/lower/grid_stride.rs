@@ -67,7 +67,14 @@ impl Lowerer<'_> {
                 let pv = [iv.id.to_string(), jv.id.to_string()];
                 if g.orelse.is_empty()
                     && !pyast::mentions(&g.iter, iv.id.as_str())
-                    && dependences::check(self.src, &g.body, &pv, line).is_ok()
+                    && dependences::check(
+                        self.src,
+                        &g.body,
+                        &pv,
+                        &loop_bounds(&[(iv.id.as_str(), f), (jv.id.as_str(), g)]),
+                        line,
+                    )
+                    .is_ok()
                 {
                     nest = Some((g, jv.id.to_string()));
                 }
@@ -75,13 +82,21 @@ impl Lowerer<'_> {
         }
         type Ranges = Vec<(Expr, Expr, Expr)>;
         let (pynames, ranges, lowered_body): (Vec<String>, Ranges, &[ast::Stmt]) = match nest {
-            Some((g, j)) => {
+            Some((g, ref j)) => {
                 let inner = self.range_args(&mut host, &g.iter, self.src.line(g))?;
-                (vec![iv.id.to_string(), j], vec![outer, inner], &g.body)
+                (
+                    vec![iv.id.to_string(), j.clone()],
+                    vec![outer, inner],
+                    &g.body,
+                )
             }
             None => (vec![iv.id.to_string()], vec![outer], &f.body),
         };
-        let deps = dependences::check(self.src, lowered_body, &pynames, line)?;
+        let bounds = match &nest {
+            Some((g, _)) => loop_bounds(&[(pynames[0].as_str(), f), (pynames[1].as_str(), g)]),
+            None => loop_bounds(&[(pynames[0].as_str(), f)]),
+        };
+        let deps = dependences::check(self.src, lowered_body, &pynames, &bounds, line)?;
         self.log.applied(
             dependences::NAME,
             format!(
@@ -482,4 +497,15 @@ impl Lowerer<'_> {
             format!("Line {line} of `{fname}`, element by element."),
         )
     }
+}
+
+/// The `(start, stop)` of each loop's `range`, by loop variable.
+fn loop_bounds(loops: &[(&str, &ast::StmtFor)]) -> Vec<(String, ast::Expr, ast::Expr)> {
+    loops
+        .iter()
+        .filter_map(|(v, f)| {
+            let (a, b) = port_analyzer::indexset::range_bounds(&f.iter)?;
+            Some((v.to_string(), a, b))
+        })
+        .collect()
 }

@@ -273,6 +273,52 @@ impl Lowerer<'_> {
             ast::Expr::Subscript(s) if is_mask_index(&s.slice) => {
                 self.masked_store(r, s, value, line)
             }
+            // `M[[i, j]] = M[[j, i]]` (a row swap), `x[[a, b]] = v`: one
+            // store per listed position, every value read first, as NumPy
+            // evaluates the right-hand side before it assigns.
+            ast::Expr::Subscript(_) if pyast::split_list_index(target).is_some() => {
+                let targets = pyast::split_list_index(target).expect("checked");
+                let values = match pyast::split_list_index(value) {
+                    Some(v) if v.len() == targets.len() => v,
+                    Some(_) => return refuse(
+                        "frontend",
+                        line,
+                        "lists of positions of different lengths on the two sides (NumPy raises)",
+                    ),
+                    None => {
+                        // One value for every position: a scalar only.
+                        let v = self.expr(r, value)?;
+                        if !matches!(v, Val::Scalar(..)) {
+                            return refuse(
+                                "frontend",
+                                line,
+                                format!(
+                                    "`{}`: a store through a list of positions of a value that is not a scalar or the same list's gather",
+                                    self.src.text_of(target)
+                                ),
+                            );
+                        }
+                        vec![value.clone(); targets.len()]
+                    }
+                };
+                // Fancy indexing copies: each value is computed into an
+                // array (or host scalar) of its own before the first store.
+                let mut settled = Vec::new();
+                for v in &values {
+                    let v = match self.expr(r, v)? {
+                        Val::Array(mut av) => {
+                            av.computed = true;
+                            self.settle_chained(Val::Array(av), line)?
+                        }
+                        other => self.settle_chained(other, line)?,
+                    };
+                    settled.push(v);
+                }
+                for (t, v) in targets.iter().zip(settled) {
+                    self.store_subscript(r, t, v, line)?;
+                }
+                Ok(())
+            }
             ast::Expr::Subscript(_) => {
                 let v = self.expr(r, value)?;
                 self.store_subscript(r, target, v, line)
