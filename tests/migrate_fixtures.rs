@@ -1546,6 +1546,62 @@ mod corpus_style {
         closest_centre: "float64[:,:], float64[:,:]",
     }
 
+    /// Constants of the program's own module beside the file (`import
+    /// sim_constants as sc`, `sc.G`; `from sim_constants import DT`) are
+    /// frozen into the kernels; `np.column_stack` packs the columns.
+    #[test]
+    fn constants_of_a_module_beside_the_file_are_frozen() {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in ["nbody_step.py", "sim_constants.py"] {
+            std::fs::copy(fixture(&format!("migrate/sibling/{f}")), tmp.path().join(f)).unwrap();
+        }
+        let py = super::common::repo().join(".venv/bin/python");
+        let o = std::process::Command::new(py)
+            .arg("-c")
+            .arg(
+                "import numpy as np; r = np.random.default_rng(3); \
+                 np.savez('inputs.npz', pos=r.random((64, 2)), vel=r.random((64, 2)) * 0.1, mass=r.random(64) * 1e9)",
+            )
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "leapfrog",
+                "nbody_step.py",
+                "--signature",
+                "float64[:,:], float64[:,:], float64[:]",
+                "--inputs",
+                "inputs.npz",
+                "--json",
+            ],
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}\n{}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(j["status"], "verified", "{out}");
+        // Without the module beside it, the constant is unknown.
+        std::fs::remove_file(tmp.path().join("sim_constants.py")).unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "leapfrog",
+                "nbody_step.py",
+                "--signature",
+                "float64[:,:], float64[:,:], float64[:]",
+                "--json",
+            ],
+        );
+        let out = stdout(&o);
+        let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(j["status"], "refused", "{out}");
+        assert!(j["reasons"].to_string().contains("sim_constants"), "{out}");
+    }
+
     /// The input checks of the original stay in the patched wrapper: a
     /// `raise` as written (its f-string reads parameters the wrapper has),
     /// an `assert` as the `raise` it is; an `assert` the host cannot

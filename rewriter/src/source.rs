@@ -179,6 +179,21 @@ impl SourceFile {
                 _ => {}
             }
         }
+        // Constants of the program's own modules beside this file
+        // (`import consts` then `consts.G`, `from consts import G`), frozen
+        // as Numba freezes a module's globals.
+        let mut modules: Vec<String> = self
+            .imports
+            .values()
+            .filter_map(|full| full.split('.').next().map(str::to_string))
+            .collect();
+        modules.sort();
+        modules.dedup();
+        for m in modules {
+            for (k, v) in sibling_constants(&self.name, &m) {
+                self.consts.insert(format!("{m}.{k}"), v);
+            }
+        }
         // Constants may build on earlier constants.
         let suite = std::mem::take(&mut self.suite);
         // Names bound to a NumPy dtype (`np_float = np.float64`), resolved
@@ -279,14 +294,18 @@ impl SourceFile {
                 ast::Constant::Bool(b) => Some(Bool(*b)),
                 _ => None,
             },
-            Expr::Name(n) => self.consts.get(n.id.as_str()).copied(),
+            Expr::Name(n) => self.consts.get(n.id.as_str()).copied().or_else(|| {
+                // `from consts import G`
+                let full = self.imports.get(n.id.as_str())?;
+                self.consts.get(full).copied()
+            }),
             Expr::Attribute(_) => match self.resolve(e)?.as_str() {
                 "math.pi" | "numpy.pi" => Some(Float(std::f64::consts::PI)),
                 "math.e" | "numpy.e" => Some(Float(std::f64::consts::E)),
                 "math.tau" => Some(Float(std::f64::consts::TAU)),
                 "math.inf" | "numpy.inf" => Some(Float(f64::INFINITY)),
                 "math.nan" | "numpy.nan" => Some(Float(f64::NAN)),
-                _ => None,
+                other => self.consts.get(other).copied(),
             },
             Expr::UnaryOp(u) => {
                 let v = self.eval_const(&u.operand)?;
@@ -510,6 +529,41 @@ fn as_f64(c: Const) -> Option<f64> {
         Const::Float32(f) => f64::from(f),
         Const::Bool(_) => return None,
     })
+}
+
+/// The module-level constants of the program's module `module`, read
+/// from `module.py` in the folder of `file` (the file being migrated), when
+/// there is one: what a `consts.G` in this file reads. Nothing for modules
+/// that are not files beside it (NumPy, the standard library).
+fn sibling_constants(file: &str, module: &str) -> Vec<(String, Const)> {
+    thread_local! {
+        // A module that imports this one back must not be read again.
+        static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if module.is_empty() || READING.with(|r| r.get()) {
+        return Vec::new();
+    }
+    let dir = std::path::Path::new(file)
+        .parent()
+        .unwrap_or_else(|| std::path::Path::new(""));
+    let path = dir.join(format!("{module}.py"));
+    if path == std::path::Path::new(file) {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    READING.with(|r| r.set(true));
+    let parsed = SourceFile::parse(&path.to_string_lossy(), &text);
+    READING.with(|r| r.set(false));
+    match parsed {
+        Ok(f) => f
+            .consts
+            .into_iter()
+            .filter(|(k, _)| !k.contains('.'))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]

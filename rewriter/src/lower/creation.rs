@@ -294,7 +294,9 @@ impl Lowerer<'_> {
                 let one = cmp(port_codegen::ir::CmpOp::Eq, var(&ph(0)), var(&ph(1)));
                 filled(vec![n.clone(), n], t, cast_to(one, ScalarType::Bool, t))
             }
-            "hstack" | "vstack" | "concatenate" => return self.joined(r, short, c, line).map(Some),
+            "hstack" | "vstack" | "concatenate" | "column_stack" => {
+                return self.joined(r, short, c, line).map(Some)
+            }
             "pad" => return self.padded(r, c, line).map(Some),
             "triu" | "tril" => {
                 let Some(Val::Array(av)) = c.args.first().map(|a| self.expr(r, a)).transpose()?
@@ -1037,17 +1039,23 @@ impl Lowerer<'_> {
                 format!("`np.{short}` of arrays with different numbers of dimensions"),
             );
         }
-        // vstack stacks 1-D arrays as rows.
+        // vstack stacks 1-D arrays as rows, column_stack as columns.
         if short == "vstack" && ndim == 1 {
             parts = parts
                 .iter()
                 .map(|p| p.reindexed(vec![i64(1), p.shape[0].clone()], &[var(&ph(1))]))
                 .collect();
         }
+        if short == "column_stack" && ndim == 1 {
+            parts = parts
+                .iter()
+                .map(|p| p.reindexed(vec![p.shape[0].clone(), i64(1)], &[var(&ph(0))]))
+                .collect();
+        }
         let ndim = parts[0].ndim();
         let axis = match short {
             "hstack" if ndim == 1 => 0,
-            "hstack" => 1,
+            "hstack" | "column_stack" => 1,
             "vstack" => 0,
             _ => match axis_e.map(|e| self.src.eval_const(e)) {
                 None => 0,
