@@ -1544,6 +1544,7 @@ mod corpus_style {
         centred_or_zero: "float64[:], float64",
         lu_partial_pivot: "float64[:,:]",
         closest_centre: "float64[:,:], float64[:,:]",
+        escape_radius_local_imports: "float64[:], float64[:], int64",
     }
 
     /// Constants of the program's own module beside the file (`import

@@ -164,6 +164,27 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
+    // A function's own `import numpy as np` (Numba refuses it, PORT112):
+    // planned as the module's import; the patched file imports it at the
+    // top, where kernels see it.
+    {
+        let found = source::find(src, req.function)?;
+        let local: Vec<&rustpython_parser::ast::Stmt> = found
+            .def
+            .body
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    rustpython_parser::ast::Stmt::Import(_)
+                        | rustpython_parser::ast::Stmt::ImportFrom(_)
+                )
+            })
+            .collect();
+        if let Some(with) = src.with_imports(&local) {
+            return plan_parsed(&with, req);
+        }
+    }
     // `if 0:` decided, `for d in (-1, 0, 1)` as a `range`, in every
     // function (the helpers a migration inlines too).
     if let Some(normal) = src.normalised() {
@@ -281,6 +302,13 @@ fn plan_hoisted(
             if module_defs.contains(d.name.as_str())
                 && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
                     if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
+    });
+    // The function's own imports are the module's (see `plan_parsed`).
+    desugared.body.retain(|s| {
+        !matches!(
+            s,
+            rustpython_parser::ast::Stmt::Import(_) | rustpython_parser::ast::Stmt::ImportFrom(_)
+        )
     });
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
@@ -428,10 +456,35 @@ fn plan_hoisted(
     // What the analysis found in a `raise` or `assert` (an f-string
     // message, `str(n)`) is the planner's to judge: at host level the
     // wrapper runs the statement as Python.
-    let guard_lines = guard_lines(src, &def.body);
+    let guard_lines = guard_lines(src, &found.def.body);
+    // Names the function's own imports bind: the analysis calls them
+    // untyped globals (PORT115), the planner takes them as the module's.
+    let mut imported: Vec<String> = Vec::new();
+    for s in &found.def.body {
+        match s {
+            rustpython_parser::ast::Stmt::Import(i) => imported.extend(i.names.iter().map(|a| {
+                a.asname
+                    .as_ref()
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| a.name.split('.').next().unwrap_or_default().to_string())
+            })),
+            rustpython_parser::ast::Stmt::ImportFrom(i) => imported.extend(
+                i.names
+                    .iter()
+                    .map(|a| a.asname.as_ref().unwrap_or(&a.name).to_string()),
+            ),
+            _ => {}
+        }
+    }
     let report = req.report.map(|rep| {
         let mut rep = rep.clone();
         rep.findings.retain(|f| !guard_lines.contains(&f.line));
+        rep.findings.retain(|f| {
+            !(f.code == "PORT115"
+                && imported
+                    .iter()
+                    .any(|n| f.message.contains(&format!("'{n}'"))))
+        });
         if rep.verdict == Verdict::Object
             && !rep.findings.iter().any(|f| f.severity == Severity::Object)
         {
@@ -817,13 +870,20 @@ fn docstring(def: &rustpython_parser::ast::StmtFunctionDef) -> Option<String> {
     }
 }
 
-/// The lines of the `raise` and `assert` statements of `body`.
+/// The lines of the `raise` and `assert` statements of `body`, and of its
+/// own top-level imports: Python the host schedule keeps (or the patched
+/// file's imports take over).
 fn guard_lines(
     src: &source::SourceFile,
     body: &[rustpython_parser::ast::Stmt],
 ) -> std::collections::HashSet<u32> {
     use rustpython_parser::ast::{Ranged, Stmt};
     let mut out = std::collections::HashSet::new();
+    for s in body {
+        if matches!(s, Stmt::Import(_) | Stmt::ImportFrom(_)) {
+            out.insert(src.line_of(s.range().start()));
+        }
+    }
     pyast::walk_stmts(body, &mut |s| {
         if matches!(s, Stmt::Raise(_) | Stmt::Assert(_)) {
             let (first, last) = (src.line_of(s.range().start()), src.line_of(s.range().end()));

@@ -94,6 +94,53 @@ impl SourceFile {
         })
     }
 
+    /// What an `import` or `from … import` statement binds, into
+    /// `imports`; other statements add nothing.
+    fn add_import(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Import(i) => {
+                for a in &i.names {
+                    let full = a.name.to_string();
+                    match &a.asname {
+                        Some(alias) => {
+                            self.imports.insert(alias.to_string(), full);
+                        }
+                        None => {
+                            let first = full.split('.').next().unwrap_or(&full).to_string();
+                            self.imports.insert(first.clone(), first);
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(i) => {
+                let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
+                for a in &i.names {
+                    let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
+                    self.imports.insert(local, format!("{module}.{}", a.name));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The same file with the imports `stmts` (a function's own `import
+    /// numpy as np`) taken as the module's; `None` when they bind nothing
+    /// new.
+    pub fn with_imports(&self, stmts: &[&Stmt]) -> Option<SourceFile> {
+        let mut f = SourceFile {
+            name: self.name.clone(),
+            text: self.text.clone(),
+            suite: self.suite.clone(),
+            lines: self.lines.clone(),
+            imports: self.imports.clone(),
+            consts: self.consts.clone(),
+        };
+        for s in stmts {
+            f.add_import(s);
+        }
+        (f.imports != self.imports).then_some(f)
+    }
+
     pub fn parse(name: &str, text: &str) -> Result<SourceFile, RewriteError> {
         let lines = LineIndex::from_source_text(text);
         let suite = ast::Suite::parse(text, name).map_err(|e| {
@@ -153,32 +200,11 @@ impl SourceFile {
     }
 
     fn scan_module(&mut self) {
-        for s in &self.suite {
-            match s {
-                Stmt::Import(i) => {
-                    for a in &i.names {
-                        let full = a.name.to_string();
-                        match &a.asname {
-                            Some(alias) => {
-                                self.imports.insert(alias.to_string(), full);
-                            }
-                            None => {
-                                let first = full.split('.').next().unwrap_or(&full).to_string();
-                                self.imports.insert(first.clone(), first);
-                            }
-                        }
-                    }
-                }
-                Stmt::ImportFrom(i) => {
-                    let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
-                    for a in &i.names {
-                        let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
-                        self.imports.insert(local, format!("{module}.{}", a.name));
-                    }
-                }
-                _ => {}
-            }
+        let suite = std::mem::take(&mut self.suite);
+        for s in &suite {
+            self.add_import(s);
         }
+        self.suite = suite;
         // Constants of the program's own modules beside this file
         // (`import consts` then `consts.G`, `from consts import G`), frozen
         // as Numba freezes a module's globals.
