@@ -1545,6 +1545,9 @@ mod corpus_style {
         lu_partial_pivot: "float64[:,:]",
         closest_centre: "float64[:,:], float64[:,:]",
         escape_radius_local_imports: "float64[:], float64[:], int64",
+        einsum_forms: "float64[:,:], float64[:,:]",
+        batched_attention_scores: "float32[:,:,:], float32[:,:,:], float32[:,:,:]",
+        last_plane_update: "float64[:,:,:], float64",
     }
 
     /// Constants of the program's own module beside the file (`import

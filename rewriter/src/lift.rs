@@ -848,6 +848,9 @@ impl<'a> Lowerer<'a> {
         if is_numpy && pyast::out_keyword(c) && takes_out(&short) {
             return self.ufunc_into_out(r, c, &short, line);
         }
+        if name == "numpy.einsum" {
+            return self.einsum(r, c, line);
+        }
         // `np.pad` reads its input where it falls (a template, nothing
         // allocated): per-thread work may pad a slice of its own.
         if name == "numpy.pad" {
@@ -1753,7 +1756,12 @@ impl<'a> Lowerer<'a> {
                     }
                 };
                 let value = array_expr::tidy(&value);
-                if !array_expr::reads_only_unwritten(&tgt, &value, &vars, &tv.shape) {
+                // `d[:, k] = d[:, k] - d[:, k - 1] * a`: the read is a
+                // constant apart from the write in a dimension the element
+                // loops do not move, so they never read what they wrote.
+                if !array_expr::reads_only_unwritten(&tgt, &value, &vars, &tv.shape)
+                    && !array_expr::reads_fixed_apart(&tgt, &value, &vars)
+                {
                     return refuse(
                         array_expr::NAME,
                         line,

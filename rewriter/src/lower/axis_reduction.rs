@@ -210,6 +210,152 @@ impl Lowerer<'_> {
         Ok(out)
     }
 
+    /// `np.einsum("ij,jk->ik", a, b)`: the product of the operands over
+    /// every label (a broadcast template, a label repeated in one operand
+    /// reading its diagonal), summed over the labels the output leaves out
+    /// (an axis reduction, or the whole-array sum when it keeps none). The
+    /// implicit form (no `->`) keeps the labels that appear once, sorted,
+    /// as NumPy does. Extents of one label must agree: guarded.
+    pub(crate) fn einsum(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let spec = match c.args.first() {
+            Some(ast::Expr::Constant(k)) => match &k.value {
+                ast::Constant::Str(s) => s.replace(' ', ""),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        if spec.is_empty() || !c.keywords.is_empty() {
+            return refuse(
+                NAME,
+                line,
+                "`np.einsum` with a literal subscripts string and arrays, no keywords",
+            );
+        }
+        if spec.contains('.') {
+            return refuse(NAME, line, "`np.einsum` with `...` (broadcast dimensions)");
+        }
+        let (inputs, output) = match spec.split_once("->") {
+            Some((i, o)) => (i.to_string(), Some(o.to_string())),
+            None => (spec.clone(), None),
+        };
+        let terms: Vec<Vec<char>> = inputs.split(',').map(|t| t.chars().collect()).collect();
+        if terms.len() != c.args.len() - 1
+            || terms.iter().flatten().any(|ch| !ch.is_ascii_alphabetic())
+        {
+            return refuse(
+                NAME,
+                line,
+                format!("`np.einsum(\"{spec}\", …)`: one term of letters per operand"),
+            );
+        }
+        let output: Vec<char> = match output {
+            Some(o) => o.chars().collect(),
+            None => {
+                let mut once: Vec<char> = terms
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .filter(|ch| terms.iter().flatten().filter(|x| *x == ch).count() == 1)
+                    .collect();
+                once.sort_unstable();
+                once
+            }
+        };
+        let mut labels: Vec<char> = output.clone();
+        for ch in terms.iter().flatten() {
+            if !labels.contains(ch) {
+                labels.push(*ch);
+            }
+        }
+        if output
+            .iter()
+            .any(|ch| !terms.iter().flatten().any(|x| x == ch))
+            || (1..output.len()).any(|k| output[..k].contains(&output[k]))
+        {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`np.einsum(\"{spec}\", …)`: an output label no operand has, or one repeated"
+                ),
+            );
+        }
+        let mut operands = Vec::new();
+        for (t, a) in terms.iter().zip(&c.args[1..]) {
+            match self.expr(r, a)? {
+                Val::Array(av) if av.ndim() == t.len() => operands.push(av),
+                _ => {
+                    return refuse(
+                        NAME,
+                        line,
+                        format!(
+                            "`np.einsum`: `{}` is not an array of {} dimensions",
+                            self.src.text_of(a),
+                            t.len()
+                        ),
+                    )
+                }
+            }
+        }
+        // Each label's extent, from its first occurrence; the others must
+        // agree.
+        let mut extent: Vec<Option<Expr>> = vec![None; labels.len()];
+        let mut pairs = Vec::new();
+        for (t, av) in terms.iter().zip(&operands) {
+            for (d, ch) in t.iter().enumerate() {
+                let k = labels.iter().position(|x| x == ch).expect("collected");
+                match &extent[k] {
+                    None => extent[k] = Some(av.shape[d].clone()),
+                    Some(e) => pairs.push((e.clone(), av.shape[d].clone())),
+                }
+            }
+        }
+        let region = (r.kind != RegionKind::Host).then_some(&*r);
+        self.assume_equal(region, pairs, line, "np.einsum's operands")?;
+        let shape: Vec<Expr> = extent
+            .into_iter()
+            .map(|e| e.expect("every label seen"))
+            .collect();
+        if shape.len() > port_codegen::ir::MAX_DIMS as usize {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`np.einsum(\"{spec}\", …)` over {} labels: port's kernels index at most {} dimensions",
+                    shape.len(),
+                    port_codegen::ir::MAX_DIMS
+                ),
+            );
+        }
+        let mut product: Option<Val> = None;
+        for (t, av) in terms.iter().zip(&operands) {
+            let idx: Vec<Expr> = t
+                .iter()
+                .map(|ch| var(&ph(labels.iter().position(|x| x == ch).expect("collected"))))
+                .collect();
+            let v = Val::Array(av.reindexed(shape.clone(), &idx));
+            product = Some(match product {
+                None => v,
+                Some(p) => self.binop(ast::Operator::Mult, &p, &v, line)?,
+            });
+        }
+        let product = product.expect("at least one operand");
+        self.log.applied(
+            NAME,
+            format!("`np.einsum(\"{spec}\", …)` as a product over its labels, summed over the ones the output leaves out (line {line})"),
+        );
+        if labels.len() == output.len() {
+            return Ok(product);
+        }
+        let axes: Vec<usize> = (output.len()..labels.len()).collect();
+        let args = RedArgs {
+            axes: (!output.is_empty()).then_some(axes),
+            keepdims: false,
+            ddof: 0,
+        };
+        self.reduce_with(r, AxisOp::Plain(Reduce::Sum), product, args, "einsum", line)
+    }
+
     /// A reduction with its arguments: along axes, or of the whole array.
     pub(crate) fn reduce_with(
         &mut self,
