@@ -188,7 +188,7 @@ pub fn plan_parsed(
     // `if 0:` decided, `for d in (-1, 0, 1)` as a `range`, in every
     // function (the helpers a migration inlines too).
     if let Some(normal) = src.normalised() {
-        return plan_parsed(&normal, req);
+        return plan_parsed(normal, req);
     }
     // Nested functions that capture nothing of the function around them
     // (`def fprime(x): return 1 - tanh(x) ** 2`) are the program's own

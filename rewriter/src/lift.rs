@@ -156,13 +156,14 @@ impl<'a> Lowerer<'a> {
         }
         // A constant of this module, or one imported from a module beside
         // it (`from consts import G`).
-        let imported = self
-            .src
-            .imports
-            .get(name)
-            .and_then(|f| self.src.consts.get(f));
-        if let Some(c) = self.src.consts.get(name).or(imported) {
-            return Ok(match *c {
+        let c = self.src.consts.get(name).copied().or_else(|| {
+            self.src
+                .imports
+                .get(name)
+                .and_then(|f| self.src.imported_const(f))
+        });
+        if let Some(c) = c {
+            return Ok(match c {
                 Const::Int(i) => Val::Scalar(i64(i), ScalarType::I64, true),
                 Const::Float(f) => Val::Scalar(f64(f), ScalarType::F64, true),
                 Const::Float32(f) => Val::scalar(f32(f), ScalarType::F32),

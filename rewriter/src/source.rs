@@ -30,6 +30,12 @@ pub struct SourceFile {
     /// (`np` → `numpy`, `sqrt` → `math.sqrt`).
     pub imports: HashMap<String, String>,
     pub consts: HashMap<String, Const>,
+    /// [`SourceFile::normalised`], made once per file: planning every
+    /// function of a file asks for it once per function.
+    normal: std::sync::OnceLock<Option<Box<SourceFile>>>,
+    /// Constants of the program's modules beside this file, read at the
+    /// first use of one (`consts.G`): by module, by name.
+    siblings: std::sync::Mutex<HashMap<String, HashMap<String, Const>>>,
 }
 
 /// A function found in the file, with its qualified name.
@@ -55,6 +61,8 @@ impl SourceFile {
             lines: self.lines.clone(),
             imports: self.imports.clone(),
             consts: self.consts.clone(),
+            normal: std::sync::OnceLock::new(),
+            siblings: Default::default(),
         }
     }
 
@@ -62,7 +70,13 @@ impl SourceFile {
     /// rewrites take ([`crate::pyast::normalise_statements`]: constant
     /// `if`s decided, loops over integer literals as `range`s); `None` when
     /// nothing would change. Lines stay where the code is.
-    pub fn normalised(&self) -> Option<SourceFile> {
+    pub fn normalised(&self) -> Option<&SourceFile> {
+        self.normal
+            .get_or_init(|| self.make_normalised().map(Box::new))
+            .as_deref()
+    }
+
+    fn make_normalised(&self) -> Option<SourceFile> {
         fn bodies(suite: &[Stmt]) -> bool {
             suite.iter().any(|s| match s {
                 Stmt::FunctionDef(f) => crate::pyast::has_statements_to_normalise(&f.body),
@@ -91,7 +105,25 @@ impl SourceFile {
             lines: self.lines.clone(),
             imports: self.imports.clone(),
             consts: self.consts.clone(),
+            normal: std::sync::OnceLock::new(),
+            siblings: Default::default(),
         })
+    }
+
+    /// The constant `full` (`consts.G`) of a module of the program beside
+    /// this file (`consts.py`), as Numba freezes a module's globals; the
+    /// module is read at the first such question. `None` for anything
+    /// else (NumPy, the standard library, a name that is no constant).
+    pub fn imported_const(&self, full: &str) -> Option<Const> {
+        let (module, name) = full.split_once('.')?;
+        if name.contains('.') {
+            return None;
+        }
+        let mut cache = self.siblings.lock().ok()?;
+        let consts = cache
+            .entry(module.to_string())
+            .or_insert_with(|| sibling_constants(&self.name, module).into_iter().collect());
+        consts.get(name).copied()
     }
 
     /// What an `import` or `from … import` statement binds, into
@@ -134,6 +166,8 @@ impl SourceFile {
             lines: self.lines.clone(),
             imports: self.imports.clone(),
             consts: self.consts.clone(),
+            normal: std::sync::OnceLock::new(),
+            siblings: Default::default(),
         };
         for s in stmts {
             f.add_import(s);
@@ -159,6 +193,8 @@ impl SourceFile {
             lines,
             imports: HashMap::new(),
             consts: HashMap::new(),
+            normal: std::sync::OnceLock::new(),
+            siblings: Default::default(),
         };
         f.scan_module();
         Ok(f)
@@ -205,21 +241,6 @@ impl SourceFile {
             self.add_import(s);
         }
         self.suite = suite;
-        // Constants of the program's own modules beside this file
-        // (`import consts` then `consts.G`, `from consts import G`), frozen
-        // as Numba freezes a module's globals.
-        let mut modules: Vec<String> = self
-            .imports
-            .values()
-            .filter_map(|full| full.split('.').next().map(str::to_string))
-            .collect();
-        modules.sort();
-        modules.dedup();
-        for m in modules {
-            for (k, v) in sibling_constants(&self.name, &m) {
-                self.consts.insert(format!("{m}.{k}"), v);
-            }
-        }
         // Constants may build on earlier constants.
         let suite = std::mem::take(&mut self.suite);
         // Names bound to a NumPy dtype (`np_float = np.float64`), resolved
@@ -322,8 +343,7 @@ impl SourceFile {
             },
             Expr::Name(n) => self.consts.get(n.id.as_str()).copied().or_else(|| {
                 // `from consts import G`
-                let full = self.imports.get(n.id.as_str())?;
-                self.consts.get(full).copied()
+                self.imported_const(self.imports.get(n.id.as_str())?)
             }),
             Expr::Attribute(_) => match self.resolve(e)?.as_str() {
                 "math.pi" | "numpy.pi" => Some(Float(std::f64::consts::PI)),
@@ -331,7 +351,7 @@ impl SourceFile {
                 "math.tau" => Some(Float(std::f64::consts::TAU)),
                 "math.inf" | "numpy.inf" => Some(Float(f64::INFINITY)),
                 "math.nan" | "numpy.nan" => Some(Float(f64::NAN)),
-                other => self.consts.get(other).copied(),
+                other => self.imported_const(other),
             },
             Expr::UnaryOp(u) => {
                 let v = self.eval_const(&u.operand)?;
