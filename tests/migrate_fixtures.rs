@@ -1548,6 +1548,8 @@ mod corpus_style {
         einsum_forms: "float64[:,:], float64[:,:]",
         batched_attention_scores: "float32[:,:,:], float32[:,:,:], float32[:,:,:]",
         last_plane_update: "float64[:,:,:], float64",
+        lu_pivot_by_loops: "float64[:,:]",
+        nearest_below: "float64[:], float64",
     }
 
     /// Constants of the program's own module beside the file (`import

@@ -313,6 +313,17 @@ fn plan_hoisted(
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);
+    // A running maximum and its position (a pivot search) as np.argmax.
+    {
+        // NumPy's local name (a file that does not import it: `numpy`,
+        // which resolves to itself).
+        let np = src
+            .imports
+            .iter()
+            .find(|(_, full)| full.as_str() == "numpy")
+            .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
+        argmax_loops(src, &np, &mut desugared.body);
+    }
     // Returns from inside `if`s as one return at the end.
     {
         let mut used: std::collections::HashSet<String> = src.module_names();
@@ -891,4 +902,221 @@ fn guard_lines(
         }
     });
     out
+}
+
+/// `for i in range(a, b): if E > best: best = E; at = i` — a running
+/// maximum and where it is (a pivot search), which carries both names from
+/// one iteration to the next — as NumPy's arg-reduction of `E` over the
+/// range (`<` is an argmin): `values = E` with `i` as `np.arange(a, b)`;
+/// then, when the range is not empty, `k = np.argmax(values)` and, if
+/// `np.max(values) > best`, `best = np.max(values); at = a + k`. A strict comparison
+/// keeps the first of equal values, as `np.argmax` does. Applies to loops
+/// at any depth of `body`.
+fn argmax_loops(
+    src: &source::SourceFile,
+    numpy: &str,
+    body: &mut Vec<rustpython_parser::ast::Stmt>,
+) {
+    use rustpython_parser::ast::{self, CmpOp, Expr, ExprContext, Stmt};
+    let mut k = 0;
+    while k < body.len() {
+        for b in pyast::child_bodies_mut(&mut body[k]) {
+            argmax_loops(src, numpy, b);
+        }
+        let Stmt::For(f) = &body[k] else {
+            k += 1;
+            continue;
+        };
+        let found = (|| {
+            let Expr::Name(iv) = f.target.as_ref() else {
+                return None;
+            };
+            let Expr::Call(c) = f.iter.as_ref() else {
+                return None;
+            };
+            if !matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "range")
+                || !c.keywords.is_empty()
+                || !f.orelse.is_empty()
+            {
+                return None;
+            }
+            let (start, stop) = match c.args.as_slice() {
+                [b] => (None, b.clone()),
+                [a, b] => (Some(a.clone()), b.clone()),
+                _ => return None,
+            };
+            let [Stmt::If(test)] = f.body.as_slice() else {
+                return None;
+            };
+            if !test.orelse.is_empty() || test.body.len() != 2 {
+                return None;
+            }
+            let Expr::Compare(cmp) = test.test.as_ref() else {
+                return None;
+            };
+            let ([op], [right]) = (cmp.ops.as_slice(), cmp.comparators.as_slice()) else {
+                return None;
+            };
+            // (E, best, argmax?)
+            let (e, best, max) = match (cmp.left.as_ref(), op, right) {
+                (e, CmpOp::Gt, Expr::Name(b)) => (e, b, true),
+                (e, CmpOp::Lt, Expr::Name(b)) => (e, b, false),
+                (Expr::Name(b), CmpOp::Lt, e) => (e, b, true),
+                (Expr::Name(b), CmpOp::Gt, e) => (e, b, false),
+                _ => return None,
+            };
+            let mut at = None;
+            let mut assigned_e = false;
+            for s in &test.body {
+                let Stmt::Assign(a) = s else { return None };
+                let [Expr::Name(t)] = a.targets.as_slice() else {
+                    return None;
+                };
+                if t.id == best.id && src.norm_text(a.value.as_ref()) == src.norm_text(e) {
+                    assigned_e = true;
+                } else if matches!(a.value.as_ref(), Expr::Name(v) if v.id == iv.id) {
+                    at = Some(t.id.to_string());
+                } else {
+                    return None;
+                }
+            }
+            let at = at?;
+            let i = iv.id.as_str();
+            if !assigned_e
+                || at == best.id.as_str()
+                || !pyast::mentions(e, i)
+                || pyast::mentions(e, best.id.as_str())
+                || pyast::mentions(e, &at)
+            {
+                return None;
+            }
+            Some((
+                i.to_string(),
+                start,
+                stop,
+                e.clone(),
+                best.id.to_string(),
+                at,
+                max,
+            ))
+        })();
+        let Some((i, start, stop, e, best, at, max)) = found else {
+            k += 1;
+            continue;
+        };
+        let range = f.range;
+        let name = |id: &str, ctx: ExprContext| {
+            Expr::Name(ast::ExprName {
+                range,
+                id: id.into(),
+                ctx,
+            })
+        };
+        let call = |func: Expr, args: Vec<Expr>| {
+            Expr::Call(ast::ExprCall {
+                range,
+                func: Box::new(func),
+                args,
+                keywords: vec![],
+            })
+        };
+        let np_attr = |attr: &str| {
+            Expr::Attribute(ast::ExprAttribute {
+                range,
+                value: Box::new(name(numpy, ExprContext::Load)),
+                attr: attr.into(),
+                ctx: ExprContext::Load,
+            })
+        };
+        let assign = |target: &str, value: Expr| {
+            Stmt::Assign(ast::StmtAssign {
+                range,
+                targets: vec![name(target, ExprContext::Store)],
+                value: Box::new(value),
+                type_comment: None,
+            })
+        };
+        let fresh = |base: String| {
+            let mut n = base;
+            while pyast::body_mentions(body, &n) || src.module_names().contains(&n) {
+                n.push('_');
+            }
+            n
+        };
+        let values = fresh(format!("{best}_values"));
+        let offset = fresh(format!("{at}_offset"));
+        let mut arange_args = vec![];
+        if let Some(a) = &start {
+            arange_args.push(a.clone());
+        }
+        arange_args.push(stop.clone());
+        let arange = call(np_attr("arange"), arange_args);
+        let mut vector = e.clone();
+        pyast::walk_expr_mut(&mut vector, &mut |x| {
+            if matches!(x, Expr::Name(n) if n.id.as_str() == i) {
+                *x = arange.clone();
+                return true;
+            }
+            false
+        });
+        // The extreme value itself by the reduction (an index into the
+        // template computed on the device is no host index).
+        let extreme = fresh(format!("{best}_extreme"));
+        let reduced = call(
+            np_attr(if max { "max" } else { "min" }),
+            vec![name(&values, ExprContext::Load)],
+        );
+        let picked = name(&extreme, ExprContext::Load);
+        let better = Expr::Compare(ast::ExprCompare {
+            range,
+            left: Box::new(picked.clone()),
+            ops: vec![if max { CmpOp::Gt } else { CmpOp::Lt }],
+            comparators: vec![name(&best, ExprContext::Load)],
+        });
+        let position = match &start {
+            Some(a) => Expr::BinOp(ast::ExprBinOp {
+                range,
+                left: Box::new(a.clone()),
+                op: ast::Operator::Add,
+                right: Box::new(name(&offset, ExprContext::Load)),
+            }),
+            None => name(&offset, ExprContext::Load),
+        };
+        let nonempty = Expr::Compare(ast::ExprCompare {
+            range,
+            left: Box::new(stop.clone()),
+            ops: vec![CmpOp::Gt],
+            comparators: vec![start.clone().unwrap_or_else(|| {
+                Expr::Constant(ast::ExprConstant {
+                    range,
+                    value: ast::Constant::Int(0.into()),
+                    kind: None,
+                })
+            })],
+        });
+        let inner = Stmt::If(ast::StmtIf {
+            range,
+            test: Box::new(better),
+            body: vec![assign(&best, picked), assign(&at, position)],
+            orelse: vec![],
+        });
+        let guarded = Stmt::If(ast::StmtIf {
+            range,
+            test: Box::new(nonempty),
+            body: vec![
+                assign(
+                    &offset,
+                    call(
+                        np_attr(if max { "argmax" } else { "argmin" }),
+                        vec![name(&values, ExprContext::Load)],
+                    ),
+                ),
+                assign(&extreme, reduced),
+                inner,
+            ],
+            orelse: vec![],
+        });
+        body.splice(k..=k, [assign(&values, vector), guarded]);
+        k += 2;
+    }
 }
