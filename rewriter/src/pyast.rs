@@ -1268,6 +1268,21 @@ pub fn split_list_index(e: &Expr) -> Option<Vec<Expr>> {
     )
 }
 
+/// A Python string literal.
+pub fn py_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use rustpython_parser::ast::{self, Stmt};

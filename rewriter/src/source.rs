@@ -54,6 +54,12 @@ impl SourceFile {
     pub fn with_functions(&self, defs: Vec<ast::StmtFunctionDef>) -> SourceFile {
         let mut suite = self.suite.clone();
         suite.extend(defs.into_iter().map(Stmt::FunctionDef));
+        self.with_suite(suite)
+    }
+
+    /// The same file (text, lines, imports, constants) with `suite` as its
+    /// statements.
+    fn with_suite(&self, suite: Vec<Stmt>) -> SourceFile {
         SourceFile {
             name: self.name.clone(),
             text: self.text.clone(),
@@ -98,16 +104,7 @@ impl SourceFile {
         }
         let mut suite = self.suite.clone();
         apply(&mut suite);
-        Some(SourceFile {
-            name: self.name.clone(),
-            text: self.text.clone(),
-            suite,
-            lines: self.lines.clone(),
-            imports: self.imports.clone(),
-            consts: self.consts.clone(),
-            normal: std::sync::OnceLock::new(),
-            siblings: Default::default(),
-        })
+        Some(self.with_suite(suite))
     }
 
     /// The constant `full` (`consts.G`) of a module of the program beside
@@ -159,16 +156,7 @@ impl SourceFile {
     /// numpy as np`) taken as the module's; `None` when they bind nothing
     /// new.
     pub fn with_imports(&self, stmts: &[&Stmt]) -> Option<SourceFile> {
-        let mut f = SourceFile {
-            name: self.name.clone(),
-            text: self.text.clone(),
-            suite: self.suite.clone(),
-            lines: self.lines.clone(),
-            imports: self.imports.clone(),
-            consts: self.consts.clone(),
-            normal: std::sync::OnceLock::new(),
-            siblings: Default::default(),
-        };
+        let mut f = self.with_suite(self.suite.clone());
         for s in stmts {
             f.add_import(s);
         }

@@ -325,6 +325,30 @@ impl GpuDevice {
         &self.stream
     }
 
+    /// Runs `work` (a library call on the plan's stream) between two
+    /// events when the run is timed, as a launch is.
+    fn timed_library(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Result<(), VerifyError>,
+    ) -> Result<(), VerifyError> {
+        let start = match self.events {
+            Some(_) => Some(self.event()?),
+            None => None,
+        };
+        if let Some(s) = &start {
+            s.record(&self.stream).map_err(cuda)?;
+        }
+        work(self)?;
+        if let Some(start) = start {
+            let end = self.event()?;
+            end.record(&self.stream).map_err(cuda)?;
+            if let Some(ev) = self.events.as_mut() {
+                ev.push((start, end));
+            }
+        }
+        Ok(())
+    }
+
     /// cuBLAS on the plan's stream, made at the first call; `None` when
     /// libcublas is not found (said once).
     fn cublas(&mut self) -> Option<&CudaBlas> {
@@ -735,78 +759,60 @@ impl Device for GpuDevice {
         if m == 0 || n == 0 {
             return Some(Ok(()));
         }
-        let timed = match self.events {
-            Some(_) => match self.event() {
-                Ok(e) => Some(e),
-                Err(e) => return Some(Err(e)),
-            },
-            None => None,
-        };
-        let blas = self.blas.as_ref()?.as_ref()?;
-        if let Some(start) = &timed {
-            if let Err(e) = start.record(&self.stream) {
-                return Some(Err(cuda(e)));
-            }
-        }
         let failed = |e: cudarc::cublas::result::CublasError| VerifyError::Cuda(format!("{e:?}"));
-        macro_rules! gemm {
-            ($t:ty) => {{
-                let zero: $t = 0.0;
-                let one: $t = 1.0;
-                let cfg = GemmConfig {
-                    transa: op(tb),
-                    transb: op(ta),
-                    m: ni,
-                    n: mi,
-                    k: ki,
-                    alpha: one,
-                    lda,
-                    ldb,
-                    beta: zero,
-                    ldc: ni,
-                };
-                // SAFETY: each buffer holds its array's elements of type
-                // `$t` (checked above), in C order with the leading
-                // dimensions given, and `c` is not `a` or `b` (a library
-                // step writes a new array).
-                unsafe {
-                    let (Some(av), Some(bv)) = (
-                        b.buf.transmute::<$t>(b.len()),
-                        a.buf.transmute::<$t>(a.len()),
-                    ) else {
-                        return Some(Err(VerifyError::BadPlan(
-                            "`@` operands smaller than their shapes".into(),
-                        )));
+        let r = self.timed_library(|this| {
+            let blas = this
+                .blas
+                .as_ref()
+                .and_then(Option::as_ref)
+                .expect("checked above");
+            macro_rules! gemm {
+                ($t:ty) => {{
+                    let zero: $t = 0.0;
+                    let one: $t = 1.0;
+                    let cfg = GemmConfig {
+                        transa: op(tb),
+                        transb: op(ta),
+                        m: ni,
+                        n: mi,
+                        k: ki,
+                        alpha: one,
+                        lda,
+                        ldb,
+                        beta: zero,
+                        ldc: ni,
                     };
-                    let len = c.len();
-                    let Some(mut cv) = c.buf.transmute_mut::<$t>(len) else {
-                        return Some(Err(VerifyError::BadPlan(
-                            "`@` result smaller than its shape".into(),
-                        )));
-                    };
-                    blas.gemm(cfg, &av, &bv, &mut cv).map_err(failed)
-                }
-            }};
-        }
-        let r = if a.elem == ScalarType::F32 {
-            gemm!(f32)
-        } else {
-            gemm!(f64)
-        };
+                    // SAFETY: each buffer holds its array's elements of type
+                    // `$t` (checked above), in C order with the leading
+                    // dimensions given, and `c` is not `a` or `b` (a library
+                    // step writes a new array).
+                    unsafe {
+                        let (Some(av), Some(bv)) = (
+                            b.buf.transmute::<$t>(b.len()),
+                            a.buf.transmute::<$t>(a.len()),
+                        ) else {
+                            return Err(VerifyError::BadPlan(
+                                "`@` operands smaller than their shapes".into(),
+                            ));
+                        };
+                        let len = c.len();
+                        let Some(mut cv) = c.buf.transmute_mut::<$t>(len) else {
+                            return Err(VerifyError::BadPlan(
+                                "`@` result smaller than its shape".into(),
+                            ));
+                        };
+                        blas.gemm(cfg, &av, &bv, &mut cv).map_err(failed)
+                    }
+                }};
+            }
+            if a.elem == ScalarType::F32 {
+                gemm!(f32)
+            } else {
+                gemm!(f64)
+            }
+        });
         if let Err(e) = r {
             return Some(Err(e));
-        }
-        if let Some(start) = timed {
-            let end = match self.event() {
-                Ok(e) => e,
-                Err(e) => return Some(Err(e)),
-            };
-            if let Err(e) = end.record(&self.stream) {
-                return Some(Err(cuda(e)));
-            }
-            if let Some(ev) = self.events.as_mut() {
-                ev.push((start, end));
-            }
         }
         if self.sync_each_launch {
             if let Err(e) = self.stream.synchronize() {

@@ -20,6 +20,7 @@ use port_codegen::ir::{
 use crate::ir_util::match_py_mod;
 use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
 use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, PlanKind};
+use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
 
 /// The launch helpers the wrappers call (added to the file once).
@@ -1398,21 +1399,6 @@ fn py_bool(b: bool) -> &'static str {
     } else {
         "False"
     }
-}
-
-/// A Python string literal.
-fn py_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A block of a host loop or `if`: `pass` when it has no steps.

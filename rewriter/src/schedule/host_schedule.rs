@@ -429,7 +429,10 @@ impl Lowerer<'_> {
         } else {
             format!(
                 "raise {class}({})",
-                message.as_deref().map(py_literal).unwrap_or_default()
+                message
+                    .as_deref()
+                    .map(crate::pyast::py_str)
+                    .unwrap_or_default()
             )
         };
         let what = match &message {
@@ -481,7 +484,10 @@ impl Lowerer<'_> {
         });
         let python = format!(
             "raise AssertionError({})",
-            message.as_deref().map(py_literal).unwrap_or_default()
+            message
+                .as_deref()
+                .map(crate::pyast::py_str)
+                .unwrap_or_default()
         );
         let what = match &message {
             Some(m) => format!("AssertionError: {m}"),
@@ -1007,20 +1013,5 @@ fn merge_branches(
         };
         out.insert(k, merged);
     }
-    out
-}
-
-/// `s` as a Python string literal.
-fn py_literal(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }

@@ -331,39 +331,13 @@ impl GpuDevice {
             }
         }
         self.dn.as_ref()?.as_ref()?;
-        let timed = match self.events {
-            Some(_) => match self.event() {
-                Ok(e) => Some(e),
-                Err(e) => return Some(Err(e)),
-            },
-            None => None,
-        };
-        if let Some(start) = &timed {
-            if let Err(e) = start.record(&self.stream) {
-                return Some(Err(cuda(e)));
+        Some(self.timed_library(|this| {
+            if elem == ScalarType::F32 {
+                this.routine::<f32>(op, &shapes, args, out)
+            } else {
+                this.routine::<f64>(op, &shapes, args, out)
             }
-        }
-        let r = if elem == ScalarType::F32 {
-            self.routine::<f32>(op, &shapes, args, out)
-        } else {
-            self.routine::<f64>(op, &shapes, args, out)
-        };
-        if let Err(e) = r {
-            return Some(Err(e));
-        }
-        if let Some(start) = timed {
-            let end = match self.event() {
-                Ok(e) => e,
-                Err(e) => return Some(Err(e)),
-            };
-            if let Err(e) = end.record(&self.stream) {
-                return Some(Err(cuda(e)));
-            }
-            if let Some(ev) = self.events.as_mut() {
-                ev.push((start, end));
-            }
-        }
-        Some(Ok(()))
+        }))
     }
 
     fn routine<T: Lapack>(
