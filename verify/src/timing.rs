@@ -138,6 +138,11 @@ pub struct Traffic {
 /// Below this many elements an array is "small" for a GPU.
 pub const SMALL_ARRAY: usize = 100_000;
 
+/// The least time one kernel launch takes on any current GPU, queued
+/// back to back from the host (driver and launch latency, no work): a
+/// floor for a plan's time when there is no device to time it on.
+pub const LAUNCH_FLOOR_S: f64 = 3e-6;
+
 /// Amdahl's law for a part `pct` percent of the run, sped up `speedup` times.
 pub fn amdahl(pct: f64, speedup: f64) -> f64 {
     let p = (pct / 100.0).clamp(0.0, 1.0);
@@ -183,6 +188,19 @@ pub fn project(
         t.kernel_s,
     ) else {
         p.why = "no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock".into();
+        // What no GPU can beat: one launch latency per launch. When that
+        // alone is longer than CPython's call, the plan cannot pay.
+        let floor = traffic.launches as f64 * LAUNCH_FLOOR_S;
+        if let Some(cpython) = t.cpython_s.filter(|c| *c > 0.0 && floor >= *c) {
+            p.profitable = Some(false);
+            p.why = format!(
+                "not profitable on any GPU: {} launches take at least {} of launch latency alone ({} each), longer than CPython's {}; the kernels ran on the simulator",
+                traffic.launches,
+                secs(floor),
+                secs(LAUNCH_FLOOR_S),
+                secs(cpython)
+            );
+        }
         return p;
     };
     p.program_speedup = hotspot_pct.map(|pct| amdahl(pct, speedup));
@@ -276,6 +294,38 @@ mod tests {
             ..Timing::default()
         }
         .with_speedups()
+    }
+
+    /// On the simulator there is no clock, but launches have a floor: a
+    /// plan of thousands of launches against a CPython call of a
+    /// millisecond cannot pay on any GPU, and says so; a plan of a few
+    /// launches stays unknown.
+    #[test]
+    fn the_simulator_says_when_launch_latency_alone_is_longer_than_cpython() {
+        let t = Timing {
+            cpython_s: Some(1e-3),
+            ..Timing::default()
+        };
+        let many = Traffic {
+            launches: 8064,
+            elements: 3,
+            ..Traffic::default()
+        };
+        let p = project(None, &t, many, None);
+        assert_eq!(p.profitable, Some(false));
+        assert!(
+            p.why
+                .starts_with("not profitable on any GPU: 8064 launches take at least 24.19 ms"),
+            "{}",
+            p.why
+        );
+        let few = Traffic {
+            launches: 4,
+            ..many
+        };
+        let p = project(None, &t, few, None);
+        assert_eq!(p.profitable, None);
+        assert!(p.why.starts_with("no GPU timing"), "{}", p.why);
     }
 
     #[test]
