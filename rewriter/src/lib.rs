@@ -470,23 +470,13 @@ fn plan_hoisted(
     let guard_lines = guard_lines(src, &found.def.body);
     // Names the function's own imports bind: the analysis calls them
     // untyped globals (PORT115), the planner takes them as the module's.
-    let mut imported: Vec<String> = Vec::new();
-    for s in &found.def.body {
-        match s {
-            rustpython_parser::ast::Stmt::Import(i) => imported.extend(i.names.iter().map(|a| {
-                a.asname
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_else(|| a.name.split('.').next().unwrap_or_default().to_string())
-            })),
-            rustpython_parser::ast::Stmt::ImportFrom(i) => imported.extend(
-                i.names
-                    .iter()
-                    .map(|a| a.asname.as_ref().unwrap_or(&a.name).to_string()),
-            ),
-            _ => {}
-        }
-    }
+    let imported: Vec<String> = found
+        .def
+        .body
+        .iter()
+        .flat_map(source::import_bindings)
+        .map(|(local, _)| local)
+        .collect();
     let report = req.report.map(|rep| {
         let mut rep = rep.clone();
         rep.findings.retain(|f| !guard_lines.contains(&f.line));
@@ -716,24 +706,14 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
 /// `np.array(<d>)` (with the module's own name for NumPy), carrying `d`'s
 /// place in the source.
 fn array_of(d: &rustpython_parser::ast::Expr, numpy: &str) -> rustpython_parser::ast::Expr {
-    use rustpython_parser::ast::{self, Expr, Ranged};
+    use rustpython_parser::ast::{self, Ranged};
     let range = d.range();
-    let name = Expr::Name(ast::ExprName {
+    let np = pyast::name_node(numpy, range, ast::ExprContext::Load);
+    pyast::call_node(
+        pyast::attribute_node(np, "array", range),
+        vec![d.clone()],
         range,
-        id: numpy.into(),
-        ctx: ast::ExprContext::Load,
-    });
-    Expr::Call(ast::ExprCall {
-        range,
-        func: Box::new(Expr::Attribute(ast::ExprAttribute {
-            range,
-            value: Box::new(name),
-            attr: "array".into(),
-            ctx: ast::ExprContext::Load,
-        })),
-        args: vec![d.clone()],
-        keywords: vec![],
-    })
+    )
 }
 
 /// Replaces each top-level `if name is None:` (or `is not None`) of `body`
@@ -1005,29 +985,10 @@ fn argmax_loops(
             continue;
         };
         let range = f.range;
-        let name = |id: &str, ctx: ExprContext| {
-            Expr::Name(ast::ExprName {
-                range,
-                id: id.into(),
-                ctx,
-            })
-        };
-        let call = |func: Expr, args: Vec<Expr>| {
-            Expr::Call(ast::ExprCall {
-                range,
-                func: Box::new(func),
-                args,
-                keywords: vec![],
-            })
-        };
-        let np_attr = |attr: &str| {
-            Expr::Attribute(ast::ExprAttribute {
-                range,
-                value: Box::new(name(numpy, ExprContext::Load)),
-                attr: attr.into(),
-                ctx: ExprContext::Load,
-            })
-        };
+        let name = |id: &str, ctx: ExprContext| pyast::name_node(id, range, ctx);
+        let call = |func: Expr, args: Vec<Expr>| pyast::call_node(func, args, range);
+        let np_attr =
+            |attr: &str| pyast::attribute_node(name(numpy, ExprContext::Load), attr, range);
         let assign = |target: &str, value: Expr| {
             Stmt::Assign(ast::StmtAssign {
                 range,

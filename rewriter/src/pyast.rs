@@ -454,13 +454,7 @@ pub fn desugar_element_loops(body: &mut [Stmt]) {
 
 fn desugar_for(f: &mut ast::StmtFor) {
     use rustpython_parser::ast::Ranged;
-    let name = |id: &str, range, ctx| {
-        Expr::Name(ast::ExprName {
-            range,
-            id: ast::Identifier::new(id),
-            ctx,
-        })
-    };
+    let name = name_node;
     // (index name, the element's target, the iterable's name, whether it
     // is iterated flat: `x.flat`, `x.ravel()`, `x.flatten()`)
     let flat_of = |e: &Expr| -> Option<ast::ExprName> {
@@ -528,29 +522,11 @@ fn desugar_for(f: &mut ast::StmtFor) {
         return;
     }
     let (it, tg) = (f.iter.range(), f.target.range());
-    let call = |func: &str, arg: Expr| {
-        Expr::Call(ast::ExprCall {
-            range: it,
-            func: Box::new(name(func, it, ast::ExprContext::Load)),
-            args: vec![arg],
-            keywords: vec![],
-        })
-    };
+    let call =
+        |func: &str, arg: Expr| call_node(name(func, it, ast::ExprContext::Load), vec![arg], it);
     let seq_load = || name(seq.id.as_str(), seq.range, ast::ExprContext::Load);
     // `x.ravel()`: what a flat iteration reads.
-    let flat_load = || {
-        Expr::Call(ast::ExprCall {
-            range: it,
-            func: Box::new(Expr::Attribute(ast::ExprAttribute {
-                range: it,
-                value: Box::new(seq_load()),
-                attr: ast::Identifier::new("ravel"),
-                ctx: ast::ExprContext::Load,
-            })),
-            args: vec![],
-            keywords: vec![],
-        })
-    };
+    let flat_load = || call_node(attribute_node(seq_load(), "ravel", it), vec![], it);
     let read = Stmt::Assign(ast::StmtAssign {
         range: tg,
         targets: vec![element],
@@ -567,15 +543,7 @@ fn desugar_for(f: &mut ast::StmtFor) {
         type_comment: None,
     });
     *f.iter = if flat.is_some() {
-        call(
-            "range",
-            Expr::Attribute(ast::ExprAttribute {
-                range: it,
-                value: Box::new(seq_load()),
-                attr: ast::Identifier::new("size"),
-                ctx: ast::ExprContext::Load,
-            }),
-        )
+        call("range", attribute_node(seq_load(), "size", it))
     } else {
         call("range", call("len", seq_load()))
     };
@@ -1039,16 +1007,11 @@ pub fn normalise_statements(body: &mut Vec<Stmt>) {
                 if step != 1 {
                     args.push(int(step));
                 }
-                *f.iter = Expr::Call(ast::ExprCall {
-                    range,
-                    func: Box::new(Expr::Name(ast::ExprName {
-                        range,
-                        id: "range".into(),
-                        ctx: ast::ExprContext::Load,
-                    })),
+                *f.iter = call_node(
+                    name_node("range", range, ast::ExprContext::Load),
                     args,
-                    keywords: vec![],
-                });
+                    range,
+                );
             }
         }
         for b in child_bodies_mut(&mut body[k]) {
@@ -1117,22 +1080,7 @@ fn assign_tail_returns(body: &mut [Stmt], names: &[String]) {
             };
             let value = r.value.clone().expect("checked: every return has a value");
             let range = r.range;
-            let name = |id: &str| {
-                Expr::Name(ast::ExprName {
-                    range,
-                    id: id.into(),
-                    ctx: ast::ExprContext::Store,
-                })
-            };
-            let target = if names.len() == 1 {
-                name(&names[0])
-            } else {
-                Expr::Tuple(ast::ExprTuple {
-                    range,
-                    elts: names.iter().map(|n| name(n)).collect(),
-                    ctx: ast::ExprContext::Store,
-                })
-            };
+            let target = names_node(names, range, ast::ExprContext::Store);
             *s = Stmt::Assign(ast::StmtAssign {
                 range,
                 targets: vec![target],
@@ -1198,22 +1146,7 @@ pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) 
         None => return,
     };
     assign_tail_returns(&mut candidate, &names);
-    let load = |id: &str| {
-        Expr::Name(ast::ExprName {
-            range,
-            id: id.into(),
-            ctx: ast::ExprContext::Load,
-        })
-    };
-    let value = if n == 1 {
-        load(&names[0])
-    } else {
-        Expr::Tuple(ast::ExprTuple {
-            range,
-            elts: names.iter().map(|x| load(x)).collect(),
-            ctx: ast::ExprContext::Load,
-        })
-    };
+    let value = names_node(&names, range, ast::ExprContext::Load);
     candidate.push(Stmt::Return(ast::StmtReturn {
         range,
         value: Some(Box::new(value)),
@@ -1281,6 +1214,52 @@ pub fn py_str(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// A name node (new nodes keep the range of what they stand for, so
+/// messages point at the user's lines).
+pub fn name_node(id: &str, range: ast::text_size::TextRange, ctx: ast::ExprContext) -> Expr {
+    Expr::Name(ast::ExprName {
+        range,
+        id: ast::Identifier::new(id),
+        ctx,
+    })
+}
+
+/// One name, or a tuple of names (`a` or `a, b`), as a target or a value.
+pub fn names_node(
+    names: &[String],
+    range: ast::text_size::TextRange,
+    ctx: ast::ExprContext,
+) -> Expr {
+    match names {
+        [one] => name_node(one, range, ctx),
+        many => Expr::Tuple(ast::ExprTuple {
+            range,
+            elts: many.iter().map(|n| name_node(n, range, ctx)).collect(),
+            ctx,
+        }),
+    }
+}
+
+/// `func(args…)`, no keywords.
+pub fn call_node(func: Expr, args: Vec<Expr>, range: ast::text_size::TextRange) -> Expr {
+    Expr::Call(ast::ExprCall {
+        range,
+        func: Box::new(func),
+        args,
+        keywords: vec![],
+    })
+}
+
+/// `value.attr`, read.
+pub fn attribute_node(value: Expr, attr: &str, range: ast::text_size::TextRange) -> Expr {
+    Expr::Attribute(ast::ExprAttribute {
+        range,
+        value: Box::new(value),
+        attr: ast::Identifier::new(attr),
+        ctx: ast::ExprContext::Load,
+    })
 }
 
 #[cfg(test)]

@@ -126,30 +126,7 @@ impl SourceFile {
     /// What an `import` or `from … import` statement binds, into
     /// `imports`; other statements add nothing.
     fn add_import(&mut self, s: &Stmt) {
-        match s {
-            Stmt::Import(i) => {
-                for a in &i.names {
-                    let full = a.name.to_string();
-                    match &a.asname {
-                        Some(alias) => {
-                            self.imports.insert(alias.to_string(), full);
-                        }
-                        None => {
-                            let first = full.split('.').next().unwrap_or(&full).to_string();
-                            self.imports.insert(first.clone(), first);
-                        }
-                    }
-                }
-            }
-            Stmt::ImportFrom(i) => {
-                let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
-                for a in &i.names {
-                    let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
-                    self.imports.insert(local, format!("{module}.{}", a.name));
-                }
-            }
-            _ => {}
-        }
+        self.imports.extend(import_bindings(s));
     }
 
     /// The same file with the imports `stmts` (a function's own `import
@@ -563,6 +540,40 @@ fn as_f64(c: Const) -> Option<f64> {
         Const::Float32(f) => f64::from(f),
         Const::Bool(_) => return None,
     })
+}
+
+/// The names an `import` or `from … import` statement binds, each with
+/// the dotted path it names (`import numpy as np` → `np` = `numpy`,
+/// `import os.path` → `os` = `os`, `from m import G` → `G` = `m.G`);
+/// nothing for other statements.
+pub fn import_bindings(s: &Stmt) -> Vec<(String, String)> {
+    match s {
+        Stmt::Import(i) => i
+            .names
+            .iter()
+            .map(|a| {
+                let full = a.name.to_string();
+                match &a.asname {
+                    Some(alias) => (alias.to_string(), full),
+                    None => {
+                        let first = full.split('.').next().unwrap_or(&full).to_string();
+                        (first.clone(), first)
+                    }
+                }
+            })
+            .collect(),
+        Stmt::ImportFrom(i) => {
+            let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
+            i.names
+                .iter()
+                .map(|a| {
+                    let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
+                    (local, format!("{module}.{}", a.name))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The module-level constants of the program's module `module`, read

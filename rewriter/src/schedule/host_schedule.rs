@@ -393,13 +393,7 @@ impl Lowerer<'_> {
         let (class, message) = match exc {
             ast::Expr::Call(c) => (
                 self.src.text_of(c.func.as_ref()).to_string(),
-                c.args.first().map(|m| match m {
-                    ast::Expr::Constant(k) => match &k.value {
-                        ast::Constant::Str(s) => s.to_string(),
-                        _ => self.src.text_of(m).to_string(),
-                    },
-                    m => self.src.text_of(m).to_string(),
-                }),
+                c.args.first().map(|m| self.message_text(m)),
             ),
             e => (self.src.text_of(e).to_string(), None),
         };
@@ -424,23 +418,14 @@ impl Lowerer<'_> {
                 }
             }
         });
-        let python = if as_written {
-            format!("raise {}", self.src.text_of(exc))
-        } else {
-            format!(
-                "raise {class}({})",
-                message
-                    .as_deref()
-                    .map(crate::pyast::py_str)
-                    .unwrap_or_default()
-            )
-        };
-        let what = match &message {
-            Some(m) => format!("{class}: {m}"),
-            None => class,
-        };
+        let mut step = raise_step(line, &class, message.as_deref());
+        if as_written {
+            if let HostStep::Raise { python, .. } = &mut step {
+                *python = format!("raise {}", self.src.text_of(exc));
+            }
+        }
         self.settle_device_scalars();
-        self.steps.push(HostStep::Raise { line, python, what });
+        self.steps.push(step);
         self.log.applied(
             NAME,
             format!("`raise` at line {line} kept as a guard of the host"),
@@ -475,32 +460,27 @@ impl Lowerer<'_> {
             }
         };
         self.settle_device_scalars();
-        let message = a.msg.as_deref().map(|m| match m {
-            ast::Expr::Constant(k) => match &k.value {
-                ast::Constant::Str(s) => s.to_string(),
-                _ => self.src.text_of(m).to_string(),
-            },
-            m => self.src.text_of(m).to_string(),
-        });
-        let python = format!(
-            "raise AssertionError({})",
-            message
-                .as_deref()
-                .map(crate::pyast::py_str)
-                .unwrap_or_default()
-        );
-        let what = match &message {
-            Some(m) => format!("AssertionError: {m}"),
-            None => "AssertionError".to_string(),
-        };
+        let message = a.msg.as_deref().map(|m| self.message_text(m));
         self.steps.push(HostStep::If {
             cond: Expr::Unary(port_codegen::ir::UnaryOp::Not, Box::new(cond)),
-            then: vec![HostStep::Raise { line, python, what }],
+            then: vec![raise_step(line, "AssertionError", message.as_deref())],
             orelse: Vec::new(),
         });
         self.log
             .applied(NAME, format!("`assert` at line {line} checked on the host"));
         Ok(())
+    }
+
+    /// An exception's message as it would read: a string literal's text,
+    /// else the expression's source.
+    fn message_text(&self, m: &ast::Expr) -> String {
+        match m {
+            ast::Expr::Constant(k) => match &k.value {
+                ast::Constant::Str(s) => s.to_string(),
+                _ => self.src.text_of(m).to_string(),
+            },
+            m => self.src.text_of(m).to_string(),
+        }
     }
 
     /// `break` inside a host loop.
@@ -1014,4 +994,20 @@ fn merge_branches(
         out.insert(k, merged);
     }
     out
+}
+
+/// `raise class(message)` as a host step: the statement the wrapper runs
+/// and what it says for people (`ValueError: …`).
+fn raise_step(line: u32, class: &str, message: Option<&str>) -> HostStep {
+    HostStep::Raise {
+        line,
+        python: format!(
+            "raise {class}({})",
+            message.map(crate::pyast::py_str).unwrap_or_default()
+        ),
+        what: match message {
+            Some(m) => format!("{class}: {m}"),
+            None => class.to_string(),
+        },
+    }
 }

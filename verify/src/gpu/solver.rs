@@ -316,6 +316,20 @@ impl GpuDevice {
         }
         let shapes = Shapes::of(op, args, out)?;
         self.cublas()?;
+        self.dense_solver()?;
+        Some(self.timed_library(|this| {
+            if elem == ScalarType::F32 {
+                this.routine::<f32>(op, &shapes, args, out)
+            } else {
+                this.routine::<f64>(op, &shapes, args, out)
+            }
+        }))
+    }
+
+    /// cuSOLVER's dense handle on the plan's stream, made at the first
+    /// call; `None` when libcusolver is not found (said once), as
+    /// [`GpuDevice::cublas`] does for cuBLAS.
+    fn dense_solver(&mut self) -> Option<&DnHandle> {
         if self.dn.is_none() {
             // SAFETY: only checks that the library loads.
             let present = unsafe { sol::is_culib_present() };
@@ -330,14 +344,7 @@ impl GpuDevice {
                 );
             }
         }
-        self.dn.as_ref()?.as_ref()?;
-        Some(self.timed_library(|this| {
-            if elem == ScalarType::F32 {
-                this.routine::<f32>(op, &shapes, args, out)
-            } else {
-                this.routine::<f64>(op, &shapes, args, out)
-            }
-        }))
+        self.dn.as_ref()?.as_ref()
     }
 
     fn routine<T: Lapack>(
