@@ -33,10 +33,10 @@ pub const HELPERS: &str = r#"def _port_blocks(n, threads):
 
 
 def _port_reduce_blocks(n, threads):
-    """Blocks of a reduction kernel: enough to cover n items, at most 8 per
-    SM and 1024 in all (each block ends in one atomic)."""
+    """Blocks of a reduction kernel: enough to cover n items, at most 16
+    per SM and 2048 in all (each block ends in one atomic)."""
     sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)
-    return max(1, min((n + threads - 1) // threads, 8 * sms, 1024))
+    return max(1, min((n + threads - 1) // threads, 16 * sms, 2048))
 
 
 def _port_grid_2d(rows, cols):

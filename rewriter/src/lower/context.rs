@@ -30,7 +30,7 @@ use crate::dependences::RedOp;
 use crate::error::Lower;
 use crate::ir_util::{join, lit};
 use crate::numpy::array_expr::{ArrVal, IndexItem, Val};
-use crate::plan::{HostStep, HostValue};
+use crate::plan::{HostStep, HostValue, LaunchShape};
 use crate::pyast;
 use crate::source::{Const, SourceFile};
 use crate::types::ArgType;
@@ -447,6 +447,67 @@ impl<'a> Lowerer<'a> {
         }
         self.used.insert(name.clone());
         name
+    }
+
+    /// The parallel loop and launch of a kernel with one thread per
+    /// element of an array of `shape` (C order), each running `body` with
+    /// `vars` bound to its element's indices: a 1-D grid over one
+    /// dimension, a 2-D grid over two, and over three or more one 1-D grid
+    /// over the flat index, unflattened into `vars`. (Two dimensions in
+    /// the grid and the rest looped by each thread gave a 32⁴ array 1024
+    /// threads, each walking 1024 elements 4 KiB apart from its
+    /// neighbours': on the H200 a 4-D softmax's elementwise kernels took
+    /// 0.95 ms where CuPy's took 82 µs.)
+    pub fn element_grid(
+        &mut self,
+        vars: &[String],
+        shape: &[Expr],
+        body: Vec<Stmt>,
+    ) -> (Stmt, LaunchShape) {
+        if shape.len() == 2 {
+            let pfor = Stmt::ParallelFor(port_codegen::ir::ParallelFor {
+                vars: vars[..2].to_vec(),
+                extents: shape.to_vec(),
+                body,
+            });
+            let launch = LaunchShape::Grid2 {
+                rows: shape[0].clone(),
+                cols: shape[1].clone(),
+            };
+            return (pfor, launch);
+        }
+        let n = shape.iter().cloned().reduce(mul).unwrap_or_else(|| i64(1));
+        (self.flat_loop(vars, shape, body), LaunchShape::Grid1 { n })
+    }
+
+    /// One parallel loop over the elements of an array of `shape`, for a
+    /// 1-D grid: over its one dimension, or over the flat index (C order)
+    /// unflattened into `vars` (one thread for an empty shape).
+    pub fn flat_loop(&mut self, vars: &[String], shape: &[Expr], body: Vec<Stmt>) -> Stmt {
+        use port_codegen::ir::ParallelFor;
+        match shape {
+            [] => Stmt::ParallelFor(ParallelFor {
+                vars: vec![self.fresh("one")],
+                extents: vec![i64(1)],
+                body,
+            }),
+            [n] => Stmt::ParallelFor(ParallelFor {
+                vars: vars[..1].to_vec(),
+                extents: vec![n.clone()],
+                body,
+            }),
+            _ => {
+                let flat = self.fresh("flat");
+                let refs: Vec<&String> = vars.iter().take(shape.len()).collect();
+                let mut inner = unflatten(&flat, &refs, shape);
+                inner.extend(body);
+                Stmt::ParallelFor(ParallelFor {
+                    vars: vec![flat],
+                    extents: vec![shape.iter().cloned().reduce(mul).expect("a dimension")],
+                    body: inner,
+                })
+            }
+        }
     }
 
     /// A name for a local a kernel declares for the rest of the block (a
@@ -1026,4 +1087,23 @@ fn names_used(exprs: &[&Expr]) -> HashSet<String> {
         });
     }
     taken
+}
+
+/// `vars` bound to the indices of element `flat` (C order) of an array of
+/// `shape`: `flat / (extents after k) % extent k` for each dimension `k`.
+pub fn unflatten(flat: &str, vars: &[&String], shape: &[Expr]) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    for (k, v) in vars.iter().enumerate() {
+        let q = match shape[k + 1..].iter().cloned().reduce(mul) {
+            Some(stride) => div(var(flat), stride),
+            None => var(flat),
+        };
+        let at = if k == 0 {
+            q
+        } else {
+            binary(BinOp::Rem, q, shape[k].clone())
+        };
+        out.push(let_(v, ScalarType::I64, at));
+    }
+    out
 }

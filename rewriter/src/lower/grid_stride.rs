@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ParallelFor, ScalarType, Stmt};
+use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ScalarType};
 use rustpython_parser::ast::{self, Ranged};
 
 use crate::dependences::{self, ReductionVar};
@@ -17,7 +17,6 @@ use crate::ir_util::cast_to;
 use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
 use crate::lower::whole_reduction::RedSpec;
 use crate::numpy::array_expr::{self, ArrVal, Val};
-use crate::plan::LaunchShape;
 use crate::pyast;
 
 pub const NAME: &str = "grid_stride";
@@ -240,11 +239,6 @@ impl Lowerer<'_> {
             }
         }
 
-        let pfor = Stmt::ParallelFor(ParallelFor {
-            vars: pvars.clone(),
-            extents: extents.clone(),
-            body: pbody,
-        });
         let shape_note = if pvars.len() == 2 {
             "a 2-D grid"
         } else {
@@ -254,16 +248,7 @@ impl Lowerer<'_> {
             .applied(NAME, format!("loop at line {line} as {shape_note}"));
         if specs_in.is_empty() {
             let kname = self.kernel_name("kernel");
-            let launch = if extents.len() == 2 {
-                LaunchShape::Grid2 {
-                    rows: extents[0].clone(),
-                    cols: extents[1].clone(),
-                }
-            } else {
-                LaunchShape::Grid1 {
-                    n: extents[0].clone(),
-                }
-            };
+            let (pfor, launch) = self.element_grid(&pvars, &extents, pbody);
             let fname = self.fn_name.clone();
             return self.add_kernel(
                 kname,
@@ -287,6 +272,8 @@ impl Lowerer<'_> {
             });
         }
         let n = extents.iter().cloned().reduce(mul).unwrap_or(i64(1));
+        // The reduction's grid is 1-D: a nest goes over its flat index.
+        let pfor = self.flat_loop(&pvars, &extents, pbody);
         let fname = self.fn_name.clone();
         self.reduction_kernel(
             kname,
@@ -459,30 +446,14 @@ impl Lowerer<'_> {
         if self.params.iter().any(|(p, _)| *p == er.array) {
             self.mutated.insert(er.array.clone());
         }
-        let par = n.min(2);
-        let body = array_expr::element_loops(
-            &vars[par..],
-            &target.shape[par..],
+        let (pfor, launch) = self.element_grid(
+            &vars,
+            &target.shape,
             vec![port_codegen::ir::Stmt::Store {
                 target: tgt,
                 value: v,
             }],
         );
-        let pfor = Stmt::ParallelFor(ParallelFor {
-            vars: vars[..par].to_vec(),
-            extents: target.shape[..par].to_vec(),
-            body,
-        });
-        let launch = if par == 2 {
-            LaunchShape::Grid2 {
-                rows: target.shape[0].clone(),
-                cols: target.shape[1].clone(),
-            }
-        } else {
-            LaunchShape::Grid1 {
-                n: target.shape[0].clone(),
-            }
-        };
         let kname = self.kernel_name(&sanitize(hint));
         self.log.applied(
             NAME,

@@ -13,15 +13,15 @@
 //! usual tolerance. Integers and booleans accumulate in (u)int64, as NumPy's.
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{ArrayType, ElemRef, Expr, ParallelFor, ScalarType, Stmt};
+use port_codegen::ir::{ArrayType, ElemRef, Expr, ScalarType, Stmt};
 use rustpython_parser::ast;
 
 use crate::dependences::RedOp;
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::context::{combine, identity, sanitize, HostBind, Lowerer, Region, RegionKind};
-use crate::numpy::array_expr::{self, ArrVal, Val};
-use crate::plan::{Fill, HostStep, LaunchShape};
+use crate::numpy::array_expr::{ArrVal, Val};
+use crate::plan::{Fill, HostStep};
 use crate::source::Const;
 
 pub const NAME: &str = "scan";
@@ -277,7 +277,7 @@ impl Lowerer<'_> {
     }
 
     /// A kernel running `body` once per element of `shape` (one thread for
-    /// an empty shape), the first two dimensions across the grid.
+    /// an empty shape), laid over the grid by [`Lowerer::element_grid`].
     pub(crate) fn launch_over(
         &mut self,
         vars: &[String],
@@ -286,29 +286,7 @@ impl Lowerer<'_> {
         what: &str,
         doc: String,
     ) -> Lower<()> {
-        let (vars, shape): (Vec<String>, Vec<Expr>) = if shape.is_empty() {
-            let one = self.fresh("one");
-            (vec![one], vec![i64(1)])
-        } else {
-            (vars.to_vec(), shape.to_vec())
-        };
-        let par = shape.len().min(2);
-        let inner = array_expr::element_loops(&vars[par..], &shape[par..], body);
-        let pfor = Stmt::ParallelFor(ParallelFor {
-            vars: vars[..par].to_vec(),
-            extents: shape[..par].to_vec(),
-            body: inner,
-        });
-        let launch = if par == 2 {
-            LaunchShape::Grid2 {
-                rows: shape[0].clone(),
-                cols: shape[1].clone(),
-            }
-        } else {
-            LaunchShape::Grid1 {
-                n: shape[0].clone(),
-            }
-        };
+        let (pfor, launch) = self.element_grid(vars, shape, body);
         let kname = self.kernel_name(what);
         self.add_kernel(kname, vec![pfor], vec![], launch, doc)
     }

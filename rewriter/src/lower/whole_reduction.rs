@@ -12,8 +12,7 @@
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{
-    ArrayType, AtomicOp, Axis, BinOp, CmpOp, Expr, ParallelFor, ScalarType, SharedArray, Special,
-    Stmt,
+    ArrayType, AtomicOp, Axis, BinOp, CmpOp, Expr, ScalarType, SharedArray, Special, Stmt,
 };
 
 use crate::dependences::RedOp;
@@ -62,13 +61,9 @@ impl Lowerer<'_> {
             &partial,
             combine(op.op(), var(&partial), array_expr::tidy(&elem)),
         );
-        let par = n.min(2);
-        let body = array_expr::element_loops(&vars[par..], &av.shape[par..], vec![update]);
-        let pfor = Stmt::ParallelFor(ParallelFor {
-            vars: vars[..par].to_vec(),
-            extents: av.shape[..par].to_vec(),
-            body,
-        });
+        // The launch is a 1-D reduction grid: an array of two or more
+        // dimensions goes over its flat index.
+        let pfor = self.flat_loop(&vars, &av.shape, vec![update]);
         let kname = self.kernel_name(op.word());
         let acc = self.fresh(&format!("{word}_acc"));
         self.reduction_kernel(
