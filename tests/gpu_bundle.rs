@@ -134,7 +134,7 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     let mut build = Command::new("bash");
     build
         .arg(repo().join("scripts/gpu-bundle.sh"))
-        .args(["--port", env!("CARGO_BIN_EXE_port")]);
+        .args(["--port", env!("CARGO_BIN_EXE_port-backend")]);
     for t in TEST_BINARIES {
         build.arg("--test").arg(test_binary(t));
     }
