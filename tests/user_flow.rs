@@ -22,9 +22,14 @@ impl Machine {
         let bin = root.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::create_dir_all(root.path().join("work")).unwrap();
-        let exe = PathBuf::from(env!("CARGO_BIN_EXE_port"));
-        if std::fs::hard_link(&exe, bin.join("port")).is_err() {
-            std::fs::copy(&exe, bin.join("port")).unwrap();
+        // Installed as `cargo install` does: both binaries, side by side.
+        for (exe, name) in [
+            (env!("CARGO_BIN_EXE_port"), "port"),
+            (env!("CARGO_BIN_EXE_port-backend"), "port-backend"),
+        ] {
+            if std::fs::hard_link(exe, bin.join(name)).is_err() {
+                std::fs::copy(exe, bin.join(name)).unwrap();
+            }
         }
         if let Some(py) = python {
             let wrapper = bin.join("python3");
