@@ -1448,6 +1448,31 @@ pub const UNBROADCAST: &str = r#"def _port_unbroadcast(flat, shape):
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The emitted wrapper launches as port's own runs do: its launch
+    /// helpers carry launch.rs's policy, written out as Python literals.
+    #[test]
+    fn the_emitted_launch_helpers_follow_the_launch_policy() {
+        use crate::launch::{BLOCKS_PER_SM, REDUCE_BLOCKS_PER_SM, REDUCE_MAX_BLOCKS};
+        for (line, what) in [
+            (
+                format!("min((n + threads - 1) // threads, {BLOCKS_PER_SM} * sms, 65535)"),
+                "_port_blocks",
+            ),
+            (
+                format!(
+                    "min((n + threads - 1) // threads, {REDUCE_BLOCKS_PER_SM} * sms, {REDUCE_MAX_BLOCKS})"
+                ),
+                "_port_reduce_blocks",
+            ),
+            (
+                format!("(cols + {}) // {THREADS_2D}", THREADS_2D - 1),
+                "_port_grid_2d",
+            ),
+        ] {
+            assert!(HELPERS.contains(&line), "{what} lacks `{line}`:\n{HELPERS}");
+        }
+    }
     use port_codegen::ir::build::*;
 
     #[test]
