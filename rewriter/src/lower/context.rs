@@ -476,38 +476,33 @@ impl<'a> Lowerer<'a> {
             };
             return (pfor, launch);
         }
-        let n = shape.iter().cloned().reduce(mul).unwrap_or_else(|| i64(1));
-        (self.flat_loop(vars, shape, body), LaunchShape::Grid1 { n })
+        let (pfor, n) = self.flat_loop(vars, shape, body);
+        (pfor, LaunchShape::Grid1 { n })
     }
 
     /// One parallel loop over the elements of an array of `shape`, for a
-    /// 1-D grid: over its one dimension, or over the flat index (C order)
-    /// unflattened into `vars` (one thread for an empty shape).
-    pub fn flat_loop(&mut self, vars: &[String], shape: &[Expr], body: Vec<Stmt>) -> Stmt {
-        use port_codegen::ir::ParallelFor;
-        match shape {
-            [] => Stmt::ParallelFor(ParallelFor {
-                vars: vec![self.fresh("one")],
-                extents: vec![i64(1)],
-                body,
-            }),
-            [n] => Stmt::ParallelFor(ParallelFor {
-                vars: vars[..1].to_vec(),
-                extents: vec![n.clone()],
-                body,
-            }),
+    /// 1-D grid, and its number of items: over its one dimension, or over
+    /// the flat index (C order) unflattened into `vars` (one thread for an
+    /// empty shape).
+    pub fn flat_loop(&mut self, vars: &[String], shape: &[Expr], body: Vec<Stmt>) -> (Stmt, Expr) {
+        let (var, n, body) = match shape {
+            [] => (self.fresh("one"), i64(1), body),
+            [n] => (vars[0].clone(), n.clone(), body),
             _ => {
                 let flat = self.fresh("flat");
                 let refs: Vec<&String> = vars.iter().take(shape.len()).collect();
                 let mut inner = unflatten(&flat, &refs, shape);
                 inner.extend(body);
-                Stmt::ParallelFor(ParallelFor {
-                    vars: vec![flat],
-                    extents: vec![shape.iter().cloned().reduce(mul).expect("a dimension")],
-                    body: inner,
-                })
+                let n = shape.iter().cloned().reduce(mul).expect("a dimension");
+                (flat, n, inner)
             }
-        }
+        };
+        let pfor = Stmt::ParallelFor(port_codegen::ir::ParallelFor {
+            vars: vec![var],
+            extents: vec![n.clone()],
+            body,
+        });
+        (pfor, n)
     }
 
     /// A name for a local a kernel declares for the rest of the block (a

@@ -239,7 +239,8 @@ impl Lowerer<'_> {
             }
         }
 
-        let shape_note = if pvars.len() == 2 {
+        // A reduction's grid is 1-D whatever the nest's depth.
+        let shape_note = if pvars.len() == 2 && specs_in.is_empty() {
             "a 2-D grid"
         } else {
             "a grid-stride loop"
@@ -271,9 +272,8 @@ impl Lowerer<'_> {
                 init: cast_to(init.clone(), *t, *t),
             });
         }
-        let n = extents.iter().cloned().reduce(mul).unwrap_or(i64(1));
         // The reduction's grid is 1-D: a nest goes over its flat index.
-        let pfor = self.flat_loop(&pvars, &extents, pbody);
+        let (pfor, n) = self.flat_loop(&pvars, &extents, pbody);
         let fname = self.fn_name.clone();
         self.reduction_kernel(
             kname,

@@ -63,7 +63,7 @@ impl Lowerer<'_> {
         );
         // The launch is a 1-D reduction grid: an array of two or more
         // dimensions goes over its flat index.
-        let pfor = self.flat_loop(&vars, &av.shape, vec![update]);
+        let (pfor, _) = self.flat_loop(&vars, &av.shape, vec![update]);
         let kname = self.kernel_name(op.word());
         let acc = self.fresh(&format!("{word}_acc"));
         self.reduction_kernel(
