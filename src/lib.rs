@@ -5,6 +5,7 @@
 //! does not pay for loading libLLVM (14 ms on every start); and
 //! `port-backend`, which runs them all. See [`cli`].
 
+pub mod capture_hints;
 pub mod cli;
 pub mod commands;
 pub mod profile_merge;

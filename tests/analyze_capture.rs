@@ -177,3 +177,54 @@ fn a_local_module_that_fails_fails_with_the_traceback_of_a_plain_run() {
         assert!(!err.contains("<string>") && !err.contains("_port_"), "{err}");
     }
 }
+
+/// The first static pass tells the capture what no migration reads (a
+/// function port cannot migrate, an array a function only writes), and what
+/// it saves still migrates and verifies as captured.
+#[test]
+fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(fixture("apps/write_only.py"), dir.join("write_only.py")).unwrap();
+    let py = venv_python();
+    let o = port_in(dir, &["analyze", "--python", &py, "write_only.py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let hints: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".port/captures/hints.json")).unwrap(),
+    )
+    .unwrap();
+    let hint = |name: &str| {
+        hints["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["qualname"] == name)
+            .unwrap_or_else(|| panic!("no hint for {name}: {hints}"))
+            .clone()
+    };
+    assert_eq!(hint("scale")["save"], true);
+    assert_eq!(hint("scale")["unread"], serde_json::json!(["out"]));
+    assert_eq!(hint("smooth")["unread"], serde_json::json!(["out"]));
+    assert_eq!(hint("cumulative")["save"], false, "{hints}");
+
+    // Types are captured whatever is saved.
+    let a = saved_analysis(dir);
+    assert_eq!(function(&a, "cumulative")["types"][0]["dtype"], "float64");
+
+    let o = port_in(
+        dir,
+        &[
+            "migrate",
+            "--function",
+            "scale",
+            "--json",
+            "--python",
+            &py,
+            "write_only.py",
+        ],
+    );
+    let j = one_json_document(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "captured", "{j}");
+}

@@ -116,6 +116,8 @@ pub struct CaptureRequest<'a> {
     /// Absolute; created if missing; earlier captures in it are replaced.
     pub dir: &'a Path,
     pub cap_bytes: u64,
+    /// Absolute: the hints file, read once it exists.
+    pub hints: Option<PathBuf>,
 }
 
 #[derive(serde::Serialize)]
@@ -125,6 +127,7 @@ struct HelperConfig<'a> {
     out_dir: &'a Path,
     cap_bytes: u64,
     max_functions: usize,
+    hints: Option<&'a Path>,
     /// Names this bootstrap in the byte code it caches (`out_dir/bytecode`):
     /// the app's files compiled by another build of port are not reused.
     helper_id: String,
@@ -158,6 +161,7 @@ pub fn prepare(req: &CaptureRequest<'_>) -> Result<Result<Injection, String>, Pr
         out_dir: req.dir,
         cap_bytes: req.cap_bytes,
         max_functions: MAX_FUNCTIONS,
+        hints: req.hints.as_deref(),
         helper_id: helper_id(),
     });
     Ok(match config {

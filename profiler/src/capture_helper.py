@@ -8,11 +8,16 @@
 # that caches its byte code there (capture.rs: LOADER_SOURCE), as if it were
 # `python -c BOOTSTRAP APP ARGS...`, with its settings as JSON in
 # $PORT_CAPTURE_CONFIG:
-#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "helper_id"}
+#   {"app", "app_root", "out_dir", "cap_bytes", "max_functions", "hints", "helper_id"}
 # It keeps out_dir/manifest.json up to date after every capture (a crash or
 # os._exit keeps what was captured), and port reads it back. The
 # .npz files are written by a thread of their own from copies of the arrays
 # (see `save`): up to cap_bytes more memory while they wait.
+#
+# With "hints" (a file port's static pass writes while the app starts; see
+# `hint_for`), it saves only what a migration reads: not the inputs of a
+# call whose types port's planner refused the function with, not an array
+# the function only writes.
 #
 # How a first call is caught depends on the Python (see `_port_capture`):
 #
@@ -74,13 +79,15 @@ def _port_capture():
             return "[%s]" % ", ".join(map(to_json, v))
         raise TypeError("%s in the manifest" % t.__name__)
 
-    cfg = _json.make_scanner(JsonContext())(os.environ.pop("PORT_CAPTURE_CONFIG"), 0)[0]
+    scan_json = _json.make_scanner(JsonContext())
+    cfg = scan_json(os.environ.pop("PORT_CAPTURE_CONFIG"), 0)[0]
     app = cfg["app"]
     app_root = os.path.realpath(cfg["app_root"])
     out_dir = cfg["out_dir"]
     cap = int(cfg["cap_bytes"])
     max_functions = int(cfg["max_functions"])
     helper_id = cfg.get("helper_id", "")
+    hints_path = cfg.get("hints")
     main_pid = os.getpid()
     started = time.perf_counter()
     MONITORING = sys.version_info >= (3, 12)
@@ -398,6 +405,9 @@ def _port_capture():
             p in ("site-packages", "dist-packages") or p.startswith(".venv") for p in parts
         )
 
+    # The member of an inputs .npz that describes the arrays not saved.
+    BLANKS = "__port_blank__"
+
     # Generators, coroutines, async generators: their "returns" are yields.
     NOT_FUNCTION = 0x20 | 0x80 | 0x100 | 0x200
 
@@ -437,6 +447,76 @@ def _port_capture():
 
         return run
 
+    # port's static pass runs while the app starts and then writes hints:
+    # per function (its file's real path and qualname), whether its inputs
+    # are worth saving ("save": false with "refused_with", the types port's
+    # planner refused it with) and which parameters its body never reads
+    # ("unread": it only writes them). Read at the
+    # first capture after the file appears; until then everything is saved.
+    hints = {"table": None}
+
+    def hint_for(code):
+        table = hints["table"]
+        if table is None:
+            if not hints_path:
+                return None
+            try:
+                with open(hints_path, "rb") as f:
+                    text = f.read().decode("utf-8")
+            except OSError:
+                return None  # not written yet
+            table = {}
+            try:
+                for h in scan_json(text, 0)[0]["functions"]:
+                    table.setdefault((h["file"], h["qualname"]), []).append(h)
+            except Exception:
+                warnings.append("the static pass's hints could not be read; every input is saved")
+            hints["table"] = table
+        found = table.get((realpath(code.co_filename), key_name(code)))
+        # Two definitions of one name: which one this is, the hints cannot say.
+        return found[0] if found and len(found) == 1 else None
+
+    PY_SCALARS = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+
+    def called_as_refused(hint, values, np):
+        """Whether the call's types are those port's planner refused the
+        function with (`refused_with`): then its inputs are not worth
+        saving. Other types may change the planner's answer."""
+        expected = hint.get("refused_with")
+        if not expected:
+            return False
+        for e in expected:
+            v = values.get(e["name"])
+            if e["ndim"] == 0:
+                t = PY_SCALARS.get(type(v))
+                if t is None and np is not None and isinstance(v, np.generic):
+                    t = str(v.dtype)
+            elif (
+                np is not None
+                and isinstance(v, np.ndarray)
+                and v.ndim == e["ndim"]
+                and (v.flags.c_contiguous or not e.get("contiguous"))
+            ):
+                t = str(v.dtype)
+            else:
+                return False
+            if t != e["dtype"]:
+                return False
+        return True
+
+    def blank_spec(name, v, values, np):
+        """What verification needs to make an array the function never
+        reads (its dtype, shape and order), or None when it must be saved:
+        not a plain array, or sharing memory with another argument, which
+        the function may read."""
+        if np is None or not isinstance(v, np.ndarray) or v.dtype.fields is not None or v.dtype.hasobject:
+            return None
+        for n, w in values.items():
+            if n != name and isinstance(w, np.ndarray) and np.may_share_memory(v, w):
+                return None
+        fortran = v.ndim > 1 and not v.flags.c_contiguous and v.flags.f_contiguous
+        return {"dtype": v.dtype.str, "shape": [int(k) for k in v.shape], "fortran": fortran}
+
     @timed
     def begin(target, code, values):
         """Records the call's types and saves its inputs; values maps each
@@ -460,10 +540,31 @@ def _port_capture():
         }
         stem = "%s-%d" % (safe(rec["function"]), len(captures))
         arrays = {}
-        for n in names:
+        hint = hint_for(code)
+        if hint is not None and not hint.get("save", True) and called_as_refused(hint, values, np):
+            rec["skipped"].append(hint.get("why") or "inputs not saved: port cannot migrate it")
+            names_saved = ()
+        else:
+            names_saved = names
+        unread = hint.get("unread", ()) if hint is not None else ()
+        blanks = {}
+        for n in names_saved:
+            if n in unread:
+                spec = blank_spec(n, values.get(n), values, np)
+                if spec is not None:
+                    blanks[n] = spec
+                    rec["skipped"].append(
+                        "%s: only written by the function, never read; not saved "
+                        "(verification starts it from zeros)" % n
+                    )
+                    continue
             arr = saveable(n, values.get(n), np, rec, "input")
             if arr is not None:
                 arrays[n] = arr
+        if blanks:
+            # In the .npz itself, so that any reader of it (`--inputs`) can
+            # make them: JSON, as bytes.
+            arrays[BLANKS] = np.frombuffer(to_json(blanks).encode("utf-8"), dtype=np.uint8)
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
         # os._exit, a killed app) still leaves its types and inputs.

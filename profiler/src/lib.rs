@@ -55,7 +55,11 @@
 //!    warning says so. After the run only the captures of the hottest named app
 //!    functions are kept (at most `capture_functions`, each with at least 1%
 //!    self time; module bodies, lambdas and comprehensions are skipped) and the
-//!    others' files are removed. Without NumPy in the interpreter, types are
+//!    others' files are removed. With `capture_hints` (a file `port analyze`
+//!    writes from its static pass while the app starts), a function marked as
+//!    not worth saving keeps only its types, and an array its function never
+//!    reads is described (member `__port_blank__` of the `.npz`), not saved.
+//!    Without NumPy in the interpreter, types are
 //!    still recorded and a warning says inputs were not. Capture problems are
 //!    warnings, never errors.
 //!
@@ -140,6 +144,7 @@ pub fn profile(
             app: &app,
             dir: &dir,
             cap_bytes: opts.capture_cap_bytes,
+            hints: opts.capture_hints.as_deref().map(options::absolute),
         })? {
             Ok(i) => {
                 injection = Some(i);

@@ -52,6 +52,10 @@ pub struct ProfileOptions {
     pub capture_cap_bytes: u64,
     /// How many of the hottest app functions keep their capture.
     pub capture_functions: usize,
+    /// A file the capture reads, once it exists, for which inputs are worth
+    /// saving (`port analyze` writes it from its static pass while the app
+    /// runs; see `capture_helper.py`). `None`, or no file yet: every input.
+    pub capture_hints: Option<PathBuf>,
     /// Stops sampling early. `None`: Ctrl-C does, through a process-wide
     /// handler installed on first use ([`StopSignal::ctrl_c`]); outside a
     /// profile, Ctrl-C still ends the process as usual.
@@ -75,6 +79,7 @@ impl ProfileOptions {
             capture_dir: PathBuf::from(".port/captures"),
             capture_cap_bytes: DEFAULT_CAPTURE_CAP_BYTES,
             capture_functions: DEFAULT_CAPTURE_FUNCTIONS,
+            capture_hints: None,
             stop: None,
         }
     }

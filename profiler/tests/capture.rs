@@ -763,3 +763,109 @@ fn python_3_12_catches_first_calls_with_sys_monitoring() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// The static pass's hints (written by `port analyze` while the app starts;
+/// here before it does) spare the capture what no migration reads: an array
+/// the function only writes is described, not saved, unless it shares memory
+/// with an argument the function reads; a function port cannot migrate has
+/// its types captured and its inputs left out. What is saved still replays
+/// the call, the unsaved arrays made from their description.
+#[test]
+fn hints_leave_out_the_arrays_a_function_never_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let hints = dir.path().join("hints.json");
+    let app = std::fs::canonicalize(fixture("write_only.py")).unwrap();
+    let vector = |name: &str, dtype: &str| serde_json::json!({"name": name, "dtype": dtype, "ndim": 1, "contiguous": false});
+    let hint = |name: &str, refused_with: serde_json::Value, unread: &[&str]| {
+        let save = refused_with == serde_json::json!([]);
+        serde_json::json!({"file": app, "qualname": name, "line": 1, "save": save,
+                           "why": "inputs not saved: the static pass said so",
+                           "refused_with": refused_with, "unread": unread})
+    };
+    let doc = serde_json::json!({"schema": "port-capture-hints/1", "functions": [
+        hint("scale", serde_json::json!([]), &["out"]),
+        // Refused for float32 arrays: called with float64 ones, so saved.
+        hint("smooth", serde_json::json!([vector("a", "float32"), vector("out", "float64")]), &["out"]),
+        hint("cumulative", serde_json::json!([vector("values", "float64"), vector("out", "float64")]), &[]),
+    ]});
+    std::fs::write(&hints, doc.to_string()).unwrap();
+    let mut opts = options("write_only.py", &["400000"], &captures);
+    opts.capture_functions = 4;
+    opts.capture_hints = Some(hints);
+    let p = run(&opts).unwrap();
+    assert!(p.exit.success());
+    let m = manifest(&captures);
+    let record =
+        |f: &str| manifest_record(&m, f).unwrap_or_else(|| panic!("{f} not captured: {m}"));
+
+    // `scale`: only `x` saved; `out` described, and the call replays.
+    let scale = record("scale");
+    let skipped = scale["skipped"].to_string();
+    assert!(
+        skipped.contains("out: only written by the function, never read"),
+        "{skipped}"
+    );
+    let check = r#"
+import json, sys
+import numpy as np
+data = np.load(sys.argv[1])
+assert sorted(data.files) == ["__port_blank__", "x"], data.files
+blank = json.loads(data["__port_blank__"].tobytes())
+assert blank == {"out": {"dtype": "<f8", "shape": [400000], "fortran": False}}, blank
+x = data["x"]
+assert np.array_equal(x, np.linspace(0.0, 1.0, 400000))
+sys.path.insert(0, sys.argv[2])
+import write_only
+out = np.zeros(blank["out"]["shape"], dtype=blank["out"]["dtype"])
+assert write_only.scale(x, out) is out and np.allclose(out, 2.0 * x + 1.0)
+print("ok")
+"#;
+    let out = Command::new(venv_python())
+        .args(["-c", check])
+        .arg(scale["inputs_npz"].as_str().unwrap())
+        .arg(app.parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `smooth(x, x)`: `out` is `a`, which the function reads: saved. And
+    // its call's types are not those it was refused with: saved.
+    let smooth = record("smooth");
+    assert!(
+        !smooth["skipped"].to_string().contains("only written"),
+        "{smooth}"
+    );
+    assert!(
+        !smooth["skipped"].to_string().contains("said so"),
+        "{smooth}"
+    );
+    let out = Command::new(venv_python())
+        .args([
+            "-c",
+            "import sys, numpy as np; d = np.load(sys.argv[1]); print(sorted(d.files))",
+        ])
+        .arg(smooth["inputs_npz"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "['a', 'out']");
+
+    // `cumulative`: called with the types it was refused with: typed,
+    // nothing saved, and the record says why.
+    let cumulative = record("cumulative");
+    assert!(cumulative["inputs_npz"].is_null(), "{cumulative}");
+    assert_eq!(cumulative["args"][0]["kind"]["dtype"], "float64");
+    assert!(
+        cumulative["skipped"]
+            .to_string()
+            .contains("the static pass said so"),
+        "{cumulative}"
+    );
+    // 3.2 MB of `x`, 3.2 MB each of `a` and `out`, and `main`'s `n` (it
+    // has no hint): not the 16 MB of every input.
+    assert_eq!(m["bytes_written"], 3 * 8 * 400_000 + 8);
+}

@@ -677,6 +677,115 @@ pub fn param_names(a: &ast::Arguments) -> Vec<String> {
     with_defaults.chain(rest).collect()
 }
 
+/// The parameters of `def` whose values its body never reads. Each use of
+/// such a name is one of:
+///
+/// - the array a subscript assignment stores into (`out[i] = v`,
+///   `out[:, 0] = row`), but not `out[i] += v`, which reads;
+/// - its metadata: `out.shape`, `.ndim`, `.size`, `.dtype`, `len(out)`;
+/// - `return out`, which hands back the object, whatever it holds.
+///
+/// Any other use (a load, a call argument, an alias, binding the name anew,
+/// `del`, `global`/`nonlocal`), in the body or in a nested function, counts
+/// as a read. So what such an array held before the call changes nothing the
+/// function computes: only the elements it never writes, which it hands back
+/// as they were. A parameter the body never names is unread too.
+pub fn unread_params(def: &ast::StmtFunctionDef) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+
+    use rustpython_ast::Visitor;
+
+    const METADATA: [&str; 4] = ["shape", "ndim", "size", "dtype"];
+    struct Uses {
+        params: HashSet<String>,
+        /// Every occurrence of each parameter's name.
+        all: HashMap<String, usize>,
+        /// The occurrences that do not read its value.
+        harmless: HashMap<String, usize>,
+        read: HashSet<String>,
+    }
+    impl Uses {
+        fn param<'e>(&self, e: &'e Expr) -> Option<&'e str> {
+            match e {
+                Expr::Name(n) if self.params.contains(n.id.as_str()) => Some(n.id.as_str()),
+                _ => None,
+            }
+        }
+        fn harmless(&mut self, e: &Expr) {
+            if let Some(p) = self.param(e) {
+                *self.harmless.entry(p.to_string()).or_default() += 1;
+            }
+        }
+    }
+    impl Visitor for Uses {
+        fn visit_expr_name(&mut self, n: ast::ExprName) {
+            if self.params.contains(n.id.as_str()) {
+                *self.all.entry(n.id.to_string()).or_default() += 1;
+            }
+        }
+        fn visit_expr_subscript(&mut self, s: ast::ExprSubscript) {
+            if s.ctx == ast::ExprContext::Store {
+                self.harmless(&s.value);
+            }
+            self.generic_visit_expr_subscript(s)
+        }
+        fn visit_expr_attribute(&mut self, a: ast::ExprAttribute) {
+            if a.ctx == ast::ExprContext::Load && METADATA.contains(&a.attr.as_str()) {
+                self.harmless(&a.value);
+            }
+            self.generic_visit_expr_attribute(a)
+        }
+        fn visit_expr_call(&mut self, c: ast::ExprCall) {
+            if let (Expr::Name(f), [arg], []) = (&*c.func, c.args.as_slice(), c.keywords.as_slice())
+            {
+                if f.id.as_str() == "len" {
+                    self.harmless(arg);
+                }
+            }
+            self.generic_visit_expr_call(c)
+        }
+        fn visit_stmt_aug_assign(&mut self, a: ast::StmtAugAssign) {
+            // `out[i] += v` reads `out[i]` first.
+            if let Expr::Subscript(t) = &*a.target {
+                if let Some(p) = self.param(&t.value) {
+                    self.read.insert(p.to_string());
+                }
+            }
+            self.generic_visit_stmt_aug_assign(a)
+        }
+        fn visit_stmt_return(&mut self, r: ast::StmtReturn) {
+            if let Some(v) = &r.value {
+                self.harmless(v);
+            }
+            self.generic_visit_stmt_return(r)
+        }
+        fn visit_stmt_global(&mut self, g: ast::StmtGlobal) {
+            self.read.extend(g.names.iter().map(|n| n.to_string()));
+        }
+        fn visit_stmt_nonlocal(&mut self, g: ast::StmtNonlocal) {
+            self.read.extend(g.names.iter().map(|n| n.to_string()));
+        }
+    }
+    let names = param_names(&def.args);
+    let mut uses = Uses {
+        params: names.iter().cloned().collect(),
+        all: HashMap::new(),
+        harmless: HashMap::new(),
+        read: HashSet::new(),
+    };
+    for s in &def.body {
+        uses.visit_stmt(s.clone());
+    }
+    names
+        .into_iter()
+        .filter(|p| {
+            !uses.read.contains(p)
+                && uses.all.get(p).copied().unwrap_or(0)
+                    == uses.harmless.get(p).copied().unwrap_or(0)
+        })
+        .collect()
+}
+
 /// Names that hold a tuple literal (`shape = (n, m)`, `cache = (x, w, b)`),
 /// split into one name per element everywhere in a function's `body`, for
 /// rewrites that bind a name to one value:
@@ -1404,6 +1513,48 @@ mod tests {
         let mut out = Vec::new();
         lines(&body, 0, &mut out);
         out
+    }
+
+    fn unread(code: &str) -> Vec<String> {
+        let suite = ast::Suite::parse(code, "<test>").unwrap();
+        match &suite[0] {
+            Stmt::FunctionDef(d) => super::unread_params(d),
+            _ => panic!("not a def"),
+        }
+    }
+
+    #[test]
+    fn a_parameter_only_stored_into_is_unread() {
+        let shade = "def shade(x, y, out):\n    for i in range(x.shape[0]):\n        out[i] = x[i] * y[i]\n";
+        assert_eq!(unread(shade), ["out"]);
+        // Metadata, slices, `len` and handing it back read no element.
+        let meta = "def f(a, out):\n    n = len(out)\n    out[:, 0] = a[: out.shape[0]]\n    if out.ndim == 2 and out.size:\n        out[1:, :] = 0.0\n    return out\n";
+        assert_eq!(unread(meta), ["out"]);
+        // Never named at all.
+        assert_eq!(unread("def f(a, unused):\n    return a + 1\n"), ["unused"]);
+    }
+
+    #[test]
+    fn any_read_of_a_parameter_keeps_it() {
+        for body in [
+            "    out[i] += 1.0\n",           // reads out[i] first
+            "    out[i] = out[i - 1] + a\n", // reads an element
+            "    b = out\n    b[0] = 1.0\n", // an alias
+            "    g(out)\n",                  // a callee may read it
+            "    out = a.copy()\n",          // bound anew
+            "    out.fill(0.0)\n",           // any other method
+            "    del out[0]\n",
+            "    h = lambda: out[0]\n", // a nested scope reads it
+            "    for out[0] in a:\n        pass\n    x = out\n",
+            "    global out\n    out[0] = 1\n",
+            "    return out[0]\n",
+        ] {
+            let code = format!("def f(a, out, i):\n{body}");
+            assert!(
+                !unread(&code).contains(&"out".to_string()),
+                "`out` read in:\n{body}"
+            );
+        }
     }
 
     #[test]

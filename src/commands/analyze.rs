@@ -170,13 +170,27 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
     // Nothing can be classified when the script itself does not parse: say
     // so before running it, as `--static` would.
     check_parses(&args.path)?;
-    // The first static pass (only the resolver needs it: every function's
-    // lines) runs while the app does; the report's pass comes after, with
-    // the captured types.
+    // The first static pass runs while the app does. The resolver needs its
+    // functions' lines; the capture, its verdicts and unread parameters
+    // (crate::capture_hints), to save only inputs a migration reads. The
+    // report's pass comes after, with the captured types.
+    let captures = capture_dir();
+    let hints = !args.no_capture;
+    if hints {
+        crate::capture_hints::clear(&captures);
+    }
     std::thread::scope(|scope| {
         let first = std::thread::Builder::new()
             .name("port-first-pass".into())
-            .spawn_scoped(scope, || analyze(&args.path, &AnalyzeOptions::default()))
+            .spawn_scoped(scope, || {
+                let mut a = analyze(&args.path, &AnalyzeOptions::default())?;
+                if hints {
+                    plan_check::apply(&mut a);
+                    // Without the file the capture saves every input.
+                    let _ = crate::capture_hints::write(&a, &captures);
+                }
+                Ok::<_, port_analyzer::AnalyzeError>(a)
+            })
             .map_err(|e| UserError::new(format!("cannot start a thread: {e}")))?;
         let resolver = DeferredResolver::new(move || match first.join() {
             Ok(Ok(a)) => Box::new(AnalysisResolver::new(&a)) as Box<dyn FrameResolver + Send>,
@@ -185,6 +199,11 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
         });
         profile_and_report(args, &resolver)
     })
+}
+
+/// Where the profiled run's capture goes (`.port/captures`).
+fn capture_dir() -> PathBuf {
+    state::dir().join("captures")
 }
 
 /// Whether the script parses; its parse errors as one error if not.
@@ -229,7 +248,8 @@ fn profile_and_report(args: &AnalyzeArgs, resolver: &dyn FrameResolver) -> Resul
     opts.idle = args.idle;
     opts.subprocesses = args.subprocesses;
     opts.capture = !args.no_capture;
-    opts.capture_dir = state::dir().join("captures");
+    opts.capture_dir = capture_dir();
+    opts.capture_hints = Some(opts.capture_dir.join(crate::capture_hints::FILE));
 
     let spinner = progress_spinner(args.json);
     let profile = port_profiler::profile(&opts, resolver, &|tick| {
@@ -258,7 +278,8 @@ fn profile_and_report(args: &AnalyzeArgs, resolver: &dyn FrameResolver) -> Resul
         port_profiler::write_speedscope(&profile, json)
             .map_err(|e| UserError::new(e.to_string()))?;
     }
-    for w in &profile.warnings {
+    let held_back = crate::capture_hints::held_back(&analysis, &profile);
+    for w in profile.warnings.iter().chain(&held_back) {
         eprintln!("port: warning: {w}");
     }
     report(args, &analysis)?;
