@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What does `port analyze` cost over running the app alone? For each app, runs
 # it plain (`python APP ARGS`) and under `port analyze` (default: sampling and
-# capture in the same run), alternating, REPEATS times each in the same
+# capture in the same run), REPEATS times each, in rounds whose order rotates, in the same
 # invocation, and prints for each the median wall time and the median CPU time
 # (user + system of the whole process tree: port, py-spy's threads, Python and
 # whatever it starts), and their ratios.
@@ -129,18 +129,31 @@ for spec in "${apps[@]}"; do
   [ "$breakdown" = 1 ] && measure "${nocap[@]}" >/dev/null
   [ -n "$compare" ] && measure "${other[@]}" >/dev/null
   pw=(); pc=(); qw=(); qc=(); nw=(); nc=(); ow=(); oc=(); cs=(); ws=(); ds=()
+  # Each round runs every kind once, in an order rotated by one each round:
+  # a run's place in the round matters (the run after another inherits its
+  # page cache, its freed memory and its files to delete), and measured in a
+  # fixed order that bias reached 6% between two builds.
+  kinds=(plain profiled)
+  [ "$breakdown" = 1 ] && kinds+=(nocap)
+  [ -n "$compare" ] && kinds+=(other)
   for i in $(seq 1 "$repeats"); do
-    read -r w c < <(measure "${plain[@]}"); pw+=("$w"); pc+=("$c")
-    read -r w c < <(measure "${profiled[@]}"); qw+=("$w"); qc+=("$c")
-    read -r c w d < <(capture_s); cs+=("$c"); ws+=("$w"); ds+=("$d")
+    for k in $(seq 0 $((${#kinds[@]} - 1))); do
+      kind=${kinds[$(((i - 1 + k) % ${#kinds[@]}))]}
+      case $kind in
+        plain) read -r w c < <(measure "${plain[@]}"); pw+=("$w"); pc+=("$c") ;;
+        profiled)
+          read -r w c < <(measure "${profiled[@]}"); qw+=("$w"); qc+=("$c")
+          read -r c w d < <(capture_s); cs+=("$c"); ws+=("$w"); ds+=("$d") ;;
+        nocap) read -r w c < <(measure "${nocap[@]}"); nw+=("$w"); nc+=("$c") ;;
+        other) read -r w c < <(measure "${other[@]}"); ow+=("$w"); oc+=("$c") ;;
+      esac
+    done
     line=$(printf 'bench: %s %s run %d/%d  plain %.3f s (cpu %.3f)  port analyze %.3f s (cpu %.3f)' \
       "$(basename "$app")" "${app_args:--}" "$i" "$repeats" "${pw[-1]}" "${pc[-1]}" "${qw[-1]}" "${qc[-1]}")
     if [ "$breakdown" = 1 ]; then
-      read -r w c < <(measure "${nocap[@]}"); nw+=("$w"); nc+=("$c")
       line+=$(printf '  --no-capture %.3f s (cpu %.3f)' "${nw[-1]}" "${nc[-1]}")
     fi
     if [ -n "$compare" ]; then
-      read -r w c < <(measure "${other[@]}"); ow+=("$w"); oc+=("$c")
       line+=$(printf '  compared %.3f s (cpu %.3f)' "${ow[-1]}" "${oc[-1]}")
     fi
     echo "$line" >&2
@@ -163,12 +176,12 @@ for spec in "${apps[@]}"; do
   fi
 done
 
-printf 'port analyze %s at %s Hz, %s; medians of %d runs each, alternating (cores: %s)\n' \
+printf 'port analyze %s at %s Hz, %s; medians of %d runs each, in rounds of rotating order (cores: %s)\n' \
   "$([ ${#mode[@]} -gt 0 ] && echo '--no-capture' || echo '(default: capture in the sampled run)')" \
   "$rate" "$("$python" -V 2>&1)" "$repeats" "$(nproc)"
 printf '%s\n' "${summary[@]}"
 if [ "$breakdown" = 1 ]; then
-  echo 'medians, port analyze minus the run before it (plain, then --no-capture):'
+  echo 'medians: sampling+analysis is --no-capture minus plain; capture is port analyze minus --no-capture:'
   printf '%s\n' "${details[@]}"
 fi
 echo 'target: ratio <= 1.05x of medians (cpu: user+sys of the process tree)'
