@@ -40,6 +40,18 @@
 # bootstrap's own frames.
 
 
+def _port_machinery():
+    """importlib.machinery's classes (PathFinder, SourceFileLoader) from the
+    module they are defined in, which every CPython has loaded at start:
+    importing importlib.machinery would cost an app half a millisecond."""
+    import sys
+
+    m = sys.modules.get("_frozen_importlib_external")
+    if m is None or not hasattr(m, "SourceFileLoader"):
+        import importlib.machinery as m
+    return m
+
+
 def _port_capture():
     """Sets capture up; returns (compile_app, start): compile_app(source, path)
     is the app file compiled for capture (None: compile it as Python would),
@@ -355,6 +367,14 @@ def _port_capture():
             return None
         state["bytes"] += nbytes
         return arr
+
+    def fnv1a(data):
+        """FNV-1a (32 bits) of bytes: names cache files, without loading
+        binascii or zlib for a crc32."""
+        h = 0x811C9DC5
+        for b in data:
+            h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+        return h
 
     def safe(name):
         s = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
@@ -797,10 +817,11 @@ def _port_capture():
 
     else:
         import _thread
+        import _weakref as weakref  # weakref.ref itself, without the module's imports
         import builtins
-        import importlib.machinery as machinery
         import itertools
-        import weakref
+
+        machinery = _port_machinery()
 
         lock = _thread.RLock()  # captures in several threads write one manifest
         by_code = {}  # id(code) -> (code, Target or None)
@@ -1035,9 +1056,7 @@ def _port_capture():
                     "%s|%s|%d|%d|%d|%s\n"
                     % (path, sys.version, sys.flags.optimize, st.st_mtime_ns, st.st_size, helper_id)
                 ).encode("utf-8", "surrogateescape")
-                import binascii
-
-                name = "%s-%08x.bin" % (safe(os.path.basename(path)), binascii.crc32(key))
+                name = "%s-%08x.bin" % (safe(os.path.basename(path)), fnv1a(key))
                 cached = os.path.join(bytecode_dir, name)
             except (OSError, ValueError):
                 return transform_app(source, path)
@@ -1261,10 +1280,10 @@ def _port_capture():
 
 
 def _port_main():
-    import importlib.machinery
     import os
     import sys
 
+    loader = _port_machinery().SourceFileLoader
     app = sys.argv[1]
     compile_app, start = _port_capture()
     with open(app, "rb") as f:
@@ -1280,11 +1299,11 @@ def _port_main():
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(app)
     g = globals()
-    for name in ("_port_load", "_port_capture", "_port_main"):
+    for name in ("_port_load", "_port_capture", "_port_main", "_port_machinery"):
         g.pop(name, None)
     g["__file__"] = app
     g["__cached__"] = None
-    g["__loader__"] = importlib.machinery.SourceFileLoader("__main__", app)
+    g["__loader__"] = loader("__main__", app)
     start()
     return code
 
