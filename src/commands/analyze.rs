@@ -183,11 +183,20 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
         let first = std::thread::Builder::new()
             .name("port-first-pass".into())
             .spawn_scoped(scope, || {
-                let mut a = analyze(&args.path, &AnalyzeOptions::default())?;
+                let a = analyze(&args.path, &AnalyzeOptions::default())?;
                 if hints {
-                    plan_check::apply(&mut a);
-                    // Without the file the capture saves every input.
-                    let _ = crate::capture_hints::write(&a, &captures);
+                    // The planner's answers on a thread of its own, not
+                    // joined: the end of the run waits for the resolver's
+                    // pass only, however long planning a large program
+                    // takes. Without the file the capture saves every input.
+                    let mut planned = a.clone();
+                    let dir = captures.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("port-capture-hints".into())
+                        .spawn(move || {
+                            plan_check::apply(&mut planned);
+                            let _ = crate::capture_hints::write(&planned, &dir);
+                        });
                 }
                 Ok::<_, port_analyzer::AnalyzeError>(a)
             })
