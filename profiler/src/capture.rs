@@ -24,6 +24,7 @@ use serde::Deserialize;
 use crate::aggregate::is_anonymous;
 use crate::error::ProfileError;
 use crate::model::{Capture, FunctionHotspot};
+use crate::resolver::FrameResolver;
 
 /// The bootstrap's source. It is written once to the capture directory's
 /// `bytecode/` folder and run through [`LOADER_SOURCE`], which keeps its
@@ -239,9 +240,15 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Reads what the helper captured, keeps the targets' captures (keyed as the
-/// targets are) and removes the files of the others.
-pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
+/// What a capture of a function outside the targets says of its inputs.
+pub const NOT_HOT: &str =
+    "inputs removed after the run: not among the profile's hot functions (types kept)";
+
+/// Reads what the helper captured and keeps the targets' captures (keyed as
+/// the targets are). The others keep their types, keyed as `resolver` keys
+/// the function, and lose their files: a function the profile barely saw
+/// can still be migrated, on generated inputs.
+pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> CaptureOutcome {
     let mut outcome = CaptureOutcome::default();
     let manifest: Option<Manifest> = std::fs::read_to_string(dir.join(MANIFEST))
         .ok()
@@ -283,6 +290,7 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
             }
         }
     }
+    let mut others = Vec::new();
     for (i, r) in manifest.captures.into_iter().enumerate() {
         let mut c = r.capture;
         let target = targets.iter().find(|t| {
@@ -291,8 +299,22 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
                 && canonical(&c.file) == canonical(&t.file)
         });
         let Some(target) = target else {
-            if let Some(p) = &c.inputs_npz {
+            if let Some(p) = c.inputs_npz.take() {
                 let _ = std::fs::remove_file(p);
+            }
+            // The function the record names, not one around its first line
+            // (a decorator's line may be in an enclosing function).
+            let key = resolver
+                .function_at(&c.file, c.line, &c.function)
+                .filter(|k| *k == c.function || k.ends_with(&format!(".{}", c.function)));
+            if let Some(key) = key {
+                let taken = targets.iter().any(|t| t.key == key)
+                    || others.iter().any(|o: &Capture| o.function == key);
+                if !taken {
+                    c.function = key;
+                    c.skipped.push(NOT_HOT.to_string());
+                    others.push(c);
+                }
             }
             continue;
         };
@@ -306,6 +328,7 @@ pub fn collect(dir: &Path, targets: &[Target]) -> CaptureOutcome {
         }
         outcome.captures.push(c);
     }
+    outcome.captures.extend(others);
     outcome
 }
 
@@ -459,8 +482,17 @@ mod tests {
             file: "/app/a.py".into(),
             name: name.to_string(),
         };
-        let out = collect(dir.path(), &[target("f"), target("h")]);
-        assert_eq!(out.captures.len(), 1, "{d}");
+        struct Keys;
+        impl FrameResolver for Keys {
+            fn function_at(&self, _: &Path, line: u32, name: &str) -> Option<String> {
+                (line == 9).then(|| format!("a.{name}"))
+            }
+            fn is_app_file(&self, _: &Path) -> bool {
+                true
+            }
+        }
+        let out = collect(dir.path(), &[target("f"), target("h")], &Keys);
+        assert_eq!(out.captures.len(), 2, "{d}");
         let c = &out.captures[0];
         assert_eq!(c.function, "a.f");
         assert!(c.truncated);
@@ -474,6 +506,11 @@ mod tests {
             crate::model::ArgKind::Scalar { type_name } if type_name == "int"
         ));
         assert!(!other.exists(), "a capture no target keeps is removed");
+        // Its types are kept, keyed as the resolver keys `g`; its inputs not.
+        let g = &out.captures[1];
+        assert_eq!(g.function, "a.g");
+        assert_eq!(g.inputs_npz, None);
+        assert_eq!(g.skipped, [NOT_HOT]);
         assert!(
             out.warnings
                 .iter()

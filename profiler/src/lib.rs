@@ -225,7 +225,7 @@ pub fn profile(
 
     if let Some(dir) = capture_dir {
         let targets = capture::pick_targets(&profile.functions, opts.capture_functions);
-        let outcome = capture::collect(&dir, &targets);
+        let outcome = capture::collect(&dir, &targets, resolver);
         profile.captures = outcome.captures;
         profile.warnings.extend(outcome.warnings);
     }
