@@ -227,4 +227,29 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
     let j = one_json_document(&o);
     assert_eq!(j["status"], "verified", "{j}");
     assert_eq!(j["verification"]["inputs"], "captured", "{j}");
+
+    // `smooth(x, x)` runs in place in the program: inputs saved one by one
+    // cannot vouch for that call, whatever the kernels give.
+    let o = port_in(
+        dir,
+        &[
+            "migrate",
+            "--function",
+            "smooth",
+            "--json",
+            "--python",
+            &py,
+            "write_only.py",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let j = one_json_document(&o);
+    assert_eq!(j["status"], "inconclusive", "{j}");
+    assert_eq!(
+        j["inputs_aliases"],
+        serde_json::json!([["a", "out"]]),
+        "{j}"
+    );
+    let why = j["verification"]["in_place"].as_str().unwrap_or_default();
+    assert!(why.contains("`a` and `out` sharing memory"), "{j}");
 }

@@ -524,6 +524,20 @@ def _port_capture():
                 return False
         return True
 
+    def shared_arrays(names, values, np):
+        """Pairs of array arguments that share memory (`f(a, a)`, a view of
+        another argument): the call is in place, which inputs saved one by
+        one do not reproduce."""
+        if np is None:
+            return []
+        arrays = [(n, values.get(n)) for n in names if isinstance(values.get(n), np.ndarray)]
+        return [
+            [n, m]
+            for i, (n, v) in enumerate(arrays)
+            for m, w in arrays[i + 1 :]
+            if np.may_share_memory(v, w)
+        ]
+
     def blank_spec(name, v, values, np):
         """What verification needs to make an array the function never
         reads (its dtype, shape and order), or None when it must be saved:
@@ -557,6 +571,7 @@ def _port_capture():
             "skipped": [],
             "truncated": False,
             "returned": False,
+            "aliases": shared_arrays(names, values, np),
         }
         stem = "%s-%d" % (safe(rec["function"]), len(captures))
         arrays = {}

@@ -174,6 +174,11 @@ pub struct Capture {
     /// An argument was left out because the capture cap was reached.
     #[serde(default)]
     pub truncated: bool,
+    /// Pairs of array arguments that shared memory in the call (`f(a, a)`):
+    /// the inputs are saved one by one, so a verification on them runs the
+    /// call out of place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<(String, String)>,
 }
 
 /// One argument of a captured call.

@@ -826,6 +826,12 @@ fn hints_leave_out_the_arrays_a_function_never_reads() {
     // `smooth(x, x)`: `out` is `a`, which the function reads: saved. And
     // its call's types are not those it was refused with: saved.
     let smooth = record("smooth");
+    assert_eq!(
+        smooth["aliases"],
+        serde_json::json!([["a", "out"]]),
+        "{smooth}"
+    );
+    assert_eq!(record("scale")["aliases"], serde_json::json!([]));
     let skipped = smooth["skipped"].to_string();
     assert!(
         !skipped.contains("only written") && !skipped.contains("said so"),

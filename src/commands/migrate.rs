@@ -288,21 +288,33 @@ pub(crate) fn facts_of(a: &Analysis) -> AppFacts {
     facts
 }
 
+/// The profiler's capture of this function's call, when it has one.
+fn capture_of<'a>(a: &'a Analysis, f: &FunctionReport) -> Option<&'a serde_json::Value> {
+    let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
+    caps.iter().find(|c| {
+        // `port analyze` keys captures as `module.qualname`.
+        c.get("function")
+            .and_then(|v| v.as_str())
+            .is_some_and(|func| {
+                func == crate::profile_merge::key_of(&f.module, &f.qualname)
+                    || func == f.qualname
+                    || func == f.name
+            })
+    })
+}
+
 /// The profiler's captured inputs for this function, when it saved some.
 fn captured_inputs(a: &Analysis, f: &FunctionReport) -> Option<PathBuf> {
-    let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
-    caps.iter().find_map(|c| {
-        // `port analyze` keys captures as `module.qualname`.
-        let func = c.get("function")?.as_str()?;
-        if func != crate::profile_merge::key_of(&f.module, &f.qualname)
-            && func != f.qualname
-            && func != f.name
-        {
-            return None;
-        }
-        let p = PathBuf::from(c.get("inputs_npz")?.as_str()?);
-        p.exists().then_some(p)
-    })
+    let p = PathBuf::from(capture_of(a, f)?.get("inputs_npz")?.as_str()?);
+    p.exists().then_some(p)
+}
+
+/// The pairs of arguments that shared memory in the captured call.
+fn captured_aliases(a: &Analysis, f: &FunctionReport) -> Vec<(String, String)> {
+    capture_of(a, f)
+        .and_then(|c| c.get("aliases"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
 }
 
 fn reason_json(r: &Reason) -> serde_json::Value {
@@ -605,6 +617,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             report.patch = Some(patch_path.display().to_string());
 
             let captured = captured_inputs(&analysis, report_fn);
+            let aliases = captured_aliases(&analysis, report_fn);
             report.origin = json!({
                 "file": report_fn.file,
                 "line": report_fn.line,
@@ -619,6 +632,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
                     .or_else(|| captured.clone())
                     .map(|p| p.display().to_string()),
+                // Arguments the captured call passed sharing memory.
+                "inputs_aliases": aliases,
                 "size": args.run.size,
             })
             .as_object()
@@ -641,7 +656,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     save_inputs: args.save_inputs.clone(),
                 };
                 match port_verify::verify_plan(&m.plan, &vopts) {
-                    Ok(o) => {
+                    Ok(mut o) => {
+                        o.verification.called_in_place(&m.plan, &aliases);
                         let v = &o.verification;
                         report.status = v.status().as_str();
                         // The errors in `verification` are against the

@@ -148,6 +148,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             "mismatch": v.mismatch,
             "float32_exact": v.float32_exact,
             "float64_exact": v.float64_exact,
+            "in_place": v.in_place,
         }),
     );
     m.insert("device".into(), json!(o.device));
@@ -411,8 +412,16 @@ fn verify_one(
         }),
         save_inputs: None,
     };
+    let aliases: Vec<(String, String)> = r
+        .value
+        .get("inputs_aliases")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
     match port_verify::verify_plan(&plan, &opts) {
-        Ok(o) => Ok(Result1::Done(Box::new(o))),
+        Ok(mut o) => {
+            o.verification.called_in_place(&plan, &aliases);
+            Ok(Result1::Done(Box::new(o)))
+        }
         Err(VerifyError::NoPython { python, message }) => Err(UserError::new(format!(
             "cannot run the original with `{python}`: {message} (pass --python)"
         ))

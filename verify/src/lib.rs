@@ -180,6 +180,12 @@ pub struct Verification {
     pub float64_exact: Option<exact::ExactCheck>,
     /// Seconds the original took (one call, for information).
     pub original_seconds: f64,
+    /// Why these inputs cannot vouch for the program's call: it passes one
+    /// array as two arguments, one of which the kernels write (set by
+    /// [`Verification::called_in_place`]). The results may agree, yet
+    /// nothing is verified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_place: Option<String>,
 }
 
 /// What a verification concluded.
@@ -214,7 +220,9 @@ impl Verification {
     }
 
     pub fn status(&self) -> Status {
-        if self.passed {
+        if self.passed && self.in_place.is_some() {
+            Status::Inconclusive
+        } else if self.passed {
             Status::Verified
         } else if self
             .exact()
@@ -235,7 +243,28 @@ impl Verification {
                 .mismatch
                 .as_ref()
                 .map(|m| format!("results differ: {m}")),
-            Status::Inconclusive => self.exact().and_then(|c| c.why.clone()),
+            Status::Inconclusive => self
+                .in_place
+                .clone()
+                .or_else(|| self.exact().and_then(|c| c.why.clone())),
+        }
+    }
+
+    /// Marks a verification on captured inputs whose call shared memory
+    /// between arguments (`aliases`, as the capture recorded them) where
+    /// the plan writes one of them: inputs saved one by one ran the call
+    /// out of place, and an in-place call may read what it has written
+    /// (a Gauss-Seidel sweep does).
+    pub fn called_in_place(&mut self, plan: &KernelPlan, aliases: &[(String, String)]) {
+        if self.inputs != InputOrigin::Captured.as_str() {
+            return;
+        }
+        let written = |n: &String| plan.mutated.contains(n);
+        if let Some((a, b)) = aliases.iter().find(|(a, b)| written(a) || written(b)) {
+            self.in_place = Some(format!(
+                "the program calls `{}` with `{a}` and `{b}` sharing memory (in place), and the kernels write one of them: port verified them on separate copies, which does not vouch for that call; verify with separate arrays (`--inputs`) or call it out of place",
+                plan.function
+            ));
         }
     }
 }
@@ -386,6 +415,7 @@ fn compare_runs(
         float32_exact: None,
         float64_exact: None,
         original_seconds: orig.seconds,
+        in_place: None,
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
         let c = compare::allclose(e, a, tol);
