@@ -207,16 +207,18 @@ fn why_not(f: &port_analyzer::FunctionReport) -> String {
 
 /// Warnings for the functions whose inputs a hint held back but which the
 /// captured types made `cuda`: `port migrate` will verify them on
-/// generated inputs.
-pub fn held_back(a: &Analysis, p: &port_profiler::Profile) -> Vec<String> {
-    p.captures
+/// generated inputs. `a` carries its merged profile, whose captures are
+/// matched to functions as `port migrate` matches them.
+pub fn held_back(a: &Analysis) -> Vec<String> {
+    a.functions
         .iter()
-        .filter(|c| c.inputs_npz.is_none() && c.skipped.iter().any(|s| s.starts_with(NOT_SAVED)))
-        .filter_map(|c| {
-            a.functions.iter().find(|f| {
-                f.verdict == Verdict::Cuda
-                    && (c.function == crate::profile_merge::key_of(&f.module, &f.qualname)
-                        || c.function == f.qualname)
+        .filter(|f| f.verdict == Verdict::Cuda)
+        .filter(|f| {
+            crate::commands::migrate::capture_of(a, f).is_some_and(|c| {
+                c["inputs_npz"].is_null()
+                    && c["skipped"].as_array().is_some_and(|s| {
+                        s.iter().any(|l| l.as_str().is_some_and(|l| l.starts_with(NOT_SAVED)))
+                    })
             })
         })
         .map(|f| {

@@ -538,16 +538,12 @@ def _port_capture():
             if np.may_share_memory(v, w)
         ]
 
-    def blank_spec(name, v, values, np):
+    def blank_spec(v, np):
         """What verification needs to make an array the function never
-        reads (its dtype, shape and order), or None when it must be saved:
-        not a plain array, or sharing memory with another argument, which
-        the function may read."""
+        reads (its dtype, shape and order), or None when it is not a plain
+        array."""
         if np is None or not isinstance(v, np.ndarray) or v.dtype.fields is not None or v.dtype.hasobject:
             return None
-        for n, w in values.items():
-            if n != name and isinstance(w, np.ndarray) and np.may_share_memory(v, w):
-                return None
         fortran = v.ndim > 1 and not v.flags.c_contiguous and v.flags.f_contiguous
         return {"dtype": v.dtype.str, "shape": [int(k) for k in v.shape], "fortran": fortran}
 
@@ -581,11 +577,14 @@ def _port_capture():
             names_saved = ()
         else:
             names_saved = names
-        unread = hint.get("unread", ()) if hint is not None else ()
+        # An array sharing memory with another argument is saved: the
+        # function may read it through that one.
+        shared = set(n for pair in rec["aliases"] for n in pair)
+        unread = [n for n in hint.get("unread", ()) if n not in shared] if hint is not None else ()
         blanks = {}
         for n in names_saved:
             if n in unread:
-                spec = blank_spec(n, values.get(n), values, np)
+                spec = blank_spec(values.get(n), np)
                 if spec is not None:
                     blanks[n] = spec
                     rec["skipped"].append(

@@ -287,7 +287,7 @@ fn profile_and_report(args: &AnalyzeArgs, resolver: &dyn FrameResolver) -> Resul
         port_profiler::write_speedscope(&profile, json)
             .map_err(|e| UserError::new(e.to_string()))?;
     }
-    let held_back = crate::capture_hints::held_back(&analysis, &profile);
+    let held_back = crate::capture_hints::held_back(&analysis);
     for w in profile.warnings.iter().chain(&held_back) {
         eprintln!("port: warning: {w}");
     }

@@ -289,7 +289,7 @@ pub(crate) fn facts_of(a: &Analysis) -> AppFacts {
 }
 
 /// The profiler's capture of this function's call, when it has one.
-fn capture_of<'a>(a: &'a Analysis, f: &FunctionReport) -> Option<&'a serde_json::Value> {
+pub(crate) fn capture_of<'a>(a: &'a Analysis, f: &FunctionReport) -> Option<&'a serde_json::Value> {
     let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
     caps.iter().find(|c| {
         // `port analyze` keys captures as `module.qualname`.
