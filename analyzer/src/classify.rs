@@ -118,9 +118,12 @@ pub struct Checker<'a> {
     uses_float64: Option<u32>,
     /// The largest array argument seen in a real call, and its size.
     largest_array: Option<(String, u64)>,
+    /// The shapes of the array arguments of a real call.
+    shapes: HashMap<String, Vec<u64>>,
 }
 
-/// Arrays below this many elements rarely pay for a launch and transfers.
+/// Calls doing fewer element operations than this rarely pay for a launch and
+/// transfers, and cannot fill a GPU's threads.
 pub const SMALL_ARRAY_ELEMENTS: u64 = 16_384;
 
 impl<'a> Checker<'a> {
@@ -152,6 +155,7 @@ impl<'a> Checker<'a> {
             noted_strings: false,
             uses_float64: None,
             largest_array: None,
+            shapes: HashMap::new(),
         };
         c.bind_params(captured);
         c
@@ -191,6 +195,7 @@ impl<'a> Checker<'a> {
             if let Some(cap) = captured.and_then(|c| c.iter().find(|t| t.name == name)) {
                 ty = ty_of_captured(cap);
                 if let Some(shape) = &cap.shape {
+                    self.shapes.insert(name.clone(), shape.clone());
                     let n: u64 = shape.iter().product();
                     if self.largest_array.as_ref().is_none_or(|(_, m)| n > *m) {
                         self.largest_array = Some((name.clone(), n));
@@ -347,15 +352,22 @@ impl<'a> Checker<'a> {
             };
             self.add("PORT405", self.f.line, msg.into());
         }
+        // Judged by the work of a real call (its loops' trip counts times the
+        // elements each statement touches), not by its arrays' size: an
+        // all-pairs loop over two small arrays is a lot of work. Nothing is
+        // claimed when a trip count cannot be known.
         if let Some((name, n)) = self.largest_array.clone() {
-            if n < SMALL_ARRAY_ELEMENTS && verdict_of(&self.findings) == Verdict::Cuda {
-                self.add(
-                    "PORT303",
-                    self.f.line,
-                    format!(
-                        "the largest array in a real call (`{name}`) has {n} elements: launch and transfers would cost more than the work"
-                    ),
-                );
+            let work = crate::work::estimate(body, &self.shapes);
+            if let Some(work) = work.filter(|w| *w < SMALL_ARRAY_ELEMENTS) {
+                if verdict_of(&self.findings) == Verdict::Cuda {
+                    self.add(
+                        "PORT303",
+                        self.f.line,
+                        format!(
+                            "a real call does about {work} element operations (largest array `{name}`: {n} elements): launch and transfers would cost more than the work"
+                        ),
+                    );
+                }
             }
         }
         if let Some(line) = self.uses_float64 {

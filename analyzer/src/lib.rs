@@ -21,6 +21,7 @@ pub mod model;
 pub mod rules;
 pub mod support;
 pub mod symbols;
+pub mod work;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

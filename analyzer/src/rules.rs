@@ -752,14 +752,17 @@ Keep it on the CPU, or fuse it into a larger kernel.";
 
 "PORT303" "small-arrays" Performance
 "## What it does
-Notes that the arrays seen in a real call are small.
+Notes that a real call does little work: the trip counts of its loops (from
+the captured arrays' shapes) times the elements each statement touches come
+to fewer than 16,384 element operations. Said only when every trip count is
+known; an all-pairs loop over two small arrays is not small.
 
 ## Why is this bad?
-Host-device transfers and the launch cost more than the work for small
-arrays: offloading would not pay.
+Host-device transfers and the launch cost more than so little work, and it
+cannot fill a GPU's threads: offloading would not pay.
 
 ## Example
-A function called with 100-element arrays.
+A function called with 100-element arrays and one loop over them.
 
 ## Fix
 Batch calls together, or keep the function on the CPU.";
