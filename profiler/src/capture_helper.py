@@ -427,6 +427,10 @@ def _port_capture():
 
     # The member of an inputs .npz that describes the arrays not saved.
     BLANKS = "__port_blank__"
+    # The member that names, for an argument passed as the same array as an
+    # earlier one (`f(a, a)`), that one: JSON {name: earlier name}. Its data
+    # is saved once, and verification passes one array for both.
+    SAME = "__port_same__"
 
     # Generators, coroutines, async generators: their "returns" are yields.
     NOT_FUNCTION = 0x20 | 0x80 | 0x100 | 0x200
@@ -538,6 +542,18 @@ def _port_capture():
             if np.may_share_memory(v, w)
         ]
 
+    def same_array(v, w):
+        """One array passed twice: the same memory, seen the same way (a view
+        at an offset, or with other strides, only overlaps)."""
+        if v is w:
+            return True
+        return (
+            v.dtype == w.dtype
+            and v.shape == w.shape
+            and v.strides == w.strides
+            and v.__array_interface__["data"][0] == w.__array_interface__["data"][0]
+        )
+
     def blank_spec(v, np):
         """What verification needs to make an array the function never
         reads (its dtype, shape and order), or None when it is not a plain
@@ -582,7 +598,19 @@ def _port_capture():
         shared = set(n for pair in rec["aliases"] for n in pair)
         unread = [n for n in hint.get("unread", ()) if n not in shared] if hint is not None else ()
         blanks = {}
+        same = {}
         for n in names_saved:
+            first = next(
+                (
+                    m
+                    for m, k in rec["aliases"]
+                    if k == n and m in arrays and same_array(values.get(m), values.get(n))
+                ),
+                None,
+            )
+            if first is not None:
+                same[n] = first
+                continue
             if n in unread:
                 spec = blank_spec(values.get(n), np)
                 if spec is not None:
@@ -599,6 +627,8 @@ def _port_capture():
             # In the .npz itself, so that any reader of it (`--inputs`) can
             # make them: JSON, as bytes.
             arrays[BLANKS] = np.frombuffer(to_json(blanks).encode("utf-8"), dtype=np.uint8)
+        if same:
+            arrays[SAME] = np.frombuffer(to_json(same).encode("utf-8"), dtype=np.uint8)
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
         # os._exit, a killed app) still leaves its types and inputs.

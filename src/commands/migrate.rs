@@ -671,6 +671,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                                 c.describe()
                             ));
                         }
+                        for (b, a) in &v.same_array {
+                            report.notes.push(format!(
+                                "the program passes one array as `{a}` and `{b}`: the original ran so, and the kernels as the migrated function runs them (a device copy each; the copy-back decides what the array holds)"
+                            ));
+                        }
                         if let Some(why) = v.reason() {
                             report
                                 .reasons

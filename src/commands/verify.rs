@@ -149,6 +149,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             "float32_exact": v.float32_exact,
             "float64_exact": v.float64_exact,
             "in_place": v.in_place,
+            "same_array": v.same_array,
         }),
     );
     m.insert("device".into(), json!(o.device));

@@ -222,6 +222,7 @@ pub fn widen(inputs: &Inputs) -> Option<Inputs> {
     any.then_some(Inputs {
         values,
         origin: inputs.origin,
+        same: inputs.same.clone(),
     })
 }
 
@@ -551,6 +552,7 @@ mod tests {
                 ("n".into(), InputValue::Scalar(ScalarType::I64, 3.0)),
             ],
             origin: crate::inputs::InputOrigin::Generated,
+            same: Vec::new(),
         };
         let w = widen(&i).unwrap();
         match &w.values[0].1 {
@@ -561,6 +563,7 @@ mod tests {
         let none = Inputs {
             values: vec![("n".into(), InputValue::Scalar(ScalarType::I64, 3.0))],
             origin: crate::inputs::InputOrigin::Generated,
+            same: Vec::new(),
         };
         assert!(widen(&none).is_none());
     }

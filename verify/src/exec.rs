@@ -1041,6 +1041,24 @@ pub fn run_plan<D: Device>(
             _ => None,
         });
     }
+    // One array passed as two arguments (`f(a, a)`): the wrapper copies it
+    // to the device once per argument and copies back what the original
+    // mutates, in `plan.mutated`'s order, so the caller's array ends
+    // holding the last of those, and both arguments name it.
+    for (b, a) in &inputs.same {
+        let pos = |n: &String| plan.params.iter().position(|p| &p.name == n);
+        let (Some(ka), Some(kb)) = (pos(a), pos(b)) else {
+            continue;
+        };
+        let last = match plan.mutated.iter().rev().find(|m| *m == a || *m == b) {
+            Some(m) if m == a => ka,
+            Some(_) => kb,
+            None => continue,
+        };
+        let v = run.args[last].clone();
+        run.args[ka] = v.clone();
+        run.args[kb] = v;
+    }
     let shape_out = |mut nd: NdArray| {
         if let Some(s) = &ufunc_shape {
             if s.iter().product::<usize>() == nd.len() {

@@ -78,6 +78,12 @@ impl InputOrigin {
 pub struct Inputs {
     pub values: Vec<(String, InputValue)>,
     pub origin: InputOrigin,
+    /// Arguments the program passed as the same array as an earlier one
+    /// (`f(a, a)`): (name, the earlier name). The original is called with
+    /// one array for both; the kernels get a copy each, as the migrated
+    /// function's wrapper makes them ([`crate::exec::run_plan`] then gives
+    /// both what the wrapper's copy-back leaves in the caller's array).
+    pub same: Vec<(String, String)>,
 }
 
 /// The fixed seed of generated inputs.
@@ -844,6 +850,7 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
     Inputs {
         values,
         origin: InputOrigin::Generated,
+        same: Vec::new(),
     }
 }
 
@@ -862,11 +869,22 @@ pub fn write(dir: &Path, inputs: &Inputs, otypes: &[&str]) -> Result<(), VerifyE
     std::fs::create_dir_all(dir)
         .map_err(|e| VerifyError::Io(dir.display().to_string(), e.to_string()))?;
     let mut args = Vec::new();
+    let mut files: Vec<(&str, String)> = Vec::new();
     for (k, (name, v)) in inputs.values.iter().enumerate() {
+        let first = inputs
+            .same
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, f)| files.iter().find(|(n, _)| n == f));
+        if let (Some((f, file)), InputValue::Array(_)) = (first, v) {
+            args.push(serde_json::json!({"name": name, "file": file, "same_as": f}));
+            continue;
+        }
         args.push(match v {
             InputValue::Array(a) => {
                 let file = format!("arg{k}.npy");
                 npy::write(&dir.join(&file), a)?;
+                files.push((name, file.clone()));
                 serde_json::json!({"name": name, "file": file})
             }
             InputValue::Scalar(t, x) => {
@@ -888,8 +906,12 @@ pub fn read(dir: &Path, origin: InputOrigin) -> Result<Inputs, VerifyError> {
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| VerifyError::BadData(e.to_string()))?;
     let mut values = Vec::new();
+    let mut same = Vec::new();
     for a in v["args"].as_array().cloned().unwrap_or_default() {
         let name = a["name"].as_str().unwrap_or_default().to_string();
+        if let Some(first) = a["same_as"].as_str() {
+            same.push((name.clone(), first.to_string()));
+        }
         let val = match a["file"].as_str() {
             Some(f) => InputValue::Array(npy::read(&dir.join(f))?),
             None => {
@@ -910,5 +932,9 @@ pub fn read(dir: &Path, origin: InputOrigin) -> Result<Inputs, VerifyError> {
         };
         values.push((name, val));
     }
-    Ok(Inputs { values, origin })
+    Ok(Inputs {
+        values,
+        origin,
+        same,
+    })
 }

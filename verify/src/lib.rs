@@ -186,6 +186,13 @@ pub struct Verification {
     /// nothing is verified.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_place: Option<String>,
+    /// Arguments the program's call passed as one array (`f(a, a)`):
+    /// (name, the earlier name). The original ran with one array for both
+    /// and the kernels as the migrated function's wrapper runs them (a copy
+    /// each, the copy-back deciding what the array holds), so the results
+    /// vouch for that call.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_array: Vec<(String, String)>,
 }
 
 /// What a verification concluded.
@@ -239,10 +246,15 @@ impl Verification {
     pub fn reason(&self) -> Option<String> {
         match self.status() {
             Status::Verified => None,
-            Status::Mismatch => self
-                .mismatch
-                .as_ref()
-                .map(|m| format!("results differ: {m}")),
+            Status::Mismatch => self.mismatch.as_ref().map(|m| {
+                let mut why = format!("results differ: {m}");
+                if let Some((b, a)) = self.same_array.first() {
+                    why.push_str(&format!(
+                        "; the program passes one array as `{a}` and `{b}`: in place, the original may read what the call itself wrote, where the kernels (like any parallel loop) read it as it was before the call. Pass a separate array for `{b}`, or keep this call on the CPU"
+                    ));
+                }
+                why
+            }),
             Status::Inconclusive => self
                 .in_place
                 .clone()
@@ -260,9 +272,18 @@ impl Verification {
             return;
         }
         let written = |n: &String| plan.mutated.contains(n);
-        if let Some((a, b)) = aliases.iter().find(|(a, b)| written(a) || written(b)) {
+        // A pair passed as one array was run that way.
+        let one = |a: &String, b: &String| {
+            self.same_array
+                .iter()
+                .any(|(x, y)| (x == a && y == b) || (x == b && y == a))
+        };
+        if let Some((a, b)) = aliases
+            .iter()
+            .find(|(a, b)| (written(a) || written(b)) && !one(a, b))
+        {
             self.in_place = Some(format!(
-                "the program calls `{}` with `{a}` and `{b}` sharing memory (in place), and the kernels write one of them: port verified them on separate copies, which does not vouch for that call; verify with separate arrays (`--inputs`) or call it out of place",
+                "the program calls `{}` with `{a}` and `{b}` overlapping in memory (one a view of the other), and the kernels write one of them: port verified them on separate copies, which does not vouch for that call; verify with separate arrays (`--inputs`) or call it out of place",
                 plan.function
             ));
         }
@@ -400,12 +421,12 @@ fn compare_runs(
     orig: &original::OriginalRun,
     ours: &exec::KernelRun,
     backend: Backend,
-    origin: InputOrigin,
+    inputs: &Inputs,
 ) -> Verification {
     let tol = tolerance(plan);
     let mut v = Verification {
         backend: backend.as_str().into(),
-        inputs: origin.as_str().into(),
+        inputs: inputs.origin.as_str().into(),
         passed: true,
         max_abs_err: 0.0,
         max_rel_err: 0.0,
@@ -416,6 +437,7 @@ fn compare_runs(
         float64_exact: None,
         original_seconds: orig.seconds,
         in_place: None,
+        same_array: inputs.same.clone(),
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
         let c = compare::allclose(e, a, tol);
@@ -753,8 +775,7 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             let compile_s = seconds_since(t);
             let mut dev = simulator::SimDevice::new(plan)?;
             let ours = exec::run_plan(plan, &inputs, &mut dev, exec::Outputs::All)?;
-            let mut verification =
-                compare_runs(plan, &orig, &ours, Backend::Simulator, inputs.origin);
+            let mut verification = compare_runs(plan, &orig, &ours, Backend::Simulator, &inputs);
             second_opinion(plan, opts, &inputs, &orig, &ours, &mut verification)?;
             let timing = Timing {
                 compile_s: Some(compile_s),
@@ -835,7 +856,7 @@ fn on_gpu(
     // names its kernel. It is also the first warm-up.
     dev.sync_each_launch = true;
     let ours = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::All)?;
-    let mut verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs.origin);
+    let mut verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs);
     second_opinion(plan, opts, inputs, orig, &ours, &mut verification)?;
     let mut timing = Timing {
         compile_s: Some(compile_s),

@@ -78,8 +78,12 @@ def load_args(folder):
     with open(os.path.join(folder, "manifest.json")) as f:
         manifest = json.load(f)
     args = []
+    names = [a["name"] for a in manifest["args"]]
     for a in manifest["args"]:
-        if "file" in a:
+        if "same_as" in a:
+            # The program passed one array for both: so does this call.
+            args.append(args[names.index(a["same_as"])])
+        elif "file" in a:
             args.append(np.load(os.path.join(folder, a["file"])))
         else:
             kind = a["type"]
@@ -144,8 +148,22 @@ def leaves(value):
     return out
 
 
+def keep_same(f, args):
+    """f applied to each array once: one array passed twice stays one."""
+    done = {}
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            if id(a) not in done:
+                done[id(a)] = f(a)
+            out.append(done[id(a)])
+        else:
+            out.append(a)
+    return out
+
+
 def fresh(args):
-    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    return keep_same(lambda a: a.copy(), args)
 
 
 def timed_calls(fn, pristine, repeats):
@@ -185,7 +203,7 @@ def run(mode, path, qualname, inp, out, repeats=0, extended=False):
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
     if extended:
-        args = [widen(a) for a in args]
+        args = [a if isinstance(a, np.ndarray) else widen(a) for a in keep_same(widen, args)]
     pristine = fresh(args)
     counted = Counted(user_fn)
     via, why = "call", None
@@ -261,15 +279,34 @@ def blank(spec):
     return np.zeros(tuple(spec["shape"]), dtype=np.dtype(spec["dtype"]), order=order)
 
 
+# The member that names, for an argument the program passed as the same
+# array as an earlier one (`f(a, a)`), that one: JSON {name: earlier name}.
+# The original is called with one array for both, as the program called
+# it; the kernels get two copies, as the migrated function's wrapper makes
+# them, and its copy-back decides what the caller's array holds.
+SAME = "__port_same__"
+
+
+def same_of(data):
+    if SAME not in data.files:
+        return {}
+    return json.loads(data[SAME].tobytes().decode("utf-8"))
+
+
 def unpack_npz(npz, names, out):
     data = np.load(npz, allow_pickle=False)
     blanks = blanks_of(data)
+    same = same_of(data)
     args = []
+    files = {}
     for k, name in enumerate(names.split(",")):
+        if same.get(name) in files:
+            args.append({"name": name, "file": files[same[name]], "same_as": same[name]})
+            continue
         if name in blanks and name not in data.files:
             v = blank(blanks[name])
         elif name not in data.files:
-            have = [f for f in data.files if f != BLANKS] + sorted(blanks)
+            have = [f for f in data.files if f not in (BLANKS, SAME)] + sorted(blanks) + sorted(same)
             raise KeyError("the capture has no argument %r (it has %s)" % (name, ", ".join(have)))
         else:
             v = data[name]
@@ -277,7 +314,8 @@ def unpack_npz(npz, names, out):
             kind = "bool" if v.dtype == np.bool_ else "int" if v.dtype.kind in "iu" else "float"
             args.append({"name": name, "scalar": v.item(), "type": kind})
         else:
-            args.append({"name": name, "file": save(out, "arg%d" % k, v)})
+            files[name] = save(out, "arg%d" % k, v)
+            args.append({"name": name, "file": files[name]})
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"args": args, "otypes": []}, f)
 
@@ -286,7 +324,10 @@ def pack_npz(inp, npz):
     """The inputs in `inp` as an .npz named by argument (scalars as 0-d
     arrays), the form `--inputs` reads; written beside `npz`, then renamed."""
     manifest, args = load_args(inp)
-    named = {a["name"]: np.asarray(v) for a, v in zip(manifest["args"], args)}
+    named = {a["name"]: np.asarray(v) for a, v in zip(manifest["args"], args) if "same_as" not in a}
+    same = {a["name"]: a["same_as"] for a in manifest["args"] if "same_as" in a}
+    if same:
+        named[SAME] = np.frombuffer(json.dumps(same).encode("utf-8"), dtype=np.uint8)
     tmp = npz + ".tmp"
     with open(tmp, "wb") as f:
         np.savez(f, **named)
@@ -298,13 +339,16 @@ def npz_shapes(npz):
     import zipfile
     shapes = {}
     with zipfile.ZipFile(npz) as z:
-        for member in z.namelist():
+        names = z.namelist()
+        for member in names:
             if not member.endswith(".npy"):
                 continue
             if member == BLANKS + ".npy":
                 with np.load(npz, allow_pickle=False) as data:
                     for name, spec in blanks_of(data).items():
                         shapes[name] = list(spec["shape"])
+                continue
+            if member == SAME + ".npy":
                 continue
             with z.open(member) as f:
                 version = np.lib.format.read_magic(f)
@@ -313,6 +357,11 @@ def npz_shapes(npz):
                 else:
                     shape, _, _ = np.lib.format.read_array_header_2_0(f)
             shapes[member[:-4]] = list(shape)
+    if SAME + ".npy" in names:
+        with np.load(npz, allow_pickle=False) as data:
+            for name, first in same_of(data).items():
+                if first in shapes:
+                    shapes[name] = shapes[first]
     json.dump(shapes, sys.stdout)
 
 

@@ -78,6 +78,19 @@ def _port_copy_back(a, d):
         a[...] = d.copy_to_host()
 
 
+def _port_apart(d, *others):
+    """`d`, or a copy of it where the caller passed one GPU array for this
+    argument and another: the kernels then read every argument as it was
+    before the call, as they do when the wrapper copies host arrays over,
+    and the copy-back writes the result into the caller's array."""
+    p = d.device_ctypes_pointer.value
+    if any(o.device_ctypes_pointer.value == p for o in others):
+        c = cuda.device_array_like(d)
+        c.copy_to_device(d)
+        return c
+    return d
+
+
 def _port_result(d, on_gpu):
     """A result: left on the GPU when the arguments were, else brought back."""
     return d if on_gpu else d.copy_to_host()
@@ -1153,6 +1166,25 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
                     "{ind}{0} = {1}({0})",
                     p.name,
                     numpy_dtype(p.kernel_ty.elem())
+                );
+            }
+        }
+        // One GPU array passed for two arguments, one written: the written
+        // one gets a copy of its own (host arrays get one each anyway).
+        for m in &plan.mutated {
+            if !arrays.contains(&m.as_str()) {
+                continue;
+            }
+            let others: Vec<String> = arrays
+                .iter()
+                .filter(|a| **a != m.as_str())
+                .map(|a| format!("d_{a}"))
+                .collect();
+            if !others.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{ind}if _port_gpu:\n{ind}{ind}d_{m} = _port_apart(d_{m}, {})",
+                    others.join(", ")
                 );
             }
         }
