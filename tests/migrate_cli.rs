@@ -708,6 +708,13 @@ fn json_errors_are_one_document_naming_the_real_source() {
         "no_types",
         "no type for argument `a` of `saxpy`",
     );
+    // The signature it suggests follows the body's use: `a[i, i]` is 2-D.
+    json_error(
+        &run(&["--function", "go_fast", &f]),
+        2,
+        "no_types",
+        "pass --signature \"float64[:, :]\"",
+    );
     json_error(
         &run(&[
             "--function",

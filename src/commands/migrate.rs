@@ -222,7 +222,13 @@ fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> 
 }
 
 /// Types from `--signature`, else the analysis's captured types.
-fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Result<Vec<ArgType>> {
+fn arg_types(
+    args: &MigrateArgs,
+    f: &FunctionReport,
+    params: &[String],
+    source: &str,
+    local_name: &str,
+) -> Result<Vec<ArgType>> {
     if let Some(sig) = &args.signature {
         return port_rewriter::parse_signature(sig)
             .map_err(|e| UserError::coded("bad_signature", e.to_string()).into());
@@ -240,21 +246,16 @@ fn arg_types(args: &MigrateArgs, f: &FunctionReport, params: &[String]) -> Resul
                     .map_err(|e| UserError::coded("unsupported_captured_type", e.to_string()))?,
             ),
             None => {
-                // Suggest a signature from what the analysis assumed.
-                let example: Vec<&str> = params
-                    .iter()
-                    .map(|q| {
-                        let array = f
-                            .findings
-                            .iter()
-                            .any(|x| x.message.contains(&format!("assumes `{q}` is an array")));
-                        if array {
-                            "float64[:]"
-                        } else {
-                            "float64"
+                // Suggest a signature from how the body uses each argument
+                // (`u[i, j]`, `n, m = a.shape`: 2-D), as the planner would
+                // assume it.
+                let example: Vec<String> =
+                    match port_rewriter::signature::assumed_types(source, &f.file, local_name) {
+                        Ok(t) if t.len() == params.len() => {
+                            t.iter().map(ToString::to_string).collect()
                         }
-                    })
-                    .collect();
+                        _ => params.iter().map(|_| "float64".to_string()).collect(),
+                    };
                 return Err(UserError::coded("no_types", format!(
                     "no type for argument `{p}` of `{}`: pass --signature \"{}\" (Numba's type syntax, one per argument: {}) or capture types by profiling",
                     f.name,
@@ -482,7 +483,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
-    let types = arg_types(args, report_fn, &params)?;
+    let types = arg_types(args, report_fn, &params, &source, &local_name)?;
     let facts = facts_of(&analysis);
     // The inputs the plan will be verified on, when known: an axis of
     // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
