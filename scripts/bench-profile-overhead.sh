@@ -23,7 +23,9 @@
 # same invocation, under the same load.
 #
 # Wall times are as noisy as the machine is busy; CPU times much less so, and
-# on a shared machine they are the figures to compare.
+# on a shared machine they are the figures to compare. Each app's line also
+# gives the median of the ratios paired within a round, with a 95% bootstrap
+# interval and whether that interval settles the 1.05x target.
 # PORT overrides the binary (default target/release/port, built if missing).
 # PYTHON overrides the interpreter (default .venv/bin/python, else python3).
 set -euo pipefail
@@ -105,6 +107,26 @@ except OSError:
 ' "$work/.port/captures/manifest.json"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# The ratios of the runs paired within each round (B_i / A_i: the two ran
+# seconds apart, under the same load), their median, a 95% bootstrap
+# interval of that median (2,000 resamples of the rounds, fixed seed), and
+# the verdict against the 1.05x target that the interval allows: "met"
+# when all of it is at or below, "missed" when all of it is above,
+# "undecided" when the machine's noise straddles it. Args: N A... B...
+paired() {
+  "$python" -c '
+import random, statistics, sys
+n = int(sys.argv[1])
+a = [float(x) for x in sys.argv[2 : 2 + n]]
+b = [float(x) for x in sys.argv[2 + n : 2 + 2 * n]]
+r = [y / x for x, y in zip(a, b)]
+rng = random.Random(7)
+meds = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(2000))
+lo, hi = meds[50], meds[1949]
+verdict = "met" if hi <= 1.05 else "missed" if lo > 1.05 else "undecided"
+print("%.3fx [%.3f, %.3f] %s" % (statistics.median(r), lo, hi, verdict))
+' "$@"
+}
 med() { printf '%s\n' "$@" | median; }
 
 summary=()
@@ -160,9 +182,9 @@ for spec in "${apps[@]}"; do
   done
   p=$(med "${pw[@]}"); q=$(med "${qw[@]}")
   pcpu=$(med "${pc[@]}"); qcpu=$(med "${qc[@]}")
-  summary+=("$(printf '%-18s %-14s wall %7.3f s -> %7.3f s  %.3fx   cpu %7.3f s -> %7.3f s  %.3fx' \
+  summary+=("$(printf '%-18s %-14s wall %7.3f s -> %7.3f s  %.3fx   cpu %7.3f s -> %7.3f s  %.3fx   paired wall %s' \
     "$(basename "$app")" "${app_args:--}" "$p" "$q" "$(echo "$q / $p" | bc -l)" \
-    "$pcpu" "$qcpu" "$(echo "$qcpu / $pcpu" | bc -l)")")
+    "$pcpu" "$qcpu" "$(echo "$qcpu / $pcpu" | bc -l)" "$(paired "$repeats" "${pw[@]}" "${qw[@]}")")")
   if [ -n "$compare" ]; then
     o=$(med "${ow[@]}"); ocpu=$(med "${oc[@]}")
     summary+=("$(printf '%-18s %-14s compared: wall %7.3f s  %.3fx   cpu %7.3f s  %.3fx   (%s)' \
@@ -185,3 +207,4 @@ if [ "$breakdown" = 1 ]; then
   printf '%s\n' "${details[@]}"
 fi
 echo 'target: ratio <= 1.05x of medians (cpu: user+sys of the process tree)'
+echo 'paired wall: median of the per-round ratios, its 95% bootstrap interval, and whether that interval is all under 1.05x (met), all over (missed), or across it (undecided: the noise is larger than the margin)'
