@@ -371,43 +371,21 @@ fn count_bindings(body: &[Stmt], counts: &mut HashMap<String, u32>) {
             _ => {}
         }
     }
-    for s in body {
-        match s {
-            Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, counts)),
-            // Augmented assignment rebinds its name; a loop rebinds its
-            // variable every iteration.
-            Stmt::AugAssign(a) => {
-                target(&a.target, counts);
-                target(&a.target, counts);
-            }
-            Stmt::AnnAssign(a) => target(&a.target, counts),
-            Stmt::For(f) => {
-                target(&f.target, counts);
-                target(&f.target, counts);
-                count_bindings(&f.body, counts);
-                count_bindings(&f.orelse, counts);
-            }
-            Stmt::While(w) => {
-                count_bindings(&w.body, counts);
-                count_bindings(&w.orelse, counts);
-            }
-            Stmt::If(i) => {
-                count_bindings(&i.body, counts);
-                count_bindings(&i.orelse, counts);
-            }
-            Stmt::With(w) => count_bindings(&w.body, counts),
-            Stmt::Try(t) => {
-                count_bindings(&t.body, counts);
-                count_bindings(&t.orelse, counts);
-                count_bindings(&t.finalbody, counts);
-                for h in &t.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    count_bindings(&h.body, counts);
-                }
-            }
-            _ => {}
+    crate::classify::walk_stmts(body, &mut |s| match s {
+        Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, counts)),
+        // Augmented assignment rebinds its name; a loop rebinds its
+        // variable every iteration.
+        Stmt::AugAssign(a) => {
+            target(&a.target, counts);
+            target(&a.target, counts);
         }
-    }
+        Stmt::AnnAssign(a) => target(&a.target, counts),
+        Stmt::For(f) => {
+            target(&f.target, counts);
+            target(&f.target, counts);
+        }
+        _ => {}
+    });
 }
 
 #[cfg(test)]
