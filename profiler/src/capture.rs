@@ -18,6 +18,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -197,6 +198,11 @@ fn loader(dir: &Path) -> Result<String, ProfileError> {
         std::fs::rename(&tmp, &source).map_err(write_err(&source))?;
         // A cache left from before is of other bytes.
         let _ = std::fs::remove_file(&cache);
+        // A new build of port: what older ones compiled here is never read
+        // again (every name carries its bootstrap's hash). What is a day old
+        // goes; a build run alongside this one (a benchmark of two) keeps
+        // its files.
+        remove_older_than(&folder, Duration::from_secs(24 * 3600));
     }
     // Paths are UTF-8 here (the configuration above is JSON); a JSON string
     // is a Python string literal.
@@ -204,6 +210,23 @@ fn loader(dir: &Path) -> Result<String, ProfileError> {
     Ok(LOADER_SOURCE
         .replace("@SOURCE@", &quote(&source))
         .replace("@CACHE@", &quote(&cache)))
+}
+
+/// Removes the files in `folder` last written more than `age` ago.
+fn remove_older_than(folder: &Path, age: Duration) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|d| d > age));
+        if old && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// What the run's capture gave.

@@ -871,3 +871,35 @@ fn hints_leave_out_the_arrays_a_function_never_reads() {
     // has no hint): not the 22 MB of every input.
     assert_eq!(m["bytes_written"], 3 * 8 * 400_000 + 3 * 8);
 }
+
+/// A new build of port clears what older builds compiled into the capture's
+/// byte code folder (it is never read again), but not what another build
+/// wrote today.
+#[test]
+fn a_new_bootstrap_removes_old_byte_code_and_keeps_recent_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let bytecode = captures.join("bytecode");
+    std::fs::create_dir_all(&bytecode).unwrap();
+    let old = bytecode.join("bootstrap-0000000000000000.py");
+    let recent = bytecode.join("app.py-12345678.bin");
+    std::fs::write(&old, "stale").unwrap();
+    std::fs::write(&recent, "another build's").unwrap();
+    let two_days = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 24 * 3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(two_days)
+        .unwrap();
+    let p = run(&options("write_only.py", &["1000"], &captures)).unwrap();
+    assert!(p.exit.success());
+    assert!(!old.exists(), "the old bootstrap is still there");
+    assert!(recent.exists(), "a file written today was removed");
+    let ours: Vec<String> = std::fs::read_dir(&bytecode)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("bootstrap-") && n.ends_with(".py"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+}
