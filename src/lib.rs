@@ -16,7 +16,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Parsing a large program allocates millions of small AST nodes from two
 /// threads at once; mimalloc handles that markedly better than glibc's malloc
-/// (see scripts/bench-analyze.sh).
+/// (see scripts/bench-analyze.sh). Built with `no_thp`: mimalloc otherwise
+/// asks for transparent huge pages for its heap, and each first touch then
+/// zeroes (and on a fragmented machine compacts) 2 MiB, about nine times in
+/// a short `port analyze` run, on the cores the profiled app runs on. Only
+/// port's own heap: the app's Python keeps the system's setting.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
