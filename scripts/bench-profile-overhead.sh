@@ -135,6 +135,11 @@ for spec in "${apps[@]}"; do
   read -r app app_args <<<"$spec"
   [ -f "$app" ] || { echo "bench: app $app not found" >&2; exit 2; }
   app=$(realpath "$app")
+  # The file's name, with its folder's when that alone is ambiguous (app.py).
+  label=$(basename "$app")
+  if [ "$(printf '%s\n' "${apps[@]}" | awk '{print $1}' | xargs -n1 basename | grep -cx "$label")" -gt 1 ]; then
+    label=$(basename "$(dirname "$app")")/$label
+  fi
   # shellcheck disable=SC2206
   args=($app_args)
   plain=("$python" "$app" "${args[@]}")
@@ -171,7 +176,7 @@ for spec in "${apps[@]}"; do
       esac
     done
     line=$(printf 'bench: %s %s run %d/%d  plain %.3f s (cpu %.3f)  port analyze %.3f s (cpu %.3f)' \
-      "$(basename "$app")" "${app_args:--}" "$i" "$repeats" "${pw[-1]}" "${pc[-1]}" "${qw[-1]}" "${qc[-1]}")
+      "$label" "${app_args:--}" "$i" "$repeats" "${pw[-1]}" "${pc[-1]}" "${qw[-1]}" "${qc[-1]}")
     if [ "$breakdown" = 1 ]; then
       line+=$(printf '  --no-capture %.3f s (cpu %.3f)' "${nw[-1]}" "${nc[-1]}")
     fi
@@ -183,7 +188,7 @@ for spec in "${apps[@]}"; do
   p=$(med "${pw[@]}"); q=$(med "${qw[@]}")
   pcpu=$(med "${pc[@]}"); qcpu=$(med "${qc[@]}")
   summary+=("$(printf '%-18s %-14s wall %7.3f s -> %7.3f s  %.3fx   cpu %7.3f s -> %7.3f s  %.3fx   paired wall %s' \
-    "$(basename "$app")" "${app_args:--}" "$p" "$q" "$(echo "$q / $p" | bc -l)" \
+    "$label" "${app_args:--}" "$p" "$q" "$(echo "$q / $p" | bc -l)" \
     "$pcpu" "$qcpu" "$(echo "$qcpu / $pcpu" | bc -l)" "$(paired "$repeats" "${pw[@]}" "${qw[@]}")")")
   if [ -n "$compare" ]; then
     o=$(med "${ow[@]}"); ocpu=$(med "${oc[@]}")
@@ -193,7 +198,7 @@ for spec in "${apps[@]}"; do
   if [ "$breakdown" = 1 ]; then
     n=$(med "${nw[@]}"); ncpu=$(med "${nc[@]}")
     details+=("$(printf '%-18s %-14s sampling+analysis: wall %+.3f s cpu %+.3f s   capture: wall %+.3f s cpu %+.3f s   recording calls in the app %.3f s, saving .npz off its thread %.3f s (waited for at exit %.3f s)' \
-      "$(basename "$app")" "${app_args:--}" "$(echo "$n - $p" | bc -l)" "$(echo "$ncpu - $pcpu" | bc -l)" \
+      "$label" "${app_args:--}" "$(echo "$n - $p" | bc -l)" "$(echo "$ncpu - $pcpu" | bc -l)" \
       "$(echo "$q - $n" | bc -l)" "$(echo "$qcpu - $ncpu" | bc -l)" "$(med "${cs[@]}")" "$(med "${ws[@]}")" "$(med "${ds[@]}")")")
   fi
 done
