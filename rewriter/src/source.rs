@@ -133,6 +133,16 @@ impl SourceFile {
     /// numpy as np`) taken as the module's; `None` when they bind nothing
     /// new.
     pub fn with_imports(&self, stmts: &[&Stmt]) -> Option<SourceFile> {
+        // Asked for every function planned: the file is copied only when
+        // the imports bind something new (a copy per function made
+        // planning a file of n functions quadratic in n).
+        let new = stmts
+            .iter()
+            .flat_map(|s| import_bindings(s))
+            .any(|(k, v)| self.imports.get(&k) != Some(&v));
+        if !new {
+            return None;
+        }
         let mut f = self.with_suite(self.suite.clone());
         for s in stmts {
             f.add_import(s);
