@@ -116,8 +116,6 @@ pub struct Checker<'a> {
     noted_alloc: bool,
     noted_strings: bool,
     uses_float64: Option<u32>,
-    /// The largest array argument seen in a real call, and its size.
-    largest_array: Option<(String, u64)>,
     /// The shapes of the array arguments of a real call.
     shapes: HashMap<String, Vec<u64>>,
 }
@@ -154,7 +152,6 @@ impl<'a> Checker<'a> {
             noted_alloc: false,
             noted_strings: false,
             uses_float64: None,
-            largest_array: None,
             shapes: HashMap::new(),
         };
         c.bind_params(captured);
@@ -196,10 +193,6 @@ impl<'a> Checker<'a> {
                 ty = ty_of_captured(cap);
                 if let Some(shape) = &cap.shape {
                     self.shapes.insert(name.clone(), shape.clone());
-                    let n: u64 = shape.iter().product();
-                    if self.largest_array.as_ref().is_none_or(|(_, m)| n > *m) {
-                        self.largest_array = Some((name.clone(), n));
-                    }
                 }
             } else if let Some(ann) = &a.def.annotation {
                 ty = self.ty_of_annotation(ann);
@@ -356,17 +349,24 @@ impl<'a> Checker<'a> {
         // elements each statement touches), not by its arrays' size: an
         // all-pairs loop over two small arrays is a lot of work. Nothing is
         // claimed when a trip count cannot be known.
-        if let Some((name, n)) = self.largest_array.clone() {
-            let work = crate::work::estimate(body, &self.shapes);
-            if let Some(work) = work.filter(|w| *w < SMALL_ARRAY_ELEMENTS) {
-                if verdict_of(&self.findings) == Verdict::Cuda {
-                    self.add(
-                        "PORT303",
-                        self.f.line,
-                        format!(
-                            "a real call does about {work} element operations (largest array `{name}`: {n} elements): launch and transfers would cost more than the work"
-                        ),
+        if verdict_of(&self.findings) == Verdict::Cuda {
+            // The largest array argument, the first in order among equals.
+            let mut largest: Option<(&String, u64)> = None;
+            for p in &self.params {
+                if let Some(shape) = self.shapes.get(p) {
+                    let n: u64 = shape.iter().product();
+                    if largest.is_none_or(|(_, m)| n > m) {
+                        largest = Some((p, n));
+                    }
+                }
+            }
+            let work = largest.and_then(|_| crate::work::estimate(body, &self.shapes));
+            if let (Some((name, n)), Some(work)) = (largest, work) {
+                if work < SMALL_ARRAY_ELEMENTS {
+                    let message = format!(
+                        "a real call does about {work} element operations (largest array `{name}`: {n} elements): launch and transfers would cost more than the work"
                     );
+                    self.add("PORT303", self.f.line, message);
                 }
             }
         }

@@ -129,10 +129,7 @@ fn trip_count(iter: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
             };
             match name {
                 "range" | "prange" => {
-                    let int = |e: &Expr| match value(e, env) {
-                        Some(Val::Int(v)) => Some(v),
-                        _ => None,
-                    };
+                    let int = |e: &Expr| int(e, env);
                     let (start, stop, step) = match c.args.as_slice() {
                         [stop] => (0, int(stop)?, 1),
                         // An unknown start (`range(i + 1, n)`) counts from 0.
@@ -176,19 +173,29 @@ fn trip_count(iter: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
     }
 }
 
-/// An integer or shape the expression is known to have.
-fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
-    let int = |e: &Expr| match value(e, env) {
+/// The integer the expression is known to be.
+fn int(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<i128> {
+    match value(e, env) {
         Some(Val::Int(v)) => Some(v),
         _ => None,
-    };
-    let shape = |e: &Expr| match e {
+    }
+}
+
+/// The shape of the array a name is known to hold.
+fn shape(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Vec<u64>> {
+    match e {
         Expr::Name(n) => match env.get(n.id.as_str()) {
             Some(Some(Val::Shape(s))) => Some(s.clone()),
             _ => None,
         },
         _ => None,
-    };
+    }
+}
+
+/// An integer or shape the expression is known to have.
+fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
+    let int = |e: &Expr| int(e, env);
+    let shape = |e: &Expr| shape(e, env);
     match e {
         Expr::Constant(c) => match &c.value {
             ast::Constant::Int(n) => i128::try_from(n).ok().map(Val::Int),
@@ -242,20 +249,14 @@ fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
             match (f.id.as_str(), c.args.as_slice()) {
                 ("len", [a]) => shape(a)?.first().map(|&d| Val::Int(d as i128)),
                 ("int", [a]) => Some(Val::Int(int(a)?)),
-                ("min", args) if args.len() > 1 => args
-                    .iter()
-                    .map(int)
-                    .collect::<Option<Vec<_>>>()?
-                    .into_iter()
-                    .min()
-                    .map(Val::Int),
-                ("max", args) if args.len() > 1 => args
-                    .iter()
-                    .map(int)
-                    .collect::<Option<Vec<_>>>()?
-                    .into_iter()
-                    .max()
-                    .map(Val::Int),
+                (f @ ("min" | "max"), args) if args.len() > 1 => {
+                    let vs = args
+                        .iter()
+                        .map(int)
+                        .collect::<Option<Vec<_>>>()?
+                        .into_iter();
+                    (if f == "min" { vs.min() } else { vs.max() }).map(Val::Int)
+                }
                 _ => None,
             }
         }
@@ -276,10 +277,6 @@ fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
 /// Elements an expression touches at once: the largest known array it uses
 /// whole, or the part of one that a subscript with slices selects.
 fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
-    let shape_of = |n: &str| match env.get(n) {
-        Some(Some(Val::Shape(s))) => Some(s.clone()),
-        _ => None,
-    };
     // Names not used for their elements: `a.shape`, `len(a)`, and the array
     // of a subscript, which is counted by what the subscript selects.
     let mut skip: Vec<*const Expr> = Vec::new();
@@ -310,10 +307,7 @@ fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
             }) {
                 grows = true;
             }
-            let Expr::Name(n) = s.value.as_ref() else {
-                return;
-            };
-            let Some(shape) = shape_of(n.id.as_str()) else {
+            let Some(shape) = shape(&s.value, env) else {
                 return;
             };
             skip.push(s.value.as_ref() as *const Expr);
@@ -328,11 +322,9 @@ fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
         _ => {}
     });
     crate::classify::walk_expr(e, &mut |x| {
-        if let Expr::Name(n) = x {
-            if !skip.contains(&(x as *const Expr)) {
-                if let Some(s) = shape_of(n.id.as_str()) {
-                    most = most.max(s.iter().map(|&d| d as u128).product());
-                }
+        if !skip.contains(&(x as *const Expr)) {
+            if let Some(s) = shape(x, env) {
+                most = most.max(s.iter().map(|&d| d as u128).product());
             }
         }
     });
