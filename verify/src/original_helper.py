@@ -149,7 +149,8 @@ def leaves(value):
 
 
 def keep_same(f, args):
-    """f applied to each array once: one array passed twice stays one."""
+    """f applied to each argument, once per array: one array passed twice
+    stays one."""
     done = {}
     out = []
     for a in args:
@@ -158,12 +159,12 @@ def keep_same(f, args):
                 done[id(a)] = f(a)
             out.append(done[id(a)])
         else:
-            out.append(a)
+            out.append(f(a))
     return out
 
 
 def fresh(args):
-    return keep_same(lambda a: a.copy(), args)
+    return keep_same(lambda a: a.copy() if isinstance(a, np.ndarray) else a, args)
 
 
 def timed_calls(fn, pristine, repeats):
@@ -203,7 +204,7 @@ def run(mode, path, qualname, inp, out, repeats=0, extended=False):
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
     if extended:
-        args = [a if isinstance(a, np.ndarray) else widen(a) for a in keep_same(widen, args)]
+        args = keep_same(widen, args)
     pristine = fresh(args)
     counted = Counted(user_fn)
     via, why = "call", None
@@ -268,10 +269,11 @@ def run(mode, path, qualname, inp, out, repeats=0, extended=False):
 BLANKS = "__port_blank__"
 
 
-def blanks_of(data):
-    if BLANKS not in data.files:
+def json_member(data, member):
+    """A JSON member of a captured .npz (stored as bytes), or {}."""
+    if member not in data.files:
         return {}
-    return json.loads(data[BLANKS].tobytes().decode("utf-8"))
+    return json.loads(data[member].tobytes().decode("utf-8"))
 
 
 def blank(spec):
@@ -287,16 +289,10 @@ def blank(spec):
 SAME = "__port_same__"
 
 
-def same_of(data):
-    if SAME not in data.files:
-        return {}
-    return json.loads(data[SAME].tobytes().decode("utf-8"))
-
-
 def unpack_npz(npz, names, out):
     data = np.load(npz, allow_pickle=False)
-    blanks = blanks_of(data)
-    same = same_of(data)
+    blanks = json_member(data, BLANKS)
+    same = json_member(data, SAME)
     args = []
     files = {}
     for k, name in enumerate(names.split(",")):
@@ -341,14 +337,7 @@ def npz_shapes(npz):
     with zipfile.ZipFile(npz) as z:
         names = z.namelist()
         for member in names:
-            if not member.endswith(".npy"):
-                continue
-            if member == BLANKS + ".npy":
-                with np.load(npz, allow_pickle=False) as data:
-                    for name, spec in blanks_of(data).items():
-                        shapes[name] = list(spec["shape"])
-                continue
-            if member == SAME + ".npy":
+            if not member.endswith(".npy") or member[:-4] in (BLANKS, SAME):
                 continue
             with z.open(member) as f:
                 version = np.lib.format.read_magic(f)
@@ -357,9 +346,11 @@ def npz_shapes(npz):
                 else:
                     shape, _, _ = np.lib.format.read_array_header_2_0(f)
             shapes[member[:-4]] = list(shape)
-    if SAME + ".npy" in names:
+    if BLANKS + ".npy" in names or SAME + ".npy" in names:
         with np.load(npz, allow_pickle=False) as data:
-            for name, first in same_of(data).items():
+            for name, spec in json_member(data, BLANKS).items():
+                shapes[name] = list(spec["shape"])
+            for name, first in json_member(data, SAME).items():
                 if first in shapes:
                     shapes[name] = shapes[first]
     json.dump(shapes, sys.stdout)
