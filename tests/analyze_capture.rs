@@ -279,3 +279,76 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
         std::fs::read_to_string(fixture("apps/write_only.py")).unwrap()
     );
 }
+
+/// An array several hot functions take is saved once while the program
+/// leaves it unchanged: the later capture refers to the earlier file, and
+/// migrating the later function still verifies on the captured inputs, which
+/// `--save-inputs` writes out whole.
+#[test]
+fn an_array_saved_once_for_two_functions_verifies_both_and_saves_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(fixture("apps/shared_input.py"), dir.join("shared_input.py")).unwrap();
+    let py = venv_python();
+    let o = port_in(dir, &["analyze", "--python", &py, "shared_input.py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = saved_analysis(dir);
+    let npz = |f: &str| {
+        capture_of(&a, f).unwrap_or_else(|| panic!("{f} not captured"))["inputs_npz"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{f}: no inputs saved"))
+            .to_string()
+    };
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".port/captures/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let refers_to = |f: &str| {
+        manifest["captures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == f)
+            .unwrap_or_else(|| panic!("{f} not in {manifest}"))["refers_to"]
+            .clone()
+    };
+    // 160 kB: written at once, so `square`'s call finds it on disk.
+    assert_eq!(refers_to("square"), serde_json::json!([npz("normalise")]));
+    // `x *= 3.0` before `offset`: saved anew.
+    assert_eq!(refers_to("offset"), serde_json::json!([]));
+
+    let used = dir.join("used.npz");
+    for f in ["square", "offset", "normalise"] {
+        let o = port_in(
+            dir,
+            &[
+                "migrate",
+                "--function",
+                f,
+                "--json",
+                "--python",
+                &py,
+                "--save-inputs",
+                used.to_str().unwrap(),
+                "shared_input.py",
+            ],
+        );
+        let j = one_json_document(&o);
+        assert_eq!(j["status"], "verified", "{f}: {j}");
+        assert_eq!(j["verification"]["inputs"], "captured", "{f}: {j}");
+        if f == "square" {
+            // What `--save-inputs` wrote stands alone: `x` itself, no reference.
+            let out = std::process::Command::new(&py)
+                .arg("-c")
+                .arg(
+                    "import sys, numpy as np; d = np.load(sys.argv[1]); \
+                     assert sorted(d.files) == ['out', 'x'], d.files; \
+                     assert np.array_equal(d['x'], np.linspace(0.0, 1.0, 20000)); print('whole')",
+                )
+                .arg(&used)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+    }
+}

@@ -245,6 +245,10 @@ struct Record {
     /// `co_name`, for a target sampled under it (before Python 3.11).
     #[serde(default)]
     name: String,
+    /// Earlier captures' `.npz` files that this one's refers to for an
+    /// argument they saved as it still was (member `__port_ref__`).
+    #[serde(default)]
+    refers_to: Vec<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -314,17 +318,38 @@ pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> 
         }
     }
     let mut others = Vec::new();
-    for (i, r) in manifest.captures.into_iter().enumerate() {
+    let records: Vec<_> = manifest
+        .captures
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let target = targets.iter().find(|t| {
+                kept.contains(&i)
+                    && (r.capture.function == t.name || r.name == t.name)
+                    && canonical(&r.capture.file) == canonical(&t.file)
+            });
+            (r, target)
+        })
+        .collect();
+    // The inputs of a function not kept go, unless a kept one refers to them.
+    let referred: HashSet<&PathBuf> = records
+        .iter()
+        .filter(|(_, t)| t.is_some())
+        .flat_map(|(r, _)| &r.refers_to)
+        .collect();
+    let unreferred: Vec<PathBuf> = records
+        .iter()
+        .filter(|(_, t)| t.is_none())
+        .filter_map(|(r, _)| r.capture.inputs_npz.clone())
+        .filter(|p| !referred.contains(p))
+        .collect();
+    for p in unreferred {
+        let _ = std::fs::remove_file(p);
+    }
+    for (r, target) in records {
         let mut c = r.capture;
-        let target = targets.iter().find(|t| {
-            kept.contains(&i)
-                && (c.function == t.name || r.name == t.name)
-                && canonical(&c.file) == canonical(&t.file)
-        });
         let Some(target) = target else {
-            if let Some(p) = c.inputs_npz.take() {
-                let _ = std::fs::remove_file(p);
-            }
+            c.inputs_npz = None;
             // The function the record names, not one around its first line
             // (a decorator's line may be in an enclosing function).
             let key = resolver
@@ -499,7 +524,7 @@ mod tests {
               {"function":"g","name":"g","file":"/app/a.py","line":9,"args":[],"returns":null,
               "inputs_npz":"OTHER","skipped":[]}]}"#
             .replace("OTHER", &other.display().to_string());
-        std::fs::write(dir.path().join(MANIFEST), text).unwrap();
+        std::fs::write(dir.path().join(MANIFEST), &text).unwrap();
         let target = |name: &str| Target {
             key: format!("a.{name}"),
             file: "/app/a.py".into(),
@@ -546,5 +571,24 @@ mod tests {
             "{:?}",
             out.warnings
         );
+
+        // The same, but `f`'s inputs refer to `g`'s file for an array `g`
+        // saved first: the file stays, though no target keeps `g`.
+        std::fs::write(&other, "x").unwrap();
+        let text = text.replace(
+            r#""inputs_npz":"/c/f-0.inputs.npz","#,
+            &format!(
+                r#""inputs_npz":"/c/f-0.inputs.npz","refers_to":[{:?}],"#,
+                other
+            ),
+        );
+        std::fs::write(dir.path().join(MANIFEST), text).unwrap();
+        let out = collect(dir.path(), &[target("f"), target("h")], &Keys);
+        assert!(
+            other.exists(),
+            "a file a kept capture refers to was removed"
+        );
+        assert_eq!(out.captures[1].function, "a.g");
+        assert_eq!(out.captures[1].inputs_npz, None);
     }
 }

@@ -188,8 +188,16 @@ def _port_capture():
         header = npy_header(np.lib.format.dtype_to_descr(a.dtype), fortran, tuple(int(n) for n in a.shape))
         return header, body.reshape(-1).view(np.uint8)
 
+    def crc32_of(header, data):
+        try:
+            from zlib import crc32  # without the GIL on large buffers
+        except ImportError:
+            from binascii import crc32
+        return crc32(data, crc32(header)) & 0xFFFFFFFF
+
     def savez(path, arrays, np):
-        """The file np.savez(path, **arrays) writes: a zip archive of .npy
+        """The file np.savez(path, **arrays) writes (and each member's
+        CRC-32): a zip archive of .npy
         members, stored (they are under the 256 MiB cap: no Zip64). Written
         here, not by np.savez: its zipfile copies each array in 16 MB pieces
         through Python, at a third of the speed of writing the array's own
@@ -197,19 +205,15 @@ def _port_capture():
         members are npy_number's files."""
         import struct
 
-        try:
-            from zlib import crc32  # without the GIL on large buffers
-        except ImportError:
-            from binascii import crc32
-
         central = []
+        crcs = {}  # each member's CRC-32 (of its .npy: header, then data)
         with open(path, "wb") as f:
             for name, value in arrays.items():
                 header, data = npy_parts(value, np)
                 size = len(header) + len(data)
                 n = (name + ".npy").encode("utf-8")
                 flags = 0 if n.isascii() else 0x800  # UTF-8 names
-                crc = crc32(data, crc32(header)) & 0xFFFFFFFF
+                crc = crc32_of(header, data)
                 # version 2.0, stored, 1980-01-01 00:00
                 fields = (20, flags, 0, 0, 0x21, crc, size, size, len(n))
                 central.append(
@@ -217,10 +221,12 @@ def _port_capture():
                 )
                 f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + n + header)
                 f.write(data)
+                crcs[name] = crc
             start = f.tell()
             f.write(b"".join(central))
             size = f.tell() - start
             f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), size, start, 0))
+        return crcs
 
     # Large .npz files are written off the app's thread. When a call begins,
     # its arrays are copied (at memory speed, so the app can go on changing
@@ -249,7 +255,7 @@ def _port_capture():
         else later, on the writer thread, from copies of the arrays."""
         small = np is None or sum(getattr(a, "nbytes", 16) for a in arrays.values()) < SYNC_BYTES
         if small or os.getpid() != main_pid:
-            savez(path, arrays, np)
+            saved(path, savez(path, arrays, np))
             rec[key] = path
             return
         copies = {}
@@ -275,8 +281,9 @@ def _port_capture():
                 rec, key, path, arrays, np = pending.pop(0)
             t0 = time.perf_counter()
             try:
-                savez(path, arrays, np)
+                crcs = savez(path, arrays, np)
                 if any(c is rec for c in captures):
+                    saved(path, crcs)
                     rec[key] = path
                 else:  # replaced by a retry meanwhile
                     os.remove(path)
@@ -289,6 +296,47 @@ def _port_capture():
             del arrays
             state["write_s"] += time.perf_counter() - t0
             write_manifest()
+
+    # One array passed to several captured functions (a matrix four of them
+    # take) is saved once. A later capture's .npz refers to the earlier
+    # file's member (REFS) when the argument is the same array (data
+    # pointer, shape, strides, dtype) and its contents still have the CRC-32
+    # that file recorded: a pass over the array (crc32 runs without the
+    # GIL) where a save costs a copy, a write and the disk. Only a file of a
+    # call that returned is referred to: its record is never replaced.
+    REF_BYTES = 64 << 10  # below this a copy costs less than the check
+    shelf = []  # [identity, path, member, crc or None until written, rec]
+
+    def identity(v):
+        return (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype.str)
+
+    def shelve(path, arrays, rec, np):
+        for n, a in arrays.items():
+            if isinstance(a, np.ndarray) and a.nbytes >= REF_BYTES and (a.flags.c_contiguous or a.flags.f_contiguous):
+                shelf.append([identity(a), path, n, None, rec])
+
+    def saved(path, crcs):
+        for e in shelf:
+            if e[1] == path:
+                e[3] = crcs.get(e[2])
+
+    def shelved(v, np):
+        """The shelf's entry for v's contents in an earlier capture's file,
+        or None."""
+        if np is None or not isinstance(v, np.ndarray) or v.nbytes < REF_BYTES:
+            return None
+        if not (v.flags.c_contiguous or v.flags.f_contiguous):
+            return None
+        key = identity(v)
+        crc = None
+        for e in reversed(shelf):
+            if e[0] != key or e[3] is None or not e[4]["returned"] or e[4]["inputs_npz"] != e[1]:
+                continue
+            if crc is None:
+                crc = crc32_of(*npy_parts(v, np))
+            if crc == e[3]:
+                return e
+        return None
 
     def drain():
         """Waits until every .npz file asked for is written."""
@@ -431,6 +479,10 @@ def _port_capture():
     # earlier one (`f(a, a)`), that one: JSON {name: earlier name}. Its data
     # is saved once, and verification passes one array for both.
     SAME = "__port_same__"
+    # The member that names, for an argument an earlier capture saved as it
+    # is now, that file and member: JSON {name: {"file", "member"}}, the
+    # file in the same folder (see `shelved`).
+    REFS = "__port_ref__"
 
     # Generators, coroutines, async generators: their "returns" are yields.
     NOT_FUNCTION = 0x20 | 0x80 | 0x100 | 0x200
@@ -584,6 +636,7 @@ def _port_capture():
             "truncated": False,
             "returned": False,
             "aliases": shared_arrays(names, values, np),
+            "refers_to": [],  # the earlier .npz files its REFS name
         }
         stem = "%s-%d" % (safe(rec["function"]), len(captures))
         arrays = {}
@@ -599,12 +652,13 @@ def _port_capture():
         unread = [n for n in hint.get("unread", ()) if n not in shared] if hint is not None else ()
         blanks = {}
         same = {}
+        refs = {}
         for n in names_saved:
             first = next(
                 (
                     m
                     for m, k in rec["aliases"]
-                    if k == n and m in arrays and same_array(values.get(m), values.get(n))
+                    if k == n and (m in arrays or m in refs) and same_array(values.get(m), values.get(n))
                 ),
                 None,
             )
@@ -620,9 +674,16 @@ def _port_capture():
                         "(verification starts it from zeros)" % n
                     )
                     continue
+            entry = shelved(values.get(n), np)
+            if entry is not None:
+                refs[n] = {"file": os.path.basename(entry[1]), "member": entry[2]}
+                rec["refers_to"].append(entry[1])
+                continue
             arr = saveable(n, values.get(n), np, rec, "input")
             if arr is not None:
                 arrays[n] = arr
+        if refs:
+            arrays[REFS] = np.frombuffer(to_json(refs).encode("utf-8"), dtype=np.uint8)
         if blanks:
             # In the .npz itself, so that any reader of it (`--inputs`) can
             # make them: JSON, as bytes.
@@ -642,7 +703,10 @@ def _port_capture():
             remove_npz(target.rec)
         target.rec = rec
         if arrays:
-            save(rec, "inputs_npz", os.path.join(out_dir, stem + ".inputs.npz"), arrays, np)
+            path = os.path.join(out_dir, stem + ".inputs.npz")
+            if np is not None:
+                shelve(path, arrays, rec, np)
+            save(rec, "inputs_npz", path, arrays, np)
         write_manifest()
         return rec, dict((n, values.get(n)) for n in names), np
 

@@ -59,6 +59,8 @@
 //!    writes from its static pass while the app starts), a function marked as
 //!    not worth saving keeps only its types, and an array its function never
 //!    reads is described (member `__port_blank__` of the `.npz`), not saved.
+//!    An array an earlier capture of the run saved, unchanged since, is not
+//!    saved again: member `__port_ref__` names that file and member.
 //!    Without NumPy in the interpreter, types are
 //!    still recorded and a warning says inputs were not. Capture problems are
 //!    warnings, never errors.

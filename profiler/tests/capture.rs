@@ -9,14 +9,14 @@ use common::*;
 use port_profiler::ArgKind;
 
 /// Loads the saved inputs (arrays described but not saved made as zeros, an
-/// argument that was the same array as another passed as that one, as
-/// verification does), checks them with `before` (Python, with `args`
+/// array an earlier capture saved read from its file, an argument that was
+/// the same array as another passed as that one, as verification does), checks them with `before` (Python, with `args`
 /// the inputs by name, `inputs` the file and `mod` the app), calls the
 /// function on them as verification will, and checks what it did with
 /// `after` (`result` is what it returned, `args` the arrays as the call left
 /// them).
 const REPLAY: &str = r#"
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 import numpy as np
 app, fn_name, inputs, before, after = sys.argv[1:6]
 spec = importlib.util.spec_from_file_location("app", app)
@@ -26,6 +26,10 @@ args = dict(np.load(inputs))
 blanks = args.pop("__port_blank__", None)
 for name, b in (json.loads(blanks.tobytes()) if blanks is not None else {}).items():
     args[name] = np.zeros(b["shape"], dtype=b["dtype"], order="F" if b["fortran"] else "C")
+refs = args.pop("__port_ref__", None)
+for name, ref in (json.loads(refs.tobytes()) if refs is not None else {}).items():
+    assert "/" not in ref["file"], ref
+    args[name] = np.load(os.path.join(os.path.dirname(inputs), ref["file"]))[ref["member"]]
 same = args.pop("__port_same__", None)
 for name, first in (json.loads(same.tobytes()) if same is not None else {}).items():
     args[name] = args[first]
@@ -688,12 +692,20 @@ fn arrays_changed_right_after_the_call_are_saved_as_the_call_saw_them() {
         .iter()
         .find(|c| c.function == "scale")
         .unwrap_or_else(|| panic!("scale not captured: {:?}", p.warnings));
+    // `a` is `norm_of`'s, unchanged when `scale` began: saved in `scale`'s
+    // file, or, when `norm_of`'s was written by then, only there, and
+    // `scale`'s refers to it.
     let check = r#"
-import sys
+import json, os, sys
 import numpy as np
 i = np.load(sys.argv[1])
+if "__port_ref__" in i.files:
+    ref = json.loads(i["__port_ref__"].tobytes())["a"]
+    a = np.load(os.path.join(os.path.dirname(sys.argv[1]), ref["file"]))[ref["member"]]
+else:
+    a = i["a"]
 x = np.arange(2_000_000, dtype=np.float64)
-assert np.array_equal(i["a"], x), "inputs: a as the call began"
+assert np.array_equal(a, x), "inputs: a as the call began"
 assert float(i["k"]) == 3.0
 print("as the call saw them")
 "#;
@@ -841,16 +853,26 @@ fn hints_leave_out_the_arrays_a_function_never_reads() {
         !skipped.contains("only written") && !skipped.contains("said so"),
         "{skipped}"
     );
-    // One array passed twice is saved once, and replays as one array.
+    // One array passed twice is saved once, and replays as one array. That
+    // array is `x` as `scale` had it, so it is read from `scale`'s file.
+    let scale_file = std::path::Path::new(scale["inputs_npz"].as_str().unwrap())
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     replay(
         "write_only.py",
         "smooth",
         std::path::Path::new(smooth["inputs_npz"].as_str().unwrap()),
-        "d = np.load(inputs)\n\
-         assert sorted(d.files) == ['__port_same__', 'a'], d.files\n\
-         assert json.loads(d['__port_same__'].tobytes()) == {'out': 'a'}\n\
+        &format!(
+            "d = np.load(inputs)\n\
+         assert sorted(d.files) == ['__port_ref__', '__port_same__'], d.files\n\
+         assert json.loads(d['__port_ref__'].tobytes()) == {{'a': {{'file': '{scale_file}', 'member': 'x'}}}}\n\
+         assert json.loads(d['__port_same__'].tobytes()) == {{'out': 'a'}}\n\
          assert args['out'] is args['a']\n\
-         assert np.array_equal(args['a'], np.linspace(0.0, 1.0, 400000))",
+         assert np.array_equal(args['a'], np.linspace(0.0, 1.0, 400000))"
+        ),
         "x = np.linspace(0.0, 1.0, 400000)\n\
          assert args['a'][1] == 0.5 * (x[1] + x[0]) and args['a'][2] == 0.5 * (x[2] + args['a'][1])",
     );
@@ -866,10 +888,89 @@ fn hints_leave_out_the_arrays_a_function_never_reads() {
             .contains("the static pass said so"),
         "{cumulative}"
     );
-    // 3.2 MB of `scale`'s `x`, of `smooth`'s `a` and of `clamp`'s `a` (each
-    // `out` the same array), `clamp`'s `lo` and `hi`, and `main`'s `n` (it
-    // has no hint): not the 22 MB of every input.
-    assert_eq!(m["bytes_written"], 3 * 8 * 400_000 + 3 * 8);
+    // 3.2 MB of `scale`'s `x` (`smooth`'s `a`, unchanged, refers to it) and
+    // of `clamp`'s `a` (each `out` the same array), `clamp`'s `lo` and `hi`,
+    // and `main`'s `n` (it has no hint): not the 22 MB of every input.
+    assert_eq!(m["bytes_written"], 2 * 8 * 400_000 + 3 * 8);
+}
+
+/// An array passed to several captured functions is saved once while its
+/// contents stay as they were: a later capture refers to the earlier file.
+/// One the app changed in between (in place) is saved anew, with the
+/// values the later call saw.
+#[test]
+fn an_array_is_saved_once_for_several_calls_unless_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let mut opts = options("write_only.py", &["300000"], &captures);
+    opts.capture_functions = 5;
+    let p = run(&opts).unwrap();
+    assert!(p.exit.success());
+    let m = manifest(&captures);
+    let record =
+        |f: &str| manifest_record(&m, f).unwrap_or_else(|| panic!("{f} not captured: {m}"));
+    let npz = |f: &str| {
+        std::path::PathBuf::from(
+            record(f)["inputs_npz"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{f}: no inputs saved: {m}")),
+        )
+    };
+    let members = |f: &str| -> Vec<String> {
+        let out = Command::new(venv_python())
+            .args([
+                "-c",
+                "import sys, numpy as np; print(' '.join(sorted(np.load(sys.argv[1]).files)))",
+            ])
+            .arg(npz(f))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    // `scale(x, y)` saves both; `smooth(x, x)` finds `x` as `scale` saved it.
+    assert_eq!(members("scale"), ["out", "x"]);
+    assert_eq!(members("smooth"), ["__port_ref__", "__port_same__"]);
+    assert_eq!(
+        record("smooth")["refers_to"],
+        serde_json::json!([npz("scale").display().to_string()])
+    );
+    // `scale` wrote `y`, so `clamp(y, .., y)` saves it again, as it was
+    // then; `clamp` changed it in place, so `cumulative(y, ..)` saves it too.
+    assert_eq!(members("clamp"), ["__port_same__", "a", "hi", "lo"]);
+    assert_eq!(members("cumulative"), ["out", "values"]);
+    let x = "x = np.linspace(0.0, 1.0, 300000)\n";
+    replay(
+        "write_only.py",
+        "clamp",
+        &npz("clamp"),
+        &format!("{x}assert np.array_equal(args['a'], 2.0 * x + 1.0)"),
+        "",
+    );
+    replay(
+        "write_only.py",
+        "cumulative",
+        &npz("cumulative"),
+        &format!("{x}assert np.array_equal(args['values'], np.clip(2.0 * x + 1.0, 1.5, 2.5))"),
+        "",
+    );
+    replay(
+        "write_only.py",
+        "smooth",
+        &npz("smooth"),
+        &format!("{x}assert np.array_equal(args['a'], x) and args['out'] is args['a']"),
+        "",
+    );
+    // x and y for `scale`, y for `clamp` and `cumulative`, `cumulative`'s
+    // `out`, two numbers and `main`'s `n`: not `smooth`'s `x` again.
+    assert_eq!(m["bytes_written"], 5 * 8 * 300_000 + 3 * 8);
 }
 
 /// A new build of port clears what older builds compiled into the capture's

@@ -288,21 +288,39 @@ def blank(spec):
 # them, and its copy-back decides what the caller's array holds.
 SAME = "__port_same__"
 
+# The member that names, for an argument an earlier capture of the same run
+# saved as it still was (one matrix passed to several functions), that
+# .npz (in the same folder) and its member: JSON {name: {"file", "member"}}.
+REFS = "__port_ref__"
+MEMBERS = (BLANKS, SAME, REFS)
+
+
+def referred(npz, ref):
+    """The path of the .npz a REFS entry names, beside `npz`."""
+    return os.path.join(os.path.dirname(os.path.abspath(npz)), os.path.basename(ref["file"]))
+
 
 def unpack_npz(npz, names, out):
     data = np.load(npz, allow_pickle=False)
     blanks = json_member(data, BLANKS)
     same = json_member(data, SAME)
+    refs = json_member(data, REFS)
+    others = {}
     args = []
     files = {}
     for k, name in enumerate(names.split(",")):
         if same.get(name) in files:
             args.append({"name": name, "file": files[same[name]], "same_as": same[name]})
             continue
-        if name in blanks and name not in data.files:
+        if name in refs:
+            path = referred(npz, refs[name])
+            if path not in others:
+                others[path] = np.load(path, allow_pickle=False)
+            v = others[path][refs[name]["member"]]
+        elif name in blanks and name not in data.files:
             v = blank(blanks[name])
         elif name not in data.files:
-            have = [f for f in data.files if f not in (BLANKS, SAME)] + sorted(blanks) + sorted(same)
+            have = [f for f in data.files if f not in MEMBERS] + sorted(blanks) + sorted(same) + sorted(refs)
             raise KeyError("the capture has no argument %r (it has %s)" % (name, ", ".join(have)))
         else:
             v = data[name]
@@ -330,6 +348,16 @@ def pack_npz(inp, npz):
     os.replace(tmp, npz)
 
 
+def header_shape(z, member):
+    with z.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, _ = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, _ = np.lib.format.read_array_header_2_0(f)
+    return list(shape)
+
+
 def npz_shapes(npz):
     """The shape of every array in `npz`, as JSON, from the headers alone."""
     import zipfile
@@ -337,19 +365,15 @@ def npz_shapes(npz):
     with zipfile.ZipFile(npz) as z:
         names = z.namelist()
         for member in names:
-            if not member.endswith(".npy") or member[:-4] in (BLANKS, SAME):
-                continue
-            with z.open(member) as f:
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, _, _ = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, _, _ = np.lib.format.read_array_header_2_0(f)
-            shapes[member[:-4]] = list(shape)
-    if BLANKS + ".npy" in names or SAME + ".npy" in names:
+            if member.endswith(".npy") and member[:-4] not in MEMBERS:
+                shapes[member[:-4]] = header_shape(z, member)
+    if any(m + ".npy" in names for m in MEMBERS):
         with np.load(npz, allow_pickle=False) as data:
             for name, spec in json_member(data, BLANKS).items():
                 shapes[name] = list(spec["shape"])
+            for name, ref in json_member(data, REFS).items():
+                with zipfile.ZipFile(referred(npz, ref)) as z:
+                    shapes[name] = header_shape(z, ref["member"] + ".npy")
             for name, first in json_member(data, SAME).items():
                 if first in shapes:
                     shapes[name] = shapes[first]
