@@ -118,6 +118,12 @@ pub fn captured_types(p: &Profile) -> HashMap<String, Vec<ArgType>> {
     p.captures
         .iter()
         .map(|c| {
+            let same_as = |a: &port_profiler::ArgType| {
+                c.same_array
+                    .iter()
+                    .find(|(_, later)| *later == a.name)
+                    .map(|(first, _)| first.clone())
+            };
             let args = c
                 .args
                 .iter()
@@ -135,6 +141,7 @@ pub fn captured_types(p: &Profile) -> HashMap<String, Vec<ArgType>> {
                         ndim: Some(*ndim),
                         shape: Some(shape.clone()),
                         c_contiguous: Some(*c_contiguous),
+                        same_as: same_as(a),
                     },
                     ArgKind::Scalar { type_name } => ArgType {
                         name: a.name.clone(),
@@ -143,6 +150,7 @@ pub fn captured_types(p: &Profile) -> HashMap<String, Vec<ArgType>> {
                         ndim: None,
                         shape: None,
                         c_contiguous: None,
+                        same_as: None,
                     },
                     ArgKind::Other { type_name } => ArgType {
                         name: a.name.clone(),
@@ -151,6 +159,7 @@ pub fn captured_types(p: &Profile) -> HashMap<String, Vec<ArgType>> {
                         ndim: None,
                         shape: None,
                         c_contiguous: None,
+                        same_as: None,
                     },
                 })
                 .collect();

@@ -257,17 +257,60 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
 
     // `smooth(x, x)` reads, in place, what the iteration before wrote: the
     // kernels, reading the array as it was before the call, cannot give
-    // the program's results, and port says so instead of verifying them
-    // on separate copies.
+    // the program's results. The analysis knows the call was in place (both
+    // names one array): `nopython`, and migrate refuses it with that reason.
+    let a = saved_analysis(dir);
+    let smooth = function(&a, "smooth");
+    assert_eq!(smooth["verdict"], "nopython", "{smooth}");
+    assert_eq!(smooth["types"][1]["same_as"], "a", "{smooth}");
+    let in_place = "the program passes one array as `a` and `out` (its captured call): in place, `a[i-1]` (line 29) reads an element that another iteration writes as `out[i]` (line 29)";
+    assert!(
+        smooth["findings"].to_string().contains(in_place),
+        "{smooth}"
+    );
+    assert_eq!(function(&a, "clamp")["verdict"], "cuda");
     let o = migrate("smooth");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let j = one_json_document(&o);
-    assert_eq!(j["status"], "mismatch", "{j}");
-    assert_eq!(
-        j["inputs_aliases"],
-        serde_json::json!([["a", "out"]]),
-        "{j}"
+    assert_eq!(j["status"], "refused", "{j}");
+    assert!(j["reasons"].to_string().contains(in_place), "{j}");
+
+    // Given such inputs by hand (`__port_same__`), with no capture to tell
+    // the analysis, verification still finds the difference and says why.
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("apps/write_only.py"),
+        bare.path().join("write_only.py"),
+    )
+    .unwrap();
+    let made = std::process::Command::new(&py)
+        .current_dir(bare.path())
+        .arg("-c")
+        .arg(
+            "import json, numpy as np; np.savez('same.npz', a=np.linspace(0.0, 1.0, 1000),              __port_same__=np.frombuffer(json.dumps({'out': 'a'}).encode(), dtype=np.uint8))",
+        )
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let o = port_in(
+        bare.path(),
+        &[
+            "migrate",
+            "--function",
+            "smooth",
+            "--inputs",
+            "same.npz",
+            "--signature",
+            "float64[:], float64[:]",
+            "--json",
+            "--python",
+            &py,
+            "write_only.py",
+        ],
     );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = one_json_document(&o);
+    assert_eq!(j["status"], "mismatch", "{j}");
     let why = j["reasons"].to_string();
     assert!(
         why.contains("the program passes one array as `a` and `out`: in place"),

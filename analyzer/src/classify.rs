@@ -118,6 +118,9 @@ pub struct Checker<'a> {
     uses_float64: Option<u32>,
     /// The shapes of the array arguments of a real call.
     shapes: HashMap<String, Vec<u64>>,
+    /// Parameters that were the same array as an earlier one in the
+    /// captured call (`out` → `a` for `smooth(x, x)`).
+    same: HashMap<String, String>,
 }
 
 /// Calls doing fewer element operations than this rarely pay for a launch and
@@ -153,6 +156,7 @@ impl<'a> Checker<'a> {
             noted_strings: false,
             uses_float64: None,
             shapes: HashMap::new(),
+            same: HashMap::new(),
         };
         c.bind_params(captured);
         c
@@ -193,6 +197,9 @@ impl<'a> Checker<'a> {
                 ty = ty_of_captured(cap);
                 if let Some(shape) = &cap.shape {
                     self.shapes.insert(name.clone(), shape.clone());
+                }
+                if let Some(first) = &cap.same_as {
+                    self.same.insert(name.clone(), first.clone());
                 }
             } else if let Some(ann) = &a.def.annotation {
                 ty = self.ty_of_annotation(ann);
@@ -328,7 +335,7 @@ impl<'a> Checker<'a> {
         };
         // Loop dependences only matter for functions that could go to the GPU.
         if verdict_of(&self.findings) == Verdict::Cuda {
-            for d in deps::check_loops(self.m, body, &self.env) {
+            for d in deps::check_loops(self.m, body, &self.env, &self.same) {
                 self.add(d.code, d.line, d.message);
             }
         }

@@ -20,10 +20,21 @@ pub struct DepFinding {
     pub message: String,
 }
 
-/// Check every outermost loop over array elements in `body`.
-pub fn check_loops(m: &Module, body: &[Stmt], env: &HashMap<String, Ty>) -> Vec<DepFinding> {
+/// Check every outermost loop over array elements in `body`. `same` maps a
+/// parameter to an earlier one that was the same array in the program's
+/// captured call (`smooth(x, x)`: `out` → `a`): the call is in place, and
+/// both names are judged as one array, as the program runs it.
+pub fn check_loops(
+    m: &Module,
+    body: &[Stmt],
+    env: &HashMap<String, Ty>,
+    same: &HashMap<String, String>,
+) -> Vec<DepFinding> {
     let mut out = Vec::new();
-    find_data_loops(m, body, env, &mut out, 0);
+    find_data_loops(m, body, env, same, &mut out, 0);
+    if !same.is_empty() && !out.iter().any(|d| d.code == "PORT204") {
+        out.extend(in_place_order(m, body, env, same));
+    }
     out
 }
 
@@ -31,6 +42,7 @@ fn find_data_loops(
     m: &Module,
     body: &[Stmt],
     env: &HashMap<String, Ty>,
+    same: &HashMap<String, String>,
     out: &mut Vec<DepFinding>,
     depth: usize,
 ) {
@@ -45,19 +57,19 @@ fn find_data_loops(
                     .as_deref()
                     .is_some_and(|i| indexes_arrays_with(&f.body, i, env));
                 if let (true, Some(i)) = (is_data, index) {
-                    check_loop(m, f, &i, env, out);
+                    check_loop(m, f, &i, env, same, out);
                 } else {
                     // A time-step or repeat loop: look for the parallel loop inside.
-                    find_data_loops(m, &f.body, env, out, depth + 1);
+                    find_data_loops(m, &f.body, env, same, out, depth + 1);
                 }
             }
-            Stmt::While(w) => find_data_loops(m, &w.body, env, out, depth + 1),
+            Stmt::While(w) => find_data_loops(m, &w.body, env, same, out, depth + 1),
             Stmt::If(i) => {
-                find_data_loops(m, &i.body, env, out, depth + 1);
-                find_data_loops(m, &i.orelse, env, out, depth + 1);
+                find_data_loops(m, &i.body, env, same, out, depth + 1);
+                find_data_loops(m, &i.orelse, env, same, out, depth + 1);
             }
-            Stmt::With(w) => find_data_loops(m, &w.body, env, out, depth + 1),
-            Stmt::Try(t) => find_data_loops(m, &t.body, env, out, depth + 1),
+            Stmt::With(w) => find_data_loops(m, &w.body, env, same, out, depth + 1),
+            Stmt::Try(t) => find_data_loops(m, &t.body, env, same, out, depth + 1),
             _ => {}
         }
     }
@@ -226,7 +238,11 @@ fn affine_aliases(
 }
 
 struct Access<'e> {
+    /// The array, one name for parameters that were one array in the
+    /// captured call (see [`check_loops`]).
     array: String,
+    /// The name the code uses.
+    shown: String,
     index: &'e Expr,
     line: u32,
     write: bool,
@@ -239,6 +255,7 @@ fn check_loop(
     f: &ast::StmtFor,
     i: &str,
     env: &HashMap<String, Ty>,
+    same: &HashMap<String, String>,
     out: &mut Vec<DepFinding>,
 ) {
     let first = out.len();
@@ -334,6 +351,11 @@ fn check_loop(
     // dimension (`indexset`), and whether two iterations may meet there.
     let mut accesses: Vec<Access> = Vec::new();
     collect_accesses(m, &f.body, &mut accesses);
+    for a in &mut accesses {
+        if let Some(first) = same.get(&a.array) {
+            a.array = first.clone();
+        }
+    }
     let base_kind = |n: &str| {
         if n == i {
             NameKind::Loop
@@ -394,6 +416,7 @@ fn check_loop(
                 continue;
             }
             let text = norm(m, acc.index);
+            let shown = &acc.shown;
             let msg = if acc.atomic && reads.is_empty() {
                 // `hist[0] += x[i]`, `counts[idx[i]] += 1`: every update is
                 // an add, and nothing in the loop reads the array back.
@@ -401,7 +424,7 @@ fn check_loop(
                     code: "PORT402",
                     line: acc.line,
                     message: format!(
-                        "`{arr}[{text}]` accumulates across the loop at line {loop_line}: it becomes atomic adds"
+                        "`{shown}[{text}]` accumulates across the loop at line {loop_line}: it becomes atomic adds"
                     ),
                 });
                 continue;
@@ -409,14 +432,14 @@ fn check_loop(
                 && sets[w].as_ref().is_none_or(|d| d.contains(&Dim::Unknown))
             {
                 format!(
-                    "`{arr}[{text}]` is written through an index computed from data: iterations of the loop at line {loop_line} may write the same element"
+                    "`{shown}[{text}]` is written through an index computed from data: iterations of the loop at line {loop_line} may write the same element"
                 )
             } else if mentions(acc.index, &derived) {
                 format!(
-                    "`{arr}[{text}]` names elements that other iterations of the loop at line {loop_line} write too: the iterations overlap"
+                    "`{shown}[{text}]` names elements that other iterations of the loop at line {loop_line} write too: the iterations overlap"
                 )
             } else {
-                format!("every iteration of the loop at line {loop_line} writes `{arr}[{text}]`")
+                format!("every iteration of the loop at line {loop_line} writes `{shown}[{text}]`")
             };
             if reported.insert(arr.clone()) {
                 out.push(DepFinding {
@@ -439,16 +462,28 @@ fn check_loop(
                 let (ra, wa) = (&accesses[r], &accesses[w]);
                 let what = if ra.write { "writes" } else { "reads" };
                 reported.insert(arr.clone());
-                out.push(DepFinding {
-                    code: "PORT204",
-                    line: ra.line,
-                    message: format!(
-                        "`{arr}[{}]` (line {}) {what} an element that another iteration writes as `{arr}[{}]` (line {}): a recurrence across the loop at line {loop_line}",
+                let (rn, wn) = (&ra.shown, &wa.shown);
+                let message = if rn == wn {
+                    format!(
+                        "`{rn}[{}]` (line {}) {what} an element that another iteration writes as `{wn}[{}]` (line {}): a recurrence across the loop at line {loop_line}",
                         norm(m, ra.index),
                         ra.line,
                         norm(m, wa.index),
                         wa.line
-                    ),
+                    )
+                } else {
+                    format!(
+                        "the program passes one array as `{rn}` and `{wn}` (its captured call): in place, `{rn}[{}]` (line {}) {what} an element that another iteration writes as `{wn}[{}]` (line {}), a recurrence across the loop at line {loop_line}; pass a separate array, or keep this call on the CPU",
+                        norm(m, ra.index),
+                        ra.line,
+                        norm(m, wa.index),
+                        wa.line
+                    )
+                };
+                out.push(DepFinding {
+                    code: "PORT204",
+                    line: ra.line,
+                    message,
                 });
                 break 'found;
             }
@@ -482,6 +517,186 @@ fn check_loop(
             }
         }
     }
+}
+
+/// For a call in place (`same`, see [`check_loops`]): a statement that reads
+/// one name of the array after another statement wrote it under the other
+/// name, or a loop (other than a loop over elements, which `check_loop`
+/// judges with both names as one) whose body writes one and reads the other.
+/// The original then reads what the call itself wrote, where port's kernels,
+/// given one copy per argument, read it as it was before the call.
+fn in_place_order(
+    m: &Module,
+    body: &[Stmt],
+    env: &HashMap<String, Ty>,
+    same: &HashMap<String, String>,
+) -> Option<DepFinding> {
+    let canon = |n: &str| same.get(n).map_or(n, String::as_str).to_string();
+    let involved: HashSet<&str> = same
+        .iter()
+        .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+        .collect();
+    // The names of `involved` a statement reads and writes, itself only
+    // (not the statements of its body).
+    let touches = |s: &Stmt| -> (Vec<String>, Vec<String>) {
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        // Reading `a.shape` or `len(a)` reads no element.
+        let read = |e: &Expr, reads: &mut Vec<String>| {
+            let mut meta = Vec::new();
+            walk_expr(e, &mut |x| match x {
+                Expr::Attribute(at)
+                    if matches!(at.attr.as_str(), "shape" | "size" | "ndim" | "dtype") =>
+                {
+                    meta.push(at.value.range());
+                }
+                Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(f) if f.id.as_str() == "len") =>
+                {
+                    meta.extend(c.args.iter().map(|a| a.range()));
+                }
+                _ => {}
+            });
+            walk_expr(e, &mut |x| {
+                if let Expr::Name(n) = x {
+                    if involved.contains(n.id.as_str()) && !meta.contains(&x.range()) {
+                        reads.push(n.id.to_string());
+                    }
+                }
+            });
+        };
+        let written = |t: &Expr, writes: &mut Vec<String>, reads: &mut Vec<String>| {
+            let mut t = t;
+            while let Expr::Subscript(sub) = t {
+                read(&sub.slice, reads);
+                t = sub.value.as_ref();
+            }
+            if let Expr::Name(n) = t {
+                if involved.contains(n.id.as_str()) {
+                    writes.push(n.id.to_string());
+                }
+            }
+        };
+        let out_kw = |e: &Expr, writes: &mut Vec<String>| {
+            walk_expr(e, &mut |x| {
+                if let Expr::Call(c) = x {
+                    for k in &c.keywords {
+                        if k.arg.as_deref() == Some("out") {
+                            if let Expr::Name(n) = &k.value {
+                                if involved.contains(n.id.as_str()) {
+                                    writes.push(n.id.to_string());
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        };
+        match s {
+            Stmt::Assign(a) => {
+                read(&a.value, &mut reads);
+                out_kw(&a.value, &mut writes);
+                for t in &a.targets {
+                    if matches!(t, Expr::Subscript(_)) {
+                        written(t, &mut writes, &mut reads);
+                    }
+                }
+            }
+            Stmt::AugAssign(a) => {
+                read(&a.value, &mut reads);
+                read(&a.target, &mut reads);
+                written(&a.target, &mut writes, &mut reads);
+            }
+            Stmt::Expr(e) => {
+                read(&e.value, &mut reads);
+                out_kw(&e.value, &mut writes);
+            }
+            Stmt::Return(r) => reads.extend(r.value.as_deref().map_or(vec![], |v| {
+                let mut rs = Vec::new();
+                read(v, &mut rs);
+                rs
+            })),
+            Stmt::If(i) => read(&i.test, &mut reads),
+            Stmt::While(w) => read(&w.test, &mut reads),
+            Stmt::For(f) => read(&f.iter, &mut reads),
+            _ => {}
+        }
+        (reads, writes)
+    };
+    let message = |r: &str, w: &str, what: String| {
+        format!(
+            "the program passes one array as `{w}` and `{r}` (its captured call): in place, {what}, where port's kernels, given one copy of each argument, read `{r}` as it was before the call; pass a separate array, or keep this call on the CPU"
+        )
+    };
+    // Straight through, in program order.
+    let mut wrote: HashMap<String, (String, u32)> = HashMap::new();
+    let mut found = None;
+    walk_stmts(body, &mut |s| {
+        if found.is_some() {
+            return;
+        }
+        let line = m.line_of(s.start());
+        let (reads, writes) = touches(s);
+        for r in &reads {
+            if let Some((w, wl)) = wrote.get(&canon(r)) {
+                if w != r {
+                    found = Some(DepFinding {
+                        code: "PORT204",
+                        line,
+                        message: message(
+                            r,
+                            w,
+                            format!("line {line} reads `{r}` after line {wl} wrote `{w}`"),
+                        ),
+                    });
+                    return;
+                }
+            }
+        }
+        for w in writes {
+            wrote.entry(canon(&w)).or_insert((w, line));
+        }
+    });
+    if found.is_some() {
+        return found;
+    }
+    // Around a loop: what its body writes, a later iteration reads.
+    walk_stmts(body, &mut |s| {
+        if found.is_some() {
+            return;
+        }
+        let (loop_body, line) = match s {
+            Stmt::For(f) => {
+                let data = loop_index(f).is_some_and(|i| indexes_arrays_with(&f.body, &i, env));
+                if data {
+                    return;
+                }
+                (&f.body, m.line_of(f.start()))
+            }
+            Stmt::While(w) => (&w.body, m.line_of(w.start())),
+            _ => return,
+        };
+        let (mut reads, mut writes) = (Vec::new(), HashMap::new());
+        walk_stmts(loop_body, &mut |t| {
+            let (r, w) = touches(t);
+            let l = m.line_of(t.start());
+            reads.extend(r.into_iter().map(|r| (r, l)));
+            for w in w {
+                writes.entry(canon(&w)).or_insert((w, l));
+            }
+        });
+        for (r, rl) in reads {
+            if let Some((w, wl)) = writes.get(&canon(&r)) {
+                if *w != r {
+                    found = Some(DepFinding {
+                        code: "PORT204",
+                        line: rl,
+                        message: message(&r, w, format!("each iteration of the loop at line {line} reads `{r}` (line {rl}) after the one before wrote `{w}` (line {wl})")),
+                    });
+                    return;
+                }
+            }
+        }
+    });
+    found
 }
 
 impl Ty {
@@ -542,6 +757,7 @@ fn collect_accesses<'e>(m: &Module, body: &'e [Stmt], out: &mut Vec<Access<'e>>)
                     if let Expr::Name(n) = sub.value.as_ref() {
                         out.push(Access {
                             array: n.id.to_string(),
+                            shown: n.id.to_string(),
                             index: &sub.slice,
                             line,
                             write: false,
@@ -570,6 +786,7 @@ fn push_write<'e>(t: &'e Expr, line: u32, atomic: bool, out: &mut Vec<Access<'e>
         if let Expr::Name(n) = sub.value.as_ref() {
             out.push(Access {
                 array: n.id.to_string(),
+                shown: n.id.to_string(),
                 index: &sub.slice,
                 line,
                 write: true,

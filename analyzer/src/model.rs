@@ -77,6 +77,10 @@ pub struct ArgType {
     pub shape: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c_contiguous: Option<bool>,
+    /// In the captured call, the earlier parameter that was the same array
+    /// as this one (`smooth(x, x)`: `out` has `"a"`): the call was in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -638,6 +638,9 @@ def _port_capture():
             "aliases": shared_arrays(names, values, np),
             "refers_to": [],  # the earlier .npz files its REFS name
         }
+        # Of those, the pairs that are one array (`f(x, x)`): the call is in
+        # place, which the analysis judges with both names as one array.
+        rec["same_array"] = [[m, k] for m, k in rec["aliases"] if same_array(values.get(m), values.get(k))]
         stem = "%s-%d" % (safe(rec["function"]), len(captures))
         arrays = {}
         hint = hint_for(code)

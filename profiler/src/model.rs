@@ -174,11 +174,14 @@ pub struct Capture {
     /// An argument was left out because the capture cap was reached.
     #[serde(default)]
     pub truncated: bool,
-    /// Pairs of array arguments that shared memory in the call (`f(a, a)`):
-    /// the inputs are saved one by one, so a verification on them runs the
-    /// call out of place.
+    /// Pairs of array arguments that shared memory in the call (`f(a, a)`,
+    /// `f(a[1:], a[:-1])`), in parameter order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<(String, String)>,
+    /// Those of `aliases` that were one array (same memory, shape and
+    /// strides: `f(a, a)`): the call was in place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub same_array: Vec<(String, String)>,
 }
 
 /// One argument of a captured call.
