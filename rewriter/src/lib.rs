@@ -291,15 +291,14 @@ fn plan_hoisted(
     // rewrites take; nested functions planned as module-level helpers
     // leave the body.
     let mut desugared = found.def.clone();
-    let module_defs: std::collections::HashSet<String> = src
-        .functions()
-        .iter()
-        .filter(|f| f.class.is_none())
-        .map(|f| f.qualname.clone())
-        .collect();
+    let module_def = |name: &str| {
+        src.functions_named(name)
+            .iter()
+            .any(|f| f.class.is_none() && f.qualname == name)
+    };
     desugared.body.retain(|s| {
         !matches!(s, rustpython_parser::ast::Stmt::FunctionDef(d)
-            if module_defs.contains(d.name.as_str())
+            if module_def(d.name.as_str())
                 && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
                     if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
     });
@@ -326,8 +325,10 @@ fn plan_hoisted(
     }
     // Returns from inside `if`s as one return at the end.
     {
-        let mut used: std::collections::HashSet<String> = src.module_names();
-        used.extend(pyast::param_names(&desugared.args));
+        let mut used = lower::context::UsedNames::new(src.module_names());
+        for p in pyast::param_names(&desugared.args) {
+            used.insert(p);
+        }
         pyast::walk_stmts(&desugared.body, &mut |s| {
             for e in pyast::stmt_exprs(s) {
                 pyast::walk_expr(e, &mut |x| {
@@ -775,7 +776,7 @@ fn constant_default(src: &source::SourceFile, d: &rustpython_parser::ast::Expr) 
         Expr::Tuple(t) => t.elts.iter().all(|e| src.eval_const(e).is_some()),
         // `mode=wrap`: a function of the module, called as a helper.
         Expr::Name(n) if src.eval_const(d).is_none() => src
-            .functions()
+            .functions_named(n.id.as_str())
             .iter()
             .any(|f| f.def.name.as_str() == n.id.as_str()),
         _ => src.eval_const(d).is_some(),

@@ -36,6 +36,27 @@ pub struct SourceFile {
     /// Constants of the program's modules beside this file, read at the
     /// first use of one (`consts.G`): by module, by name.
     siblings: std::sync::Mutex<HashMap<String, HashMap<String, Const>>>,
+    /// [`SourceFile::functions`] and [`SourceFile::module_names`], made once
+    /// per file: planning each of a file's functions asks for them several
+    /// times, and rebuilding them each time made planning a file quadratic
+    /// in its functions.
+    index: std::sync::OnceLock<FunctionIndex>,
+    names: std::sync::OnceLock<std::collections::HashSet<String>>,
+}
+
+/// Where each function of a file is: its position in the suite (and in its
+/// class's body), its qualname, and the functions by bare name and qualname.
+#[derive(Default)]
+struct FunctionIndex {
+    entries: Vec<IndexEntry>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+struct IndexEntry {
+    qualname: String,
+    at: (usize, Option<usize>),
+    class: Option<String>,
+    staticmethod: bool,
 }
 
 /// A function found in the file, with its qualified name.
@@ -69,6 +90,8 @@ impl SourceFile {
             consts: self.consts.clone(),
             normal: std::sync::OnceLock::new(),
             siblings: Default::default(),
+            index: std::sync::OnceLock::new(),
+            names: std::sync::OnceLock::new(),
         }
     }
 
@@ -127,6 +150,7 @@ impl SourceFile {
     /// `imports`; other statements add nothing.
     fn add_import(&mut self, s: &Stmt) {
         self.imports.extend(import_bindings(s));
+        self.names = std::sync::OnceLock::new();
     }
 
     /// The same file with the imports `stmts` (a function's own `import
@@ -170,6 +194,8 @@ impl SourceFile {
             consts: HashMap::new(),
             normal: std::sync::OnceLock::new(),
             siblings: Default::default(),
+            index: std::sync::OnceLock::new(),
+            names: std::sync::OnceLock::new(),
         };
         f.scan_module();
         Ok(f)
@@ -389,39 +415,89 @@ impl SourceFile {
     /// Every function of the file with its qualified name (`f`,
     /// `Class.method`); nested functions are not listed.
     pub fn functions(&self) -> Vec<FoundFunction<'_>> {
-        let mut out = Vec::new();
-        for s in &self.suite {
-            match s {
-                Stmt::FunctionDef(d) => out.push(FoundFunction {
-                    qualname: d.name.to_string(),
-                    def: d,
-                    class: None,
-                    staticmethod: false,
-                }),
-                Stmt::ClassDef(c) => {
-                    for s in &c.body {
-                        if let Stmt::FunctionDef(d) = s {
-                            let staticmethod = d.decorator_list.iter().any(
-                                |e| matches!(e, Expr::Name(n) if n.id.as_str() == "staticmethod"),
-                            );
-                            out.push(FoundFunction {
-                                qualname: format!("{}.{}", c.name, d.name),
-                                def: d,
-                                class: Some(c.name.to_string()),
-                                staticmethod,
-                            });
+        let index = self.index();
+        (0..index.entries.len()).map(|k| self.found(k)).collect()
+    }
+
+    /// The functions whose qualname or bare name is `name`, in file order.
+    pub fn functions_named(&self, name: &str) -> Vec<FoundFunction<'_>> {
+        self.index()
+            .by_name
+            .get(name)
+            .map(|ks| ks.iter().map(|&k| self.found(k)).collect())
+            .unwrap_or_default()
+    }
+
+    fn found(&self, k: usize) -> FoundFunction<'_> {
+        let e = &self.index().entries[k];
+        let def = match (&self.suite[e.at.0], e.at.1) {
+            (Stmt::FunctionDef(d), None) => d,
+            (Stmt::ClassDef(c), Some(j)) => match &c.body[j] {
+                Stmt::FunctionDef(d) => d,
+                _ => unreachable!("the index names a def"),
+            },
+            _ => unreachable!("the index names a def"),
+        };
+        FoundFunction {
+            qualname: e.qualname.clone(),
+            def,
+            class: e.class.clone(),
+            staticmethod: e.staticmethod,
+        }
+    }
+
+    fn index(&self) -> &FunctionIndex {
+        self.index.get_or_init(|| {
+            let mut index = FunctionIndex::default();
+            let add = |index: &mut FunctionIndex, e: IndexEntry, name: &str| {
+                let k = index.entries.len();
+                index.by_name.entry(name.to_string()).or_default().push(k);
+                if e.qualname != name {
+                    index.by_name.entry(e.qualname.clone()).or_default().push(k);
+                }
+                index.entries.push(e);
+            };
+            for (i, s) in self.suite.iter().enumerate() {
+                match s {
+                    Stmt::FunctionDef(d) => {
+                        let e = IndexEntry {
+                            qualname: d.name.to_string(),
+                            at: (i, None),
+                            class: None,
+                            staticmethod: false,
+                        };
+                        add(&mut index, e, d.name.as_str());
+                    }
+                    Stmt::ClassDef(c) => {
+                        for (j, s) in c.body.iter().enumerate() {
+                            if let Stmt::FunctionDef(d) = s {
+                                let staticmethod = d.decorator_list.iter().any(
+                                    |e| matches!(e, Expr::Name(n) if n.id.as_str() == "staticmethod"),
+                                );
+                                let e = IndexEntry {
+                                    qualname: format!("{}.{}", c.name, d.name),
+                                    at: (i, Some(j)),
+                                    class: Some(c.name.to_string()),
+                                    staticmethod,
+                                };
+                                add(&mut index, e, d.name.as_str());
+                            }
                         }
                     }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
-        out
+            index
+        })
     }
 
     /// Top-level names of the module (functions, classes, assignments,
     /// imports): a new kernel's name must not shadow one.
-    pub fn module_names(&self) -> std::collections::HashSet<String> {
+    pub fn module_names(&self) -> &std::collections::HashSet<String> {
+        self.names.get_or_init(|| self.make_module_names())
+    }
+
+    fn make_module_names(&self) -> std::collections::HashSet<String> {
         let mut names: std::collections::HashSet<String> = self.imports.keys().cloned().collect();
         for s in &self.suite {
             match s {
@@ -449,7 +525,7 @@ impl SourceFile {
 /// or, when that is not unique, its bare name; an error lists the
 /// candidates.
 pub fn find<'s>(src: &'s SourceFile, function: &str) -> Result<FoundFunction<'s>, RewriteError> {
-    let all = src.functions();
+    let all = src.functions_named(function);
     let matches: Vec<usize> = all
         .iter()
         .enumerate()
@@ -465,7 +541,7 @@ pub fn find<'s>(src: &'s SourceFile, function: &str) -> Result<FoundFunction<'s>
     match pick.as_slice() {
         [k] => Ok(all.into_iter().nth(*k).expect("index from the list")),
         [] => {
-            let names: Vec<String> = all.iter().map(|f| f.qualname.clone()).collect();
+            let names: Vec<String> = src.functions().iter().map(|f| f.qualname.clone()).collect();
             Err(RewriteError::NoSuchFunction {
                 file: src.name.clone(),
                 name: function.to_string(),

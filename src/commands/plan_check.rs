@@ -109,12 +109,9 @@ fn check(
     let name = local_qualname(f);
     // The planner's passes are not linear in the size of one expression: a
     // generated function of tens of thousands of characters is not planned.
-    let size: usize = text
-        .lines()
-        .skip(f.line.saturating_sub(1) as usize)
-        .take((f.end_line.saturating_sub(f.line) + 1) as usize)
-        .map(str::len)
-        .sum();
+    // (From the parsed definition: counting the file's lines up to it, per
+    // function, made planning a file quadratic in its length.)
+    let size = port_rewriter::source::find(src, &name).map_or(0, |d| src.text_of(d.def).len());
     if size > MAX_PLANNED_CHARS {
         let why = format!("the function is too large to plan ({size} characters; port plans up to {MAX_PLANNED_CHARS})");
         return refused(String::new(), "assumed", why, f.line, "frontend");

@@ -43,7 +43,7 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn callee_def(&self, callee: &str, line: u32) -> Lower<&'a ast::StmtFunctionDef> {
         let src: &'a crate::source::SourceFile = self.src;
         let found = src
-            .functions()
+            .functions_named(callee)
             .into_iter()
             .find(|f| f.qualname == callee && f.class.is_none());
         match found {

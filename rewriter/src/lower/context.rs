@@ -304,6 +304,38 @@ const RESERVED: [&str; 40] = [
     "int64",
 ];
 
+/// The names a fresh name must not take: the module's top-level names
+/// (made once per file and shared, not copied per function: a file of
+/// thousands of functions made that quadratic), and the function's own
+/// and the ones made so far.
+#[derive(Clone)]
+pub struct UsedNames<'a> {
+    module: &'a HashSet<String>,
+    pub(crate) own: HashSet<String>,
+}
+
+impl<'a> UsedNames<'a> {
+    pub fn new(module: &'a HashSet<String>) -> Self {
+        UsedNames {
+            module,
+            own: HashSet::new(),
+        }
+    }
+
+    /// Adds a name; false when it was taken already.
+    pub fn insert(&mut self, name: String) -> bool {
+        !self.module.contains(&name) && self.own.insert(name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.own.contains(name) || self.module.contains(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.module.iter().chain(&self.own)
+    }
+}
+
 /// The lowering of one function.
 pub(crate) struct Lowerer<'a> {
     pub src: &'a SourceFile,
@@ -331,7 +363,7 @@ pub(crate) struct Lowerer<'a> {
     pub steps: Vec<HostStep>,
     pub log: RewriteLog,
     pub host: HashMap<String, HostBind>,
-    pub used: HashSet<String>,
+    pub used: UsedNames<'a>,
     pub mutated: BTreeSet<String>,
     pub params: Vec<(String, ArgType)>,
     /// Device functions made so far: key (callee and argument types) → name.
@@ -378,11 +410,11 @@ impl<'a> Lowerer<'a> {
         fn_name: &str,
         types: HashMap<String, ScalarType>,
     ) -> Lowerer<'a> {
-        let mut used: HashSet<String> = src.module_names();
+        let mut used = UsedNames::new(src.module_names());
         let mut loop_bound = HashSet::new();
         // Every identifier of the function, so that fresh names never capture one.
         if let Some(f) = src
-            .functions()
+            .functions_named(fn_name)
             .into_iter()
             .find(|f| f.def.name.as_str() == fn_name)
         {
@@ -645,7 +677,7 @@ impl<'a> Lowerer<'a> {
             return None;
         }
         self.src
-            .functions()
+            .functions_named(id)
             .iter()
             .any(|f| f.class.is_none() && f.qualname == id)
             .then(|| id.to_string())

@@ -140,7 +140,10 @@ fn one_value_body(src: &SourceFile, body: &[ast::Stmt], depth: usize) -> bool {
         }
     });
     if scalar && depth < 8 {
-        for f in src.functions() {
+        let mut names = helpers.clone();
+        names.sort_unstable();
+        names.dedup();
+        for f in names.iter().flat_map(|h| src.functions_named(h)) {
             if f.class.is_none() && helpers.contains(&f.qualname) {
                 scalar &= one_value_body(src, &f.def.body, depth + 1);
             }

@@ -343,7 +343,7 @@ impl Lowerer<'_> {
             .is_some_and(|n| crate::lower::hoist_alloc::is_allocation(&n));
         let body = self
             .src
-            .functions()
+            .functions_named(&self.fn_name)
             .into_iter()
             .find(|f| f.def.name.as_str() == self.fn_name)
             .map(|f| &f.def.body);

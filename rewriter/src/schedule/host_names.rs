@@ -310,7 +310,7 @@ impl Lowerer<'_> {
     /// The migrated function's own `def`, as written.
     fn own_def(&self) -> Option<&ast::StmtFunctionDef> {
         self.src
-            .functions()
+            .functions_named(&self.fn_name)
             .into_iter()
             .find(|x| x.def.name.as_str() == self.fn_name)
             .map(|f| f.def)

@@ -56,7 +56,7 @@ impl Lowerer<'_> {
             steps: self.steps.clone(),
             log: self.log.clone(),
             host: self.host.clone(),
-            used: self.used.clone(),
+            used: self.used.own.clone(),
             mutated: self.mutated.clone(),
             written: self.written.clone(),
             device_fns: self.device_fns.clone(),
@@ -73,7 +73,7 @@ impl Lowerer<'_> {
         self.steps = s.steps;
         self.log = s.log;
         self.host = s.host;
-        self.used = s.used;
+        self.used.own = s.used;
         self.mutated = s.mutated;
         self.written = s.written;
         self.device_fns = s.device_fns;
