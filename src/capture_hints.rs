@@ -111,10 +111,10 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
         let Ok(src) = SourceFile::parse(file, &text) else {
             continue;
         };
-        let defs = src.functions();
         for f in reports {
             let qualname = crate::commands::migrate::local_qualname(f);
             // One definition of that name, or the helper could not tell them apart.
+            let defs = src.functions_named(&qualname);
             let [def] = defs
                 .iter()
                 .filter(|d| d.qualname == qualname)
