@@ -463,21 +463,18 @@ fn check_loop(
                 let what = if ra.write { "writes" } else { "reads" };
                 reported.insert(arr.clone());
                 let (rn, wn) = (&ra.shown, &wa.shown);
+                let what = format!(
+                    "`{rn}[{}]` (line {}) {what} an element that another iteration writes as `{wn}[{}]` (line {})",
+                    norm(m, ra.index),
+                    ra.line,
+                    norm(m, wa.index),
+                    wa.line
+                );
                 let message = if rn == wn {
-                    format!(
-                        "`{rn}[{}]` (line {}) {what} an element that another iteration writes as `{wn}[{}]` (line {}): a recurrence across the loop at line {loop_line}",
-                        norm(m, ra.index),
-                        ra.line,
-                        norm(m, wa.index),
-                        wa.line
-                    )
+                    format!("{what}: a recurrence across the loop at line {loop_line}")
                 } else {
                     format!(
-                        "the program passes one array as `{rn}` and `{wn}` (its captured call): in place, `{rn}[{}]` (line {}) {what} an element that another iteration writes as `{wn}[{}]` (line {}), a recurrence across the loop at line {loop_line}; pass a separate array, or keep this call on the CPU",
-                        norm(m, ra.index),
-                        ra.line,
-                        norm(m, wa.index),
-                        wa.line
+                        "the program passes one array as `{rn}` and `{wn}` (its captured call): in place, {what}, a recurrence across the loop at line {loop_line}; pass a separate array, or keep this call on the CPU"
                     )
                 };
                 out.push(DepFinding {

@@ -26,14 +26,7 @@ fn codes_with(captured: Vec<ArgType>) -> Vec<String> {
 }
 
 fn codes_of(source: &str, function: &str, captured: Vec<ArgType>) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("k.py");
-    std::fs::write(&path, source).unwrap();
-    let opts = AnalyzeOptions {
-        captured: HashMap::from([(format!("k.{function}"), captured)]),
-    };
-    let a = analyze(&path, &opts).unwrap();
-    let f = &a.functions[0];
+    let f = report_of(source, function, captured);
     assert_eq!(f.verdict, port_analyzer::Verdict::Cuda);
     assert!(f.types.is_some());
     f.findings.iter().map(|x| x.code.clone()).collect()
