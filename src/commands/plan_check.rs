@@ -242,12 +242,22 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
                     c.reason.as_deref().unwrap_or("no reason given")
                 ),
             );
-            // First among the blockers: it is the reason `main_reason` gives.
-            let at = f
+            // First among the blockers: it is the reason `main_reason` gives;
+            // unless the planner refused it for the analysis's own PORT204
+            // (a recurrence, a call in place), which says it more plainly.
+            let reason = c.reason.as_deref().unwrap_or_default();
+            let own = f
                 .findings
                 .iter()
-                .position(|x| x.severity >= Severity::Blocker)
-                .unwrap_or(f.findings.len());
+                .position(|x| x.code == "PORT204" && reason.contains(&x.message));
+            let at = match own {
+                Some(k) => k + 1,
+                None => f
+                    .findings
+                    .iter()
+                    .position(|x| x.severity >= Severity::Blocker)
+                    .unwrap_or(f.findings.len()),
+            };
             f.findings.insert(at, finding);
         }
     }
