@@ -268,6 +268,15 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
         smooth["findings"].to_string().contains(in_place),
         "{smooth}"
     );
+    // The reason the table gives (the first blocker) is that PORT204 itself,
+    // not the planner's refusal that wraps it.
+    let first_blocker = smooth["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["severity"] == "blocker")
+        .unwrap();
+    assert_eq!(first_blocker["code"], "PORT204", "{smooth}");
     assert_eq!(function(&a, "clamp")["verdict"], "cuda");
     let o = migrate("smooth");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
