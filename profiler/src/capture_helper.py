@@ -310,9 +310,18 @@ def _port_capture():
     def identity(v):
         return (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype.str)
 
+    def shelvable(v, np):
+        """Whether v is worth referring to rather than saving again."""
+        return (
+            np is not None
+            and isinstance(v, np.ndarray)
+            and v.nbytes >= REF_BYTES
+            and (v.flags.c_contiguous or v.flags.f_contiguous)
+        )
+
     def shelve(path, arrays, rec, np):
         for n, a in arrays.items():
-            if isinstance(a, np.ndarray) and a.nbytes >= REF_BYTES and (a.flags.c_contiguous or a.flags.f_contiguous):
+            if shelvable(a, np):
                 shelf.append([identity(a), path, n, None, rec])
 
     def saved(path, crcs):
@@ -323,9 +332,7 @@ def _port_capture():
     def shelved(v, np):
         """The shelf's entry for v's contents in an earlier capture's file,
         or None."""
-        if np is None or not isinstance(v, np.ndarray) or v.nbytes < REF_BYTES:
-            return None
-        if not (v.flags.c_contiguous or v.flags.f_contiguous):
+        if not shelvable(v, np):
             return None
         key = identity(v)
         crc = None
@@ -657,14 +664,7 @@ def _port_capture():
         same = {}
         refs = {}
         for n in names_saved:
-            first = next(
-                (
-                    m
-                    for m, k in rec["aliases"]
-                    if k == n and (m in arrays or m in refs) and same_array(values.get(m), values.get(n))
-                ),
-                None,
-            )
+            first = next((m for m, k in rec["same_array"] if k == n and (m in arrays or m in refs)), None)
             if first is not None:
                 same[n] = first
                 continue
@@ -685,14 +685,11 @@ def _port_capture():
             arr = saveable(n, values.get(n), np, rec, "input")
             if arr is not None:
                 arrays[n] = arr
-        if refs:
-            arrays[REFS] = np.frombuffer(to_json(refs).encode("utf-8"), dtype=np.uint8)
-        if blanks:
-            # In the .npz itself, so that any reader of it (`--inputs`) can
-            # make them: JSON, as bytes.
-            arrays[BLANKS] = np.frombuffer(to_json(blanks).encode("utf-8"), dtype=np.uint8)
-        if same:
-            arrays[SAME] = np.frombuffer(to_json(same).encode("utf-8"), dtype=np.uint8)
+        # In the .npz itself, so that any reader of it (`--inputs`) can make
+        # the arrays they describe: JSON, as bytes.
+        for member, v in ((REFS, refs), (BLANKS, blanks), (SAME, same)):
+            if v:
+                arrays[member] = np.frombuffer(to_json(v).encode("utf-8"), dtype=np.uint8)
         rec["stem"] = stem
         # The record is kept from the start: a call that never ends (a crash,
         # os._exit, a killed app) still leaves its types and inputs.
@@ -707,8 +704,7 @@ def _port_capture():
         target.rec = rec
         if arrays:
             path = os.path.join(out_dir, stem + ".inputs.npz")
-            if np is not None:
-                shelve(path, arrays, rec, np)
+            shelve(path, arrays, rec, np)
             save(rec, "inputs_npz", path, arrays, np)
         write_manifest()
         return rec, dict((n, values.get(n)) for n in names), np
