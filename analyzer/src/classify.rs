@@ -2296,6 +2296,22 @@ fn walk_stmts_depth<'s>(body: &'s [Stmt], f: &mut dyn FnMut(&'s Stmt), depth: us
     }
 }
 
+/// The expressions `e` uses for an array's metadata, not its elements: `a`
+/// of `a.shape`, `a.size`, `a.ndim`, `a.dtype`, and the argument of `len(a)`.
+pub(crate) fn metadata_uses(e: &Expr) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    walk_expr(e, &mut |x| match x {
+        Expr::Attribute(a) if matches!(a.attr.as_str(), "shape" | "size" | "ndim" | "dtype") => {
+            out.push(a.value.as_ref())
+        }
+        Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len") => {
+            out.extend(c.args.iter())
+        }
+        _ => {}
+    });
+    out
+}
+
 /// Every sub-expression of `e`, pre-order, bounded in depth.
 pub fn walk_expr<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
     walk_expr_depth(e, f, 0)

@@ -539,19 +539,10 @@ fn in_place_order(
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         // Reading `a.shape` or `len(a)` reads no element.
         let read = |e: &Expr, reads: &mut Vec<String>| {
-            let mut meta = Vec::new();
-            walk_expr(e, &mut |x| match x {
-                Expr::Attribute(at)
-                    if matches!(at.attr.as_str(), "shape" | "size" | "ndim" | "dtype") =>
-                {
-                    meta.push(at.value.range());
-                }
-                Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(f) if f.id.as_str() == "len") =>
-                {
-                    meta.extend(c.args.iter().map(|a| a.range()));
-                }
-                _ => {}
-            });
+            let meta: Vec<_> = crate::classify::metadata_uses(e)
+                .iter()
+                .map(|x| x.range())
+                .collect();
             walk_expr(e, &mut |x| {
                 if let Expr::Name(n) = x {
                     if involved.contains(n.id.as_str()) && !meta.contains(&x.range()) {

@@ -279,7 +279,10 @@ fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
 fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
     // Names not used for their elements: `a.shape`, `len(a)`, and the array
     // of a subscript, which is counted by what the subscript selects.
-    let mut skip: Vec<*const Expr> = Vec::new();
+    let mut skip: Vec<*const Expr> = crate::classify::metadata_uses(e)
+        .into_iter()
+        .map(|x| x as *const Expr)
+        .collect();
     let mut most: u128 = 1;
     let mut grows = false;
     crate::classify::walk_expr(e, &mut |x| match x {
@@ -287,12 +290,6 @@ fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
         Expr::BinOp(b) if b.op == ast::Operator::MatMult => grows = true,
         Expr::Call(c) if matches!(c.func.as_ref(), Expr::Attribute(a) if GROWS.contains(&a.attr.as_str())) => {
             grows = true
-        }
-        Expr::Attribute(a) if matches!(a.attr.as_str(), "shape" | "size" | "ndim" | "dtype") => {
-            skip.push(a.value.as_ref() as *const Expr)
-        }
-        Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "len") => {
-            skip.extend(c.args.iter().map(|a| a as *const Expr))
         }
         Expr::Subscript(s) => {
             let idx: Vec<&Expr> = match s.slice.as_ref() {
