@@ -52,11 +52,7 @@ fn find_data_loops(
     for s in body {
         match s {
             Stmt::For(f) => {
-                let index = loop_index(f);
-                let is_data = index
-                    .as_deref()
-                    .is_some_and(|i| indexes_arrays_with(&f.body, i, env));
-                if let (true, Some(i)) = (is_data, index) {
+                if let Some(i) = data_loop_index(f, env) {
                     check_loop(m, f, &i, env, same, out);
                 } else {
                     // A time-step or repeat loop: look for the parallel loop inside.
@@ -73,6 +69,12 @@ fn find_data_loops(
             _ => {}
         }
     }
+}
+
+/// The index of a loop over array elements (one that indexes arrays with
+/// it), which `check_loop` judges; `None` for a time-step or repeat loop.
+fn data_loop_index(f: &ast::StmtFor, env: &HashMap<String, Ty>) -> Option<String> {
+    loop_index(f).filter(|i| indexes_arrays_with(&f.body, i, env))
 }
 
 /// The index variable of `for i in range(...)`, `prange`, or `enumerate`.
@@ -597,11 +599,11 @@ fn in_place_order(
                 read(&e.value, &mut reads);
                 out_kw(&e.value, &mut writes);
             }
-            Stmt::Return(r) => reads.extend(r.value.as_deref().map_or(vec![], |v| {
-                let mut rs = Vec::new();
-                read(v, &mut rs);
-                rs
-            })),
+            Stmt::Return(r) => {
+                if let Some(v) = r.value.as_deref() {
+                    read(v, &mut reads);
+                }
+            }
             Stmt::If(i) => read(&i.test, &mut reads),
             Stmt::While(w) => read(&w.test, &mut reads),
             Stmt::For(f) => read(&f.iter, &mut reads),
@@ -652,13 +654,8 @@ fn in_place_order(
             return;
         }
         let (loop_body, line) = match s {
-            Stmt::For(f) => {
-                let data = loop_index(f).is_some_and(|i| indexes_arrays_with(&f.body, &i, env));
-                if data {
-                    return;
-                }
-                (&f.body, m.line_of(f.start()))
-            }
+            Stmt::For(f) if data_loop_index(f, env).is_some() => return,
+            Stmt::For(f) => (&f.body, m.line_of(f.start())),
             Stmt::While(w) => (&w.body, m.line_of(w.start())),
             _ => return,
         };
