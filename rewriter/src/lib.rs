@@ -291,14 +291,9 @@ fn plan_hoisted(
     // rewrites take; nested functions planned as module-level helpers
     // leave the body.
     let mut desugared = found.def.clone();
-    let module_def = |name: &str| {
-        src.functions_named(name)
-            .iter()
-            .any(|f| f.class.is_none() && f.qualname == name)
-    };
     desugared.body.retain(|s| {
         !matches!(s, rustpython_parser::ast::Stmt::FunctionDef(d)
-            if module_def(d.name.as_str())
+            if src.module_function(d.name.as_str()).is_some()
                 && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
                     if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
     });

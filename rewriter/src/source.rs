@@ -428,6 +428,13 @@ impl SourceFile {
             .unwrap_or_default()
     }
 
+    /// The module-level function (not a method) named `name`.
+    pub fn module_function(&self, name: &str) -> Option<FoundFunction<'_>> {
+        self.functions_named(name)
+            .into_iter()
+            .find(|f| f.class.is_none() && f.qualname == name)
+    }
+
     fn found(&self, k: usize) -> FoundFunction<'_> {
         let e = &self.index().entries[k];
         let def = match (&self.suite[e.at.0], e.at.1) {

@@ -42,10 +42,7 @@ impl<'a> Lowerer<'a> {
 
     pub(crate) fn callee_def(&self, callee: &str, line: u32) -> Lower<&'a ast::StmtFunctionDef> {
         let src: &'a crate::source::SourceFile = self.src;
-        let found = src
-            .functions_named(callee)
-            .into_iter()
-            .find(|f| f.qualname == callee && f.class.is_none());
+        let found = src.module_function(callee);
         match found {
             Some(f) => {
                 let d = f.def;

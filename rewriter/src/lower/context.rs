@@ -676,11 +676,7 @@ impl<'a> Lowerer<'a> {
         if self.src.imports.contains_key(id) {
             return None;
         }
-        self.src
-            .functions_named(id)
-            .iter()
-            .any(|f| f.class.is_none() && f.qualname == id)
-            .then(|| id.to_string())
+        self.src.module_function(id).map(|_| id.to_string())
     }
 
     /// The parameters a kernel body needs: every array it reads or writes
