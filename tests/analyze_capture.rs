@@ -212,18 +212,8 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
     let a = saved_analysis(dir);
     assert_eq!(function(&a, "cumulative")["types"][0]["dtype"], "float64");
 
-    let o = port_in(
-        dir,
-        &[
-            "migrate",
-            "--function",
-            "scale",
-            "--json",
-            "--python",
-            &py,
-            "write_only.py",
-        ],
-    );
+    let migrate = |f: &str| migrate_in(dir, &["--function", f, "--json", "write_only.py"]);
+    let o = migrate("scale");
     let j = one_json_document(&o);
     assert_eq!(j["status"], "verified", "{j}");
     assert_eq!(j["verification"]["inputs"], "captured", "{j}");
@@ -231,20 +221,6 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
     // `clamp(y, lo, hi, y)` passes one array twice: the original runs so,
     // the kernels as the wrapper runs them, and each element reads only
     // itself: verified, as the program calls it.
-    let migrate = |f: &str| {
-        port_in(
-            dir,
-            &[
-                "migrate",
-                "--function",
-                f,
-                "--json",
-                "--python",
-                &py,
-                "write_only.py",
-            ],
-        )
-    };
     let o = migrate("clamp");
     let j = one_json_document(&o);
     assert_eq!(j["status"], "verified", "{j}");
@@ -301,10 +277,9 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", stderr(&made));
-    let o = port_in(
+    let o = migrate_in(
         bare.path(),
         &[
-            "migrate",
             "--function",
             "smooth",
             "--inputs",
@@ -312,8 +287,6 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
             "--signature",
             "float64[:], float64[:]",
             "--json",
-            "--python",
-            &py,
             "write_only.py",
         ],
     );
@@ -371,15 +344,12 @@ fn an_array_saved_once_for_two_functions_verifies_both_and_saves_whole() {
 
     let used = dir.join("used.npz");
     for f in ["square", "offset", "normalise"] {
-        let o = port_in(
+        let o = migrate_in(
             dir,
             &[
-                "migrate",
                 "--function",
                 f,
                 "--json",
-                "--python",
-                &py,
                 "--save-inputs",
                 used.to_str().unwrap(),
                 "shared_input.py",
