@@ -174,6 +174,34 @@ fn block_tree_reduction_honours_barriers() {
     }
 }
 
+/// A host schedule that reduces inside a loop launches a kernel with
+/// barriers thousands of times; the fibers' stacks are kept from one launch
+/// to the next. Launch after launch, with other block sizes and grids (so
+/// stacks move between workers and blocks of other sizes), every sum is
+/// still exact.
+#[test]
+fn barrier_kernels_launched_again_and_again_stay_exact() {
+    let n = 5_000;
+    // Small integers: any order of the float additions gives the same sum.
+    let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+    let total: f64 = x.iter().sum();
+    let positives = x.iter().filter(|v| **v > 0.0).count() as i64;
+    let s = sim("reduction");
+    for k in 0..240 {
+        let block = [256u32, 64, 128, 32][k % 4];
+        let grid = [1u32, 3, 7][k % 3];
+        let mut args = vec![
+            SimArg::Array(SimArray::new(x.clone(), &[n]).unwrap()),
+            SimArg::Array(SimArray::new(vec![0f64], &[1]).unwrap()),
+            SimArg::Array(SimArray::new(vec![0i64], &[1]).unwrap()),
+        ];
+        s.launch("reduction", grid, block, &mut args).unwrap();
+        let what = format!("launch {k}: grid {grid}, block {block}");
+        assert_eq!(array(&args[1]).as_f64().unwrap(), &[total], "{what}");
+        assert_eq!(array(&args[2]).as_i64().unwrap(), &[positives], "{what}");
+    }
+}
+
 #[test]
 fn device_function_calls_match_numpy() {
     let (n, cols) = (1_000, 5);
