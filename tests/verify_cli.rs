@@ -574,6 +574,45 @@ fn an_elementwise_function_over_arrays_is_timed_as_the_program_calls_it() {
     assert!(!text.contains("np.vectorize"), "{text}");
 }
 
+/// On the simulator nothing is compared with the original's time, so its
+/// timed calls stop once they have taken a few seconds (at least 3 calls):
+/// saxpy over 3 million elements takes a CPython call of about half a
+/// second here, and its 20 repeats no longer make `port migrate` wait ten.
+#[test]
+fn a_slow_original_is_timed_within_the_simulators_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/seeds.py"), tmp.path().join("seeds.py")).unwrap();
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "seeds.py",
+            "--function",
+            "saxpy",
+            "--signature",
+            SAXPY,
+            "--size",
+            "3000000",
+            "--backend",
+            "simulator",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let t = &j["timing"];
+    let n = t["repeats"]["cpython"].as_u64().unwrap();
+    let s = t["cpython_s"].as_f64().unwrap();
+    assert!(n >= 3, "at least 3 timed calls: {t}");
+    // Each call but the last began inside the budget.
+    let budget = port_verify::SIM_CPYTHON_BUDGET_S;
+    assert!(
+        n < 20 && (n - 1) as f64 * s < 2.0 * budget,
+        "{n} calls of {s} s against a budget of {budget} s: {t}"
+    );
+}
+
 /// A function of scalars can only be applied to the generated arrays per
 /// element: it goes through `np.vectorize`, and both outputs say so.
 #[test]

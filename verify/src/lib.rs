@@ -377,6 +377,28 @@ pub fn original_call(plan: &KernelPlan) -> original::Call {
     }
 }
 
+/// How long the original's timed calls may take in all, on a GPU: its
+/// median is the baseline of the speedups.
+pub const GPU_CPYTHON_BUDGET_S: f64 = 30.0;
+/// The same on the simulator, where nothing is compared with it: the time
+/// is reported, but a function that takes a second should not make
+/// `port migrate` wait half a minute for a figure no speedup uses.
+pub const SIM_CPYTHON_BUDGET_S: f64 = 3.0;
+
+/// How the original is timed: `--repeats` calls, within the budget of the
+/// backend that runs the kernels.
+fn cpython_timing(opts: &VerifyOptions) -> original::Timed {
+    let on_gpu = opts.selected.backend == Backend::Gpu && opts.selected.gpu.is_some();
+    original::Timed {
+        repeats: opts.repeats,
+        budget_s: if on_gpu {
+            GPU_CPYTHON_BUDGET_S
+        } else {
+            SIM_CPYTHON_BUDGET_S
+        },
+    }
+}
+
 /// Runs the original on the first of `tries` it accepts. Generated inputs
 /// that make it raise give way to the next shapes; when it raises on all,
 /// the error shows the first exception (from the shapes the function's
@@ -400,7 +422,7 @@ fn run_original_on(
             input_dir,
             work,
             original_call(plan),
-            opts.repeats,
+            cpython_timing(opts),
             opts.app_output.as_deref(),
         ) {
             Ok(run) => return Ok((inputs, run)),
@@ -597,7 +619,7 @@ fn more_exact_run(
                 &dir,
                 work.path(),
                 original_call(plan),
-                0,
+                original::Timed::NOT,
                 None,
             )
             .map(|run| (run, "float64".to_string()))

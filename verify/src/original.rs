@@ -224,7 +224,7 @@ pub fn run_original(
     input_dir: &Path,
     work: &Path,
     call: Call,
-    repeats: usize,
+    timed: Timed,
     app_output: Option<&Path>,
 ) -> Result<OriginalRun, VerifyError> {
     let target = Target {
@@ -233,7 +233,24 @@ pub fn run_original(
         qualname,
         call,
     };
-    run_helper(&target, input_dir, work, repeats, app_output, None)
+    run_helper(&target, input_dir, work, timed, app_output, None)
+}
+
+/// How the original is timed after its warm-up call: up to `repeats` calls,
+/// each on fresh copies of the inputs, ending early once they have taken
+/// `budget_s` seconds and at least 3 have run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timed {
+    pub repeats: usize,
+    pub budget_s: f64,
+}
+
+impl Timed {
+    /// Not timed: the warm-up call alone.
+    pub const NOT: Timed = Timed {
+        repeats: 0,
+        budget_s: 0.0,
+    };
 }
 
 /// [`run_original`] once more, untimed, in extended precision: the
@@ -260,7 +277,7 @@ pub fn run_original_extended(
         qualname,
         call,
     };
-    run_helper(&target, input_dir, work, 0, None, Some(limit))
+    run_helper(&target, input_dir, work, Timed::NOT, None, Some(limit))
 }
 
 /// Which function the helper calls, how, and with which Python.
@@ -275,7 +292,7 @@ fn run_helper(
     target: &Target,
     input_dir: &Path,
     work: &Path,
-    repeats: usize,
+    timed: Timed,
     app_output: Option<&Path>,
     extended: Option<Duration>,
 ) -> Result<OriginalRun, VerifyError> {
@@ -294,7 +311,8 @@ fn run_helper(
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
     let mode = call.mode();
-    let repeats = repeats.to_string();
+    let repeats = timed.repeats.to_string();
+    let budget = timed.budget_s.to_string();
     let mut argv: Vec<&std::ffi::OsStr> = vec![
         helper.as_os_str(),
         mode.as_ref(),
@@ -303,6 +321,7 @@ fn run_helper(
         input_dir.as_os_str(),
         out.as_os_str(),
         repeats.as_ref(),
+        budget.as_ref(),
     ];
     let o = match extended {
         Some(limit) => {

@@ -2,9 +2,9 @@
 returns and the arrays it was given (after the call). Written by port's
 verify crate to a temporary folder and run with the user's Python.
 
-    python original_helper.py call         FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
-    python original_helper.py elementwise  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
-    python original_helper.py ufunc        FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS [extended]]
+    python original_helper.py call         FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS BUDGET [extended]]
+    python original_helper.py elementwise  FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS BUDGET [extended]]
+    python original_helper.py ufunc        FILE QUALNAME INPUT_DIR OUTPUT_DIR [REPEATS BUDGET [extended]]
     python original_helper.py npz    NPZ  NAMES    OUTPUT_DIR
 
 INPUT_DIR/manifest.json lists the arguments in order:
@@ -28,7 +28,8 @@ times the user's function ran in one run) and "why_vectorized".
 
 With REPEATS, the first call (whose results are saved) is the warm-up, and
 REPEATS more calls are timed, each on fresh copies of the inputs (the copy
-is not timed); timing stops early once it has taken TIME_BUDGET seconds.
+is not timed); timing stops early once it has taken BUDGET seconds (and
+at least 3 calls ran).
 
 `extended` runs the original in extended precision, as a second opinion on
 a float64 result: float64 and complex128 arrays and float scalars become
@@ -50,9 +51,6 @@ import time
 import traceback
 
 import numpy as np
-
-TIME_BUDGET = 30.0
-
 
 def load_module(path):
     folder = os.path.dirname(os.path.abspath(path))
@@ -167,14 +165,14 @@ def fresh(args):
     return keep_same(lambda a: a.copy() if isinstance(a, np.ndarray) else a, args)
 
 
-def timed_calls(fn, pristine, repeats):
+def timed_calls(fn, pristine, repeats, budget):
     times = []
     for _ in range(repeats):
         args = fresh(pristine)
         start = time.perf_counter()
         fn(*args)
         times.append(time.perf_counter() - start)
-        if sum(times) > TIME_BUDGET and len(times) >= 3:
+        if sum(times) > budget and len(times) >= 3:
             break
     return times
 
@@ -198,7 +196,7 @@ def vectorized(fn, manifest, extended=False):
     return np.vectorize(fn, otypes=otypes) if otypes else np.vectorize(fn)
 
 
-def run(mode, path, qualname, inp, out, repeats=0, extended=False):
+def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
     bits = extended_precision() if extended else None
     mod = load_module(path)
     user_fn = resolve(mod, qualname)
@@ -229,7 +227,7 @@ def run(mode, path, qualname, inp, out, repeats=0, extended=False):
     elapsed = time.perf_counter() - start
     calls = counted.calls
     timed = user_fn if via == "call" else vectorized(user_fn, manifest, extended)
-    times = timed_calls(timed, pristine, repeats) if repeats else []
+    times = timed_calls(timed, pristine, repeats, budget) if repeats else []
     wider = {"args": [], "returns": []}
 
     def kept(what, name, value):
@@ -390,8 +388,9 @@ def main():
             pack_npz(sys.argv[2], sys.argv[3])
         else:
             repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 0
-            extended = len(sys.argv) > 7 and sys.argv[7] == "extended"
-            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats, extended)
+            budget = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
+            extended = len(sys.argv) > 8 and sys.argv[8] == "extended"
+            run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats, budget, extended)
     except Exception as e:  # the user's code failed: say where
         tb = traceback.extract_tb(sys.exc_info()[2])
         where = next((f for f in reversed(tb) if f.name != "<module>" and "original_helper" not in f.filename), None)
