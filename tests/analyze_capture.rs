@@ -374,3 +374,35 @@ fn an_array_saved_once_for_two_functions_verifies_both_and_saves_whole() {
         }
     }
 }
+
+/// A function the profile barely saw keeps its small inputs: migrating it
+/// verifies on, and times the original on, the program's own samples (2,000
+/// of them), not generated inputs of another size. `main`, which takes
+/// nothing, says nothing of inputs.
+#[test]
+fn a_cold_function_with_small_inputs_migrates_on_the_programs_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(fixture("apps/bandwidth.py"), dir.join("bandwidth.py")).unwrap();
+    let py = venv_python();
+    let o = port_in(dir, &["analyze", "--python", &py, "bandwidth.py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = saved_analysis(dir);
+    // It runs for microseconds: no sample sees it, so it is not among the
+    // profile's hot functions, whose inputs are kept whatever their size.
+    let cold = capture_of(&a, "scott_bandwidth").expect("scott_bandwidth captured");
+    let npz = cold["inputs_npz"].as_str().expect("its inputs kept");
+    assert!(std::path::Path::new(npz).exists(), "{npz}");
+    assert_eq!(cold["skipped"], serde_json::json!([]), "{cold}");
+    let main = capture_of(&a, "main").expect("main captured");
+    assert_eq!(main["skipped"], serde_json::json!([]), "{main}");
+
+    let o = migrate_in(
+        dir,
+        &["--function", "scott_bandwidth", "--json", "bandwidth.py"],
+    );
+    let j = one_json_document(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "captured", "{j}");
+    assert_eq!(j["inputs_npz"], npz, "{j}");
+}

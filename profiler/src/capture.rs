@@ -269,12 +269,20 @@ fn canonical(p: &Path) -> PathBuf {
 
 /// What a capture of a function outside the targets says of its inputs.
 pub const NOT_HOT: &str =
-    "inputs removed after the run: not among the profile's hot functions (types kept)";
+    "inputs removed after the run: not among the profile's hot functions, and over 1 MB (types kept)";
+
+/// A function outside the targets keeps its inputs' file when it is at
+/// most this size (and the files kept so stay within `COLD_KEPT_BYTES`):
+/// then migrating it verifies on, and times the original on, the
+/// program's own inputs rather than generated ones of other sizes.
+pub const COLD_FILE_BYTES: u64 = 1 << 20;
+pub const COLD_KEPT_BYTES: u64 = 16 << 20;
 
 /// Reads what the helper captured and keeps the targets' captures (keyed as
 /// the targets are). The others keep their types, keyed as `resolver` keys
-/// the function, and lose their files: a function the profile barely saw
-/// can still be migrated, on generated inputs.
+/// the function, and their files only when small (`COLD_FILE_BYTES`): a
+/// function the profile barely saw can still be migrated, on its small
+/// captured inputs or on generated ones.
 pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> CaptureOutcome {
     let mut outcome = CaptureOutcome::default();
     let manifest: Option<Manifest> = std::fs::read_to_string(dir.join(MANIFEST))
@@ -331,38 +339,55 @@ pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> 
             (r, target)
         })
         .collect();
-    // The inputs of a function not kept go, unless a kept one refers to them.
-    let referred: HashSet<&PathBuf> = records
+    // A small, self-contained file of a function outside the targets stays
+    // (within COLD_KEPT_BYTES in all).
+    let mut cold_bytes = 0;
+    let mut cold_small: HashSet<PathBuf> = HashSet::new();
+    for (r, _) in records.iter().filter(|(_, t)| t.is_none()) {
+        let Some(p) = r
+            .capture
+            .inputs_npz
+            .as_ref()
+            .filter(|_| r.refers_to.is_empty())
+        else {
+            continue;
+        };
+        let size = std::fs::metadata(p).map(|m| m.len()).ok();
+        if let Some(n) = size.filter(|n| *n <= COLD_FILE_BYTES && cold_bytes + n <= COLD_KEPT_BYTES)
+        {
+            cold_bytes += n;
+            cold_small.insert(p.clone());
+        }
+    }
+    // The other files go, unless a kept capture refers to them.
+    let mut doomed: Vec<PathBuf> = Vec::new();
+    let referred: HashSet<PathBuf> = records
         .iter()
         .filter(|(_, t)| t.is_some())
-        .flat_map(|(r, _)| &r.refers_to)
+        .flat_map(|(r, _)| r.refers_to.iter().cloned())
         .collect();
-    let unreferred: Vec<PathBuf> = records
-        .iter()
-        .filter(|(_, t)| t.is_none())
-        .filter_map(|(r, _)| r.capture.inputs_npz.clone())
-        .filter(|p| !referred.contains(p))
-        .collect();
-    for p in unreferred {
-        let _ = std::fs::remove_file(p);
-    }
     for (r, target) in records {
         let mut c = r.capture;
         let Some(target) = target else {
-            c.inputs_npz = None;
             // The function the record names, not one around its first line
             // (a decorator's line may be in an enclosing function).
             let key = resolver
                 .function_at(&c.file, c.line, &c.function)
                 .filter(|k| *k == c.function || k.ends_with(&format!(".{}", c.function)));
-            if let Some(key) = key {
-                let taken = targets.iter().any(|t| t.key == key)
-                    || others.iter().any(|o: &Capture| o.function == key);
-                if !taken {
+            let taken = |key: &String| {
+                targets.iter().any(|t| t.key == *key)
+                    || others.iter().any(|o: &Capture| o.function == *key)
+            };
+            match key.filter(|k| !taken(k)) {
+                Some(key) => {
+                    if let Some(p) = c.inputs_npz.take_if(|p| !cold_small.contains(p)) {
+                        doomed.push(p);
+                        c.skipped.push(NOT_HOT.to_string());
+                    }
                     c.function = key;
-                    c.skipped.push(NOT_HOT.to_string());
                     others.push(c);
                 }
+                None => doomed.extend(c.inputs_npz),
             }
             continue;
         };
@@ -375,6 +400,9 @@ pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> 
                 .push(format!("{}: capture truncated: {reason}", c.function));
         }
         outcome.captures.push(c);
+    }
+    for p in doomed.iter().filter(|p| !referred.contains(*p)) {
+        let _ = std::fs::remove_file(p);
     }
     outcome.captures.extend(others);
     outcome
@@ -511,7 +539,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
         let other = dir.path().join("g-1.inputs.npz");
-        std::fs::write(&other, "x").unwrap();
+        let big = vec![b'x'; COLD_FILE_BYTES as usize + 1];
+        std::fs::write(&other, &big).unwrap();
         let text = r#"{"schema":"port-capture/3","python":"/p","bytes_written":8,
             "warnings":[],"hook_stopped":"functions","hook_s":0.4,
             "captures":[{"function":"f","name":"f","file":"/app/a.py","line":3,
@@ -572,9 +601,20 @@ mod tests {
             out.warnings
         );
 
+        // A small file of `g` stays, and its capture keeps it.
+        std::fs::write(&other, "x").unwrap();
+        let out = collect(dir.path(), &[target("f"), target("h")], &Keys);
+        assert!(
+            other.exists(),
+            "a small file of a cold function was removed"
+        );
+        assert_eq!(out.captures[1].function, "a.g");
+        assert_eq!(out.captures[1].inputs_npz.as_deref(), Some(other.as_path()));
+        assert!(out.captures[1].skipped.is_empty(), "{:?}", out.captures[1]);
+
         // The same, but `f`'s inputs refer to `g`'s file for an array `g`
         // saved first: the file stays, though no target keeps `g`.
-        std::fs::write(&other, "x").unwrap();
+        std::fs::write(&other, &big).unwrap();
         let text = text.replace(
             r#""inputs_npz":"/c/f-0.inputs.npz","#,
             &format!(
