@@ -634,6 +634,49 @@ fn a_scalar_function_is_timed_through_np_vectorize_and_says_so() {
     );
 }
 
+/// Given one call's scalars (as the profiler captures a call of a function
+/// of numbers), the original is timed as that call, made directly: not
+/// through `np.vectorize`, whose set-up would cost several times the call.
+#[test]
+fn one_calls_scalars_are_timed_as_the_call_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("migrate/pricing.py"), tmp.path().join("pricing.py")).unwrap();
+    let npz = tmp.path().join("one.npz");
+    let script = format!(
+        "import numpy as np; np.savez({:?}, S=100.0, X=95.0, T=0.5, R=0.02, V=0.3)",
+        npz.display().to_string()
+    );
+    let o = std::process::Command::new(repo().join(".venv/bin/python"))
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = port(
+        tmp.path(),
+        &[
+            "migrate",
+            "pricing.py",
+            "--function",
+            "price_one",
+            "--signature",
+            "float64, float64, float64, float64, float64",
+            "--inputs",
+            "one.npz",
+            "--backend",
+            "simulator",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "given", "{j}");
+    let c = &j["timing"]["cpython_call"];
+    assert_eq!(c["via"], "call", "{j}");
+    assert_eq!(c["calls"], 1, "{j}");
+    assert!(c.get("why_vectorized").is_none(), "{c}");
+}
+
 /// Code written for one number (`math.exp`) but typed as taking an array
 /// cannot be called on the whole array; it is applied per element and the
 /// record says why.

@@ -22,7 +22,8 @@ How the original is called, as the program calls it:
                result.json says why;
   ufunc        a function of scalars, given arrays of its scalar arguments:
                through np.vectorize (one call per element), and result.json
-               says so.
+               says so; given one call's scalars (0-d), its timed calls are
+               that call, made directly.
 result.json records "via" ("call" or "np.vectorize"), "calls" (how many
 times the user's function ran in one run) and "why_vectorized".
 
@@ -165,6 +166,16 @@ def fresh(args):
     return keep_same(lambda a: a.copy() if isinstance(a, np.ndarray) else a, args)
 
 
+def as_scalar(a):
+    """A 0-d array as the number a program passes: a Python number for the
+    dtypes Python's own numbers become, else the NumPy scalar."""
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.dtype in (np.float64, np.int64, np.bool_, np.complex128):
+        return a.item()
+    return a[()]
+
+
 def timed_calls(fn, pristine, repeats, budget):
     times = []
     for _ in range(repeats):
@@ -227,7 +238,14 @@ def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
     elapsed = time.perf_counter() - start
     calls = counted.calls
     timed = user_fn if via == "call" else vectorized(user_fn, manifest, extended)
-    times = timed_calls(timed, pristine, repeats, budget) if repeats else []
+    timed_args = pristine
+    if mode == "ufunc" and all(np.ndim(a) == 0 for a in pristine):
+        # The scalars of one call (captured or given): timed as the program
+        # made that call, not through np.vectorize's set-up around it.
+        timed = user_fn
+        timed_args = [as_scalar(a) for a in pristine]
+        via, why = "call", None
+    times = timed_calls(timed, timed_args, repeats, budget) if repeats else []
     wider = {"args": [], "returns": []}
 
     def kept(what, name, value):
