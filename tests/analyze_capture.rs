@@ -131,6 +131,12 @@ fn no_capture_runs_the_program_once_and_captures_nothing() {
             || function(&a, "smooth")["types"] == serde_json::json!([])
     );
     assert!(!tmp.path().join(".port/captures/manifest.json").exists());
+    // Migrating then says why there are no types, and what to run.
+    let o = migrate_in(tmp.path(), &["--function", "smooth"]);
+    user_error(
+        &o,
+        "no type for argument `signal` of `smooth` (the last `port analyze` ran with --no-capture): run `port analyze` on the program",
+    );
 }
 
 /// `python app.py` in `dir`: its stderr.

@@ -346,9 +346,14 @@ fn bad_input_is_one_line_and_exit_2() {
         &migrate_in(tmp.path(), &["--function", "nope", &f, "--signature", sig]),
         "no function `nope`",
     );
+    let o = migrate_in(tmp.path(), &["--function", "saxpy", &f]);
     user_error(
-        &migrate_in(tmp.path(), &["--function", "saxpy", &f]),
-        "no type for argument `a` of `saxpy`: pass --signature \"float64, float64[:], float64[:], float64[:]\"",
+        &o,
+        "no type for argument `a` of `saxpy` (no profiled run of the program in .port/): run `port analyze` on the program to capture its types",
+    );
+    user_error(
+        &o,
+        "or pass --signature \"float64, float64[:], float64[:], float64[:]\"",
     );
     user_error(
         &migrate_in(

@@ -183,6 +183,7 @@ mod tests {
             python_version: None,
             exit: AppExit::default(),
             processes_sampled: 1,
+            capture: true,
             functions: vec![],
             lines: vec![],
             edges: vec![],

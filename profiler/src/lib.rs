@@ -221,6 +221,7 @@ pub fn profile(
         lines,
         edges: agg.edges,
         stacks: agg.stacks,
+        capture: opts.capture,
         captures: Vec::new(),
         warnings,
     };

@@ -35,10 +35,18 @@ pub struct Profile {
     pub edges: Vec<SampledEdge>,
     /// Every distinct sampled stack (all frames, library ones included) with its count.
     pub stacks: Vec<CollapsedStack>,
+    /// Whether the run captured argument types and inputs (not with
+    /// `--no-capture`); an analysis saved before this field read as true.
+    #[serde(default = "captured_by_default")]
+    pub capture: bool,
     /// Argument types and input snapshots of the hottest functions.
     pub captures: Vec<Capture>,
     /// Things the user should know that did not stop the run, one line each.
     pub warnings: Vec<String>,
+}
+
+fn captured_by_default() -> bool {
+    true
 }
 
 /// How the app's process ended.

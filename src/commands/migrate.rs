@@ -222,8 +222,30 @@ fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> 
 }
 
 /// Types from `--signature`, else the analysis's captured types.
+/// Why the analysis has no captured types for `f`, as the clause of an
+/// error: no run at all, a run without capture, or the capture's own word
+/// on the function (never called while it was on, called after it stopped).
+fn why_no_types(analysis: &Analysis, f: &FunctionReport) -> String {
+    let profile = analysis.profile.as_ref().filter(|_| analysis.profiled);
+    let Some(profile) = profile else {
+        return "no profiled run of the program in .port/".into();
+    };
+    if profile["capture"] == false {
+        return "the last `port analyze` ran with --no-capture".into();
+    }
+    let said = profile["warnings"].as_array().and_then(|w| {
+        w.iter().filter_map(|w| w.as_str()).find_map(|w| {
+            let (key, rest) = w.split_once(": ")?;
+            let named = key == f.qualname || key.ends_with(&format!(".{}", f.qualname));
+            (named && rest.ends_with("no types captured")).then(|| rest.to_string())
+        })
+    });
+    said.unwrap_or_else(|| "the profiled run captured no call of it".into())
+}
+
 fn arg_types(
     args: &MigrateArgs,
+    analysis: &Analysis,
     f: &FunctionReport,
     params: &[String],
     source: &str,
@@ -257,8 +279,9 @@ fn arg_types(
                         _ => params.iter().map(|_| "float64".to_string()).collect(),
                     };
                 return Err(UserError::coded("no_types", format!(
-                    "no type for argument `{p}` of `{}`: pass --signature \"{}\" (Numba's type syntax, one per argument: {}) or capture types by profiling",
+                    "no type for argument `{p}` of `{}` ({}): run `port analyze` on the program to capture its types, or pass --signature \"{}\" (Numba's type syntax, one per argument: {})",
                     f.name,
+                    why_no_types(analysis, f),
                     example.join(", "),
                     params.join(", ")
                 ))
@@ -483,7 +506,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
-    let types = arg_types(args, report_fn, &params, &source, &local_name)?;
+    let types = arg_types(args, &analysis, report_fn, &params, &source, &local_name)?;
     let facts = facts_of(&analysis);
     // The inputs the plan will be verified on, when known: an axis of
     // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
