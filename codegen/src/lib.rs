@@ -27,6 +27,7 @@ pub mod error;
 pub mod ir;
 pub mod lower;
 pub mod ptx;
+mod serial;
 pub mod sim;
 pub mod text;
 pub mod verify;

@@ -1809,6 +1809,16 @@ impl<'ctx> Lowerer<'ctx, '_> {
         name: &str,
         args: &[Expr],
     ) -> Result<Option<Val<'ctx>>, CodegenError> {
+        if name == crate::serial::SET_TID_SYMBOL && self.opts.target == Target::Host {
+            // The simulator's thread loop (`serial`): threadIdx := args.
+            let ctxp = st.host_ctx.ok_or_else(|| missing("host context"))?;
+            for (axis, a) in args.iter().enumerate() {
+                let v = self.expr(st, a)?.int();
+                let at = self.byte_gep(ctxp, host_ctx::TID + 4 * axis as u64)?;
+                self.builder.build_store(at, v).ll()?;
+            }
+            return Ok(None);
+        }
         let f = self
             .ir
             .device_function(name)

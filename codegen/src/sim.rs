@@ -9,7 +9,14 @@
 //! - A kernel without `syncthreads()` runs its threads one after another in a
 //!   plain loop (the fast path). Blocks are shared out among a few OS threads,
 //!   as blocks of a real grid run in any order; atomics are real atomics.
-//! - A kernel with a barrier runs each block's threads as coroutines
+//! - A kernel with a barrier runs as thread loops where it can (`serial`):
+//!   the code between two barriers is a loop over the block's threads, a
+//!   local that lives across a barrier one element per thread of a block
+//!   array, and one call runs a whole block. Blocks are shared out as in the
+//!   fast path. Kernels that loops cannot express (a `return`, a `break`
+//!   out of the code between barriers) and `SimOptions::fibers` keep the
+//!   fibers below, which the loops are tested against.
+//! - Otherwise a kernel with a barrier runs each block's threads as coroutines
 //!   (stackful, with `corosensei`) on one OS thread: `syncthreads()` calls
 //!   back into Rust (`port_sim_barrier`, mapped into the JIT), which
 //!   suspends the thread; once every live thread of the block has suspended
@@ -56,6 +63,9 @@ use crate::DebugRecord;
 pub struct SimOptions {
     /// Bounds-check every array access.
     pub debug: bool,
+    /// Run kernels with barriers as fibers even where thread loops can (the
+    /// reference the thread loops are tested against).
+    pub fibers: bool,
 }
 
 /// Grid or block dimensions.
@@ -503,6 +513,9 @@ struct KernelEntry {
     kernel: Kernel,
     shared_bytes: usize,
     has_barrier: bool,
+    /// A kernel with barriers as thread loops (`serial`): its entry, run
+    /// once per block, and its shared memory (per-thread locals included).
+    serial: Option<(EntryFn, usize)>,
 }
 
 /// Kernels of one module, JIT-compiled for the host.
@@ -533,16 +546,31 @@ impl Simulator {
         // drops the engine (and with it every module and value made from
         // this reference) before the Box; nothing else keeps the reference.
         let ctx: &'static Context = unsafe { &*(context.as_ref() as *const Context) };
-        let lm = lower_module(
-            ctx,
-            module,
-            LowerOptions {
-                target: Target::Host,
-                debug: opts.debug,
-                fastmath: false,
-            },
-            "port-sim",
-        )?;
+        let lower_opts = LowerOptions {
+            target: Target::Host,
+            debug: opts.debug,
+            fastmath: false,
+        };
+        // Kernels with barriers also as thread loops, where they can be; a
+        // module that would not lower so is lowered as it is (fibers only).
+        let mut serial = module.clone();
+        if !opts.fibers {
+            serial.kernels.extend(
+                module
+                    .kernels
+                    .iter()
+                    .filter_map(crate::serial::serial_kernel),
+            );
+        }
+        let (lm, serial) = match (serial.kernels.len() > module.kernels.len())
+            .then(|| lower_module(ctx, &serial, lower_opts, "port-sim"))
+        {
+            Some(Ok(lm)) => (lm, serial.kernels.split_off(module.kernels.len())),
+            _ => (
+                lower_module(ctx, module, lower_opts, "port-sim")?,
+                Vec::new(),
+            ),
+        };
         let triple = TargetMachine::get_default_triple();
         let target = LlvmTarget::from_triple(&triple).map_err(|e| SimError::Jit(e.to_string()))?;
         let cpu = TargetMachine::get_host_cpu_name();
@@ -568,26 +596,34 @@ impl Simulator {
         if let Some(f) = barrier_fn {
             engine.add_global_mapping(&f, port_sim_barrier as *const () as usize);
         }
-        let mut kernels = HashMap::new();
-        for k in &module.kernels {
+        let entry_of = |name: &str| -> Result<EntryFn, SimError> {
             let addr = engine
-                .get_function_address(&entry_symbol(&k.name))
-                .map_err(|e| SimError::Jit(format!("{}: {e:?}", k.name)))?;
+                .get_function_address(&entry_symbol(name))
+                .map_err(|e| SimError::Jit(format!("{name}: {e:?}")))?;
             if addr == 0 {
-                return Err(SimError::Jit(format!("no code for kernel `{}`", k.name)));
+                return Err(SimError::Jit(format!("no code for kernel `{name}`")));
             }
             // SAFETY: `addr` is the JIT-compiled `__port_entry_<k>`, which
             // `lower::host_entry` defines as `void (ptr ctx, ptr slots)`,
             // matching `EntryFn`; the engine keeps the code alive as long as
             // the Simulator.
-            let entry: EntryFn = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
+            Ok(unsafe { std::mem::transmute::<usize, EntryFn>(addr) })
+        };
+        let mut kernels = HashMap::new();
+        for k in &module.kernels {
+            let thread_loops = serial
+                .iter()
+                .find(|s| s.name == crate::serial::serial_name(&k.name))
+                .map(|s| Ok::<_, SimError>((entry_of(&s.name)?, shared_layout(s).1 as usize)))
+                .transpose()?;
             kernels.insert(
                 k.name.clone(),
                 KernelEntry {
-                    entry,
+                    entry: entry_of(&k.name)?,
                     kernel: k.clone(),
                     shared_bytes: shared_layout(k).1 as usize,
                     has_barrier: k.has_barrier(),
+                    serial: thread_loops,
                 },
             );
         }
@@ -645,10 +681,15 @@ impl Simulator {
             block,
             shared_bytes: k.shared_bytes,
         };
-        if k.has_barrier {
-            launch.run_blocks_as_fibers().map_err(&bad_launch)?;
-        } else {
-            launch.run_blocks_serially();
+        match k.serial {
+            Some((entry, shared_bytes)) => Launch {
+                entry,
+                shared_bytes,
+                ..launch
+            }
+            .run_blocks_as_thread_loops(),
+            None if k.has_barrier => launch.run_blocks_as_fibers().map_err(&bad_launch)?,
+            None => launch.run_blocks_serially(),
         }
         drop(slots);
         if let Some(r) = self.debug.then(|| DebugRecord::decode(&record)).flatten() {
@@ -662,6 +703,12 @@ impl Simulator {
             });
         }
         Ok(())
+    }
+
+    /// Whether `kernel` (one with barriers) runs as thread loops rather
+    /// than fibers.
+    pub fn runs_as_thread_loops(&self, kernel: &str) -> bool {
+        self.kernels.get(kernel).is_some_and(|k| k.serial.is_some())
     }
 
     /// Names of the kernels this simulator can launch.
@@ -821,6 +868,22 @@ impl Launch {
                     let mut ctx = self.ctx(b, t, shared.as_mut_ptr(), std::ptr::null());
                     self.run_thread(&mut ctx);
                 }
+                b += workers;
+            }
+            Ok(())
+        });
+    }
+
+    /// Kernels with barriers rewritten as thread loops (`serial`): one call
+    /// runs a whole block; `threadIdx` starts at 0 and the code sets it.
+    fn run_blocks_as_thread_loops(&self) {
+        let blocks = self.grid.count();
+        let _ = self.on_workers(|w, workers| {
+            let mut shared = vec![0u8; self.shared_bytes.max(1)];
+            let mut b = w;
+            while b < blocks {
+                let mut ctx = self.ctx(b, 0, shared.as_mut_ptr(), std::ptr::null());
+                self.run_thread(&mut ctx);
                 b += workers;
             }
             Ok(())

@@ -249,7 +249,14 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(&m, SimOptions { debug: true }).unwrap();
+    let s = Simulator::new(
+        &m,
+        SimOptions {
+            debug: true,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
     let mut args = vec![
         SimArg::Array(SimArray::new(vec![1f32; 10], &[10]).unwrap()),
         SimArg::Array(SimArray::new(vec![0f32; 11], &[11]).unwrap()),
@@ -272,7 +279,14 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(&m, SimOptions { debug: true }).unwrap();
+    let s = Simulator::new(
+        &m,
+        SimOptions {
+            debug: true,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
     let mut args = vec![SimArg::Array(
         SimArray::new(vec![0f64; 12], &[2, 6]).unwrap(),
     )];
@@ -310,7 +324,14 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(&m, SimOptions { debug: true }).unwrap();
+    let s = Simulator::new(
+        &m,
+        SimOptions {
+            debug: true,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
     let mut args = vec![SimArg::Array(SimArray::new(vec![1f32; 16], &[16]).unwrap())];
     let e = s.launch("oob3", 1, 32, &mut args).unwrap_err();
     assert!(matches!(e, SimError::IndexError { size: 16, .. }), "{e}");
@@ -498,4 +519,164 @@ fn every_math_function_resolves_on_the_host() {
     let erf = MathFn::ALL.iter().position(|f| *f == MathFn::Erf).unwrap();
     assert!((out[erf * 3 + 1] - 0.796_908_212_422_832).abs() < 1e-15);
     assert!((out[(erf + 1) * 3 + 1] - 0.203_091_787_577_168).abs() < 1e-15);
+}
+
+/// Arguments for any kernel of the corpus: every array dimension `extent`
+/// long, floats small integers (so that sums are exact in any order),
+/// integers in 0..4 (valid as row numbers), scalars 3 and 0.5.
+fn corpus_args(k: &port_codegen::ir::Kernel, extent: usize) -> Vec<SimArg> {
+    use port_codegen::ir::{ScalarType, Type};
+    k.params
+        .iter()
+        .map(|p| match p.ty {
+            Type::Array(a) => {
+                let shape = vec![extent; a.ndim as usize];
+                let n: usize = shape.iter().product();
+                let ints = |m: usize| (0..n).map(move |i| (i * 7 + 3) % m);
+                let array = match a.elem {
+                    ScalarType::F64 => SimArray::new(
+                        ints(11).map(|v| v as f64 - 5.0).collect::<Vec<f64>>(),
+                        &shape,
+                    ),
+                    ScalarType::I64 => {
+                        SimArray::new(ints(4).map(|v| v as i64).collect::<Vec<i64>>(), &shape)
+                    }
+                    other => panic!("{}: no corpus arrays of {other:?}", k.name),
+                };
+                SimArg::Array(array.unwrap())
+            }
+            Type::Scalar(ScalarType::I64) => SimArg::I64(3),
+            Type::Scalar(ScalarType::F64) => SimArg::F64(0.5),
+            Type::Scalar(other) => panic!("{}: no corpus scalar of {other:?}", k.name),
+        })
+        .collect()
+}
+
+/// Every kernel with barriers the rewriter wrote for the fixture programs
+/// (reductions, row reductions of matrix products, 4-D axis means, an
+/// integer sum) runs as thread loops, and gives what the fibers give: the
+/// same bits in one block, and (with exact small-integer data) in several.
+#[test]
+fn thread_loops_give_what_fibers_give_on_the_rewriters_barrier_kernels() {
+    let module = kernel_module("barrier_corpus");
+    assert!(module.kernels.len() >= 20, "{}", module.kernels.len());
+    let loops = Simulator::new(&module, SimOptions::default()).unwrap();
+    let fibers = Simulator::new(
+        &module,
+        SimOptions {
+            fibers: true,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
+    for k in &module.kernels {
+        assert!(
+            loops.runs_as_thread_loops(&k.name),
+            "{} runs as fibers",
+            k.name
+        );
+        assert!(!fibers.runs_as_thread_loops(&k.name));
+        let four_d = k
+            .params
+            .iter()
+            .any(|p| matches!(p.ty, port_codegen::ir::Type::Array(a) if a.ndim > 2));
+        for (grid, extent) in [(1u32, 12), (3, 12), (2, if four_d { 20 } else { 300 })] {
+            let mut a = corpus_args(k, extent);
+            let mut b = corpus_args(k, extent);
+            loops.launch(&k.name, grid, 128, &mut a).unwrap();
+            fibers.launch(&k.name, grid, 128, &mut b).unwrap();
+            for (p, (x, y)) in k.params.iter().zip(a.iter().zip(&b)) {
+                if let (SimArg::Array(x), SimArg::Array(y)) = (x, y) {
+                    assert_eq!(
+                        x.data(),
+                        y.data(),
+                        "{}: `{}` differs (grid {grid}, extent {extent})",
+                        k.name,
+                        p.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// What the thread loops must get right beyond the rewriter's reductions:
+/// a 2-D block, a local live across barriers, a `for` and an `if` that hold
+/// barriers (their variable and condition the same for every thread), a
+/// local declared between barriers inside that loop, a thread's own loop
+/// that breaks, a local of a thread's own block. Fibers are the reference;
+/// a kernel with a `return` keeps them.
+#[test]
+fn thread_loops_handle_locals_across_barriers_and_uniform_control() {
+    let m = port_codegen::text::parse_module(
+        "kernel shapes(x: i64[::1], out: i64[::1], n: i64) {
+            shared t: i64[64];
+            let me: i32 = threadIdx.y * blockDim.x + threadIdx.x;
+            let carry: i64 = x[me];
+            for round in range(0, n, 1) {
+                t[me] = carry + round;
+                syncthreads();
+                let other: i64 = t[63i32 - me];
+                if n > 1 {
+                    syncthreads();
+                    carry = other * 2 - round;
+                } else {
+                    carry = other;
+                }
+                syncthreads();
+                let k: i64 = 0;
+                while k < 5 {
+                    if k * 7 % 5 == i64(me) % 5 {
+                        break;
+                    }
+                    k = k + 1;
+                }
+                if me % 2i32 == 0i32 {
+                    let mine: i64 = k;
+                    out[me] = out[me] + mine;
+                } else {
+                    out[me] = out[me] + carry;
+                }
+            }
+        }",
+    )
+    .unwrap();
+    let loops = Simulator::new(&m, SimOptions::default()).unwrap();
+    let fibers = Simulator::new(
+        &m,
+        SimOptions {
+            fibers: true,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(loops.runs_as_thread_loops("shapes"));
+    for n in [1i64, 4] {
+        let run = |s: &Simulator| {
+            let mut args = vec![
+                SimArg::Array(
+                    SimArray::new((0..64i64).map(|v| v * 3 - 7).collect::<Vec<_>>(), &[64])
+                        .unwrap(),
+                ),
+                SimArg::Array(SimArray::new(vec![0i64; 64], &[64]).unwrap()),
+                SimArg::I64(n),
+            ];
+            s.launch("shapes", 1, [32, 2], &mut args).unwrap();
+            array(&args[1]).as_i64().unwrap().to_vec()
+        };
+        let (a, b) = (run(&loops), run(&fibers));
+        assert_eq!(a, b, "n = {n}");
+        assert!(a.iter().any(|v| *v != 0), "n = {n}: {a:?}");
+    }
+
+    // `swap` (above) returns early: fibers.
+    let m = port_codegen::text::parse_module(
+        "kernel swap(x: i32[::1]) {
+            syncthreads();
+            if threadIdx.x > 1000i32 { return; }
+        }",
+    )
+    .unwrap();
+    let s = Simulator::new(&m, SimOptions::default()).unwrap();
+    assert!(!s.runs_as_thread_loops("swap"));
 }

@@ -19,7 +19,14 @@ pub struct SimDevice {
 
 impl SimDevice {
     pub fn new(plan: &KernelPlan) -> Result<SimDevice, VerifyError> {
-        let sim = Simulator::new(&plan.module, SimOptions { debug: true }).map_err(sim_err)?;
+        let sim = Simulator::new(
+            &plan.module,
+            SimOptions {
+                debug: true,
+                ..SimOptions::default()
+            },
+        )
+        .map_err(sim_err)?;
         Ok(SimDevice { sim })
     }
 }

@@ -1,0 +1,490 @@
+//! A kernel with barriers, rewritten for the host simulator so that one call
+//! runs a whole block: each stretch of code between two barriers becomes a
+//! loop over the block's threads (the classic "thread loop" of CPU back ends
+//! for CUDA), so `syncthreads()` is the end of one loop and the start of the
+//! next, and no thread needs a stack of its own.
+//!
+//! - A local declared between barriers (at the kernel's top level, or at the
+//!   top level of a loop or `if` that holds a barrier) may be read after the
+//!   next barrier: it becomes a block-shared array with one element per
+//!   thread (`MAX_BLOCK_THREADS`). Inside a thread loop it is a scalar,
+//!   loaded from the thread's element first and stored back last (so the
+//!   thread's own loops keep it in a register). Locals declared deeper,
+//!   inside code between two barriers, stay scalars.
+//! - An `if`, `while` or `for` that holds a barrier runs once per block: the
+//!   verifier has proved its condition and bounds the same for every thread,
+//!   so they are evaluated as thread 0 sees them (`threadIdx` set to 0). Its
+//!   loop variable is then one scalar the threads share.
+//! - Each thread loop sets the context's `threadIdx` (`SET_TID_SYMBOL`,
+//!   lowered to stores into the host context) before the thread's code, so
+//!   `threadIdx` and `parallel for` read the thread being run.
+//!
+//! Threads run in the order a block's fibers are resumed (0, 1, …), between
+//! the same barriers, so the result is the fibers' own. Kernels this cannot
+//! express keep the fibers: a `return` anywhere, a `break`/`continue` that
+//! would leave the code between two barriers, a loop variable of a loop
+//! with a barrier assigned by the threads, or a barrier inside a
+//! `parallel for`.
+
+use std::collections::HashMap;
+
+use crate::ir::*;
+use crate::verify::MAX_BLOCK_THREADS;
+
+/// The name of the host-only call that sets `threadIdx` in the context.
+pub(crate) const SET_TID_SYMBOL: &str = "__port_sim_set_tid";
+
+/// The thread loop's variable and the block's thread count.
+const T: &str = "__port_thread";
+const N: &str = "__port_threads";
+
+/// The name of `kernel`'s thread-loop version.
+pub(crate) fn serial_name(kernel: &str) -> String {
+    format!("__port_serial_{kernel}")
+}
+
+/// `k` with its threads run in loops between barriers, or `None` when it has
+/// no barrier or uses what the thread loops cannot express.
+pub(crate) fn serial_kernel(k: &Kernel) -> Option<Kernel> {
+    if !k.has_barrier() || has_return(&k.body) {
+        return None;
+    }
+    let mut s = Serial {
+        shared: k.shared.clone(),
+        scopes: vec![HashMap::new()],
+        taken: k
+            .shared
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(k.params.iter().map(|p| p.name.clone()))
+            .collect(),
+        used: Default::default(),
+    };
+    let dim = |a| {
+        Expr::Cast(
+            ScalarType::I64,
+            Box::new(Expr::Special(Special::BlockDim, a)),
+        )
+    };
+    let mut body = vec![Stmt::Let {
+        name: N.into(),
+        ty: ScalarType::I64,
+        init: mul(mul(dim(Axis::X), dim(Axis::Y)), dim(Axis::Z)),
+    }];
+    body.extend(s.uniform_list(&k.body)?);
+    Some(Kernel {
+        name: serial_name(&k.name),
+        params: k.params.clone(),
+        shared: s.shared,
+        body,
+    })
+}
+
+#[derive(Clone)]
+enum Name {
+    /// A local with one element per thread in this shared array; inside a
+    /// thread loop it is the scalar `__port_l_<array>`, loaded from the
+    /// array before the thread's code and stored back after it.
+    PerThread(String, ScalarType),
+    /// One scalar for all threads (the variable of a loop with a barrier).
+    Shared,
+    /// A scalar of the thread being run (declared between barriers).
+    Local,
+}
+
+struct Serial {
+    shared: Vec<SharedArray>,
+    scopes: Vec<HashMap<String, Name>>,
+    /// Names of arrays already in the kernel: a per-thread array gets a new one.
+    taken: Vec<String>,
+    /// The per-thread locals the current thread loop uses.
+    used: std::cell::RefCell<Vec<Used>>,
+}
+
+/// A per-thread local a thread loop uses: loaded before the thread's code
+/// unless declared in it, stored back after it when written.
+struct Used {
+    array: String,
+    ty: ScalarType,
+    written: bool,
+    declared: bool,
+}
+
+/// The scalar that stands for a per-thread array inside a thread loop.
+fn scalar_of(array: &str) -> String {
+    format!("__port_l_{array}")
+}
+
+fn mul(a: Expr, b: Expr) -> Expr {
+    Expr::Binary(BinOp::Mul, Box::new(a), Box::new(b))
+}
+
+fn lit64(v: i64) -> Expr {
+    Expr::Lit(Literal::I64(v))
+}
+
+fn contains_barrier(s: &Stmt) -> bool {
+    match s {
+        Stmt::Barrier => true,
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => then_body.iter().any(contains_barrier) || else_body.iter().any(contains_barrier),
+        Stmt::While { body, .. } | Stmt::For { body, .. } => body.iter().any(contains_barrier),
+        Stmt::ParallelFor(p) => p.body.iter().any(contains_barrier),
+        _ => false,
+    }
+}
+
+fn has_return(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Return(_) => true,
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => has_return(then_body) || has_return(else_body),
+        Stmt::While { body, .. } | Stmt::For { body, .. } => has_return(body),
+        Stmt::ParallelFor(p) => has_return(&p.body),
+        _ => false,
+    })
+}
+
+/// `set_tid(x, y, z)` for the flat thread number `t` of the block.
+fn set_tid(t: Expr) -> Stmt {
+    let dim = |a| {
+        Expr::Cast(
+            ScalarType::I64,
+            Box::new(Expr::Special(Special::BlockDim, a)),
+        )
+    };
+    let bin = |op, a: Expr, b: Expr| Expr::Binary(op, Box::new(a), Box::new(b));
+    let x = bin(BinOp::Rem, t.clone(), dim(Axis::X));
+    let y = bin(
+        BinOp::Rem,
+        bin(BinOp::Div, t.clone(), dim(Axis::X)),
+        dim(Axis::Y),
+    );
+    let z = bin(BinOp::Div, t, mul(dim(Axis::X), dim(Axis::Y)));
+    let i32_of = |e| Expr::Cast(ScalarType::I32, Box::new(e));
+    Stmt::Eval(Expr::Call(
+        SET_TID_SYMBOL.into(),
+        vec![i32_of(x), i32_of(y), i32_of(z)],
+    ))
+}
+
+impl Serial {
+    fn lookup(&self, name: &str) -> Option<&Name> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    fn declare(&mut self, name: &str, how: Name) {
+        self.scopes
+            .last_mut()
+            .expect("a scope")
+            .insert(name.to_string(), how);
+    }
+
+    /// A new shared array of one `ty` per thread, for local `name`.
+    fn per_thread(&mut self, name: &str, ty: ScalarType) -> String {
+        let mut k = 0;
+        let array = loop {
+            let a = format!("__port_{name}_{k}");
+            if !self.taken.contains(&a) {
+                break a;
+            }
+            k += 1;
+        };
+        self.taken.push(array.clone());
+        self.shared.push(SharedArray {
+            name: array.clone(),
+            elem: ty,
+            shape: vec![MAX_BLOCK_THREADS as u32],
+        });
+        array
+    }
+
+    /// Statements the whole block runs together: barrier-free stretches
+    /// become thread loops, statements with a barrier run once.
+    fn uniform_list(&mut self, body: &[Stmt]) -> Option<Vec<Stmt>> {
+        self.scopes.push(HashMap::new());
+        let mut out = Vec::new();
+        let mut run: Vec<Stmt> = Vec::new();
+        let flush = |me: &Self, run: &mut Vec<Stmt>, out: &mut Vec<Stmt>| {
+            let used = std::mem::take(&mut *me.used.borrow_mut());
+            if run.is_empty() {
+                return;
+            }
+            let at_t = |array: &str| ElemRef {
+                array: array.to_string(),
+                indices: vec![Expr::Var(T.into())],
+            };
+            let mut body = vec![set_tid(Expr::Var(T.into()))];
+            for u in used.iter().filter(|u| !u.declared) {
+                body.push(Stmt::Let {
+                    name: scalar_of(&u.array),
+                    ty: u.ty,
+                    init: Expr::Load(at_t(&u.array)),
+                });
+            }
+            body.append(run);
+            for u in used.iter().filter(|u| u.written || u.declared) {
+                body.push(Stmt::Store {
+                    target: at_t(&u.array),
+                    value: Expr::Var(scalar_of(&u.array)),
+                });
+            }
+            out.push(Stmt::For {
+                var: T.into(),
+                start: lit64(0),
+                stop: Expr::Var(N.into()),
+                step: lit64(1),
+                body,
+            });
+        };
+        for s in body {
+            if matches!(s, Stmt::Barrier) {
+                flush(self, &mut run, &mut out);
+            } else if contains_barrier(s) {
+                flush(self, &mut run, &mut out);
+                out.extend(self.uniform_stmt(s)?);
+            } else if let Stmt::Let { name, ty, init } = s {
+                let init = self.thread_expr(init);
+                let array = self.per_thread(name, *ty);
+                self.declare(name, Name::PerThread(array.clone(), *ty));
+                self.used.borrow_mut().push(Used {
+                    array: array.clone(),
+                    ty: *ty,
+                    written: true,
+                    declared: true,
+                });
+                run.push(Stmt::Let {
+                    name: scalar_of(&array),
+                    ty: *ty,
+                    init,
+                });
+            } else {
+                run.push(self.thread_stmt(s, 0)?);
+            }
+        }
+        flush(self, &mut run, &mut out);
+        self.scopes.pop();
+        Some(out)
+    }
+
+    /// A statement holding a barrier, run once for the block.
+    fn uniform_stmt(&mut self, s: &Stmt) -> Option<Vec<Stmt>> {
+        let as_thread0 = |me: &Self, e: &Expr| me.thread0_expr(e);
+        Some(match s {
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => vec![
+                set_tid(lit64(0)),
+                Stmt::If {
+                    cond: as_thread0(self, cond),
+                    then_body: self.uniform_list(then_body)?,
+                    else_body: self.uniform_list(else_body)?,
+                },
+            ],
+            Stmt::While { cond, body } => {
+                let stop = Stmt::If {
+                    cond: Expr::Unary(UnaryOp::Not, Box::new(as_thread0(self, cond))),
+                    then_body: vec![Stmt::Break],
+                    else_body: vec![],
+                };
+                let mut inner = vec![set_tid(lit64(0)), stop];
+                inner.extend(self.uniform_list(body)?);
+                vec![Stmt::While {
+                    cond: Expr::Lit(Literal::Bool(true)),
+                    body: inner,
+                }]
+            }
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => {
+                let (start, stop, step) = (
+                    as_thread0(self, start),
+                    as_thread0(self, stop),
+                    as_thread0(self, step),
+                );
+                self.scopes.push(HashMap::new());
+                self.declare(var, Name::Shared);
+                let body = self.uniform_list(body);
+                self.scopes.pop();
+                vec![
+                    set_tid(lit64(0)),
+                    Stmt::For {
+                        var: var.clone(),
+                        start,
+                        stop,
+                        step,
+                        body: body?,
+                    },
+                ]
+            }
+            _ => return None,
+        })
+    }
+
+    /// A barrier-free statement of one thread (inside a thread loop);
+    /// `loops` counts the loops around it inside the thread loop, which
+    /// `break` and `continue` may leave.
+    fn thread_stmt(&mut self, s: &Stmt, loops: usize) -> Option<Stmt> {
+        Some(match s {
+            Stmt::Let { name, ty, init } => {
+                let init = self.thread_expr(init);
+                self.declare(name, Name::Local);
+                Stmt::Let {
+                    name: name.clone(),
+                    ty: *ty,
+                    init,
+                }
+            }
+            Stmt::Assign { name, value } => {
+                let value = self.thread_expr(value);
+                match self.lookup(name).cloned() {
+                    Some(Name::PerThread(a, ty)) => {
+                        self.use_local(&a, ty, true);
+                        Stmt::Assign {
+                            name: scalar_of(&a),
+                            value,
+                        }
+                    }
+                    Some(Name::Shared) => return None,
+                    _ => Stmt::Assign {
+                        name: name.clone(),
+                        value,
+                    },
+                }
+            }
+            Stmt::Store { target, value } => Stmt::Store {
+                target: self.thread_ref(target),
+                value: self.thread_expr(value),
+            },
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: self.thread_expr(cond),
+                then_body: self.thread_block(then_body, loops, &[])?,
+                else_body: self.thread_block(else_body, loops, &[])?,
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: self.thread_expr(cond),
+                body: self.thread_block(body, loops + 1, &[])?,
+            },
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                start: self.thread_expr(start),
+                stop: self.thread_expr(stop),
+                step: self.thread_expr(step),
+                body: self.thread_block(body, loops + 1, std::slice::from_ref(var))?,
+            },
+            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
+                vars: p.vars.clone(),
+                extents: p.extents.iter().map(|e| self.thread_expr(e)).collect(),
+                body: self.thread_block(&p.body, loops + 1, &p.vars)?,
+            }),
+            Stmt::Break | Stmt::Continue if loops > 0 => s.clone(),
+            Stmt::Eval(e) => Stmt::Eval(self.thread_expr(e)),
+            Stmt::Break | Stmt::Continue | Stmt::Return(_) | Stmt::Barrier => return None,
+        })
+    }
+
+    /// A nested block of one thread's code, its own scope holding `vars`.
+    fn thread_block(&mut self, body: &[Stmt], loops: usize, vars: &[String]) -> Option<Vec<Stmt>> {
+        self.scopes.push(HashMap::new());
+        for v in vars {
+            self.declare(v, Name::Local);
+        }
+        let out: Option<Vec<Stmt>> = body.iter().map(|s| self.thread_stmt(s, loops)).collect();
+        self.scopes.pop();
+        out
+    }
+
+    /// Records that the current thread loop reads or writes a per-thread local.
+    fn use_local(&self, array: &str, ty: ScalarType, written: bool) {
+        let mut used = self.used.borrow_mut();
+        match used.iter_mut().find(|u| u.array == array) {
+            Some(u) => u.written |= written,
+            None => used.push(Used {
+                array: array.to_string(),
+                ty,
+                written,
+                declared: false,
+            }),
+        }
+    }
+
+    fn thread_ref(&self, r: &ElemRef) -> ElemRef {
+        self.map_ref(r, &|me: &Self, e: &Expr| me.thread_expr(e))
+    }
+
+    /// `e` as the thread being run computes it: a per-thread local is the
+    /// thread loop's scalar for it.
+    fn thread_expr(&self, e: &Expr) -> Expr {
+        if let Expr::Var(name) = e {
+            if let Some(Name::PerThread(a, ty)) = self.lookup(name) {
+                self.use_local(a, *ty, false);
+                return Expr::Var(scalar_of(a));
+            }
+        }
+        self.map_expr(e, &|me: &Self, e: &Expr| me.thread_expr(e))
+    }
+
+    /// `e` as thread 0 computes it, outside any thread loop: a per-thread
+    /// local is read from its array at 0.
+    fn thread0_expr(&self, e: &Expr) -> Expr {
+        if let Expr::Var(name) = e {
+            if let Some(Name::PerThread(a, _)) = self.lookup(name) {
+                return Expr::Load(ElemRef {
+                    array: a.clone(),
+                    indices: vec![lit64(0)],
+                });
+            }
+        }
+        self.map_expr(e, &|me: &Self, e: &Expr| me.thread0_expr(e))
+    }
+
+    fn map_ref(&self, r: &ElemRef, f: &dyn Fn(&Self, &Expr) -> Expr) -> ElemRef {
+        ElemRef {
+            array: r.array.clone(),
+            indices: r.indices.iter().map(|e| f(self, e)).collect(),
+        }
+    }
+
+    /// `e` with `f` applied to its operands (a variable as it is).
+    fn map_expr(&self, e: &Expr, f: &dyn Fn(&Self, &Expr) -> Expr) -> Expr {
+        let go = |e: &Expr| Box::new(f(self, e));
+        let all = |v: &[Expr]| v.iter().map(|e| f(self, e)).collect();
+        match e {
+            Expr::Var(_) | Expr::Lit(_) | Expr::Special(..) | Expr::Shape { .. } => e.clone(),
+            Expr::Unary(op, a) => Expr::Unary(*op, go(a)),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, go(a), go(b)),
+            Expr::Cmp(op, a, b) => Expr::Cmp(*op, go(a), go(b)),
+            Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)),
+            Expr::Select(c, a, b) => Expr::Select(go(c), go(a), go(b)),
+            Expr::Load(r) => Expr::Load(self.map_ref(r, f)),
+            Expr::Math(m, args) => Expr::Math(*m, all(args)),
+            Expr::Call(name, args) => Expr::Call(name.clone(), all(args)),
+            Expr::Atomic(op, r, v) => Expr::Atomic(*op, self.map_ref(r, f), go(v)),
+            Expr::AtomicCas(r, a, b) => Expr::AtomicCas(self.map_ref(r, f), go(a), go(b)),
+            Expr::Complex(a, b) => Expr::Complex(go(a), go(b)),
+            Expr::Part(p, a) => Expr::Part(*p, go(a)),
+        }
+    }
+}
