@@ -431,60 +431,39 @@ impl Serial {
     }
 
     fn thread_ref(&self, r: &ElemRef) -> ElemRef {
-        self.map_ref(r, &|me: &Self, e: &Expr| me.thread_expr(e))
+        ElemRef {
+            array: r.array.clone(),
+            indices: r.indices.iter().map(|e| self.thread_expr(e)).collect(),
+        }
     }
 
     /// `e` as the thread being run computes it: a per-thread local is the
     /// thread loop's scalar for it.
     fn thread_expr(&self, e: &Expr) -> Expr {
-        if let Expr::Var(name) = e {
-            if let Some(Name::PerThread(a, ty)) = self.lookup(name) {
-                self.use_local(a, *ty, false);
-                return Expr::Var(scalar_of(a));
-            }
-        }
-        self.map_expr(e, &|me: &Self, e: &Expr| me.thread_expr(e))
+        map_expr(e, &|x| match x {
+            Expr::Var(name) => match self.lookup(name) {
+                Some(Name::PerThread(a, ty)) => {
+                    self.use_local(a, *ty, false);
+                    Some(Expr::Var(scalar_of(a)))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
     }
 
     /// `e` as thread 0 computes it, outside any thread loop: a per-thread
     /// local is read from its array at 0.
     fn thread0_expr(&self, e: &Expr) -> Expr {
-        if let Expr::Var(name) = e {
-            if let Some(Name::PerThread(a, _)) = self.lookup(name) {
-                return Expr::Load(ElemRef {
+        map_expr(e, &|x| match x {
+            Expr::Var(name) => match self.lookup(name) {
+                Some(Name::PerThread(a, _)) => Some(Expr::Load(ElemRef {
                     array: a.clone(),
                     indices: vec![lit64(0)],
-                });
-            }
-        }
-        self.map_expr(e, &|me: &Self, e: &Expr| me.thread0_expr(e))
-    }
-
-    fn map_ref(&self, r: &ElemRef, f: &dyn Fn(&Self, &Expr) -> Expr) -> ElemRef {
-        ElemRef {
-            array: r.array.clone(),
-            indices: r.indices.iter().map(|e| f(self, e)).collect(),
-        }
-    }
-
-    /// `e` with `f` applied to its operands (a variable as it is).
-    fn map_expr(&self, e: &Expr, f: &dyn Fn(&Self, &Expr) -> Expr) -> Expr {
-        let go = |e: &Expr| Box::new(f(self, e));
-        let all = |v: &[Expr]| v.iter().map(|e| f(self, e)).collect();
-        match e {
-            Expr::Var(_) | Expr::Lit(_) | Expr::Special(..) | Expr::Shape { .. } => e.clone(),
-            Expr::Unary(op, a) => Expr::Unary(*op, go(a)),
-            Expr::Binary(op, a, b) => Expr::Binary(*op, go(a), go(b)),
-            Expr::Cmp(op, a, b) => Expr::Cmp(*op, go(a), go(b)),
-            Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)),
-            Expr::Select(c, a, b) => Expr::Select(go(c), go(a), go(b)),
-            Expr::Load(r) => Expr::Load(self.map_ref(r, f)),
-            Expr::Math(m, args) => Expr::Math(*m, all(args)),
-            Expr::Call(name, args) => Expr::Call(name.clone(), all(args)),
-            Expr::Atomic(op, r, v) => Expr::Atomic(*op, self.map_ref(r, f), go(v)),
-            Expr::AtomicCas(r, a, b) => Expr::AtomicCas(self.map_ref(r, f), go(a), go(b)),
-            Expr::Complex(a, b) => Expr::Complex(go(a), go(b)),
-            Expr::Part(p, a) => Expr::Part(*p, go(a)),
-        }
+                })),
+                _ => None,
+            },
+            _ => None,
+        })
     }
 }

@@ -14,36 +14,7 @@ pub fn subst(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
     })
 }
 
-/// Rebuilds `e` bottom-up; `f` may replace a node (children are not then
-/// visited).
-pub fn map_expr(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
-    if let Some(r) = f(e) {
-        return r;
-    }
-    let m = |x: &Expr| Box::new(map_expr(x, f));
-    match e {
-        Expr::Lit(_) | Expr::Var(_) | Expr::Special(..) | Expr::Shape { .. } => e.clone(),
-        Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
-        Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
-        Expr::Cmp(op, a, b) => Expr::Cmp(*op, m(a), m(b)),
-        Expr::Cast(t, a) => Expr::Cast(*t, m(a)),
-        Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
-        Expr::Load(r) => Expr::Load(map_ref(r, f)),
-        Expr::Math(g, args) => Expr::Math(*g, args.iter().map(|a| map_expr(a, f)).collect()),
-        Expr::Call(n, args) => Expr::Call(n.clone(), args.iter().map(|a| map_expr(a, f)).collect()),
-        Expr::Atomic(op, r, v) => Expr::Atomic(*op, map_ref(r, f), m(v)),
-        Expr::AtomicCas(r, c, v) => Expr::AtomicCas(map_ref(r, f), m(c), m(v)),
-        Expr::Complex(a, b) => Expr::Complex(m(a), m(b)),
-        Expr::Part(p, a) => Expr::Part(*p, m(a)),
-    }
-}
-
-fn map_ref(r: &ElemRef, f: &dyn Fn(&Expr) -> Option<Expr>) -> ElemRef {
-    ElemRef {
-        array: r.array.clone(),
-        indices: r.indices.iter().map(|i| map_expr(i, f)).collect(),
-    }
-}
+pub use port_codegen::ir::map_expr;
 
 /// Renames arrays in an expression (`Load`, `Shape`).
 pub fn rename_arrays(e: &Expr, map: &HashMap<String, String>) -> Expr {
