@@ -701,21 +701,25 @@ impl Kernel {
     /// Whether the kernel contains a barrier (the simulator then runs each
     /// block's threads concurrently).
     pub fn has_barrier(&self) -> bool {
-        fn any(body: &[Stmt]) -> bool {
-            body.iter().any(|s| match s {
-                Stmt::Barrier => true,
+        any_stmt(&self.body, &|s| matches!(s, Stmt::Barrier))
+    }
+}
+
+/// Whether `pred` holds for a statement of `body`, at any depth.
+pub fn any_stmt(body: &[Stmt], pred: &dyn Fn(&Stmt) -> bool) -> bool {
+    body.iter().any(|s| {
+        pred(s)
+            || match s {
                 Stmt::If {
                     then_body,
                     else_body,
                     ..
-                } => any(then_body) || any(else_body),
-                Stmt::While { body, .. } | Stmt::For { body, .. } => any(body),
-                Stmt::ParallelFor(p) => any(&p.body),
+                } => any_stmt(then_body, pred) || any_stmt(else_body, pred),
+                Stmt::While { body, .. } | Stmt::For { body, .. } => any_stmt(body, pred),
+                Stmt::ParallelFor(p) => any_stmt(&p.body, pred),
                 _ => false,
-            })
-        }
-        any(&self.body)
-    }
+            }
+    })
 }
 
 /// Calls `f` on every expression (and sub-expression) in `body`.

@@ -28,6 +28,7 @@
 
 use std::collections::HashMap;
 
+use crate::ir::build::{binary, call, cast, i64, load, mul, special, var};
 use crate::ir::*;
 use crate::verify::MAX_BLOCK_THREADS;
 
@@ -46,7 +47,7 @@ pub(crate) fn serial_name(kernel: &str) -> String {
 /// `k` with its threads run in loops between barriers, or `None` when it has
 /// no barrier or uses what the thread loops cannot express.
 pub(crate) fn serial_kernel(k: &Kernel) -> Option<Kernel> {
-    if !k.has_barrier() || has_return(&k.body) {
+    if !k.has_barrier() || any_stmt(&k.body, &|s| matches!(s, Stmt::Return(_))) {
         return None;
     }
     let mut s = Serial {
@@ -60,17 +61,11 @@ pub(crate) fn serial_kernel(k: &Kernel) -> Option<Kernel> {
             .collect(),
         used: Default::default(),
     };
-    let dim = |a| {
-        Expr::Cast(
-            ScalarType::I64,
-            Box::new(Expr::Special(Special::BlockDim, a)),
-        )
-    };
-    let mut body = vec![Stmt::Let {
-        name: N.into(),
-        ty: ScalarType::I64,
-        init: mul(mul(dim(Axis::X), dim(Axis::Y)), dim(Axis::Z)),
-    }];
+    let threads = mul(
+        mul(block_dim(Axis::X), block_dim(Axis::Y)),
+        block_dim(Axis::Z),
+    );
+    let mut body = vec![build::let_(N, ScalarType::I64, threads)];
     body.extend(s.uniform_list(&k.body)?);
     Some(Kernel {
         name: serial_name(&k.name),
@@ -115,63 +110,26 @@ fn scalar_of(array: &str) -> String {
     format!("__port_l_{array}")
 }
 
-fn mul(a: Expr, b: Expr) -> Expr {
-    Expr::Binary(BinOp::Mul, Box::new(a), Box::new(b))
-}
-
-fn lit64(v: i64) -> Expr {
-    Expr::Lit(Literal::I64(v))
+/// `blockDim` on `axis`, as an `i64`.
+fn block_dim(axis: Axis) -> Expr {
+    cast(ScalarType::I64, special(Special::BlockDim, axis))
 }
 
 fn contains_barrier(s: &Stmt) -> bool {
-    match s {
-        Stmt::Barrier => true,
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => then_body.iter().any(contains_barrier) || else_body.iter().any(contains_barrier),
-        Stmt::While { body, .. } | Stmt::For { body, .. } => body.iter().any(contains_barrier),
-        Stmt::ParallelFor(p) => p.body.iter().any(contains_barrier),
-        _ => false,
-    }
-}
-
-fn has_return(body: &[Stmt]) -> bool {
-    body.iter().any(|s| match s {
-        Stmt::Return(_) => true,
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => has_return(then_body) || has_return(else_body),
-        Stmt::While { body, .. } | Stmt::For { body, .. } => has_return(body),
-        Stmt::ParallelFor(p) => has_return(&p.body),
-        _ => false,
-    })
+    any_stmt(std::slice::from_ref(s), &|s| matches!(s, Stmt::Barrier))
 }
 
 /// `set_tid(x, y, z)` for the flat thread number `t` of the block.
 fn set_tid(t: Expr) -> Stmt {
-    let dim = |a| {
-        Expr::Cast(
-            ScalarType::I64,
-            Box::new(Expr::Special(Special::BlockDim, a)),
-        )
-    };
-    let bin = |op, a: Expr, b: Expr| Expr::Binary(op, Box::new(a), Box::new(b));
-    let x = bin(BinOp::Rem, t.clone(), dim(Axis::X));
-    let y = bin(
+    let x = binary(BinOp::Rem, t.clone(), block_dim(Axis::X));
+    let y = binary(
         BinOp::Rem,
-        bin(BinOp::Div, t.clone(), dim(Axis::X)),
-        dim(Axis::Y),
+        binary(BinOp::Div, t.clone(), block_dim(Axis::X)),
+        block_dim(Axis::Y),
     );
-    let z = bin(BinOp::Div, t, mul(dim(Axis::X), dim(Axis::Y)));
-    let i32_of = |e| Expr::Cast(ScalarType::I32, Box::new(e));
-    Stmt::Eval(Expr::Call(
-        SET_TID_SYMBOL.into(),
-        vec![i32_of(x), i32_of(y), i32_of(z)],
-    ))
+    let z = binary(BinOp::Div, t, mul(block_dim(Axis::X), block_dim(Axis::Y)));
+    let args = [x, y, z].map(|e| cast(ScalarType::I32, e));
+    Stmt::Eval(call(SET_TID_SYMBOL, args.into()))
 }
 
 impl Serial {
@@ -205,49 +163,44 @@ impl Serial {
         array
     }
 
+    /// Ends a barrier-free stretch: `run` (one thread's code) becomes a
+    /// loop over the block's threads, with the per-thread locals it uses
+    /// loaded before and those it writes stored after.
+    fn flush(&self, run: &mut Vec<Stmt>, out: &mut Vec<Stmt>) {
+        let used = std::mem::take(&mut *self.used.borrow_mut());
+        if run.is_empty() {
+            return;
+        }
+        let mut body = vec![set_tid(var(T))];
+        for u in used.iter().filter(|u| !u.declared) {
+            body.push(build::let_(
+                &scalar_of(&u.array),
+                u.ty,
+                load(&u.array, vec![var(T)]),
+            ));
+        }
+        body.append(run);
+        for u in used.iter().filter(|u| u.written || u.declared) {
+            body.push(build::store(
+                &u.array,
+                vec![var(T)],
+                var(&scalar_of(&u.array)),
+            ));
+        }
+        out.push(build::for_range(T, i64(0), var(N), i64(1), body));
+    }
+
     /// Statements the whole block runs together: barrier-free stretches
     /// become thread loops, statements with a barrier run once.
     fn uniform_list(&mut self, body: &[Stmt]) -> Option<Vec<Stmt>> {
         self.scopes.push(HashMap::new());
         let mut out = Vec::new();
         let mut run: Vec<Stmt> = Vec::new();
-        let flush = |me: &Self, run: &mut Vec<Stmt>, out: &mut Vec<Stmt>| {
-            let used = std::mem::take(&mut *me.used.borrow_mut());
-            if run.is_empty() {
-                return;
-            }
-            let at_t = |array: &str| ElemRef {
-                array: array.to_string(),
-                indices: vec![Expr::Var(T.into())],
-            };
-            let mut body = vec![set_tid(Expr::Var(T.into()))];
-            for u in used.iter().filter(|u| !u.declared) {
-                body.push(Stmt::Let {
-                    name: scalar_of(&u.array),
-                    ty: u.ty,
-                    init: Expr::Load(at_t(&u.array)),
-                });
-            }
-            body.append(run);
-            for u in used.iter().filter(|u| u.written || u.declared) {
-                body.push(Stmt::Store {
-                    target: at_t(&u.array),
-                    value: Expr::Var(scalar_of(&u.array)),
-                });
-            }
-            out.push(Stmt::For {
-                var: T.into(),
-                start: lit64(0),
-                stop: Expr::Var(N.into()),
-                step: lit64(1),
-                body,
-            });
-        };
         for s in body {
             if matches!(s, Stmt::Barrier) {
-                flush(self, &mut run, &mut out);
+                self.flush(&mut run, &mut out);
             } else if contains_barrier(s) {
-                flush(self, &mut run, &mut out);
+                self.flush(&mut run, &mut out);
                 out.extend(self.uniform_stmt(s)?);
             } else if let Stmt::Let { name, ty, init } = s {
                 let init = self.thread_expr(init);
@@ -259,46 +212,41 @@ impl Serial {
                     written: true,
                     declared: true,
                 });
-                run.push(Stmt::Let {
-                    name: scalar_of(&array),
-                    ty: *ty,
-                    init,
-                });
+                run.push(build::let_(&scalar_of(&array), *ty, init));
             } else {
                 run.push(self.thread_stmt(s, 0)?);
             }
         }
-        flush(self, &mut run, &mut out);
+        self.flush(&mut run, &mut out);
         self.scopes.pop();
         Some(out)
     }
 
     /// A statement holding a barrier, run once for the block.
     fn uniform_stmt(&mut self, s: &Stmt) -> Option<Vec<Stmt>> {
-        let as_thread0 = |me: &Self, e: &Expr| me.thread0_expr(e);
         Some(match s {
             Stmt::If {
                 cond,
                 then_body,
                 else_body,
             } => vec![
-                set_tid(lit64(0)),
+                set_tid(i64(0)),
                 Stmt::If {
-                    cond: as_thread0(self, cond),
+                    cond: self.thread0_expr(cond),
                     then_body: self.uniform_list(then_body)?,
                     else_body: self.uniform_list(else_body)?,
                 },
             ],
             Stmt::While { cond, body } => {
                 let stop = Stmt::If {
-                    cond: Expr::Unary(UnaryOp::Not, Box::new(as_thread0(self, cond))),
+                    cond: Expr::Unary(UnaryOp::Not, Box::new(self.thread0_expr(cond))),
                     then_body: vec![Stmt::Break],
                     else_body: vec![],
                 };
-                let mut inner = vec![set_tid(lit64(0)), stop];
+                let mut inner = vec![set_tid(i64(0)), stop];
                 inner.extend(self.uniform_list(body)?);
                 vec![Stmt::While {
-                    cond: Expr::Lit(Literal::Bool(true)),
+                    cond: build::bool(true),
                     body: inner,
                 }]
             }
@@ -310,16 +258,16 @@ impl Serial {
                 body,
             } => {
                 let (start, stop, step) = (
-                    as_thread0(self, start),
-                    as_thread0(self, stop),
-                    as_thread0(self, step),
+                    self.thread0_expr(start),
+                    self.thread0_expr(stop),
+                    self.thread0_expr(step),
                 );
                 self.scopes.push(HashMap::new());
                 self.declare(var, Name::Shared);
                 let body = self.uniform_list(body);
                 self.scopes.pop();
                 vec![
-                    set_tid(lit64(0)),
+                    set_tid(i64(0)),
                     Stmt::For {
                         var: var.clone(),
                         start,
@@ -457,10 +405,7 @@ impl Serial {
     fn thread0_expr(&self, e: &Expr) -> Expr {
         map_expr(e, &|x| match x {
             Expr::Var(name) => match self.lookup(name) {
-                Some(Name::PerThread(a, _)) => Some(Expr::Load(ElemRef {
-                    array: a.clone(),
-                    indices: vec![lit64(0)],
-                })),
+                Some(Name::PerThread(a, _)) => Some(load(a, vec![i64(0)])),
                 _ => None,
             },
             _ => None,

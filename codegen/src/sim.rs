@@ -68,6 +68,14 @@ pub struct SimOptions {
     pub fibers: bool,
 }
 
+impl SimOptions {
+    /// Bounds checks on, thread loops where they can be.
+    pub const DEBUG: SimOptions = SimOptions {
+        debug: true,
+        fibers: false,
+    };
+}
+
 /// Grid or block dimensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dim3 {
@@ -553,19 +561,22 @@ impl Simulator {
         };
         // Kernels with barriers also as thread loops, where they can be; a
         // module that would not lower so is lowered as it is (fibers only).
-        let mut serial = module.clone();
-        if !opts.fibers {
-            serial.kernels.extend(
-                module
-                    .kernels
-                    .iter()
-                    .filter_map(crate::serial::serial_kernel),
-            );
-        }
-        let (lm, serial) = match (serial.kernels.len() > module.kernels.len())
-            .then(|| lower_module(ctx, &serial, lower_opts, "port-sim"))
+        let loops: Vec<Kernel> = match opts.fibers {
+            true => Vec::new(),
+            false => module
+                .kernels
+                .iter()
+                .filter_map(crate::serial::serial_kernel)
+                .collect(),
+        };
+        let with_loops = Module {
+            device_functions: module.device_functions.clone(),
+            kernels: module.kernels.iter().chain(&loops).cloned().collect(),
+        };
+        let (lm, loops) = match (!loops.is_empty())
+            .then(|| lower_module(ctx, &with_loops, lower_opts, "port-sim"))
         {
-            Some(Ok(lm)) => (lm, serial.kernels.split_off(module.kernels.len())),
+            Some(Ok(lm)) => (lm, loops),
             _ => (
                 lower_module(ctx, module, lower_opts, "port-sim")?,
                 Vec::new(),
@@ -611,7 +622,7 @@ impl Simulator {
         };
         let mut kernels = HashMap::new();
         for k in &module.kernels {
-            let thread_loops = serial
+            let thread_loops = loops
                 .iter()
                 .find(|s| s.name == crate::serial::serial_name(&k.name))
                 .map(|s| Ok::<_, SimError>((entry_of(&s.name)?, shared_layout(s).1 as usize)))
@@ -687,9 +698,9 @@ impl Simulator {
                 shared_bytes,
                 ..launch
             }
-            .run_blocks_as_thread_loops(),
+            .run_blocks_serially(1),
             None if k.has_barrier => launch.run_blocks_as_fibers().map_err(&bad_launch)?,
-            None => launch.run_blocks_serially(),
+            None => launch.run_blocks_serially(block.count()),
         }
         drop(slots);
         if let Some(r) = self.debug.then(|| DebugRecord::decode(&record)).flatten() {
@@ -857,33 +868,20 @@ impl Launch {
         })
     }
 
-    /// Barrier-free kernels: each worker runs its blocks' threads in a loop.
-    fn run_blocks_serially(&self) {
+    /// Without fibers: each worker calls the entry for threads `0..calls`
+    /// of each of its blocks, one after another. A barrier-free kernel is
+    /// called per thread; a kernel rewritten as thread loops (`serial`)
+    /// once per block, from `threadIdx` 0, and sets `threadIdx` itself.
+    fn run_blocks_serially(&self, calls: u64) {
         let blocks = self.grid.count();
         let _ = self.on_workers(|w, workers| {
             let mut shared = vec![0u8; self.shared_bytes.max(1)];
             let mut b = w;
             while b < blocks {
-                for t in 0..self.block.count() {
+                for t in 0..calls {
                     let mut ctx = self.ctx(b, t, shared.as_mut_ptr(), std::ptr::null());
                     self.run_thread(&mut ctx);
                 }
-                b += workers;
-            }
-            Ok(())
-        });
-    }
-
-    /// Kernels with barriers rewritten as thread loops (`serial`): one call
-    /// runs a whole block; `threadIdx` starts at 0 and the code sets it.
-    fn run_blocks_as_thread_loops(&self) {
-        let blocks = self.grid.count();
-        let _ = self.on_workers(|w, workers| {
-            let mut shared = vec![0u8; self.shared_bytes.max(1)];
-            let mut b = w;
-            while b < blocks {
-                let mut ctx = self.ctx(b, 0, shared.as_mut_ptr(), std::ptr::null());
-                self.run_thread(&mut ctx);
                 b += workers;
             }
             Ok(())
