@@ -8,14 +8,7 @@ use port_codegen::{ArrayData, SimArg, SimArray, SimOptions, Simulator};
 fn run(src: &str, kernel: &str, args: &mut [SimArg]) {
     let m = port_codegen::text::parse_module(src).unwrap_or_else(|e| panic!("{e}"));
     port_codegen::verify::verify_module(&m).unwrap_or_else(|e| panic!("{e:?}"));
-    let s = Simulator::new(
-        &m,
-        SimOptions {
-            debug: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let s = Simulator::new(&m, SimOptions::DEBUG).unwrap();
     s.launch(kernel, 2, 32, args).unwrap();
 }
 

@@ -249,14 +249,7 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(
-        &m,
-        SimOptions {
-            debug: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let s = Simulator::new(&m, SimOptions::DEBUG).unwrap();
     let mut args = vec![
         SimArg::Array(SimArray::new(vec![1f32; 10], &[10]).unwrap()),
         SimArg::Array(SimArray::new(vec![0f32; 11], &[11]).unwrap()),
@@ -279,14 +272,7 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(
-        &m,
-        SimOptions {
-            debug: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let s = Simulator::new(&m, SimOptions::DEBUG).unwrap();
     let mut args = vec![SimArg::Array(
         SimArray::new(vec![0f64; 12], &[2, 6]).unwrap(),
     )];
@@ -324,14 +310,7 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
         }",
     )
     .unwrap();
-    let s = Simulator::new(
-        &m,
-        SimOptions {
-            debug: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let s = Simulator::new(&m, SimOptions::DEBUG).unwrap();
     let mut args = vec![SimArg::Array(SimArray::new(vec![1f32; 16], &[16]).unwrap())];
     let e = s.launch("oob3", 1, 32, &mut args).unwrap_err();
     assert!(matches!(e, SimError::IndexError { size: 16, .. }), "{e}");
@@ -521,6 +500,19 @@ fn every_math_function_resolves_on_the_host() {
     assert!((out[(erf + 1) * 3 + 1] - 0.203_091_787_577_168).abs() < 1e-15);
 }
 
+/// The module on two simulators: thread loops where they can be, and
+/// fibers only (their reference).
+fn loops_and_fibers(m: &port_codegen::ir::Module) -> (Simulator, Simulator) {
+    let fibers = SimOptions {
+        fibers: true,
+        ..SimOptions::default()
+    };
+    (
+        Simulator::new(m, SimOptions::default()).unwrap(),
+        Simulator::new(m, fibers).unwrap(),
+    )
+}
+
 /// Arguments for any kernel of the corpus: every array dimension `extent`
 /// long, floats small integers (so that sums are exact in any order),
 /// integers in 0..4 (valid as row numbers), scalars 3 and 0.5.
@@ -560,15 +552,7 @@ fn corpus_args(k: &port_codegen::ir::Kernel, extent: usize) -> Vec<SimArg> {
 fn thread_loops_give_what_fibers_give_on_the_rewriters_barrier_kernels() {
     let module = kernel_module("barrier_corpus");
     assert!(module.kernels.len() >= 20, "{}", module.kernels.len());
-    let loops = Simulator::new(&module, SimOptions::default()).unwrap();
-    let fibers = Simulator::new(
-        &module,
-        SimOptions {
-            fibers: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let (loops, fibers) = loops_and_fibers(&module);
     for k in &module.kernels {
         assert!(
             loops.runs_as_thread_loops(&k.name),
@@ -641,15 +625,7 @@ fn thread_loops_handle_locals_across_barriers_and_uniform_control() {
         }",
     )
     .unwrap();
-    let loops = Simulator::new(&m, SimOptions::default()).unwrap();
-    let fibers = Simulator::new(
-        &m,
-        SimOptions {
-            fibers: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap();
+    let (loops, fibers) = loops_and_fibers(&m);
     assert!(loops.runs_as_thread_loops("shapes"));
     for n in [1i64, 4] {
         let run = |s: &Simulator| {

@@ -19,14 +19,7 @@ pub struct SimDevice {
 
 impl SimDevice {
     pub fn new(plan: &KernelPlan) -> Result<SimDevice, VerifyError> {
-        let sim = Simulator::new(
-            &plan.module,
-            SimOptions {
-                debug: true,
-                ..SimOptions::default()
-            },
-        )
-        .map_err(sim_err)?;
+        let sim = Simulator::new(&plan.module, SimOptions::DEBUG).map_err(sim_err)?;
         Ok(SimDevice { sim })
     }
 }

@@ -266,16 +266,10 @@ fn debug_out_of_bounds(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, arch: A
         SimArg::Array(SimArray::new(vec![1f32; 10], &[10]).unwrap()),
         SimArg::Array(SimArray::new(vec![0f32; 11], &[11]).unwrap()),
     ];
-    let sim_err = Simulator::new(
-        &m,
-        SimOptions {
-            debug: true,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap()
-    .launch("oob", 1, 11, &mut args)
-    .unwrap_err();
+    let sim_err = Simulator::new(&m, SimOptions::DEBUG)
+        .unwrap()
+        .launch("oob", 1, 11, &mut args)
+        .unwrap_err();
     assert_eq!(record.to_string(), sim_err.to_string());
     assert_eq!(
         record.to_string(),
