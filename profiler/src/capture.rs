@@ -339,27 +339,10 @@ pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> 
             (r, target)
         })
         .collect();
-    // A small, self-contained file of a function outside the targets stays
-    // (within COLD_KEPT_BYTES in all).
+    // A function outside the targets keeps a small, self-contained file
+    // (within COLD_KEPT_BYTES in all); the other files go, unless a kept
+    // capture refers to them.
     let mut cold_bytes = 0;
-    let mut cold_small: HashSet<PathBuf> = HashSet::new();
-    for (r, _) in records.iter().filter(|(_, t)| t.is_none()) {
-        let Some(p) = r
-            .capture
-            .inputs_npz
-            .as_ref()
-            .filter(|_| r.refers_to.is_empty())
-        else {
-            continue;
-        };
-        let size = std::fs::metadata(p).map(|m| m.len()).ok();
-        if let Some(n) = size.filter(|n| *n <= COLD_FILE_BYTES && cold_bytes + n <= COLD_KEPT_BYTES)
-        {
-            cold_bytes += n;
-            cold_small.insert(p.clone());
-        }
-    }
-    // The other files go, unless a kept capture refers to them.
     let mut doomed: Vec<PathBuf> = Vec::new();
     let referred: HashSet<PathBuf> = records
         .iter()
@@ -380,9 +363,21 @@ pub fn collect(dir: &Path, targets: &[Target], resolver: &dyn FrameResolver) -> 
             };
             match key.filter(|k| !taken(k)) {
                 Some(key) => {
-                    if let Some(p) = c.inputs_npz.take_if(|p| !cold_small.contains(p)) {
-                        doomed.push(p);
-                        c.skipped.push(NOT_HOT.to_string());
+                    let small = c
+                        .inputs_npz
+                        .as_ref()
+                        .filter(|_| r.refers_to.is_empty())
+                        .and_then(|p| std::fs::metadata(p).ok())
+                        .map(|m| m.len())
+                        .filter(|n| *n <= COLD_FILE_BYTES && cold_bytes + n <= COLD_KEPT_BYTES);
+                    match small {
+                        Some(n) => cold_bytes += n,
+                        None => {
+                            if let Some(p) = c.inputs_npz.take() {
+                                doomed.push(p);
+                                c.skipped.push(NOT_HOT.to_string());
+                            }
+                        }
                     }
                     c.function = key;
                     others.push(c);
