@@ -427,13 +427,10 @@ fn after_write_the_backup_is_the_original() {
         .ends_with("seeds.py.port-bak"));
 }
 
-/// Inputs the user gives win over generated ones, and are named so.
-#[test]
-fn given_inputs_are_used_and_named() {
-    let tmp = migrated_saxpy();
-    let npz = tmp.path().join("in.npz");
+/// Writes `np.savez(npz, members)` with the venv's Python.
+fn savez(npz: &Path, members: &str) {
     let script = format!(
-        "import numpy as np; x = np.linspace(0, 1, 3000); np.savez({:?}, a=2.0, x=x, y=x * 3, out=np.zeros(3000))",
+        "import numpy as np; np.savez({:?}, {members})",
         npz.display().to_string()
     );
     let o = std::process::Command::new(repo().join(".venv/bin/python"))
@@ -441,6 +438,16 @@ fn given_inputs_are_used_and_named() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Inputs the user gives win over generated ones, and are named so.
+#[test]
+fn given_inputs_are_used_and_named() {
+    let tmp = migrated_saxpy();
+    savez(
+        &tmp.path().join("in.npz"),
+        "a=2.0, x=np.linspace(0, 1, 3000), y=np.linspace(0, 1, 3000) * 3, out=np.zeros(3000)",
+    );
     let o = port(
         tmp.path(),
         &[
@@ -641,16 +648,10 @@ fn a_scalar_function_is_timed_through_np_vectorize_and_says_so() {
 fn one_calls_scalars_are_timed_as_the_call_itself() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::copy(fixture("migrate/pricing.py"), tmp.path().join("pricing.py")).unwrap();
-    let npz = tmp.path().join("one.npz");
-    let script = format!(
-        "import numpy as np; np.savez({:?}, S=100.0, X=95.0, T=0.5, R=0.02, V=0.3)",
-        npz.display().to_string()
+    savez(
+        &tmp.path().join("one.npz"),
+        "S=100.0, X=95.0, T=0.5, R=0.02, V=0.3",
     );
-    let o = std::process::Command::new(repo().join(".venv/bin/python"))
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
     let o = port(
         tmp.path(),
         &[

@@ -221,7 +221,6 @@ fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> 
     }
 }
 
-/// Types from `--signature`, else the analysis's captured types.
 /// Why the analysis has no captured types for `f`, as the clause of an
 /// error: no run at all, a run without capture, or the capture's own word
 /// on the function (never called while it was on, called after it stopped).
@@ -243,6 +242,7 @@ fn why_no_types(analysis: &Analysis, f: &FunctionReport) -> String {
     said.unwrap_or_else(|| "the profiled run captured no call of it".into())
 }
 
+/// Types from `--signature`, else the analysis's captured types.
 fn arg_types(
     args: &MigrateArgs,
     analysis: &Analysis,

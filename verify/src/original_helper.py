@@ -53,6 +53,7 @@ import traceback
 
 import numpy as np
 
+
 def load_module(path):
     folder = os.path.dirname(os.path.abspath(path))
     if folder not in sys.path:
