@@ -140,7 +140,7 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         .collect();
     let doc = docstring(def);
     let python = python::render(&plan, doc.as_deref(), &names);
-    let new_source = patch::patched_file(&src, def, &python, plan.kind == PlanKind::Ufunc);
+    let new_source = patch::patched_file(&src, def, &python);
     let diff = patch::unified_diff(req.file_name, req.source, &new_source);
     Ok(Outcome::Migrated(Box::new(Migration {
         plan,

@@ -7,5 +7,6 @@
 //! source file; it never lowers, and prints the one program that codegen
 //! compiles and verify runs.
 
+pub mod helpers;
 pub mod patch;
 pub mod python;

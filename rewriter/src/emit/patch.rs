@@ -4,103 +4,75 @@
 
 use rustpython_parser::ast;
 
-use super::python::{
-    FILL_HELPERS, HELPERS, HELPER_NAMES, LINALG_HELPERS, MATMUL_HELPER, RINT_HELPER, UNBROADCAST,
-};
+use super::helpers;
+use super::python::original_name;
 use crate::source::SourceFile;
 
-/// The new file text with `def_node`'s lines replaced by `migrated`.
-pub fn patched_file(
-    src: &SourceFile,
-    def: &ast::StmtFunctionDef,
-    migrated: &str,
-    ufunc: bool,
-) -> String {
+/// The new file text with `def_node`'s lines replaced by the original
+/// function under [`original_name`], then `migrated`, with the helpers they
+/// call that the file lacks put before them.
+pub fn patched_file(src: &SourceFile, def: &ast::StmtFunctionDef, migrated: &str) -> String {
     let text = &src.text;
+    let def_line = src.line(def) as usize;
     let first_line = def
         .decorator_list
         .iter()
-        .map(|d| src.line(d))
-        .chain(std::iter::once(src.line(def)))
+        .map(|d| src.line(d) as usize)
+        .chain(std::iter::once(def_line))
         .min()
-        .unwrap_or(1) as usize;
+        .unwrap_or(1);
     let last_line = src.end_line(def) as usize;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let last_line = last_line.min(lines.len());
     let before: String = lines[..first_line - 1].concat();
-    let after: String = lines[last_line.min(lines.len())..].concat();
+    let after: String = lines[last_line..].concat();
+    // The file's line ending, which the new lines take too.
+    let eol = if lines.first().is_some_and(|l| l.ends_with("\r\n")) {
+        "\r\n"
+    } else {
+        "\n"
+    };
 
-    let mut block = String::new();
-    let mut helpers = String::new();
-    if !HELPER_NAMES
-        .iter()
-        .all(|h| text.contains(&format!("def {h}(")))
-    {
-        helpers.push_str(HELPERS);
-    }
-    if ufunc && !text.contains("def _port_unbroadcast(") {
-        if !helpers.is_empty() {
-            helpers.push_str("\n\n");
+    // The original as the user wrote it, under its private name.
+    let mut original = String::new();
+    for (k, line) in lines[first_line - 1..last_line].iter().enumerate() {
+        if k + first_line == def_line {
+            let name = def.name.as_str();
+            original.push_str(&line.replacen(
+                &format!("def {name}"),
+                &format!("def {}", original_name(name)),
+                1,
+            ));
+        } else {
+            original.push_str(line);
         }
-        helpers.push_str(UNBROADCAST);
     }
-    // Library steps' helpers, when the wrapper calls one.
-    let calls_library = [
-        "_port_cholesky(",
-        "_port_solve(",
-        "_port_inv(",
-        "_port_det(",
-        "_port_lstsq(",
-        "_port_matmul(",
-    ]
-    .iter()
-    .any(|h| migrated.contains(h));
-    if calls_library && !text.contains("def _port_linalg(") {
-        if !helpers.is_empty() {
-            helpers.push_str("\n\n");
-        }
-        helpers.push_str(LINALG_HELPERS);
-    }
-    if migrated.contains("_port_matmul(") && !text.contains("def _port_matmul(") {
-        if !helpers.is_empty() {
-            helpers.push_str("\n\n");
-        }
-        helpers.push_str(MATMUL_HELPER);
-    }
-    if migrated.contains("_port_full(") && !text.contains("def _port_full(") {
-        if !helpers.is_empty() {
-            helpers.push_str("\n\n");
-        }
-        helpers.push_str(FILL_HELPERS);
-    }
-    if migrated.contains("_port_rint(") && !text.contains("def _port_rint(") {
-        if !helpers.is_empty() {
-            helpers.push_str("\n\n");
-        }
-        helpers.push_str(RINT_HELPER);
-    }
-    if !helpers.is_empty() {
-        block.push_str(&helpers);
-        block.push_str("\n\n");
-    }
+    let original = original.trim_end().replace("\r\n", "\n");
+
+    let helpers = helpers::needed(migrated, text);
+    let mut block = helpers.clone();
+    block.push_str(&original);
+    block.push_str("\n\n\n");
     block.push_str(migrated.trim_end());
     block.push('\n');
+    let block = block.replace('\n', eol);
 
     let mut new = String::new();
     new.push_str(&before);
     new.push_str(&block);
     new.push_str(&after);
-    add_imports(src, &new, migrated)
+    // The original's names are the file's own: only the new code's count.
+    add_imports(src, &new, &format!("{helpers}{migrated}"), eol)
 }
 
 /// Adds `import math`, `import numpy as np` and `from numba import …` when
 /// the file lacks them, after its last top-level import.
-fn add_imports(src: &SourceFile, new: &str, migrated: &str) -> String {
+fn add_imports(src: &SourceFile, new: &str, code: &str, eol: &str) -> String {
     let mut needed: Vec<String> = Vec::new();
     // `math.` not preceded by a `c` (that is `cmath.`).
     let uses = |module: &str| {
-        migrated
-            .match_indices(&format!("{module}."))
-            .any(|(k, _)| !migrated[..k].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        code.match_indices(&format!("{module}."))
+            .any(|(k, _)| !code[..k].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
     };
     for module in ["math", "cmath"] {
         if uses(module) && src.imports.get(module).map(String::as_str) != Some(module) {
@@ -110,7 +82,7 @@ fn add_imports(src: &SourceFile, new: &str, migrated: &str) -> String {
     if src.imports.get("np").map(String::as_str) != Some("numpy") {
         needed.push("import numpy as np".into());
     }
-    let numba: Vec<&str> = super::python::numba_names(migrated)
+    let numba: Vec<&str> = super::python::numba_names(code)
         .into_iter()
         .filter(|n| {
             let want = if *n == "cuda" {
@@ -145,14 +117,14 @@ fn add_imports(src: &SourceFile, new: &str, migrated: &str) -> String {
     let k = insert_after.min(lines.len());
     let mut out: String = lines[..k].concat();
     if k > 0 && !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(eol);
     }
     for n in needed {
         out.push_str(&n);
-        out.push('\n');
+        out.push_str(eol);
     }
     if k == 0 {
-        out.push('\n');
+        out.push_str(eol);
     }
     out.push_str(&lines[k..].concat());
     out

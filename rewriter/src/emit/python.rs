@@ -23,199 +23,12 @@ use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, 
 use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
 
-/// The launch helpers the wrappers call (added to the file once).
-pub const HELPERS: &str = r#"def _port_blocks(n, threads):
-    """Blocks for n work items: enough to cover them, at most 32 per SM of
-    this GPU (the kernels' grid-stride loops do the rest)."""
-    # The CUDA simulator's device reports no SM count.
-    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)
-    return max(1, min((n + threads - 1) // threads, 32 * sms, 65535))
-
-
-def _port_reduce_blocks(n, threads):
-    """Blocks of a reduction kernel: enough to cover n items, at most 16
-    per SM and 2048 in all (each block ends in one atomic)."""
-    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)
-    return max(1, min((n + threads - 1) // threads, 16 * sms, 2048))
-
-
-def _port_grid_2d(rows, cols):
-    """A 2-D grid of 16 x 16 blocks over rows x cols (x runs along cols)."""
-    return (max(1, min((cols + 15) // 16, 65535)), max(1, min((rows + 15) // 16, 65535)))
-
-
-def _port_simulated():
-    """Whether Numba's CUDA simulator runs the kernels: its threads are
-    Python threads, and a kernel whose blocks synchronise at every step
-    crawls there, so the wrapper takes the other kernel of a choice."""
-    from numba import config
-    return bool(config.ENABLE_CUDASIM)
-
-
-def _port_on_gpu(a):
-    """Whether `a` already lives on the GPU (CuPy, Numba, PyTorch, ...)."""
-    return hasattr(a, "__cuda_array_interface__")
-
-
-def _port_to_device(a, dtype):
-    """`a` as a device array of `dtype`: a GPU array is used where it is,
-    with no copy; a host array is copied over once."""
-    if _port_on_gpu(a):
-        d = cuda.as_cuda_array(a)
-        if d.dtype != dtype:
-            raise TypeError(f"a device array of {d.dtype}: the kernels take {np.dtype(dtype)}")
-        return d
-    return cuda.to_device(np.ascontiguousarray(a, dtype=dtype))
-
-
-def _port_copy_back(a, d):
-    """The caller's array gets what the kernels wrote into `d` (nothing to
-    do when `d` is the caller's own GPU array)."""
-    if _port_on_gpu(a):
-        if cuda.as_cuda_array(a).device_ctypes_pointer.value != d.device_ctypes_pointer.value:
-            cuda.as_cuda_array(a).copy_to_device(d)
-    else:
-        a[...] = d.copy_to_host()
-
-
-def _port_apart(d, *others):
-    """`d`, or a copy of it where the caller passed one GPU array for this
-    argument and another: the kernels then read every argument as it was
-    before the call, as they do when the wrapper copies host arrays over,
-    and the copy-back writes the result into the caller's array."""
-    p = d.device_ctypes_pointer.value
-    if any(o.device_ctypes_pointer.value == p for o in others):
-        c = cuda.device_array_like(d)
-        c.copy_to_device(d)
-        return c
-    return d
-
-
-def _port_result(d, on_gpu):
-    """A result: left on the GPU when the arguments were, else brought back."""
-    return d if on_gpu else d.copy_to_host()
-
-
-def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
-    """Arrays of shapes the kernels were not built for: NumPy's own error
-    (operands that do not broadcast), or an extent of 1 the kernels were
-    specialised to (`rhs` None). Raised before any kernel reads them."""
-    if rhs is None:
-        raise ValueError(f"{what}; here `{lhs}` is {lhs_value}: migrate again on inputs of this shape")
-    raise ValueError(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
-"#;
-
-/// The helper of filled allocations ([`Fill::Value`]), added to the file
-/// once when a wrapper calls it: the array is made and filled on the device,
-/// so an accumulator zeroed in each step of a time loop costs a launch, not
-/// a host array and a transfer.
-/// `np.rint` inside kernels (a device function), added to the file once
-/// when a kernel calls it: Python's `math` has no `rint`, and `round` and
-/// `math.floor` give integers, which overflow on large floats.
-pub const RINT_HELPER: &str = r#"@cuda.jit(device=True)
-def _port_rint(x):
-    """`x` rounded to the nearest integer, halves to the even one (`np.rint`)."""
-    if math.isinf(x) or math.isnan(x):
-        return x
-    r = x - math.fmod(x, 1.0)
-    d = x - r
-    if d > 0.5 or (d == 0.5 and math.fmod(r, 2.0) != 0.0):
-        r += 1.0
-    elif d < -0.5 or (d == -0.5 and math.fmod(r, 2.0) != 0.0):
-        r -= 1.0
-    return r
-"#;
-
-pub const FILL_HELPERS: &str = r#"@cuda.jit
-def _port_fill(flat, value):
-    """Every element of the 1-D device array `flat` set to `value`."""
-    i = cuda.grid(1)
-    while i < flat.size:
-        flat[i] = value
-        i += cuda.gridsize(1)
-
-
-def _port_full(shape, value, dtype):
-    """`np.full(shape, value, dtype=dtype)` made on the device."""
-    d = cuda.device_array(shape, dtype=dtype)
-    if d.size:
-        _port_fill[_port_blocks(d.size, 256), 256](d.reshape(d.size), value)
-    return d
-"#;
-
-/// The helpers of library steps ([`HostStep::Library`]), one per
-/// `np.linalg` routine, added to the file once when a wrapper calls one.
-/// With CuPy importable and the arrays on a GPU, the routine runs there on
-/// the device arrays themselves (the CUDA Array Interface, no copy); else
-/// NumPy runs it on host copies and the result is copied back (the path
-/// Numba's CUDA simulator takes, whose arrays are on the host).
-pub const LINALG_HELPERS: &str = r#"def _port_linalg(f, out, *arrays):
-    """`f(xp, *arrays)` written into the device array `out`: with `xp` CuPy
-    on the device arrays themselves (no copy) when CuPy is importable and
-    they live on a GPU, else NumPy on host copies, the result copied back.
-    Raises NumPy's LinAlgError where NumPy would."""
-    xp = None
-    if all(_port_on_gpu(a) for a in arrays):
-        try:
-            import cupy as xp
-            import cupyx
-        except ImportError:
-            xp = None
-    if xp is None:
-        value = f(np, *[a.copy_to_host() for a in arrays])
-        out.copy_to_device(np.ascontiguousarray(np.reshape(value, out.shape), dtype=out.dtype))
-        return
-    with cupyx.errstate(linalg="raise"):
-        value = f(xp, *[xp.asarray(a) for a in arrays])
-    xp.asarray(out)[...] = xp.asarray(value).reshape(out.shape)
-
-
-def _port_cholesky(a, out):
-    """`np.linalg.cholesky(a)` (the lower factor) into `out`."""
-    _port_linalg(lambda xp, a: xp.linalg.cholesky(a), out, a)
-
-
-def _port_solve(a, b, out):
-    """`np.linalg.solve(a, b)` into `out`."""
-    _port_linalg(lambda xp, a, b: xp.linalg.solve(a, b), out, a, b)
-
-
-def _port_inv(a, out):
-    """`np.linalg.inv(a)` into `out`."""
-    _port_linalg(lambda xp, a: xp.linalg.inv(a), out, a)
-
-
-def _port_det(a, out):
-    """`np.linalg.det(a)` into `out` (one element, or one per matrix of a stack)."""
-    _port_linalg(lambda xp, a: xp.linalg.det(a), out, a)
-
-
-def _port_lstsq(a, b, k, out):
-    """`np.linalg.lstsq(a, b, rcond=None)[k]` into `out`: the solution (0),
-    the rank (2) or the singular values (3)."""
-    _port_linalg(lambda xp, a, b: xp.linalg.lstsq(a, b, rcond=None)[k], out, a, b)
-"#;
-
-/// The helper of `@` library steps (beside [`LINALG_HELPERS`], which it
-/// calls).
-pub const MATMUL_HELPER: &str = r#"def _port_matmul(a, b, ta, tb, out):
-    """`a @ b` (each operand transposed first where `ta`/`tb` say) into
-    `out`: cuBLAS through CuPy on the device arrays, else NumPy."""
-    _port_linalg(lambda xp, a, b: xp.matmul(a.T if ta else a, b.T if tb else b), out, a, b)
-"#;
-
-/// Names of the helpers, to see whether a file already has them.
-pub const HELPER_NAMES: [&str; 9] = [
-    "_port_blocks",
-    "_port_reduce_blocks",
-    "_port_grid_2d",
-    "_port_simulated",
-    "_port_on_gpu",
-    "_port_to_device",
-    "_port_copy_back",
-    "_port_result",
-    "_port_shape_error",
-];
+/// The name the original function keeps in the patched file: the wrapper
+/// calls it where its kernels cannot run (no CUDA device, `PORT_DEVICE=cpu`)
+/// or would not give the original's results (arguments that share memory).
+pub fn original_name(function: &str) -> String {
+    format!("_port_original_{}", function.rsplit('.').next().unwrap_or(function))
+}
 
 /// Everything the migrated function needs, as Python source: device
 /// functions, kernels and the wrapper (helpers and imports not included).
@@ -1081,6 +894,24 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
         }
     }
     let ind = "    ";
+    // The original, as the user wrote it, kept in the file under a private
+    // name: it runs where the kernels cannot (no CUDA device) or would not
+    // give its results.
+    let original = original_name(&plan.function);
+    // `f, args…` for `_port_run_original(why, f, args…)`.
+    let mut parts: Vec<String> = Vec::new();
+    if plan.kind == PlanKind::Ufunc {
+        let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| numpy_dtype(*t)).collect();
+        parts.push("_port_vectorized".into());
+        parts.push(original.clone());
+        parts.push(format!("[{}]", otypes.join(", ")));
+    } else {
+        parts.push(original.clone());
+    }
+    parts.extend(arg_names.iter().cloned());
+    let original_and_args = parts.join(", ");
+    let (f, args) = original_and_args.split_once(", ").unwrap_or((&original_and_args, ""));
+    let _ = writeln!(out, "{ind}if not _port_use_gpu():\n{ind}{ind}return {f}({args})");
     for (n, d) in &plan.defaults {
         let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')
             && d.chars()
@@ -1094,10 +925,35 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
         } else {
             format!("{n} != {d}")
         };
+        let why = format!("{name}: migrated for {n}={d}, its default")
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"");
         let _ = writeln!(
             out,
-            "{ind}if {differs}:\n{ind}{ind}raise ValueError(\"{name}: migrated for {n}={}, its default; the original takes other values\")",
-            d.replace('\\', "\\\\").replace('"', "\\\"")
+            "{ind}if {differs}:\n{ind}{ind}return _port_run_original(\"{why}\", {original_and_args})"
+        );
+    }
+    // Arguments that share memory where one is written: the kernels read
+    // each argument as its own array, the original does not.
+    let arrays: Vec<&str> = plan
+        .params
+        .iter()
+        .filter(|p| p.kernel_ty.is_array())
+        .map(|p| p.name.as_str())
+        .collect();
+    let written: Vec<&str> = arrays
+        .iter()
+        .copied()
+        .filter(|a| plan.mutated.iter().any(|m| m == a))
+        .collect();
+    if plan.kind == PlanKind::Kernels && !written.is_empty() && arrays.len() > 1 {
+        let dict: Vec<String> = arrays.iter().map(|a| format!("\"{a}\": {a}")).collect();
+        let tuple: Vec<String> = written.iter().map(|a| format!("\"{a}\",")).collect();
+        let _ = writeln!(
+            out,
+            "{ind}_port_shared = _port_aliased(\"{name}\", {{{}}}, ({}))\n{ind}if _port_shared:\n{ind}{ind}return _port_run_original(_port_shared, {original_and_args})",
+            dict.join(", "),
+            tuple.join(" "),
         );
     }
     // The guards on the arguments' shapes, before anything is copied.
@@ -1133,12 +989,6 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
             h.device.insert(p.name.clone());
         }
     } else {
-        let arrays: Vec<&str> = plan
-            .params
-            .iter()
-            .filter(|p| p.kernel_ty.is_array())
-            .map(|p| p.name.as_str())
-            .collect();
         // Results stay on the GPU when an argument came from there (with
         // no array argument, they go back to the host).
         let on_gpu = if arrays.is_empty() {
@@ -1166,25 +1016,6 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
                     "{ind}{0} = {1}({0})",
                     p.name,
                     numpy_dtype(p.kernel_ty.elem())
-                );
-            }
-        }
-        // One GPU array passed for two arguments, one written: the written
-        // one gets a copy of its own (host arrays get one each anyway).
-        for m in &plan.mutated {
-            if !arrays.contains(&m.as_str()) {
-                continue;
-            }
-            let others: Vec<String> = arrays
-                .iter()
-                .filter(|a| **a != m.as_str())
-                .map(|a| format!("d_{a}"))
-                .collect();
-            if !others.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "{ind}if _port_gpu:\n{ind}{ind}d_{m} = _port_apart(d_{m}, {})",
-                    others.join(", ")
                 );
             }
         }
@@ -1469,42 +1300,10 @@ fn host_value(h: &Host, v: &HostValue) -> String {
     }
 }
 
-/// Added to files with a migrated scalar function: the ufunc's result in
-/// the broadcast shape, a scalar for scalar arguments.
-pub const UNBROADCAST: &str = r#"def _port_unbroadcast(flat, shape):
-    """A ufunc result in its broadcast shape; a scalar for scalar arguments."""
-    out = flat.reshape(shape)
-    return out[()] if out.ndim == 0 else out
-"#;
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The emitted wrapper launches as port's own runs do: its launch
-    /// helpers carry launch.rs's policy, written out as Python literals.
-    #[test]
-    fn the_emitted_launch_helpers_follow_the_launch_policy() {
-        use crate::launch::{BLOCKS_PER_SM, REDUCE_BLOCKS_PER_SM, REDUCE_MAX_BLOCKS};
-        for (line, what) in [
-            (
-                format!("min((n + threads - 1) // threads, {BLOCKS_PER_SM} * sms, 65535)"),
-                "_port_blocks",
-            ),
-            (
-                format!(
-                    "min((n + threads - 1) // threads, {REDUCE_BLOCKS_PER_SM} * sms, {REDUCE_MAX_BLOCKS})"
-                ),
-                "_port_reduce_blocks",
-            ),
-            (
-                format!("(cols + {}) // {THREADS_2D}", THREADS_2D - 1),
-                "_port_grid_2d",
-            ),
-        ] {
-            assert!(HELPERS.contains(&line), "{what} lacks `{line}`:\n{HELPERS}");
-        }
-    }
     use port_codegen::ir::build::*;
 
     #[test]
