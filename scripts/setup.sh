@@ -25,9 +25,10 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import numpy' 2>/dev/null || [ ! -f .venv/.port-ready ]; then
-  say "installing numpy and the CUDA compiler pieces (ptxas, libdevice) into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check "numpy>=1.24" "nvidia-cuda-nvcc-cu12==12.9.86"
+if ! .venv/bin/python -c 'import numpy' 2>/dev/null || [ ! -f .venv/.port-ready ] \
+  || [ ! -x .venv/bin/ruff ]; then
+  say "installing numpy, the CUDA compiler pieces (ptxas, libdevice) and ruff (the migrated code's lint check) into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "numpy>=1.24" "nvidia-cuda-nvcc-cu12==12.9.86" "ruff>=0.6"
   touch .venv/.port-ready
 fi
 

@@ -871,6 +871,44 @@ fn saved_inputs_run_again_as_given_ones() {
     let j = json(&o);
     assert_eq!(j["status"], "verified", "{j}");
     assert_eq!(j["verification"]["inputs"], "given");
+    assert_eq!(j["arg_types"][0]["from"], "signature", "{j}");
+
+    // The inputs carry the types: no --signature needed, the same plan.
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "stencil_2d",
+            &f,
+            "--inputs",
+            "used.npz",
+            "--json",
+        ],
+    );
+    let k = json(&o);
+    assert_eq!(k["status"], "verified", "{k}");
+    assert_eq!(k["kernels"], j["kernels"]);
+    for (a, name) in k["arg_types"].as_array().unwrap().iter().zip(["img", "out"]) {
+        assert_eq!(a["name"], name);
+        assert_eq!(a["from"], "inputs");
+        assert_eq!(a["type"], "float64[:, ::1]");
+    }
+    // An .npz that lacks an argument: one line naming it.
+    let made = Command::new(&python)
+        .args(["-c", "import numpy as np; np.savez('only_img.npz', img=np.zeros((4, 4)))"])
+        .current_dir(tmp.path())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    json_error(
+        &migrate_in(
+            tmp.path(),
+            &["--function", "stencil_2d", &f, "--inputs", "only_img.npz", "--json"],
+        ),
+        2,
+        "bad_inputs",
+        "has no member `out` for argument `out` of `stencil_2d` (it has: img)",
+    );
 }
 
 /// The first reason of a refusal names what blocks, in words that fit it:
@@ -930,4 +968,65 @@ fn refusals_name_the_real_blocker_only() {
             .contains("a recurrence across the loop at line 115"),
         "{r:?}"
     );
+}
+
+/// The module a user keeps gives the original's results on every call:
+/// one array passed for two arguments (the original reads `B` after each
+/// update of `A`), overlapping views, and on a machine with no CUDA device
+/// (this one), where the original runs with one warning.
+#[test]
+fn the_kept_module_is_right_on_aliased_calls_and_without_a_gpu() {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(oracle.exists(), "{} is missing: run make test", oracle.display());
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/kept.py");
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "nstream",
+            &f,
+            "--signature",
+            "float64[:], float64[:], float64[:], float64, int64",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert!(patched.contains("def _port_original_nstream(A, B, C, scalar, iters):"));
+    let run = |python: &Path, file: &str, env: &[(&str, &str)]| {
+        let mut c = Command::new(python);
+        c.arg(file).current_dir(tmp.path()).env_remove("PORT_DEVICE");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{file} {env:?}: {}", stderr(&o));
+        (stdout(&o), stderr(&o))
+    };
+    let (original, _) = run(&repo().join(".venv/bin/python"), "kept.py.port-bak", &[]);
+    assert!(original.contains("aliased [13.0, 17.0, 21.0]"), "{original}");
+    // Kernels on Numba's CUDA simulator; the aliased calls run the original.
+    let (sim, err) = run(&oracle, "kept.py", &[("NUMBA_ENABLE_CUDASIM", "1")]);
+    assert_eq!(sim, original, "{err}");
+    assert!(
+        err.contains("nstream: `A` is written and shares memory with `B`"),
+        "{err}"
+    );
+    // No CUDA device here: the original, and one warning for three calls.
+    let (cpu, err) = run(&oracle, "kept.py", &[]);
+    assert_eq!(cpu, original, "{err}");
+    assert_eq!(err.matches("port: no CUDA device").count(), 1, "{err}");
+    // Chosen: no warning.
+    let (cpu, err) = run(&oracle, "kept.py", &[("PORT_DEVICE", "cpu")]);
+    assert_eq!(cpu, original);
+    assert!(!err.contains("port:"), "{err}");
+    // Forced onto a GPU that is not there: the driver's own error.
+    let mut c = Command::new(&oracle);
+    c.arg("kept.py")
+        .current_dir(tmp.path())
+        .env("PORT_DEVICE", "gpu");
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("CudaSupportError"), "{}", stderr(&o));
 }

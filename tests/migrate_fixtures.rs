@@ -11,6 +11,14 @@ use std::process::Command;
 
 use common::{fixture, migrate_in, one_json_document, repo, stderr, stdout};
 
+/// Fixtures whose migrations are also called with arguments on the GPU
+/// (a stand-in with `__cuda_array_interface__`), all of them and some.
+const DEVICE_PATH_FIXTURES: &[&str] = &[
+    "migrate/seeds.py",
+    "migrate/kernels.py",
+    "migrate/programs_linalg.py",
+];
+
 /// The oracle venv's Python (numba + numba-cuda), made by `make test`.
 fn oracle_python() -> PathBuf {
     let p = repo().join(".venv-oracle/bin/python");
@@ -92,6 +100,8 @@ fn verified_in(
         ".port/migrations/{}.json",
         function.replace('.', "_")
     ));
+    patch_applies(tmp.path(), name, &backup, &patch);
+    no_new_pyflakes_findings(tmp.path(), name, &backup);
 
     let oracle = oracle_python();
     let checker = repo().join("verify/tests/numba_check.py");
@@ -106,6 +116,9 @@ fn verified_in(
         stdout(&o),
         stderr(&o)
     );
+    // The wrapper's GPU-argument paths run the simulator twice more: on
+    // the fixtures of kernels of every shape, not on every one.
+    let device_paths = DEVICE_PATH_FIXTURES.contains(&file);
     let o = Command::new(&oracle)
         .arg(&checker)
         .args([
@@ -114,6 +127,7 @@ fn verified_in(
             copy.as_os_str(),
             migration.as_os_str(),
         ])
+        .args(device_paths.then_some("--device-paths"))
         .env("NUMBA_ENABLE_CUDASIM", "1")
         .output()
         .unwrap();
@@ -125,6 +139,59 @@ fn verified_in(
     );
     assert!(stdout(&o).contains("ok cudasim"));
     j
+}
+
+/// The `.diff` turns the original into exactly the file `--write` wrote,
+/// with `patch -p1` and with `git apply`.
+fn patch_applies(dir: &Path, name: &str, backup: &Path, diff: &str) {
+    let written = std::fs::read_to_string(dir.join(name)).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("fix.diff"), diff).unwrap();
+    for tool in [
+        &["patch", "-p1", "--quiet", "--no-backup-if-mismatch", "-i", "fix.diff"][..],
+        &["git", "apply", "fix.diff"][..],
+    ] {
+        std::fs::copy(backup, work.path().join(name)).unwrap();
+        let o = Command::new(tool[0])
+            .args(&tool[1..])
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}{}", tool[0], stdout(&o), stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(work.path().join(name)).unwrap(),
+            written,
+            "{} gives another file than --write",
+            tool[0]
+        );
+    }
+}
+
+/// `ruff check --select F` (pyflakes: unused imports and names, undefined
+/// names, redefinitions) finds nothing in the patched file that it does not
+/// find in the original.
+fn no_new_pyflakes_findings(dir: &Path, name: &str, backup: &Path) {
+    let ruff = repo().join(".venv/bin/ruff");
+    assert!(ruff.exists(), "{} is missing: run make test", ruff.display());
+    let findings = |file: &Path| -> Vec<String> {
+        let o = Command::new(&ruff)
+            .args(["check", "--select", "F", "--no-cache", "--output-format", "concise", "--quiet"])
+            .arg(file)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let mut v: Vec<String> = stdout(&o)
+            .lines()
+            // `file:line:col: F401 …`: the finding without its place.
+            .filter_map(|l| l.splitn(4, ':').nth(3).map(|m| m.trim().to_string()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = findings(backup);
+    let after = findings(&dir.join(name));
+    let new: Vec<&String> = after.iter().filter(|f| !before.contains(f)).collect();
+    assert!(new.is_empty(), "the patch adds pyflakes findings: {new:?}");
 }
 
 // The seeds.

@@ -132,14 +132,8 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
     };
     let src = source::SourceFile::parse(req.file_name, req.source)?;
     let def = source::find(&src, req.function)?.def;
-    let names: Vec<String> = def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
-        .collect();
     let doc = docstring(def);
-    let python = python::render(&plan, doc.as_deref(), &names);
+    let python = python::render(&plan, doc.as_deref(), &signature(&src, def));
     let new_source = patch::patched_file(&src, def, &python);
     let diff = patch::unified_diff(req.file_name, req.source, &new_source);
     Ok(Outcome::Migrated(Box::new(Migration {
@@ -148,6 +142,29 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
         new_source,
         diff,
     })))
+}
+
+/// `def`'s signature as written: annotations and defaults are the user's
+/// text, so the wrapper is called (and type-checked) as the original was.
+fn signature(src: &source::SourceFile, def: &rustpython_parser::ast::StmtFunctionDef) -> python::Signature {
+    let mut sig = python::Signature::default();
+    for a in &def.args.args {
+        let name = a.def.arg.to_string();
+        let mut p = name.clone();
+        if let Some(ann) = &a.def.annotation {
+            p.push_str(": ");
+            p.push_str(src.text_of(ann.as_ref()));
+        }
+        if let Some(d) = &a.default {
+            let eq = if a.def.annotation.is_some() { " = " } else { "=" };
+            p.push_str(eq);
+            p.push_str(src.text_of(d.as_ref()));
+        }
+        sig.names.push(name);
+        sig.params.push(p);
+    }
+    sig.returns = def.returns.as_ref().map(|r| src.text_of(r.as_ref()).to_string());
+    sig
 }
 
 /// Plans one function without printing anything: what `port migrate` would
@@ -642,6 +659,15 @@ fn plan_hoisted(
         steps.append(&mut plan.steps);
         plan.steps = steps;
         lower::shapes::place_guards(&mut plan);
+        let fused = schedule::fuse::fuse_plan(&mut plan);
+        if !fused.is_empty() {
+            for r in &mut plan.rewrites {
+                if r.rewrite == schedule::fuse::NAME {
+                    r.applied = true;
+                    r.note = fused.join("; ");
+                }
+            }
+        }
     }
     if req.fp32 {
         lower::fp32::lower_plan(&mut plan);

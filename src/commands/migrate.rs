@@ -243,6 +243,27 @@ fn why_no_types(analysis: &Analysis, f: &FunctionReport) -> String {
 }
 
 /// Types from `--signature`, else the analysis's captured types.
+/// Where each argument's type came from, for the JSON's `arg_types`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TypeSource {
+    Signature,
+    Inputs,
+    Capture,
+}
+
+impl TypeSource {
+    fn name(self) -> &'static str {
+        match self {
+            TypeSource::Signature => "signature",
+            TypeSource::Inputs => "inputs",
+            TypeSource::Capture => "capture",
+        }
+    }
+}
+
+/// The arguments' types, first to last from: `--signature`; the dtypes and
+/// ranks of `--inputs` (the arrays the plan is verified on); the profiler's
+/// capture.
 fn arg_types(
     args: &MigrateArgs,
     analysis: &Analysis,
@@ -250,10 +271,50 @@ fn arg_types(
     params: &[String],
     source: &str,
     local_name: &str,
-) -> Result<Vec<ArgType>> {
+    python: &Path,
+) -> Result<(Vec<ArgType>, TypeSource)> {
     if let Some(sig) = &args.signature {
         return port_rewriter::parse_signature(sig)
+            .map(|t| (t, TypeSource::Signature))
             .map_err(|e| UserError::coded("bad_signature", e.to_string()).into());
+    }
+    if let Some(npz) = &args.run.inputs {
+        let members = port_verify::original::npz_members(python, npz)
+            .map_err(|e| UserError::coded("bad_inputs", e.to_string()))?;
+        let mut out = Vec::new();
+        for p in params {
+            let Some(m) = members.get(p) else {
+                let mut have: Vec<&String> = members.keys().collect();
+                have.sort();
+                return Err(UserError::coded(
+                    "bad_inputs",
+                    format!(
+                        "{} has no member `{p}` for argument `{p}` of `{}` (it has: {}); name each array after its argument, as np.savez({}) does",
+                        npz.display(),
+                        f.name,
+                        have.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", "),
+                        params.iter().map(|q| format!("{q}={q}")).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+                .into());
+            };
+            let captured = port_analyzer::ArgType {
+                name: p.clone(),
+                kind: if m.shape.is_empty() { "scalar" } else { "ndarray" }.into(),
+                dtype: m.dtype.clone(),
+                ndim: Some(m.shape.len() as u32),
+                shape: Some(m.shape.iter().map(|&n| n as u64).collect()),
+                c_contiguous: Some(!m.fortran || m.shape.len() < 2),
+                same_as: None,
+            };
+            out.push(port_rewriter::types::from_captured(&captured).map_err(|e| {
+                UserError::coded(
+                    "unsupported_input_type",
+                    format!("{}: {}", npz.display(), e.to_string().replace("was captured", "is")),
+                )
+            })?);
+        }
+        return Ok((out, TypeSource::Inputs));
     }
     let captured = f.types.clone().unwrap_or_default();
     let mut out = Vec::new();
@@ -279,7 +340,7 @@ fn arg_types(
                         _ => params.iter().map(|_| "float64".to_string()).collect(),
                     };
                 return Err(UserError::coded("no_types", format!(
-                    "no type for argument `{p}` of `{}` ({}): run `port analyze` on the program to capture its types, or pass --signature \"{}\" (Numba's type syntax, one per argument: {})",
+                    "no type for argument `{p}` of `{}` ({}): run `port analyze` on the program to capture its types, pass the inputs to verify on with --inputs (an .npz with one member per argument), or pass --signature \"{}\" (Numba's type syntax, one per argument: {})",
                     f.name,
                     why_no_types(analysis, f),
                     example.join(", "),
@@ -289,7 +350,7 @@ fn arg_types(
             }
         }
     }
-    Ok(out)
+    Ok((out, TypeSource::Capture))
 }
 
 pub(crate) fn facts_of(a: &Analysis) -> AppFacts {
@@ -364,6 +425,9 @@ struct Report {
     /// Numba signature of each kernel (for checking the emitted source).
     kernel_signatures: HashMap<String, String>,
     plan: Option<serde_json::Value>,
+    /// Each argument's type and where it came from (`signature`, `inputs`,
+    /// `capture`).
+    arg_types: Vec<serde_json::Value>,
 }
 
 impl Report {
@@ -382,6 +446,7 @@ impl Report {
             "rewrites": self.rewrites,
             "notes": self.notes,
             "plan": self.plan,
+            "arg_types": self.arg_types,
             "verification": null,
         });
         if let Some(obj) = j.as_object_mut() {
@@ -506,7 +571,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
-    let types = arg_types(args, &analysis, report_fn, &params, &source, &local_name)?;
+    let (types, types_from) =
+        arg_types(args, &analysis, report_fn, &params, &source, &local_name, &python)?;
     let facts = facts_of(&analysis);
     // The inputs the plan will be verified on, when known: an axis of
     // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
@@ -546,6 +612,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         ptx: None,
         kernel_signatures: HashMap::new(),
         plan: None,
+        arg_types: params
+            .iter()
+            .zip(&types)
+            .map(|(p, t)| json!({"name": p, "type": t.numba(), "from": types_from.name()}))
+            .collect(),
     };
     let stem = args.function.replace('.', "_");
     match outcome {
@@ -580,6 +651,10 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 "input_range": [lo, hi],
                 "fp32": m.plan.fp32,
                 "params": m.plan.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+                // Arguments the function writes into: the wrapper copies
+                // them back, and refuses to run its kernels on them when
+                // they share memory with another argument.
+                "mutated": m.plan.mutated,
                 "unit_dims": m.plan.unit_dims,
                 // Arguments a library step takes as they are, and what it
                 // needs of them (`positive_definite`, `dominant`).

@@ -86,20 +86,30 @@ pub enum Via {
     Vectorize,
 }
 
-/// The shapes of the arrays among `names` in an `.npz` of inputs (read
-/// from the `.npy` headers, without loading the data), in `names`' order;
-/// scalars and missing names are left out.
-pub fn npz_shapes(
+/// One member of an `.npz` of inputs, from its `.npy` header.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct NpzMember {
+    /// Empty for a 0-d value (a number).
+    pub shape: Vec<usize>,
+    /// NumPy's name of the dtype (`float64`).
+    pub dtype: String,
+    /// Stored in Fortran order.
+    #[serde(default)]
+    pub fortran: bool,
+}
+
+/// The members of an `.npz` of inputs (read from the `.npy` headers,
+/// without loading the data), by name.
+pub fn npz_members(
     python: &Path,
     npz: &Path,
-    names: &[String],
-) -> Result<Vec<(String, Vec<usize>)>, VerifyError> {
+) -> Result<std::collections::HashMap<String, NpzMember>, VerifyError> {
     let work = tempfile::tempdir()
         .map_err(|e| VerifyError::Io("a temporary folder".into(), e.to_string()))?;
     let helper = helper_path(work.path())?;
     let o = python_cmd(
         python,
-        &[helper.as_os_str(), "shapes".as_ref(), npz.as_os_str()],
+        &[helper.as_os_str(), "headers".as_ref(), npz.as_os_str()],
     )?;
     if !o.status.success() {
         return Err(VerifyError::BadData(format!(
@@ -108,14 +118,24 @@ pub fn npz_shapes(
             last_line(&o.stderr)
         )));
     }
-    let all: std::collections::HashMap<String, Vec<usize>> = serde_json::from_slice(&o.stdout)
-        .map_err(|e| VerifyError::BadData(format!("inputs {}: {e}", npz.display())))?;
+    serde_json::from_slice(&o.stdout)
+        .map_err(|e| VerifyError::BadData(format!("inputs {}: {e}", npz.display())))
+}
+
+/// The shapes of the arrays among `names` in an `.npz` of inputs, in
+/// `names`' order; scalars and missing names are left out.
+pub fn npz_shapes(
+    python: &Path,
+    npz: &Path,
+    names: &[String],
+) -> Result<Vec<(String, Vec<usize>)>, VerifyError> {
+    let all = npz_members(python, npz)?;
     Ok(names
         .iter()
         .filter_map(|n| {
             all.get(n)
-                .filter(|s| !s.is_empty())
-                .map(|s| (n.clone(), s.clone()))
+                .filter(|m| !m.shape.is_empty())
+                .map(|m| (n.clone(), m.shape.clone()))
         })
         .collect())
 }

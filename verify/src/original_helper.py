@@ -365,44 +365,47 @@ def pack_npz(inp, npz):
     os.replace(tmp, npz)
 
 
-def header_shape(z, member):
+def header(z, member):
+    """`{"shape", "dtype", "fortran"}` of an .npy member, from its header."""
     with z.open(member) as f:
         version = np.lib.format.read_magic(f)
         if version == (1, 0):
-            shape, _, _ = np.lib.format.read_array_header_1_0(f)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
         else:
-            shape, _, _ = np.lib.format.read_array_header_2_0(f)
-    return list(shape)
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    return {"shape": list(shape), "dtype": dtype.name, "fortran": bool(fortran)}
 
 
-def npz_shapes(npz):
-    """The shape of every array in `npz`, as JSON, from the headers alone."""
+def npz_headers(npz):
+    """The shape, dtype and order of every array in `npz`, as JSON, from
+    the headers alone."""
     import zipfile
-    shapes = {}
+    out = {}
     with zipfile.ZipFile(npz) as z:
         names = z.namelist()
         for member in names:
             if member.endswith(".npy") and member[:-4] not in MEMBERS:
-                shapes[member[:-4]] = header_shape(z, member)
+                out[member[:-4]] = header(z, member)
     if any(m + ".npy" in names for m in MEMBERS):
         with np.load(npz, allow_pickle=False) as data:
             for name, spec in json_member(data, BLANKS).items():
-                shapes[name] = list(spec["shape"])
+                out[name] = {"shape": list(spec["shape"]), "dtype": np.dtype(spec["dtype"]).name,
+                             "fortran": bool(spec.get("fortran"))}
             for name, ref in json_member(data, REFS).items():
                 with zipfile.ZipFile(referred(npz, ref)) as z:
-                    shapes[name] = header_shape(z, ref["member"] + ".npy")
+                    out[name] = header(z, ref["member"] + ".npy")
             for name, first in json_member(data, SAME).items():
-                if first in shapes:
-                    shapes[name] = shapes[first]
-    json.dump(shapes, sys.stdout)
+                if first in out:
+                    out[name] = out[first]
+    json.dump(out, sys.stdout)
 
 
 def main():
     try:
         if sys.argv[1] == "npz":
             unpack_npz(sys.argv[2], sys.argv[3], sys.argv[4])
-        elif sys.argv[1] == "shapes":
-            npz_shapes(sys.argv[2])
+        elif sys.argv[1] == "headers":
+            npz_headers(sys.argv[2])
         elif sys.argv[1] == "pack":
             pack_npz(sys.argv[2], sys.argv[3])
         else:

@@ -3,11 +3,18 @@
 
     numba_check.py ptx PATCHED.py MIGRATION.json
         every kernel compiles with numba.cuda.compile_ptx (cc 8.0, no GPU);
-    NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json
+    NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json [--device-paths]
         the patched function, run on Numba's CUDA simulator, gives the
         original's results (every mutated argument and the return value,
         allclose) on the inputs the migration was verified on when they
-        were given (`--inputs`), else on small generated ones.
+        were given (`--inputs`), else on small generated ones; and so does
+        every other path of its wrapper: no CUDA device (the original runs,
+        one warning), PORT_DEVICE=cpu, a written argument passed again as
+        another (the original runs), and, with --device-paths (or
+        PORT_CHECK_DEVICE_PATHS=1, for a whole test run) and small
+        inputs (the simulator runs the kernels twice more), arguments that
+        live on the GPU (a stand-in with `__cuda_array_interface__`), all
+        or some of them, and GPU arguments that share memory (an error).
 
 Exit 0 when all is well, 1 with the first problem on stderr.
 """
@@ -19,6 +26,9 @@ import sys
 import types as pytypes
 
 import numpy as np
+
+# Whether `sim` also runs the wrapper's GPU-argument paths (--device-paths).
+DEVICE_PATHS = False
 
 
 def load(path, name):
@@ -195,6 +205,7 @@ def check_sim(original, patched, migration, migration_path):
                              % (len(outputs1), type(r1), len(outputs2), type(r2)))
         for (what, x), (_, y) in zip(outputs1, outputs2):
             compare(what, x, y, rtol, atol)
+        check_paths(original, patched, plan, orig, new, args, rtol, atol)
     except SystemExit as elementwise:
         if plan.get("fp32"):
             raise
@@ -222,6 +233,164 @@ def check_sim(original, patched, migration, migration_path):
             raise SystemExit("%s; against a %s run: error %.2e, the original's own error %.2e"
                              % (elementwise, np.dtype(wider).name, ours, theirs))
     print("ok cudasim %s" % name)
+
+
+def check_paths(original, patched, plan, orig, new, args, rtol, atol):
+    """Every other path of the wrapper gives the original's results."""
+    import warnings
+    from numba import cuda
+
+    def same(what, a_orig, r_orig, a_new, r_new):
+        o1, o2 = outputs(plan, a_orig, r_orig), outputs(plan, a_new, host(r_new))
+        if len(o1) != len(o2):
+            raise SystemExit("%s: %d outputs, the original's %d" % (what, len(o2), len(o1)))
+        for (w, x), (_, y) in zip(o1, o2):
+            compare("%s, %s" % (what, w), x, y, rtol, atol)
+
+    def expected(call_args):
+        a = copy(call_args)
+        return a, orig(*a)
+
+    # No CUDA device: the original runs, with one warning for two calls.
+    mod = load(patched, "_port_patched_nodevice")
+    fn = getattr(mod, plan_name(plan, new))
+    real = cuda.is_available
+    cuda.is_available = lambda: False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                a = copy(args)
+                r = fn(*a)
+        ours = [w for w in caught if "no CUDA device" in str(w.message)]
+        if len(ours) != 1:
+            raise SystemExit("no CUDA device: %d warnings, not one" % len(ours))
+        same("no CUDA device", *expected(args), a, r)
+    finally:
+        cuda.is_available = real
+    # PORT_DEVICE=cpu: the original, without a warning.
+    os.environ["PORT_DEVICE"] = "cpu"
+    try:
+        a = copy(args)
+        same("PORT_DEVICE=cpu", *expected(args), a, new(*a))
+    finally:
+        del os.environ["PORT_DEVICE"]
+    print("ok paths no-device, PORT_DEVICE=cpu")
+
+    if plan["kind"] != "kernels":
+        return
+    names = migration_params(plan)
+    arrays = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+    written = [k for k in arrays if k < len(names) and names[k] in plan.get("mutated", [])]
+    # A written argument passed again for another of its shape and dtype.
+    pairs = [(w, o) for w in written for o in arrays
+             if o != w and args[o].shape == args[w].shape and args[o].dtype == args[w].dtype]
+    for w, o in pairs:
+        def aliased(src):
+            a = copy(src)
+            a[o] = a[w]
+            return a
+        a1 = aliased(args)
+        r1 = orig(*a1)
+        a2 = aliased(args)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            r2 = new(*a2)
+        same("`%s` passed as `%s` too" % (names[w], names[o]), a1, r1, a2, r2)
+        print("ok aliased %s=%s" % (names[o], names[w]))
+
+    # Arguments on the GPU: small inputs only (the simulator runs again).
+    if not DEVICE_PATHS or not arrays or sum(args[k].size for k in arrays) > 20000:
+        return
+    real_as = getattr(cuda, "as_cuda_array", None)
+    cuda.as_cuda_array = lambda a: a.device
+    try:
+        if plan.get("fp32") and any(args[k].dtype == np.float64 for k in arrays):
+            # float64 GPU arrays given to float32 kernels: an error that
+            # says so, not a silent copy on the device.
+            call = [StandIn(x) if k in arrays else x for k, x in enumerate(copy(args))]
+            try:
+                new(*call)
+            except TypeError as e:
+                if "float32" not in str(e):
+                    raise SystemExit("fp32 with float64 GPU arrays: %s" % e)
+                print("ok fp32 refuses float64 GPU arrays")
+                return
+            raise SystemExit("fp32 kernels took float64 GPU arrays without a word")
+        for what, on_gpu in (("GPU arguments", set(arrays)), ("mixed arguments", set(arrays[::2]))):
+            a = copy(args)
+            call = [StandIn(x) if k in on_gpu else x for k, x in enumerate(a)]
+            r = new(*call)
+            back = [x.device.copy_to_host() if isinstance(x, StandIn) else x for x in call]
+            same(what, *expected(args), back, r)
+            print("ok paths %s" % what)
+        for w, o in pairs:
+            a = copy(args)
+            call = [StandIn(x) if k in arrays else x for k, x in enumerate(a)]
+            call[o] = call[w]
+            try:
+                new(*call)
+            except ValueError as e:
+                if "`%s`" % names[w] not in str(e) or "`%s`" % names[o] not in str(e):
+                    raise SystemExit("GPU aliasing: the error does not name both: %s" % e)
+            else:
+                raise SystemExit("GPU arguments `%s` and `%s` share memory: no error" % (names[w], names[o]))
+            print("ok GPU aliasing refused")
+            break
+    finally:
+        if real_as is None:
+            del cuda.as_cuda_array
+        else:
+            cuda.as_cuda_array = real_as
+
+
+def plan_name(plan, fn):
+    return fn.__name__
+
+
+def host(r):
+    """A result as NumPy: device arrays (the simulator's) copied back."""
+    if isinstance(r, tuple):
+        return tuple(host(x) for x in r)
+    if isinstance(r, StandIn):
+        r = r.device
+    if hasattr(r, "copy_to_host"):
+        return r.copy_to_host()
+    return r
+
+
+class StandIn:
+    """An array that lives "on the GPU" as the wrapper sees it: it has a
+    `__cuda_array_interface__` (the simulator's own arrays have none), and
+    `cuda.as_cuda_array` gives its device array."""
+
+    def __init__(self, host):
+        from numba import cuda
+        self.device = SimDevice(cuda.to_device(host)._ary)
+        # What every GPU array (CuPy, Numba, PyTorch) has besides.
+        a = self.device._ary
+        self.shape, self.strides, self.dtype = a.shape, a.strides, a.dtype
+        self.ndim, self.size = a.ndim, a.size
+
+    def __len__(self):
+        return self.shape[0]
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.device.__cuda_array_interface__
+
+
+def SimDevice(ary):
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    class Device(FakeCUDAArray):
+        @property
+        def __cuda_array_interface__(self):
+            a = self._ary
+            return {"shape": a.shape, "strides": a.strides, "typestr": a.dtype.str,
+                    "data": (a.ctypes.data, False), "version": 3}
+
+    return Device(ary)
 
 
 def leaves(value):
@@ -265,6 +434,9 @@ def main():
         with open(sys.argv[3]) as f:
             check_ptx(sys.argv[2], json.load(f))
     elif mode == "sim":
+        global DEVICE_PATHS
+        DEVICE_PATHS = ("--device-paths" in sys.argv[5:]
+                        or os.environ.get("PORT_CHECK_DEVICE_PATHS") == "1")
         with open(sys.argv[4]) as f:
             check_sim(sys.argv[2], sys.argv[3], json.load(f), sys.argv[4])
     else:

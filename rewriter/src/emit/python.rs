@@ -32,7 +32,7 @@ pub fn original_name(function: &str) -> String {
 
 /// Everything the migrated function needs, as Python source: device
 /// functions, kernels and the wrapper (helpers and imports not included).
-pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String]) -> String {
+pub fn render(plan: &KernelPlan, original_doc: Option<&str>, sig: &Signature) -> String {
     let mut out = String::new();
     for f in &plan.module.device_functions {
         out.push_str(&device_function(f));
@@ -42,7 +42,7 @@ pub fn render(plan: &KernelPlan, original_doc: Option<&str>, arg_names: &[String
         out.push_str(&kernel(k, plan.docs.get(&k.name).map(String::as_str)));
         out.push_str("\n\n");
     }
-    out.push_str(&wrapper(plan, original_doc, arg_names));
+    out.push_str(&wrapper(plan, original_doc, sig));
     out
 }
 
@@ -367,6 +367,16 @@ impl Printer {
                 if a == b && !matches!(a.as_ref(), Expr::Var(_) | Expr::Lit(_) | Expr::Load(_)) =>
             {
                 (format!("{} ** 2", self.expr(a, 14)), 13)
+            }
+            // `n + -1` reads as `n - 1`.
+            Expr::Binary(BinOp::Add, a, b)
+                if matches!(b.as_ref(), Expr::Lit(Literal::I64(k)) if *k < 0 && *k != i64::MIN) =>
+            {
+                let Expr::Lit(Literal::I64(k)) = b.as_ref() else {
+                    unreachable!()
+                };
+                let minus = Expr::Binary(BinOp::Sub, a.clone(), Box::new(Expr::Lit(Literal::I64(-k))));
+                self.expr_p(&minus)
             }
             Expr::Binary(op, a, b) => {
                 let (sym, p) = match op {
@@ -835,7 +845,31 @@ impl Host<'_> {
     }
 }
 
-fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String {
+/// The migrated function's signature, as the user wrote it.
+#[derive(Clone, Debug, Default)]
+pub struct Signature {
+    /// The parameters' names, in order.
+    pub names: Vec<String>,
+    /// Each parameter as written: name, annotation and default
+    /// (`x: np.ndarray`, `n: int = 10`).
+    pub params: Vec<String>,
+    /// The return annotation as written (`np.ndarray`), if any.
+    pub returns: Option<String>,
+}
+
+impl Signature {
+    /// Parameters with no annotation or default.
+    pub fn plain(names: &[String]) -> Signature {
+        Signature {
+            names: names.to_vec(),
+            params: names.to_vec(),
+            returns: None,
+        }
+    }
+}
+
+fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
+    let arg_names = &sig.names;
     let mut rebound = BTreeSet::new();
     HostStep::walk(&plan.steps, &mut |s| {
         if let HostStep::Rebind { targets, .. } = s {
@@ -849,16 +883,13 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, arg_names: &[String]) -> String
     };
     let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
     let mut out = String::new();
-    // Parameters the plan was specialised to the defaults of keep them.
-    let default_of = |n: &str| plan.defaults.iter().find(|(k, _)| k == n).map(|(_, d)| d);
-    let signature: Vec<String> = arg_names
-        .iter()
-        .map(|n| match default_of(n) {
-            Some(d) => format!("{n}={d}"),
-            None => n.clone(),
-        })
-        .collect();
-    let _ = writeln!(out, "def {name}({}):", signature.join(", "));
+    // The user's signature, annotations and defaults as written.
+    let returns = sig
+        .returns
+        .as_ref()
+        .map(|r| format!(" -> {r}"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "def {name}({}){returns}:", sig.params.join(", "));
     let kernels = plan.kernel_names().join(", ");
     let mut calls: Vec<String> = Vec::new();
     HostStep::walk(&plan.steps, &mut |s| {
