@@ -17,6 +17,7 @@ const DEVICE_PATH_FIXTURES: &[&str] = &[
     "migrate/seeds.py",
     "migrate/kernels.py",
     "migrate/programs_linalg.py",
+    "migrate/fusion.py",
 ];
 
 /// The oracle venv's Python (numba + numba-cuda), made by `make test`.
@@ -148,7 +149,14 @@ fn patch_applies(dir: &Path, name: &str, backup: &Path, diff: &str) {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("fix.diff"), diff).unwrap();
     for tool in [
-        &["patch", "-p1", "--quiet", "--no-backup-if-mismatch", "-i", "fix.diff"][..],
+        &[
+            "patch",
+            "-p1",
+            "--quiet",
+            "--no-backup-if-mismatch",
+            "-i",
+            "fix.diff",
+        ][..],
         &["git", "apply", "fix.diff"][..],
     ] {
         std::fs::copy(backup, work.path().join(name)).unwrap();
@@ -157,7 +165,13 @@ fn patch_applies(dir: &Path, name: &str, backup: &Path, diff: &str) {
             .current_dir(work.path())
             .output()
             .unwrap();
-        assert!(o.status.success(), "{}: {}{}", tool[0], stdout(&o), stderr(&o));
+        assert!(
+            o.status.success(),
+            "{}: {}{}",
+            tool[0],
+            stdout(&o),
+            stderr(&o)
+        );
         assert_eq!(
             std::fs::read_to_string(work.path().join(name)).unwrap(),
             written,
@@ -172,10 +186,22 @@ fn patch_applies(dir: &Path, name: &str, backup: &Path, diff: &str) {
 /// find in the original.
 fn no_new_pyflakes_findings(dir: &Path, name: &str, backup: &Path) {
     let ruff = repo().join(".venv/bin/ruff");
-    assert!(ruff.exists(), "{} is missing: run make test", ruff.display());
+    assert!(
+        ruff.exists(),
+        "{} is missing: run make test",
+        ruff.display()
+    );
     let findings = |file: &Path| -> Vec<String> {
         let o = Command::new(&ruff)
-            .args(["check", "--select", "F", "--no-cache", "--output-format", "concise", "--quiet"])
+            .args([
+                "check",
+                "--select",
+                "F",
+                "--no-cache",
+                "--output-format",
+                "concise",
+                "--quiet",
+            ])
             .arg(file)
             .current_dir(dir)
             .output()
@@ -214,6 +240,65 @@ fn vector_add_float32() {
         "float32[::1], float32[::1], float32[::1]",
         &[],
     );
+}
+
+// The fuse pass: each verified against CPython on the simulator, and its
+// one kernel under Numba's CUDA simulator.
+
+fn kernels_of(j: &serde_json::Value) -> usize {
+    j["kernels"].as_array().unwrap().len()
+}
+
+#[test]
+fn fused_game_of_life() {
+    let tmp = tempfile::tempdir().unwrap();
+    let j = verified_in(
+        &tmp,
+        "migrate/fusion.py",
+        "life",
+        "int64[:, :]",
+        &[],
+        "generated",
+    );
+    assert_eq!(kernels_of(&j), 1, "{j}");
+}
+
+#[test]
+fn fused_chain() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sig = "float64[:], float64[:], float64[:], float64[:]";
+    let j = verified_in(&tmp, "migrate/fusion.py", "chain", sig, &[], "generated");
+    assert_eq!(kernels_of(&j), 1, "{j}");
+}
+
+#[test]
+fn unfused_shifted_reuse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sig = "float64[:], float64[:], float64[:]";
+    let j = verified_in(
+        &tmp,
+        "migrate/fusion.py",
+        "shifted_reuse",
+        sig,
+        &[],
+        "generated",
+    );
+    assert_eq!(kernels_of(&j), 2, "{j}");
+}
+
+#[test]
+fn fused_smooth_then_scale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sig = "float64[:], float64[:]";
+    let j = verified_in(
+        &tmp,
+        "migrate/fusion.py",
+        "smooth_then_scale",
+        sig,
+        &[],
+        "generated",
+    );
+    assert_eq!(kernels_of(&j), 1, "{j}");
 }
 
 #[test]

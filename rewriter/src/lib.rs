@@ -146,7 +146,10 @@ pub fn migrate(req: &MigrationRequest) -> Result<Outcome, RewriteError> {
 
 /// `def`'s signature as written: annotations and defaults are the user's
 /// text, so the wrapper is called (and type-checked) as the original was.
-fn signature(src: &source::SourceFile, def: &rustpython_parser::ast::StmtFunctionDef) -> python::Signature {
+fn signature(
+    src: &source::SourceFile,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+) -> python::Signature {
     let mut sig = python::Signature::default();
     for a in &def.args.args {
         let name = a.def.arg.to_string();
@@ -156,14 +159,21 @@ fn signature(src: &source::SourceFile, def: &rustpython_parser::ast::StmtFunctio
             p.push_str(src.text_of(ann.as_ref()));
         }
         if let Some(d) = &a.default {
-            let eq = if a.def.annotation.is_some() { " = " } else { "=" };
+            let eq = if a.def.annotation.is_some() {
+                " = "
+            } else {
+                "="
+            };
             p.push_str(eq);
             p.push_str(src.text_of(d.as_ref()));
         }
         sig.names.push(name);
         sig.params.push(p);
     }
-    sig.returns = def.returns.as_ref().map(|r| src.text_of(r.as_ref()).to_string());
+    sig.returns = def
+        .returns
+        .as_ref()
+        .map(|r| src.text_of(r.as_ref()).to_string());
     sig
 }
 

@@ -85,8 +85,13 @@ fn file() -> impl Strategy<Value = File> {
         prop_oneof![
             Just(String::new()),
             Just("import numpy as np\n\n".to_string()),
-            Just("\"\"\"A module — with a docstring.\"\"\"\nimport numpy as np\nimport math\n\n\n".to_string()),
-            Just("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport numpy as np\n".to_string()),
+            Just(
+                "\"\"\"A module — with a docstring.\"\"\"\nimport numpy as np\nimport math\n\n\n"
+                    .to_string()
+            ),
+            Just(
+                "#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport numpy as np\n".to_string()
+            ),
         ],
         proptest::collection::vec(other(), 0..3),
         0..TARGETS.len(),

@@ -371,11 +371,17 @@ fn the_patch_replaces_only_the_function_and_adds_imports() {
     // The original stays, under a private name, for calls the kernels
     // cannot take; the wrapper takes its name.
     assert!(m.diff.contains("-def stencil_1d(x, out):"), "{}", m.diff);
-    assert!(m.diff.contains("+def _port_original_stencil_1d(x, out):"), "{}", m.diff);
-    assert!(m
-        .new_source
-        .contains("def _port_original_stencil_1d(x, out):\n    for i in range(1, x.shape[0] - 1):"));
-    assert!(m.python.contains("    if not _port_use_gpu():\n        return _port_original_stencil_1d(x, out)\n"));
+    assert!(
+        m.diff.contains("+def _port_original_stencil_1d(x, out):"),
+        "{}",
+        m.diff
+    );
+    assert!(m.new_source.contains(
+        "def _port_original_stencil_1d(x, out):\n    for i in range(1, x.shape[0] - 1):"
+    ));
+    assert!(m.python.contains(
+        "    if not _port_use_gpu():\n        return _port_original_stencil_1d(x, out)\n"
+    ));
     // The other functions are untouched.
     let untouched = original.split("def stencil_2d").nth(1).unwrap();
     assert!(m.new_source.contains(untouched));

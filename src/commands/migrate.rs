@@ -300,7 +300,12 @@ fn arg_types(
             };
             let captured = port_analyzer::ArgType {
                 name: p.clone(),
-                kind: if m.shape.is_empty() { "scalar" } else { "ndarray" }.into(),
+                kind: if m.shape.is_empty() {
+                    "scalar"
+                } else {
+                    "ndarray"
+                }
+                .into(),
                 dtype: m.dtype.clone(),
                 ndim: Some(m.shape.len() as u32),
                 shape: Some(m.shape.iter().map(|&n| n as u64).collect()),
@@ -310,7 +315,11 @@ fn arg_types(
             out.push(port_rewriter::types::from_captured(&captured).map_err(|e| {
                 UserError::coded(
                     "unsupported_input_type",
-                    format!("{}: {}", npz.display(), e.to_string().replace("was captured", "is")),
+                    format!(
+                        "{}: {}",
+                        npz.display(),
+                        e.to_string().replace("was captured", "is")
+                    ),
                 )
             })?);
         }
@@ -571,8 +580,15 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
-    let (types, types_from) =
-        arg_types(args, &analysis, report_fn, &params, &source, &local_name, &python)?;
+    let (types, types_from) = arg_types(
+        args,
+        &analysis,
+        report_fn,
+        &params,
+        &source,
+        &local_name,
+        &python,
+    )?;
     let facts = facts_of(&analysis);
     // The inputs the plan will be verified on, when known: an axis of
     // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
@@ -772,7 +788,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                         }
                         for (b, a) in &v.same_array {
                             report.notes.push(format!(
-                                "the program passes one array as `{a}` and `{b}`: the original ran so, and the kernels as the migrated function runs them (a device copy each; the copy-back decides what the array holds)"
+                                "the program passes one array as `{a}` and `{b}`: the original ran so, and the kernels on a device copy each (the copy-back deciding what the array holds); the migrated function itself runs the original for a call whose written argument shares memory with another"
                             ));
                         }
                         if let Some(why) = v.reason() {

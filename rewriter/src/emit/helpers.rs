@@ -392,13 +392,24 @@ mod tests {
 
     #[test]
     fn only_the_helpers_code_reaches_and_the_file_lacks() {
-        let code = "def f(x):\n    d_x = _port_to_device(x, np.float64)\n    _port_copy_back(x, d_x)\n";
+        let code =
+            "def f(x):\n    d_x = _port_to_device(x, np.float64)\n    _port_copy_back(x, d_x)\n";
         let got = needed(code, "");
         // Reached through _port_to_device and _port_copy_back.
-        for h in ["_port_to_device", "_port_copy_back", "_port_on_gpu", "_port_span"] {
+        for h in [
+            "_port_to_device",
+            "_port_copy_back",
+            "_port_on_gpu",
+            "_port_span",
+        ] {
             assert!(got.contains(&format!("def {h}(")), "{h} missing:\n{got}");
         }
-        for h in ["_port_blocks", "_port_reduce_blocks", "_port_simulated", "_port_linalg"] {
+        for h in [
+            "_port_blocks",
+            "_port_reduce_blocks",
+            "_port_simulated",
+            "_port_linalg",
+        ] {
             assert!(!got.contains(&format!("def {h}(")), "{h} not used:\n{got}");
         }
         // A file that has some already gets only the rest.
@@ -423,7 +434,11 @@ mod tests {
                     .find(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .unwrap_or(tail.len());
                 let name = &tail[..end];
-                assert!(helper(name).is_some(), "{} names {name}, not a helper", h.name);
+                assert!(
+                    helper(name).is_some(),
+                    "{} names {name}, not a helper",
+                    h.name
+                );
                 rest = &tail[end..];
             }
         }

@@ -27,7 +27,10 @@ use crate::types::{numba_scalar, numpy_dtype, ArgType};
 /// calls it where its kernels cannot run (no CUDA device, `PORT_DEVICE=cpu`)
 /// or would not give the original's results (arguments that share memory).
 pub fn original_name(function: &str) -> String {
-    format!("_port_original_{}", function.rsplit('.').next().unwrap_or(function))
+    format!(
+        "_port_original_{}",
+        function.rsplit('.').next().unwrap_or(function)
+    )
 }
 
 /// Everything the migrated function needs, as Python source: device
@@ -369,13 +372,13 @@ impl Printer {
                 (format!("{} ** 2", self.expr(a, 14)), 13)
             }
             // `n + -1` reads as `n - 1`.
-            Expr::Binary(BinOp::Add, a, b)
-                if matches!(b.as_ref(), Expr::Lit(Literal::I64(k)) if *k < 0 && *k != i64::MIN) =>
+            Expr::Binary(BinOp::Add, a, b) if matches!(b.as_ref(), Expr::Lit(Literal::I64(k)) if *k < 0 && *k != i64::MIN) =>
             {
                 let Expr::Lit(Literal::I64(k)) = b.as_ref() else {
                     unreachable!()
                 };
-                let minus = Expr::Binary(BinOp::Sub, a.clone(), Box::new(Expr::Lit(Literal::I64(-k))));
+                let minus =
+                    Expr::Binary(BinOp::Sub, a.clone(), Box::new(Expr::Lit(Literal::I64(-k))));
                 self.expr_p(&minus)
             }
             Expr::Binary(op, a, b) => {
@@ -941,8 +944,13 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
     }
     parts.extend(arg_names.iter().cloned());
     let original_and_args = parts.join(", ");
-    let (f, args) = original_and_args.split_once(", ").unwrap_or((&original_and_args, ""));
-    let _ = writeln!(out, "{ind}if not _port_use_gpu():\n{ind}{ind}return {f}({args})");
+    let (f, args) = original_and_args
+        .split_once(", ")
+        .unwrap_or((&original_and_args, ""));
+    let _ = writeln!(
+        out,
+        "{ind}if not _port_use_gpu():\n{ind}{ind}return {f}({args})"
+    );
     for (n, d) in &plan.defaults {
         let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')
             && d.chars()

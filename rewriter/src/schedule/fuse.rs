@@ -30,15 +30,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-
 use port_codegen::ir::build::*;
 use port_codegen::ir::{
     any_stmt, walk_body_exprs, BinOp, CmpOp, ElemRef, Expr, Kernel, Literal, ParallelFor, Param,
-    Stmt, Type,
+    ScalarType, Stmt, Type,
 };
 
 use crate::ir_util::{and, map_expr, map_stmts};
-use crate::plan::{HostStep, KernelPlan, LaunchShape, PlanKind};
+use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, PlanKind};
 
 pub const NAME: &str = "fuse";
 
@@ -54,7 +53,9 @@ pub fn fuse_plan(plan: &mut KernelPlan) -> Vec<String> {
     HostStep::walk(&plan.steps, &mut |s| match s {
         HostStep::Rebind { .. } => rebinds = true,
         HostStep::Launch { kernel, .. } => *sites.entry(kernel.clone()).or_default() += 1,
-        HostStep::Alloc { name, shape, .. } => allocs.entry(name.clone()).or_default().push(shape.clone()),
+        HostStep::Alloc { name, shape, .. } => {
+            allocs.entry(name.clone()).or_default().push(shape.clone())
+        }
         _ => {}
     });
     if rebinds {
@@ -66,15 +67,94 @@ pub fn fuse_plan(plan: &mut KernelPlan) -> Vec<String> {
         .filter(|(_, v)| v.len() == 1)
         .map(|(k, mut v)| (k, v.remove(0)))
         .collect();
+    // Arrays something other than a launch names: the plan's interface,
+    // host steps. The others live only inside kernels.
+    // Guards and allocations that read an allocated array's extent read
+    // the arguments' extents it was allocated with: arguments never change
+    // shape, and the allocated array is then named by kernels alone.
+    let params: HashSet<String> = plan.params.iter().map(|p| p.name.clone()).collect();
+    let of_args = |e: &Expr| -> Option<Expr> {
+        let c = canon_with(&shapes, e, 0);
+        let mut only_args = true;
+        port_codegen::ir::walk_expr(&c, &mut |x| match x {
+            Expr::Shape { array, .. } => only_args &= params.contains(array),
+            Expr::Var(_) | Expr::Load(_) | Expr::Call(..) => only_args = false,
+            _ => {}
+        });
+        (only_args && c != *e).then_some(c)
+    };
+    HostStep::walk_mut(&mut plan.steps, &mut |s| match s {
+        HostStep::Guard(g) => {
+            if let Some(l) = of_args(&g.lhs) {
+                g.lhs = l;
+            }
+            if let Some(r) = of_args(&g.rhs) {
+                g.rhs = r;
+            }
+        }
+        HostStep::Alloc { shape, .. } => {
+            for d in shape.iter_mut() {
+                if let Some(c) = of_args(d) {
+                    *d = c;
+                }
+            }
+        }
+        _ => {}
+    });
+    // A guard now comparing an extent with itself always holds.
+    plan.steps
+        .retain(|s| !matches!(s, HostStep::Guard(g) if g.lhs == g.rhs));
+    let mut interface: HashSet<String> = plan.mutated.iter().cloned().collect();
+    interface.extend(plan.params.iter().map(|p| p.name.clone()));
+    if let Some(r) = &plan.ret {
+        returned(r, &mut interface);
+    }
+    let mut named: HashMap<String, usize> =
+        interface.into_iter().map(|n| (n, usize::MAX / 2)).collect();
+    let mut launch_uses: HashMap<String, usize> = HashMap::new();
+    HostStep::walk(&plan.steps, &mut |s| {
+        if let HostStep::Launch { args, .. } = s {
+            for a in args {
+                *launch_uses.entry(a.clone()).or_default() += 1;
+            }
+        }
+        let mut m = HashSet::new();
+        mentions(s, &mut m);
+        for n in m {
+            *named.entry(n).or_default() += 1;
+        }
+    });
+    // Extents the entry guards check equal (before anything runs).
+    let equal: Vec<(Expr, Expr)> = plan
+        .steps
+        .iter()
+        .map_while(|s| match s {
+            HostStep::Guard(g) => Some((g.lhs.clone(), g.rhs.clone())),
+            HostStep::Comment(_) => Some((i64(0), i64(0))),
+            _ => None,
+        })
+        .collect();
     let mut f = Fuser {
+        equal: Vec::new(),
         plan_kernels: std::mem::take(&mut plan.module.kernels),
+        named,
+        launch_uses,
         shapes,
         sites,
         notes: Vec::new(),
         docs: &mut plan.docs,
         original_launch: HashMap::new(),
-        function: plan.function.rsplit('.').next().unwrap_or(&plan.function).to_string(),
+        function: plan
+            .function
+            .rsplit('.')
+            .next()
+            .unwrap_or(&plan.function)
+            .to_string(),
     };
+    f.equal = equal
+        .iter()
+        .map(|(a, b)| (f.canon(a, 0), f.canon(b, 0)))
+        .collect();
     let steps = std::mem::take(&mut plan.steps);
     plan.steps = f.steps(steps);
     plan.module.kernels = f.plan_kernels;
@@ -82,7 +162,15 @@ pub fn fuse_plan(plan: &mut KernelPlan) -> Vec<String> {
 }
 
 struct Fuser<'a> {
+    /// Pairs of extents (canonical, see [`Fuser::canon`]) the entry guards
+    /// prove equal.
+    equal: Vec<(Expr, Expr)>,
     plan_kernels: Vec<Kernel>,
+    /// How many host steps name each array other than through a launch's
+    /// arguments (see [`mentions`]); the plan's interface counts as many.
+    named: HashMap<String, usize>,
+    /// How many launches take each array.
+    launch_uses: HashMap<String, usize>,
     shapes: HashMap<String, Vec<Expr>>,
     sites: HashMap<String, usize>,
     notes: Vec<String>,
@@ -127,7 +215,7 @@ impl Fuser<'_> {
                 } => {
                     let shaped = self.shaped(&kernel, &args, &shape);
                     match (group.take(), shaped) {
-                        (Some(g), Some(k)) => match self.merge(&g, &k) {
+                        (Some(g), Some(k)) => match self.merge(&g, &k, &held) {
                             Some(m) => group = Some(m),
                             None => {
                                 self.flush(g, &mut held, &mut out);
@@ -217,8 +305,13 @@ impl Fuser<'_> {
             out.append(held);
             return;
         }
-        out.append(held);
-        let space = g.space.clone();
+        // The fused kernel takes the first one's place; the others go.
+        let mut kernel = g.kernel;
+        kernel.name = first.clone();
+        let mut args = g.args;
+        let mut space = g.space.clone();
+        let locals =
+            self.temporaries_as_locals(&g.members, &mut kernel, &mut args, &mut space, held, out);
         let axis = |d: usize| Expr::Shape {
             array: space.clone(),
             axis: d as u8,
@@ -253,14 +346,24 @@ impl Fuser<'_> {
                 _ => String::new(),
             }
         ));
+        if !locals.is_empty() {
+            if let Some(n) = self.notes.last_mut() {
+                n.push_str(&format!(
+                    "; {} kept in registers, not arrays",
+                    locals
+                        .iter()
+                        .map(|l| format!("`{l}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         for m in &g.members {
-            self.docs.remove(m);
             self.original_launch.remove(m);
+            self.docs.remove(m);
         }
         self.docs.insert(first.clone(), doc);
-        // The fused kernel takes the first one's place; the others go.
-        let mut kernel = g.kernel;
-        kernel.name = first.clone();
+        out.append(held);
         let rest: HashSet<&String> = g.members[1..].iter().collect();
         self.plan_kernels.retain(|k| !rest.contains(&k.name));
         if let Some(k) = self.plan_kernels.iter_mut().find(|k| k.name == first) {
@@ -268,24 +371,405 @@ impl Fuser<'_> {
         }
         out.push(HostStep::Launch {
             kernel: first,
-            args: g.args,
+            args,
             shape,
         });
     }
+
+    /// Arrays the fused kernel alone uses, allocated uninitialised among
+    /// the steps held for it, written at each point before they are read
+    /// there: each becomes a local of the thread (`new = …`), and its
+    /// allocation goes. Gives their names.
+    fn temporaries_as_locals(
+        &mut self,
+        members: &[String],
+        kernel: &mut Kernel,
+        args: &mut Vec<String>,
+        space: &mut String,
+        held: &mut Vec<HostStep>,
+        out: &mut Vec<HostStep>,
+    ) -> Vec<String> {
+        let mut done = Vec::new();
+        let mut k = 0;
+        while k < args.len() {
+            let host = args[k].clone();
+            let uses_in_group = members
+                .iter()
+                .filter(|m| {
+                    self.original_launch
+                        .get(*m)
+                        .is_some_and(|(a, _)| a.contains(&host))
+                })
+                .count();
+            // Allocated (each time) right before the fused launch: among
+            // the held steps, or earlier in the same step list.
+            let is_alloc =
+                |s: &HostStep| matches!(s, HostStep::Alloc { name, .. } if *name == host);
+            let alloc = match held.iter().position(is_alloc) {
+                Some(k) => Some((true, k)),
+                None => out.iter().position(is_alloc).map(|k| (false, k)),
+            };
+            let init = match alloc.map(|(h, k)| if h { &held[k] } else { &out[k] }) {
+                Some(HostStep::Alloc {
+                    fill: Fill::Empty, ..
+                }) => None,
+                // `np.zeros`, `np.full` with a constant: the local starts so.
+                Some(HostStep::Alloc {
+                    fill: Fill::Value(Expr::Lit(l)),
+                    elem,
+                    ..
+                }) if l.ty() == *elem => Some(Expr::Lit(*l)),
+                _ => {
+                    k += 1;
+                    continue;
+                }
+            };
+            let Type::Array(at) = kernel.params[k].ty else {
+                k += 1;
+                continue;
+            };
+            let param = kernel.params[k].name.clone();
+            let local = (|| {
+                if self.named.get(&host).is_some_and(|n| *n > 0)
+                    || self.launch_uses.get(&host) != Some(&uses_in_group)
+                    || !self.shapes.contains_key(&host)
+                {
+                    return None;
+                }
+                alloc?;
+                // Its extents read through another array of the same shape.
+                let mut shaped = kernel.clone();
+                let axes = shape_axes(&shaped.body, &param);
+                if !axes.is_empty() {
+                    let same = |q: &Param, hq: &String| {
+                        q.name != param
+                            && matches!(&q.ty, Type::Array(a) if axes.iter().all(|d| (*d as u8) < a.ndim))
+                            && axes.iter().all(|d| {
+                                let ax = |h: &String| Expr::Shape { array: h.clone(), axis: *d as u8 };
+                                self.same(&ax(hq), &ax(&host))
+                            })
+                    };
+                    let (q, hq) = kernel
+                        .params
+                        .iter()
+                        .zip(args.iter())
+                        .find(|(q, hq)| same(q, hq))?;
+                    let (from, to) = (param.clone(), q.name.clone());
+                    shaped.body = map_stmts(&shaped.body, &|e| {
+                        map_expr(e, &|x| match x {
+                            Expr::Shape { array, axis } if *array == from => Some(Expr::Shape {
+                                array: to.clone(),
+                                axis: *axis,
+                            }),
+                            _ => None,
+                        })
+                    });
+                    Some((shaped, Some(hq.clone())))
+                } else {
+                    Some((shaped, None))
+                }
+                .and_then(|(shaped, new_space)| {
+                    let Some(Stmt::ParallelFor(pf)) = shaped.body.first() else {
+                        return None;
+                    };
+                    let body = as_local(&pf.body, &pf.vars, &param, at.elem, init.clone())?;
+                    Some((shaped, body, new_space))
+                })
+            })();
+            match local {
+                Some((shaped, body, new_space)) => {
+                    *kernel = shaped;
+                    if let Some(Stmt::ParallelFor(pf)) = kernel.body.first_mut() {
+                        pf.body = body;
+                    }
+                    if let Some(hq) = new_space {
+                        if *space == host {
+                            *space = hq;
+                        }
+                    }
+                    kernel.params.remove(k);
+                    args.remove(k);
+                    let gone = match alloc.expect("checked") {
+                        (true, k) => held.remove(k),
+                        (false, k) => out.remove(k),
+                    };
+                    // What the allocation named (another array's shape)
+                    // is named once less.
+                    let mut m = HashSet::new();
+                    mentions(&gone, &mut m);
+                    for n in m {
+                        if let Some(c) = self.named.get_mut(&n) {
+                            *c = c.saturating_sub(1);
+                        }
+                    }
+                    done.push(host);
+                    // An earlier argument may have become a temporary.
+                    k = 0;
+                    continue;
+                }
+                None => k += 1,
+            }
+        }
+        done
+    }
+}
+
+/// `body` with the array `param` replaced by a local of type `elem`, when
+/// every mention is an element at the point (`vars`) and either the array
+/// starts as `init` (a constant fill) or its first mention is an
+/// unconditional store.
+fn as_local(
+    body: &[Stmt],
+    vars: &[String],
+    param: &str,
+    elem: ScalarType,
+    init: Option<Expr>,
+) -> Option<Vec<Stmt>> {
+    let point: Vec<Expr> = vars.iter().map(|v| var(v)).collect();
+    let first = body.iter().position(|s| stmt_mentions(s, param))?;
+    let (refs, _) = accesses(&body[first..]).remove(param)?;
+    if refs.iter().any(|ix| *ix != point) {
+        return None;
+    }
+    let mut shape_use = false;
+    walk_body_exprs(&body[first..], &mut |e| {
+        shape_use |= matches!(e, Expr::Shape { array, .. } if array == param);
+    });
+    if shape_use {
+        return None;
+    }
+    let mut out = body[..first].to_vec();
+    match init {
+        Some(v) => {
+            out.push(Stmt::Let {
+                name: param.to_string(),
+                ty: elem,
+                init: v,
+            });
+            out.extend(local_body(&body[first..], param));
+        }
+        None => {
+            let Stmt::Store { target, value } = &body[first] else {
+                return None;
+            };
+            if target.array != param || expr_mentions(value, param) {
+                return None;
+            }
+            out.push(Stmt::Let {
+                name: param.to_string(),
+                ty: elem,
+                init: value.clone(),
+            });
+            out.extend(local_body(&body[first + 1..], param));
+        }
+    }
+    Some(out)
+}
+
+/// Stores to `param[…]` as assignments, loads as the local.
+fn local_body(body: &[Stmt], param: &str) -> Vec<Stmt> {
+    let ex = |e: &Expr| {
+        map_expr(e, &|x| match x {
+            Expr::Load(r) if r.array == param => Some(var(param)),
+            _ => None,
+        })
+    };
+    body.iter()
+        .map(|s| match s {
+            Stmt::Store { target, value } if target.array == param => Stmt::Assign {
+                name: param.to_string(),
+                value: ex(value),
+            },
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: ex(cond),
+                then_body: local_body(then_body, param),
+                else_body: local_body(else_body, param),
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: ex(cond),
+                body: local_body(body, param),
+            },
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                start: ex(start),
+                stop: ex(stop),
+                step: ex(step),
+                body: local_body(body, param),
+            },
+            other => map_stmts(std::slice::from_ref(other), &ex).remove(0),
+        })
+        .collect()
+}
+
+/// The axes of `array` whose extent `body` (extents included) reads.
+fn shape_axes(body: &[Stmt], array: &str) -> Vec<usize> {
+    let mut axes = Vec::new();
+    walk_body_exprs(body, &mut |e| {
+        if let Expr::Shape { array: a, axis } = e {
+            if a == array && !axes.contains(&(*axis as usize)) {
+                axes.push(*axis as usize);
+            }
+        }
+    });
+    axes
+}
+
+fn stmt_mentions(s: &Stmt, name: &str) -> bool {
+    let mut found = stores(std::slice::from_ref(s))
+        .iter()
+        .any(|r| r.array == name);
+    walk_body_exprs(std::slice::from_ref(s), &mut |e| {
+        found |= expr_names(e, name);
+    });
+    found
+}
+
+fn expr_mentions(e: &Expr, name: &str) -> bool {
+    let mut found = false;
+    port_codegen::ir::walk_expr(e, &mut |x| found |= expr_names(x, name));
+    found
+}
+
+/// Whether `e` itself (not its operands) names `name`.
+fn expr_names(e: &Expr, name: &str) -> bool {
+    match e {
+        Expr::Var(v) => v == name,
+        Expr::Shape { array, .. } => array == name,
+        Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => r.array == name,
+        _ => false,
+    }
+}
+
+/// The names of a returned value's arrays.
+fn returned(v: &HostValue, out: &mut HashSet<String>) {
+    match v {
+        HostValue::Array(a) => {
+            out.insert(a.clone());
+        }
+        HostValue::Scalar(..) => {}
+        HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
+    }
+}
+
+/// Names `step` reads or writes other than through a launch's arguments
+/// and its own allocation's name.
+fn mentions(step: &HostStep, out: &mut HashSet<String>) {
+    let mut names: HashSet<String> = HashSet::new();
+    let mut expr = |e: &Expr| {
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Var(v) => {
+                names.insert(v.clone());
+            }
+            Expr::Shape { array, .. } => {
+                names.insert(array.clone());
+            }
+            Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => {
+                names.insert(r.array.clone());
+            }
+            _ => {}
+        })
+    };
+    match step {
+        HostStep::Scalar { value, .. } => expr(value),
+        HostStep::Alloc { shape, fill, .. } => {
+            shape.iter().for_each(&mut expr);
+            if let Fill::Value(v) = fill {
+                expr(v);
+            }
+        }
+        // A launch's own arguments in its shape are counted as the launch's
+        // (`launch_uses`): fusion replaces that shape.
+        HostStep::Launch { shape, args, .. } => {
+            match shape {
+                LaunchShape::Grid1 { n }
+                | LaunchShape::Reduce { n }
+                | LaunchShape::Blocks { n } => expr(n),
+                LaunchShape::Grid2 { rows, cols } => {
+                    expr(rows);
+                    expr(cols);
+                }
+                LaunchShape::OneBlock => {}
+            }
+            names.retain(|n| !args.contains(n));
+        }
+        HostStep::ReadBack { array, .. } => {
+            out.insert(array.clone());
+        }
+        HostStep::ReadElement { array, index, .. } => {
+            out.insert(array.clone());
+            index.iter().for_each(&mut expr);
+        }
+        HostStep::Loop {
+            start, stop, step, ..
+        } => {
+            expr(start);
+            expr(stop);
+            expr(step);
+        }
+        HostStep::While { cond, .. } | HostStep::If { cond, .. } => expr(cond),
+        HostStep::Guard(g) => {
+            expr(&g.lhs);
+            expr(&g.rhs);
+        }
+        HostStep::Library(c) => {
+            out.extend(c.args.iter().cloned());
+            out.insert(c.out.clone());
+        }
+        HostStep::Rebind { targets, sources } => {
+            out.extend(targets.iter().cloned());
+            out.extend(sources.iter().cloned());
+        }
+        HostStep::Raise { python, .. } => {
+            // Python the wrapper runs: every word it names.
+            out.extend(
+                python
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .map(|w| w.strip_prefix("d_").unwrap_or(w).to_string()),
+            );
+        }
+        HostStep::Comment(_) | HostStep::Break => {}
+    }
+    out.extend(names);
 }
 
 impl Fuser<'_> {
     /// `e` (host names) with every array the schedule allocated replaced by
     /// the shape it was allocated with, down to the arguments' shapes.
     fn canon(&self, e: &Expr, depth: u32) -> Expr {
-        map_expr(e, &|x| match x {
-            Expr::Shape { array, axis } if depth < 16 => self
-                .shapes
-                .get(array)
-                .and_then(|s| s.get(*axis as usize))
-                .map(|d| self.canon(d, depth + 1)),
-            _ => None,
-        })
+        canon_with(&self.shapes, e, depth)
+    }
+
+    /// Whether two extents (host names) are equal: the same canonical
+    /// form, or linked by the entry guards' equalities.
+    fn same(&self, a: &Expr, b: &Expr) -> bool {
+        let (a, b) = (self.canon(a, 0), self.canon(b, 0));
+        let mut reached = vec![a];
+        let mut k = 0;
+        while k < reached.len() {
+            if reached[k] == b {
+                return true;
+            }
+            for (x, y) in &self.equal {
+                for (from, to) in [(x, y), (y, x)] {
+                    if *from == reached[k] && !reached.contains(to) {
+                        reached.push(to.clone());
+                    }
+                }
+            }
+            k += 1;
+        }
+        false
     }
 
     /// The launch of `name` as a [`Shaped`] group of one, if fusion can
@@ -341,8 +825,25 @@ impl Fuser<'_> {
         let stores = stores(&pf.body);
         let first = stores.first()?;
         let mut offsets = Vec::new();
+        // One element (`t[0] = u[0]`, `t[-1] = …`): a loop of one point
+        // whose index does not move; rebased, the point where `i` is it.
+        let mut points: Vec<Option<Expr>> = Vec::new();
         for (d, ix) in first.indices.iter().enumerate() {
-            offsets.push(offset_of(ix, pf.vars.get(d)?)?);
+            let v = pf.vars.get(d)?;
+            match offset_of(ix, v) {
+                Some(c) => {
+                    offsets.push(c);
+                    points.push(None);
+                }
+                None if matches!(pf.extents[d], Expr::Lit(Literal::I64(1)))
+                    && !pf.vars.iter().any(|w| crate::ir_util::mentions_var(ix, w))
+                    && !body_mentions_var(&pf.body, v) =>
+                {
+                    offsets.push(0);
+                    points.push(Some(ix.clone()));
+                }
+                None => return None,
+            }
         }
         if offsets.len() != nvars || stores.iter().any(|s| s.indices != first.indices) {
             return None;
@@ -359,19 +860,14 @@ impl Fuser<'_> {
                 _ => None,
             })
         };
-        let whole = |array: &str, d: usize| {
-            self.canon(
-                &Expr::Shape {
-                    array: array.to_string(),
-                    axis: d as u8,
-                },
-                0,
-            )
+        let whole = |array: &str, d: usize| Expr::Shape {
+            array: array.to_string(),
+            axis: d as u8,
         };
         // Other arrays it stores to have the target's shape.
         for s in &stores {
             let h = host.get(s.array.as_str())?;
-            if (0..nvars).any(|d| whole(h, d) != whole(&target_host, d)) {
+            if (0..nvars).any(|d| !self.same(&whole(h, d), &whole(&target_host, d))) {
                 return None;
             }
         }
@@ -387,28 +883,59 @@ impl Fuser<'_> {
         let body = map_stmts(&pf.body, &|e| {
             simplify_indices(&crate::ir_util::subst(e, &sub), &vars)
         });
+        // Where the thread's `i` is the point, the point's index is `i`.
+        let at_point: Vec<(usize, Expr)> = points
+            .iter()
+            .enumerate()
+            .filter_map(|(d, p)| p.clone().map(|p| (d, p)))
+            .collect();
+        let body = if at_point.is_empty() {
+            body
+        } else {
+            let vs = pf.vars.clone();
+            let point = |r: &ElemRef| ElemRef {
+                array: r.array.clone(),
+                indices: r
+                    .indices
+                    .iter()
+                    .map(|ix| match at_point.iter().find(|(_, p)| p == ix) {
+                        Some((d, _)) => var(&vs[*d]),
+                        None => ix.clone(),
+                    })
+                    .collect(),
+            };
+            let body = map_stmts(&body, &|e| {
+                map_expr(e, &|x| match x {
+                    Expr::Load(r) => Some(Expr::Load(point(r))),
+                    _ => None,
+                })
+            });
+            map_store_targets(&body, &point)
+        };
         let mut conds: Vec<Expr> = Vec::new();
         for (d, (v, c)) in pf.vars.iter().zip(&offsets).enumerate() {
             let extent = &pf.extents[d];
+            if let Some(p) = &points[d] {
+                conds.push(Expr::Cmp(CmpOp::Eq, Box::new(var(v)), Box::new(p.clone())));
+                continue;
+            }
             if *c > 0 {
                 conds.push(Expr::Cmp(CmpOp::Ge, Box::new(var(v)), Box::new(i64(*c))));
             }
             let to_end = runs_to_end(extent, *c, &target, d)
-                || (*c == 0 && self.canon(&to_host(extent), 0) == whole(&target_host, d));
+                || (*c == 0 && self.same(&to_host(extent), &whole(&target_host, d)));
             if !to_end {
-                let stop = if *c == 0 {
-                    // `i < max(x, 0)` is `i < x` for `i` never negative.
-                    match extent {
-                        Expr::Binary(BinOp::Max, x, z)
-                            if matches!(z.as_ref(), Expr::Lit(Literal::I64(0))) =>
-                        {
-                            x.as_ref().clone()
-                        }
-                        e => e.clone(),
+                // With `i ≥ c` (or `i ≥ 0`), `i < c + max(x, 0)` is
+                // `i < c + x`.
+                let extent = match extent {
+                    Expr::Binary(BinOp::Max, x, z)
+                        if matches!(z.as_ref(), Expr::Lit(Literal::I64(0))) =>
+                    {
+                        x.as_ref()
                     }
-                } else {
-                    binary(BinOp::Add, i64(*c), extent.clone())
+                    e => e,
                 };
+                let stop = plus(extent, *c);
                 conds.push(Expr::Cmp(CmpOp::Lt, Box::new(var(v)), Box::new(stop)));
             }
         }
@@ -443,7 +970,7 @@ impl Fuser<'_> {
     }
 
     /// `g` then `k` as one kernel, when one thread can do both at a point.
-    fn merge(&self, g: &Shaped, k: &Shaped) -> Option<Shaped> {
+    fn merge(&mut self, g: &Shaped, k: &Shaped, held: &[HostStep]) -> Option<Shaped> {
         let n = g.vars.len();
         if k.vars.len() != n {
             return None;
@@ -452,7 +979,18 @@ impl Fuser<'_> {
             array: a.to_string(),
             axis: d as u8,
         };
-        if (0..n).any(|d| self.canon(&axis(&g.space, d), 0) != self.canon(&axis(&k.space, d), 0)) {
+        // The guards held for the fused launch run before it: their
+        // equalities hold there too.
+        let entry = self.equal.len();
+        for s in held {
+            if let HostStep::Guard(q) = s {
+                let pair = (self.canon(&q.lhs, 0), self.canon(&q.rhs, 0));
+                self.equal.push(pair);
+            }
+        }
+        let same_space = (0..n).all(|d| self.same(&axis(&g.space, d), &axis(&k.space, d)));
+        self.equal.truncate(entry);
+        if !same_space {
             return None;
         }
         let mut kernel = g.kernel.clone();
@@ -473,7 +1011,7 @@ impl Fuser<'_> {
                     taken.insert(name.clone());
                     kernel.params.push(Param {
                         name: name.clone(),
-                        ty: p.ty.clone(),
+                        ty: p.ty,
                     });
                     args.push(h.clone());
                     rename.insert(p.name.clone(), name);
@@ -505,9 +1043,7 @@ impl Fuser<'_> {
             let Some((k_refs, k_writes)) = ka.get(array) else {
                 continue;
             };
-            if (*g_writes || *k_writes)
-                && g_refs.iter().chain(k_refs).any(|ix| *ix != point)
-            {
+            if (*g_writes || *k_writes) && g_refs.iter().chain(k_refs).any(|ix| *ix != point) {
                 return None;
             }
         }
@@ -524,11 +1060,26 @@ impl Fuser<'_> {
     }
 }
 
+/// `e` with every allocated array's extent replaced by the extent it was
+/// allocated with, down to the arguments' (see [`Fuser::canon`]).
+fn canon_with(shapes: &HashMap<String, Vec<Expr>>, e: &Expr, depth: u32) -> Expr {
+    map_expr(e, &|x| match x {
+        Expr::Shape { array, axis } if depth < 16 => shapes
+            .get(array)
+            .and_then(|s| s.get(*axis as usize))
+            .map(|d| canon_with(shapes, d, depth + 1)),
+        _ => None,
+    })
+}
+
 /// The line a kernel's doc names (`Line 5 of …`, `The loop at line 12 …`).
 fn line_of(doc: &str) -> Option<String> {
     let lower = doc.to_lowercase();
     let at = lower.find("line ")? + 5;
-    let digits: String = lower[at..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = lower[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     (!digits.is_empty()).then_some(digits)
 }
 
@@ -577,15 +1128,15 @@ fn accesses(body: &[Stmt]) -> HashMap<String, (Vec<Vec<Expr>>, bool)> {
         e.0.push(s.indices.clone());
         e.1 = true;
     }
-    walk_body_exprs(body, &mut |e| match e {
-        Expr::Load(r) => out
-            .entry(r.array.clone())
-            .or_default()
-            .0
-            .push(r.indices.clone()),
-        // `a.shape[0]` reads no element; arrays passed whole to device
-        // functions are refused before.
-        _ => {}
+    // `a.shape[0]` reads no element; arrays passed whole to device
+    // functions are refused before.
+    walk_body_exprs(body, &mut |e| {
+        if let Expr::Load(r) = e {
+            out.entry(r.array.clone())
+                .or_default()
+                .0
+                .push(r.indices.clone());
+        }
     });
     out
 }
@@ -722,6 +1273,80 @@ fn rename_expr(e: &Expr, map: &HashMap<String, String>) -> Expr {
     })
 }
 
+/// `x + c`, folding `c` into a constant `x` ends with (`(n - 2) + 1` is
+/// `n - 1`).
+fn plus(x: &Expr, c: i64) -> Expr {
+    let folded = |base: &Expr, k: i64| match k {
+        0 => base.clone(),
+        k if k > 0 => binary(BinOp::Add, base.clone(), i64(k)),
+        k => binary(BinOp::Sub, base.clone(), i64(-k)),
+    };
+    match x {
+        _ if c == 0 => x.clone(),
+        Expr::Lit(Literal::I64(k)) => i64(k + c),
+        Expr::Binary(BinOp::Sub, a, k) => match k.as_ref() {
+            Expr::Lit(Literal::I64(k)) => folded(a, c - k),
+            _ => binary(BinOp::Add, x.clone(), i64(c)),
+        },
+        Expr::Binary(BinOp::Add, a, k) => match k.as_ref() {
+            Expr::Lit(Literal::I64(k)) => folded(a, c + k),
+            _ => binary(BinOp::Add, x.clone(), i64(c)),
+        },
+        _ => binary(BinOp::Add, x.clone(), i64(c)),
+    }
+}
+
+/// Whether `body` reads the variable `v` anywhere.
+fn body_mentions_var(body: &[Stmt], v: &str) -> bool {
+    let mut found = false;
+    walk_body_exprs(body, &mut |e| found |= matches!(e, Expr::Var(n) if n == v));
+    found
+}
+
+/// `body` with every store's target mapped by `f`.
+fn map_store_targets(body: &[Stmt], f: &dyn Fn(&ElemRef) -> ElemRef) -> Vec<Stmt> {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Store { target, value } => Stmt::Store {
+                target: f(target),
+                value: value.clone(),
+            },
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: cond.clone(),
+                then_body: map_store_targets(then_body, f),
+                else_body: map_store_targets(else_body, f),
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: cond.clone(),
+                body: map_store_targets(body, f),
+            },
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                start: start.clone(),
+                stop: stop.clone(),
+                step: step.clone(),
+                body: map_store_targets(body, f),
+            },
+            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
+                vars: p.vars.clone(),
+                extents: p.extents.clone(),
+                body: map_store_targets(&p.body, f),
+            }),
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// `c` when `ix` is `v + c`, `c + v` or `v` (c a non-negative constant).
 fn offset_of(ix: &Expr, v: &str) -> Option<i64> {
     let is_v = |e: &Expr| matches!(e, Expr::Var(n) if n == v);
@@ -752,8 +1377,12 @@ fn runs_to_end(extent: &Expr, c: i64, target: &str, d: usize) -> bool {
         return false;
     }
     match a.as_ref() {
-        Expr::Binary(BinOp::Sub, s, k) => is_axis(s) && matches!(k.as_ref(), Expr::Lit(Literal::I64(x)) if *x == c),
-        Expr::Binary(BinOp::Add, s, k) => is_axis(s) && matches!(k.as_ref(), Expr::Lit(Literal::I64(x)) if *x == -c),
+        Expr::Binary(BinOp::Sub, s, k) => {
+            is_axis(s) && matches!(k.as_ref(), Expr::Lit(Literal::I64(x)) if *x == c)
+        }
+        Expr::Binary(BinOp::Add, s, k) => {
+            is_axis(s) && matches!(k.as_ref(), Expr::Lit(Literal::I64(x)) if *x == -c)
+        }
         _ => false,
     }
 }
@@ -761,12 +1390,20 @@ fn runs_to_end(extent: &Expr, c: i64, target: &str, d: usize) -> bool {
 /// Array indices over the loop variables written in their simplest affine
 /// form: `1 + (i - 1)` is `i`, `(j - 2) + 1` is `j - 1`.
 fn simplify_indices(e: &Expr, vars: &HashSet<String>) -> Expr {
-    let simple = |ix: &Expr| affine(ix, vars).and_then(rebuild).unwrap_or_else(|| ix.clone());
+    let simple = |ix: &Expr| {
+        affine(ix, vars)
+            .and_then(rebuild)
+            .unwrap_or_else(|| ix.clone())
+    };
     let e = simple(e);
     map_expr(&e, &|x| match x {
         Expr::Load(r) => Some(Expr::Load(ElemRef {
             array: r.array.clone(),
-            indices: r.indices.iter().map(|i| simplify_indices(i, vars)).collect(),
+            indices: r
+                .indices
+                .iter()
+                .map(|i| simplify_indices(i, vars))
+                .collect(),
         })),
         _ => None,
     })
