@@ -679,6 +679,7 @@ fn plan_hoisted(
             }
         }
     }
+    plan.drop_unused_scalars();
     if req.fp32 {
         lower::fp32::lower_plan(&mut plan);
         for r in &mut plan.rewrites {

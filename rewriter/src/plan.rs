@@ -268,6 +268,87 @@ impl ShapeGuard {
 }
 
 impl HostStep {
+    /// The names this step reads or writes, not counting its nested steps
+    /// nor the name an allocation or a scalar binds: arrays, host scalars,
+    /// a launch's arguments, words of the Python a `raise` runs.
+    pub fn names(&self) -> std::collections::HashSet<String> {
+        fn expr(e: &ir::Expr, out: &mut std::collections::HashSet<String>) {
+            ir::walk_expr(e, &mut |x| match x {
+                ir::Expr::Var(v) => {
+                    out.insert(v.clone());
+                }
+                ir::Expr::Shape { array, .. } => {
+                    out.insert(array.clone());
+                }
+                ir::Expr::Load(r) | ir::Expr::Atomic(_, r, _) | ir::Expr::AtomicCas(r, _, _) => {
+                    out.insert(r.array.clone());
+                }
+                _ => {}
+            })
+        }
+        let mut out = std::collections::HashSet::new();
+        match self {
+            HostStep::Scalar { value, .. } => expr(value, &mut out),
+            HostStep::Alloc { shape, fill, .. } => {
+                shape.iter().for_each(|d| expr(d, &mut out));
+                if let Fill::Value(v) = fill {
+                    expr(v, &mut out);
+                }
+            }
+            HostStep::Launch { shape, args, .. } => {
+                match shape {
+                    LaunchShape::Grid1 { n }
+                    | LaunchShape::Reduce { n }
+                    | LaunchShape::Blocks { n } => expr(n, &mut out),
+                    LaunchShape::Grid2 { rows, cols } => {
+                        expr(rows, &mut out);
+                        expr(cols, &mut out);
+                    }
+                    LaunchShape::OneBlock => {}
+                }
+                out.extend(args.iter().cloned());
+            }
+            HostStep::ReadBack { array, .. } => {
+                out.insert(array.clone());
+            }
+            HostStep::ReadElement { array, index, .. } => {
+                out.insert(array.clone());
+                index.iter().for_each(|i| expr(i, &mut out));
+            }
+            HostStep::Loop {
+                start, stop, step, ..
+            } => {
+                expr(start, &mut out);
+                expr(stop, &mut out);
+                expr(step, &mut out);
+            }
+            HostStep::While { cond, .. } | HostStep::If { cond, .. } => expr(cond, &mut out),
+            HostStep::Guard(g) => {
+                expr(&g.lhs, &mut out);
+                expr(&g.rhs, &mut out);
+            }
+            HostStep::Library(c) => {
+                out.extend(c.args.iter().cloned());
+                out.insert(c.out.clone());
+            }
+            HostStep::Rebind { targets, sources } => {
+                out.extend(targets.iter().cloned());
+                out.extend(sources.iter().cloned());
+            }
+            HostStep::Raise { python, .. } => {
+                // Python the wrapper runs: every word it names.
+                out.extend(
+                    python
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .filter(|w| !w.is_empty())
+                        .map(|w| w.strip_prefix("d_").unwrap_or(w).to_string()),
+                );
+            }
+            HostStep::Comment(_) | HostStep::Break => {}
+        }
+        out
+    }
+
     /// Calls `f` on every step, nested ones included, outer first.
     pub fn walk<'a>(steps: &'a [HostStep], f: &mut dyn FnMut(&'a HostStep)) {
         for s in steps {
@@ -371,6 +452,58 @@ pub struct KernelPlan {
 }
 
 impl KernelPlan {
+    /// Drops host scalars nothing reads (`d = x.shape[1]` whose uses the
+    /// lowering replaced by the extent itself): the wrapper a user keeps
+    /// has no unused locals.
+    pub fn drop_unused_scalars(&mut self) {
+        fn drop(steps: &mut Vec<HostStep>, used: &std::collections::HashSet<String>) -> bool {
+            let before = steps.len();
+            steps.retain(|s| !matches!(s, HostStep::Scalar { name, .. } if !used.contains(name)));
+            let mut changed = steps.len() != before;
+            for s in steps.iter_mut() {
+                match s {
+                    HostStep::Loop { body, .. } => changed |= drop(body, used),
+                    HostStep::While { test, body, .. } => {
+                        changed |= drop(test, used);
+                        changed |= drop(body, used);
+                    }
+                    HostStep::If { then, orelse, .. } => {
+                        changed |= drop(then, used);
+                        changed |= drop(orelse, used);
+                    }
+                    _ => {}
+                }
+            }
+            changed
+        }
+        loop {
+            let mut used: std::collections::HashSet<String> =
+                self.mutated.iter().cloned().collect();
+            used.extend(self.params.iter().map(|p| p.name.clone()));
+            fn returned(v: &HostValue, out: &mut std::collections::HashSet<String>) {
+                match v {
+                    HostValue::Array(a) | HostValue::Scalar(a, _) => {
+                        out.insert(a.clone());
+                    }
+                    HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
+                }
+            }
+            if let Some(r) = &self.ret {
+                returned(r, &mut used);
+            }
+            HostStep::walk(&self.steps, &mut |s| {
+                used.extend(s.names());
+                // A loop's variable is bound by the loop, read by its body.
+                if let HostStep::Loop { var, .. } = s {
+                    used.insert(var.clone());
+                }
+            });
+            if !drop(&mut self.steps, &used) {
+                break;
+            }
+        }
+    }
+
     pub fn kernel_names(&self) -> Vec<String> {
         self.module.kernels.iter().map(|k| k.name.clone()).collect()
     }

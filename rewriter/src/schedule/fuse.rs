@@ -662,83 +662,11 @@ fn returned(v: &HostValue, out: &mut HashSet<String>) {
 }
 
 /// Names `step` reads or writes other than through a launch's arguments
-/// and its own allocation's name.
+/// (counted apart, as `launch_uses`) and its own allocation's name.
 fn mentions(step: &HostStep, out: &mut HashSet<String>) {
-    let mut names: HashSet<String> = HashSet::new();
-    let mut expr = |e: &Expr| {
-        port_codegen::ir::walk_expr(e, &mut |x| match x {
-            Expr::Var(v) => {
-                names.insert(v.clone());
-            }
-            Expr::Shape { array, .. } => {
-                names.insert(array.clone());
-            }
-            Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => {
-                names.insert(r.array.clone());
-            }
-            _ => {}
-        })
-    };
-    match step {
-        HostStep::Scalar { value, .. } => expr(value),
-        HostStep::Alloc { shape, fill, .. } => {
-            shape.iter().for_each(&mut expr);
-            if let Fill::Value(v) = fill {
-                expr(v);
-            }
-        }
-        // A launch's own arguments in its shape are counted as the launch's
-        // (`launch_uses`): fusion replaces that shape.
-        HostStep::Launch { shape, args, .. } => {
-            match shape {
-                LaunchShape::Grid1 { n }
-                | LaunchShape::Reduce { n }
-                | LaunchShape::Blocks { n } => expr(n),
-                LaunchShape::Grid2 { rows, cols } => {
-                    expr(rows);
-                    expr(cols);
-                }
-                LaunchShape::OneBlock => {}
-            }
-            names.retain(|n| !args.contains(n));
-        }
-        HostStep::ReadBack { array, .. } => {
-            out.insert(array.clone());
-        }
-        HostStep::ReadElement { array, index, .. } => {
-            out.insert(array.clone());
-            index.iter().for_each(&mut expr);
-        }
-        HostStep::Loop {
-            start, stop, step, ..
-        } => {
-            expr(start);
-            expr(stop);
-            expr(step);
-        }
-        HostStep::While { cond, .. } | HostStep::If { cond, .. } => expr(cond),
-        HostStep::Guard(g) => {
-            expr(&g.lhs);
-            expr(&g.rhs);
-        }
-        HostStep::Library(c) => {
-            out.extend(c.args.iter().cloned());
-            out.insert(c.out.clone());
-        }
-        HostStep::Rebind { targets, sources } => {
-            out.extend(targets.iter().cloned());
-            out.extend(sources.iter().cloned());
-        }
-        HostStep::Raise { python, .. } => {
-            // Python the wrapper runs: every word it names.
-            out.extend(
-                python
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter(|w| !w.is_empty())
-                    .map(|w| w.strip_prefix("d_").unwrap_or(w).to_string()),
-            );
-        }
-        HostStep::Comment(_) | HostStep::Break => {}
+    let mut names = step.names();
+    if let HostStep::Launch { args, .. } = step {
+        names.retain(|n| !args.contains(n));
     }
     out.extend(names);
 }

@@ -1,0 +1,113 @@
+"""Runs `port migrate` on every NPBench kernel (spcl/npbench), on the
+inputs NPBench's own `initialize()` makes at a preset, with no signature:
+the inputs give the types. Prints one line per kernel and a summary.
+
+    python scripts/npbench.py NPBENCH_CHECKOUT PORT WORKDIR [--preset S] [--only a,b]
+
+NPBench is code nobody here wrote: its figures say what port does on real
+array programs. Each kernel runs in WORKDIR/<name>/ (inputs.npz, the copy
+of the kernel's file, .port/, migrate.json); nothing is written elsewhere.
+"""
+import argparse
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def numba_type(v):
+    """The Numba type of one input, as --signature writes it."""
+    v = np.asarray(v)
+    name = "boolean" if v.dtype == np.bool_ else v.dtype.name
+    return name if v.ndim == 0 else name + "[" + ", ".join([":"] * v.ndim) + "]"
+
+
+def launches_per_call(j):
+    """Kernel launches and library calls per call of the function, from
+    the migration's `launches` (each with its `count`)."""
+    n = 0
+    for launch in j.get("launches") or []:
+        c = launch.get("count")
+        n += c if isinstance(c, int) else 1
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("npbench")
+    ap.add_argument("port")
+    ap.add_argument("work")
+    ap.add_argument("--preset", default="S")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--signature", action="store_true",
+                    help="also pass --signature, written from the inputs' dtypes and ranks")
+    a = ap.parse_args()
+    root, work = Path(a.npbench), Path(a.work)
+    only = set(filter(None, a.only.split(",")))
+    rows = []
+    for info in sorted((root / "bench_info").glob("*.json")):
+        b = json.loads(info.read_text())["benchmark"]
+        name = b["short_name"]
+        if only and name not in only:
+            continue
+        d = root / "npbench" / "benchmarks" / b["relative_path"]
+        src = d / (b["module_name"] + "_numpy.py")
+        if not src.exists():
+            continue
+        w = work / name
+        shutil.rmtree(w, ignore_errors=True)
+        w.mkdir(parents=True)
+        shutil.copy(src, w / src.name)
+        params = b["parameters"][a.preset]
+        try:
+            init = getattr(load(d / (b["module_name"] + ".py"), "init_" + name), b["init"]["func_name"])
+            made = init(*[params[p] for p in b["init"]["input_args"]])
+            outs = b["init"]["output_args"]
+            if len(outs) == 1:
+                made = (made,)
+            env = dict(params)
+            env.update(zip(outs, made))
+            args = {k: env[k] for k in b["input_args"]}
+            np.savez(w / "inputs.npz", **args)
+            sig = ", ".join(numba_type(args[k]) for k in b["input_args"])
+        except Exception as e:  # NPBench's own initialize failed here
+            rows.append((name, "no inputs", 0, 0.0, str(e).splitlines()[0][:100]))
+            continue
+        t = time.time()
+        try:
+            p = subprocess.run(
+                [a.port, "migrate", "--function", b["func_name"], src.name, "--inputs", "inputs.npz",
+                 "--json", "--python", sys.executable] + (["--signature", sig] if a.signature else []),
+                cwd=w, capture_output=True, text=True, timeout=a.timeout)
+            (w / "migrate.json").write_text(p.stdout)
+            j = json.loads(p.stdout)
+            status = j.get("status", "failed")
+            why = (j.get("reasons") or [{}])[0].get("message", j.get("reason", ""))
+            rows.append((name, status, launches_per_call(j), time.time() - t, why[:100]))
+        except subprocess.TimeoutExpired:
+            rows.append((name, "timeout", 0, time.time() - t, ""))
+        except json.JSONDecodeError:
+            rows.append((name, "failed", 0, time.time() - t, p.stderr.strip().splitlines()[-1][:100] if p.stderr.strip() else ""))
+        r = rows[-1]
+        print("%-24s %-12s launches %-6s %6.1f s  %s" % r, flush=True)
+    counts = {}
+    for r in rows:
+        counts[r[1]] = counts.get(r[1], 0) + 1
+    print("kernels %d: %s" % (len(rows), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+
+
+if __name__ == "__main__":
+    main()
