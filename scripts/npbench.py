@@ -9,6 +9,7 @@ array programs. Each kernel runs in WORKDIR/<name>/ (inputs.npz, the copy
 of the kernel's file, .port/, migrate.json); nothing is written elsewhere.
 """
 import argparse
+import ast
 import importlib.util
 import json
 import shutil
@@ -73,18 +74,26 @@ def main():
         shutil.copy(src, w / src.name)
         params = b["parameters"][a.preset]
         try:
-            init = getattr(load(d / (b["module_name"] + ".py"), "init_" + name), b["init"]["func_name"])
-            made = init(*[params[p] for p in b["init"]["input_args"]])
-            outs = b["init"]["output_args"]
-            if len(outs) == 1:
-                made = (made,)
             env = dict(params)
-            env.update(zip(outs, made))
-            args = {k: env[k] for k in b["input_args"]}
+            if "init" in b:
+                init = getattr(load(d / (b["module_name"] + ".py"), "init_" + name), b["init"]["func_name"])
+                made = init(*[params[p] for p in b["init"]["input_args"]])
+                outs = b["init"]["output_args"]
+                if len(outs) == 1:
+                    made = (made,)
+                env.update(zip(outs, made))
+            # else the kernel takes the preset's numbers themselves (mandelbrot)
+            # Named by the function's own parameters, which NPBench lists
+            # in order (sometimes under other names: `XN` for `xn`).
+            tree = ast.parse(src.read_text())
+            fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == b["func_name"])
+            names = [x.arg for x in fn.args.args]
+            args = {names[k]: env[v] for k, v in enumerate(b["input_args"])}
             np.savez(w / "inputs.npz", **args)
-            sig = ", ".join(numba_type(args[k]) for k in b["input_args"])
+            sig = ", ".join(numba_type(v) for v in args.values())
         except Exception as e:  # NPBench's own initialize failed here
-            rows.append((name, "no inputs", 0, 0.0, str(e).splitlines()[0][:100]))
+            rows.append((name, "no inputs", 0, 0.0, (str(e).splitlines() or [type(e).__name__])[0][:100]))
+            print("%-24s %-12s launches %-6s %6.1f s  %s" % rows[-1], flush=True)
             continue
         t = time.time()
         try:

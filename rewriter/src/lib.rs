@@ -116,6 +116,24 @@ pub fn parameters(
         .collect())
 }
 
+/// The parameters of a function in the file that have a default value.
+pub fn defaulted_parameters(
+    source: &str,
+    file_name: &str,
+    function: &str,
+) -> Result<Vec<String>, RewriteError> {
+    let src = source::SourceFile::parse(file_name, source)?;
+    let found = source::find(&src, function)?;
+    Ok(found
+        .def
+        .args
+        .args
+        .iter()
+        .filter(|a| a.default.is_some())
+        .map(|a| a.def.arg.to_string())
+        .collect())
+}
+
 /// The result of [`plan`]: the plan alone, before any source is printed.
 #[derive(Clone, Debug)]
 pub enum PlanOutcome {

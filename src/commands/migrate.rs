@@ -281,8 +281,18 @@ fn arg_types(
     if let Some(npz) = &args.run.inputs {
         let members = port_verify::original::npz_members(python, npz)
             .map_err(|e| UserError::coded("bad_inputs", e.to_string()))?;
+        let defaulted = port_rewriter::defaulted_parameters(source, &f.file, local_name)
+            .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
         let mut out = Vec::new();
-        for p in params {
+        for (k, p) in params.iter().enumerate() {
+            // Trailing arguments with defaults the .npz leaves out keep
+            // them, as a --signature shorter than the parameter list does.
+            if params[k..]
+                .iter()
+                .all(|q| !members.contains_key(q) && defaulted.contains(q))
+            {
+                break;
+            }
             let Some(m) = members.get(p) else {
                 let mut have: Vec<&String> = members.keys().collect();
                 have.sort();
