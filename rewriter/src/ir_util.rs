@@ -91,6 +91,48 @@ pub fn map_stmts(body: &[Stmt], f: &dyn Fn(&Expr) -> Expr) -> Vec<Stmt> {
         .collect()
 }
 
+/// Applies `f` to every statement of a list that holds no statements of
+/// its own (`let`, assignments, stores, …), at any depth, rebuilding the
+/// blocks around them as they were.
+pub fn map_leaves(body: &[Stmt], f: &dyn Fn(&Stmt) -> Stmt) -> Vec<Stmt> {
+    body.iter()
+        .map(|s| match s {
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: cond.clone(),
+                then_body: map_leaves(then_body, f),
+                else_body: map_leaves(else_body, f),
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: cond.clone(),
+                body: map_leaves(body, f),
+            },
+            Stmt::For {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                start: start.clone(),
+                stop: stop.clone(),
+                step: step.clone(),
+                body: map_leaves(body, f),
+            },
+            Stmt::ParallelFor(p) => Stmt::ParallelFor(port_codegen::ir::ParallelFor {
+                vars: p.vars.clone(),
+                extents: p.extents.clone(),
+                body: map_leaves(&p.body, f),
+            }),
+            leaf => f(leaf),
+        })
+        .collect()
+}
+
 /// Whether `e` mentions the variable `name`.
 pub fn mentions_var(e: &Expr, name: &str) -> bool {
     let mut found = false;

@@ -36,7 +36,7 @@ use port_codegen::ir::{
     ScalarType, Stmt, Type,
 };
 
-use crate::ir_util::{and, map_expr, map_stmts};
+use crate::ir_util::{and, map_expr, map_leaves, map_stmts};
 use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, PlanKind};
 
 pub const NAME: &str = "fuse";
@@ -568,47 +568,19 @@ fn as_local(
 
 /// Stores to `param[…]` as assignments, loads as the local.
 fn local_body(body: &[Stmt], param: &str) -> Vec<Stmt> {
-    let ex = |e: &Expr| {
+    let stores = map_leaves(body, &|s| match s {
+        Stmt::Store { target, value } if target.array == param => Stmt::Assign {
+            name: param.to_string(),
+            value: value.clone(),
+        },
+        other => other.clone(),
+    });
+    map_stmts(&stores, &|e| {
         map_expr(e, &|x| match x {
             Expr::Load(r) if r.array == param => Some(var(param)),
             _ => None,
         })
-    };
-    body.iter()
-        .map(|s| match s {
-            Stmt::Store { target, value } if target.array == param => Stmt::Assign {
-                name: param.to_string(),
-                value: ex(value),
-            },
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-            } => Stmt::If {
-                cond: ex(cond),
-                then_body: local_body(then_body, param),
-                else_body: local_body(else_body, param),
-            },
-            Stmt::While { cond, body } => Stmt::While {
-                cond: ex(cond),
-                body: local_body(body, param),
-            },
-            Stmt::For {
-                var,
-                start,
-                stop,
-                step,
-                body,
-            } => Stmt::For {
-                var: var.clone(),
-                start: ex(start),
-                stop: ex(stop),
-                step: ex(step),
-                body: local_body(body, param),
-            },
-            other => map_stmts(std::slice::from_ref(other), &ex).remove(0),
-        })
-        .collect()
+    })
 }
 
 /// The axes of `array` whose extent `body` (extents included) reads.
@@ -1233,46 +1205,13 @@ fn body_mentions_var(body: &[Stmt], v: &str) -> bool {
 
 /// `body` with every store's target mapped by `f`.
 fn map_store_targets(body: &[Stmt], f: &dyn Fn(&ElemRef) -> ElemRef) -> Vec<Stmt> {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Store { target, value } => Stmt::Store {
-                target: f(target),
-                value: value.clone(),
-            },
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-            } => Stmt::If {
-                cond: cond.clone(),
-                then_body: map_store_targets(then_body, f),
-                else_body: map_store_targets(else_body, f),
-            },
-            Stmt::While { cond, body } => Stmt::While {
-                cond: cond.clone(),
-                body: map_store_targets(body, f),
-            },
-            Stmt::For {
-                var,
-                start,
-                stop,
-                step,
-                body,
-            } => Stmt::For {
-                var: var.clone(),
-                start: start.clone(),
-                stop: stop.clone(),
-                step: step.clone(),
-                body: map_store_targets(body, f),
-            },
-            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
-                vars: p.vars.clone(),
-                extents: p.extents.clone(),
-                body: map_store_targets(&p.body, f),
-            }),
-            other => other.clone(),
-        })
-        .collect()
+    map_leaves(body, &|s| match s {
+        Stmt::Store { target, value } => Stmt::Store {
+            target: f(target),
+            value: value.clone(),
+        },
+        other => other.clone(),
+    })
 }
 
 /// `c` when `ix` is `v + c`, `c + v` or `v` (c a non-negative constant).
