@@ -735,8 +735,10 @@ impl Fuser<'_> {
                     offsets.push(c);
                     points.push(None);
                 }
+                // The point must be known before the body runs: it reads
+                // only parameters (no local of the body, no loop variable).
                 None if matches!(pf.extents[d], Expr::Lit(Literal::I64(1)))
-                    && !pf.vars.iter().any(|w| crate::ir_util::mentions_var(ix, w))
+                    && only_params(ix, &k.params)
                     && !body_mentions_var(&pf.body, v) =>
                 {
                     offsets.push(0);
@@ -1194,6 +1196,27 @@ fn plus(x: &Expr, c: i64) -> Expr {
         },
         _ => binary(BinOp::Add, x.clone(), i64(c)),
     }
+}
+
+/// Whether every name `e` reads is one of `params` (scalars, or arrays'
+/// extents and elements at such indices).
+fn only_params(e: &Expr, params: &[Param]) -> bool {
+    let mut ok = true;
+    port_codegen::ir::walk_expr(e, &mut |x| {
+        let name = match x {
+            Expr::Var(n) | Expr::Shape { array: n, .. } => Some(n),
+            Expr::Load(r) => Some(&r.array),
+            Expr::Call(..) | Expr::Atomic(..) | Expr::AtomicCas(..) => {
+                ok = false;
+                None
+            }
+            _ => None,
+        };
+        if let Some(n) = name {
+            ok &= params.iter().any(|p| &p.name == n);
+        }
+    });
+    ok
 }
 
 /// Whether `body` reads the variable `v` anywhere.
