@@ -236,6 +236,14 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
         "{j}"
     );
     assert!(j["verification"]["in_place"].is_null(), "{j}");
+    // The migrated function takes that call on its kernels (a host copy
+    // each, as verified), where any other pair sharing memory runs the
+    // original.
+    let patch = std::fs::read_to_string(dir.join(j["patch"].as_str().unwrap())).unwrap();
+    assert!(
+        patch.contains(r#"_port_aliased("clamp", {"a": a, "out": out}, ("out",), (("out", "a"),))"#),
+        "{patch}"
+    );
 
     // `smooth(x, x)` reads, in place, what the iteration before wrote: the
     // kernels, reading the array as it was before the call, cannot give

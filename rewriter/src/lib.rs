@@ -698,6 +698,17 @@ fn plan_hoisted(
         }
     }
     plan.drop_unused_scalars();
+    // The captured call passed one array for two parameters, and the plan
+    // stands (the analysis raises PORT204 where that is unsafe).
+    plan.same_array_ok = req
+        .report
+        .and_then(|r| r.types.as_ref())
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t.same_as.as_ref().map(|f| (t.name.clone(), f.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
     if req.fp32 {
         lower::fp32::lower_plan(&mut plan);
         for r in &mut plan.rewrites {
@@ -896,6 +907,7 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
         fp32: false,
         docs: l.docs,
         unit_dims: Vec::new(),
+        same_array_ok: Vec::new(),
     }
 }
 

@@ -446,9 +446,17 @@ pub struct KernelPlan {
     pub unit_dims: Vec<(String, u8)>,
     /// Parameters left to their defaults, which the plan is specialised
     /// to: `(name, default as written)`. The wrapper keeps them in its
-    /// signature, with these defaults, and raises for any other value.
+    /// signature, with these defaults, and runs the original for any other
+    /// value.
     #[serde(default)]
     pub defaults: Vec<(String, String)>,
+    /// Pairs of parameters the program's captured call passed as one array
+    /// (`clamp(y, lo, hi, y)`: `("out", "a")`), which the analysis found
+    /// safe to run on a copy each (no PORT204) and verification checked so:
+    /// the wrapper runs its kernels when a call passes one host array for
+    /// both, instead of the original.
+    #[serde(default)]
+    pub same_array_ok: Vec<(String, String)>,
 }
 
 impl KernelPlan {

@@ -988,9 +988,19 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
     if plan.kind == PlanKind::Kernels && !written.is_empty() && arrays.len() > 1 {
         let dict: Vec<String> = arrays.iter().map(|a| format!("\"{a}\": {a}")).collect();
         let tuple: Vec<String> = written.iter().map(|a| format!("\"{a}\",")).collect();
+        let ok: Vec<String> = plan
+            .same_array_ok
+            .iter()
+            .map(|(a, b)| format!("(\"{a}\", \"{b}\"),"))
+            .collect();
+        let ok = if ok.is_empty() {
+            String::new()
+        } else {
+            format!(", ({})", ok.join(" "))
+        };
         let _ = writeln!(
             out,
-            "{ind}_port_shared = _port_aliased(\"{name}\", {{{}}}, ({}))\n{ind}if _port_shared:\n{ind}{ind}return _port_run_original(_port_shared, {original_and_args})",
+            "{ind}_port_shared = _port_aliased(\"{name}\", {{{}}}, ({}){ok})\n{ind}if _port_shared:\n{ind}{ind}return _port_run_original(_port_shared, {original_and_args})",
             dict.join(", "),
             tuple.join(" "),
         );
