@@ -241,7 +241,8 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
     // original.
     let patch = std::fs::read_to_string(dir.join(j["patch"].as_str().unwrap())).unwrap();
     assert!(
-        patch.contains(r#"_port_aliased("clamp", {"a": a, "out": out}, ("out",), (("out", "a"),))"#),
+        patch
+            .contains(r#"_port_aliased("clamp", {"a": a, "out": out}, ("out",), (("out", "a"),))"#),
         "{patch}"
     );
 
