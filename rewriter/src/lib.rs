@@ -105,23 +105,19 @@ pub fn parameters(
     file_name: &str,
     function: &str,
 ) -> Result<Vec<String>, RewriteError> {
-    let src = source::SourceFile::parse(file_name, source)?;
-    let found = source::find(&src, function)?;
-    Ok(found
-        .def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
+    Ok(parameters_with_defaults(source, file_name, function)?
+        .into_iter()
+        .map(|(name, _)| name)
         .collect())
 }
 
-/// The parameters of a function in the file that have a default value.
-pub fn defaulted_parameters(
+/// The parameter names of a function in the file, each with whether it
+/// has a default value (the ones a shorter list of types may leave out).
+pub fn parameters_with_defaults(
     source: &str,
     file_name: &str,
     function: &str,
-) -> Result<Vec<String>, RewriteError> {
+) -> Result<Vec<(String, bool)>, RewriteError> {
     let src = source::SourceFile::parse(file_name, source)?;
     let found = source::find(&src, function)?;
     Ok(found
@@ -129,8 +125,7 @@ pub fn defaulted_parameters(
         .args
         .args
         .iter()
-        .filter(|a| a.default.is_some())
-        .map(|a| a.def.arg.to_string())
+        .map(|a| (a.def.arg.to_string(), a.default.is_some()))
         .collect())
 }
 

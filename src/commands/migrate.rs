@@ -281,8 +281,12 @@ fn arg_types(
     if let Some(npz) = &args.run.inputs {
         let members = port_verify::original::npz_members(python, npz)
             .map_err(|e| UserError::coded("bad_inputs", e.to_string()))?;
-        let defaulted = port_rewriter::defaulted_parameters(source, &f.file, local_name)
-            .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
+        let defaulted: Vec<String> =
+            port_rewriter::parameters_with_defaults(source, &f.file, local_name)
+                .map_err(|e| UserError::coded(e.code(), e.to_string()))?
+                .into_iter()
+                .filter_map(|(name, default)| default.then_some(name))
+                .collect();
         let mut out = Vec::new();
         for (k, p) in params.iter().enumerate() {
             // Trailing arguments with defaults the .npz leaves out keep
