@@ -20,6 +20,17 @@ fn copy_fixture(dir: &Path, rel: &str) -> String {
     name
 }
 
+/// The Numba oracle venv's Python (numba-cuda and its CUDA simulator).
+fn oracle_python() -> std::path::PathBuf {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    oracle
+}
+
 fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
@@ -478,12 +489,7 @@ fn the_last_analysis_is_used_without_a_path() {
 
 #[test]
 fn write_round_trip_runs_under_the_cuda_simulator() {
-    let oracle = repo().join(".venv-oracle/bin/python");
-    assert!(
-        oracle.exists(),
-        "{} is missing: run make test",
-        oracle.display()
-    );
+    let oracle = oracle_python();
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/seeds.py");
     let original = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
@@ -1004,12 +1010,7 @@ fn refusals_name_the_real_blocker_only() {
 /// (this one), where the original runs with one warning.
 #[test]
 fn the_kept_module_is_right_on_aliased_calls_and_without_a_gpu() {
-    let oracle = repo().join(".venv-oracle/bin/python");
-    assert!(
-        oracle.exists(),
-        "{} is missing: run make test",
-        oracle.display()
-    );
+    let oracle = oracle_python();
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/kept.py");
     let o = migrate_in(

@@ -460,6 +460,25 @@ pub struct KernelPlan {
 }
 
 impl KernelPlan {
+    /// The names the plan's caller sees: parameters, what it mutates and
+    /// what it returns. A host step may never drop or privatise them.
+    pub fn interface_names(&self) -> std::collections::HashSet<String> {
+        fn returned(v: &HostValue, out: &mut std::collections::HashSet<String>) {
+            match v {
+                HostValue::Array(a) | HostValue::Scalar(a, _) => {
+                    out.insert(a.clone());
+                }
+                HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
+            }
+        }
+        let mut out: std::collections::HashSet<String> = self.mutated.iter().cloned().collect();
+        out.extend(self.params.iter().map(|p| p.name.clone()));
+        if let Some(r) = &self.ret {
+            returned(r, &mut out);
+        }
+        out
+    }
+
     /// Drops host scalars nothing reads (`d = x.shape[1]` whose uses the
     /// lowering replaced by the extent itself): the wrapper a user keeps
     /// has no unused locals.
@@ -485,20 +504,7 @@ impl KernelPlan {
             changed
         }
         loop {
-            let mut used: std::collections::HashSet<String> =
-                self.mutated.iter().cloned().collect();
-            used.extend(self.params.iter().map(|p| p.name.clone()));
-            fn returned(v: &HostValue, out: &mut std::collections::HashSet<String>) {
-                match v {
-                    HostValue::Array(a) | HostValue::Scalar(a, _) => {
-                        out.insert(a.clone());
-                    }
-                    HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
-                }
-            }
-            if let Some(r) = &self.ret {
-                returned(r, &mut used);
-            }
+            let mut used = self.interface_names();
             HostStep::walk(&self.steps, &mut |s| {
                 used.extend(s.names());
                 // A loop's variable is bound by the loop, read by its body.

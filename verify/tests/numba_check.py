@@ -253,7 +253,7 @@ def check_paths(original, patched, plan, orig, new, args, rtol, atol):
 
     # No CUDA device: the original runs, with one warning for two calls.
     mod = load(patched, "_port_patched_nodevice")
-    fn = getattr(mod, plan_name(plan, new))
+    fn = getattr(mod, new.__name__)
     real = cuda.is_available
     cuda.is_available = lambda: False
     try:
@@ -342,10 +342,6 @@ def check_paths(original, patched, plan, orig, new, args, rtol, atol):
             del cuda.as_cuda_array
         else:
             cuda.as_cuda_array = real_as
-
-
-def plan_name(plan, fn):
-    return fn.__name__
 
 
 def host(r):

@@ -944,12 +944,11 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
     }
     parts.extend(arg_names.iter().cloned());
     let original_and_args = parts.join(", ");
-    let (f, args) = original_and_args
-        .split_once(", ")
-        .unwrap_or((&original_and_args, ""));
     let _ = writeln!(
         out,
-        "{ind}if not _port_use_gpu():\n{ind}{ind}return {f}({args})"
+        "{ind}if not _port_use_gpu():\n{ind}{ind}return {}({})",
+        parts[0],
+        parts[1..].join(", ")
     );
     for (n, d) in &plan.defaults {
         let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')

@@ -37,7 +37,7 @@ use port_codegen::ir::{
 };
 
 use crate::ir_util::{and, map_expr, map_leaves, map_stmts};
-use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, PlanKind};
+use crate::plan::{Fill, HostStep, KernelPlan, LaunchShape, PlanKind};
 
 pub const NAME: &str = "fuse";
 
@@ -104,13 +104,11 @@ pub fn fuse_plan(plan: &mut KernelPlan) -> Vec<String> {
     // A guard now comparing an extent with itself always holds.
     plan.steps
         .retain(|s| !matches!(s, HostStep::Guard(g) if g.lhs == g.rhs));
-    let mut interface: HashSet<String> = plan.mutated.iter().cloned().collect();
-    interface.extend(plan.params.iter().map(|p| p.name.clone()));
-    if let Some(r) = &plan.ret {
-        returned(r, &mut interface);
-    }
-    let mut named: HashMap<String, usize> =
-        interface.into_iter().map(|n| (n, usize::MAX / 2)).collect();
+    let mut named: HashMap<String, usize> = plan
+        .interface_names()
+        .into_iter()
+        .map(|n| (n, usize::MAX / 2))
+        .collect();
     let mut launch_uses: HashMap<String, usize> = HashMap::new();
     HostStep::walk(&plan.steps, &mut |s| {
         if let HostStep::Launch { args, .. } = s {
@@ -619,17 +617,6 @@ fn expr_names(e: &Expr, name: &str) -> bool {
         Expr::Shape { array, .. } => array == name,
         Expr::Load(r) | Expr::Atomic(_, r, _) | Expr::AtomicCas(r, _, _) => r.array == name,
         _ => false,
-    }
-}
-
-/// The names of a returned value's arrays.
-fn returned(v: &HostValue, out: &mut HashSet<String>) {
-    match v {
-        HostValue::Array(a) => {
-            out.insert(a.clone());
-        }
-        HostValue::Scalar(..) => {}
-        HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
     }
 }
 
