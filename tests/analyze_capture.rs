@@ -193,7 +193,13 @@ fn the_capture_is_told_what_no_migration_reads_and_migrate_still_verifies_on_it(
     let dir = tmp.path();
     std::fs::copy(fixture("apps/write_only.py"), dir.join("write_only.py")).unwrap();
     let py = venv_python();
-    let o = port_in(dir, &["analyze", "--python", &py, "write_only.py"]);
+    // 100,000 elements: every array stays under the 1 MiB a function the
+    // sampler happened to miss keeps its inputs by, so what follows does
+    // not hang on which functions a short run's samples caught.
+    let o = port_in(
+        dir,
+        &["analyze", "--python", &py, "write_only.py", "--", "100000"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
 
     let hints: serde_json::Value = serde_json::from_str(
