@@ -112,7 +112,7 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
             continue;
         };
         for f in reports {
-            let qualname = crate::commands::migrate::local_qualname(f);
+            let qualname = port_rewriter::verdicts::local_qualname(f);
             // One definition of that name, or the helper could not tell them apart.
             let defs = src.functions_named(&qualname);
             let [def] = defs
@@ -250,7 +250,7 @@ mod tests {
         )
         .unwrap();
         let mut a = port_analyzer::analyze(&app, &Default::default()).unwrap();
-        crate::commands::plan_check::apply(&mut a);
+        port_rewriter::verdicts::apply(&mut a);
         let hints = hints_of(&a);
         let shade = hints.iter().find(|h| h.qualname == "shade").unwrap();
         assert!(shade.save, "{shade:?}");

@@ -58,6 +58,21 @@ pub struct AnalyzeOptions {
 
 /// Analyse a file (and the local modules it imports) or a folder.
 pub fn analyze(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
+    analyze_then(path, opts, |_, modules| {
+        modules.into_par_iter().for_each(drop)
+    })
+}
+
+/// [`analyze`], then `then` with the analysis and the parsed modules, on
+/// the analysis's large-stack thread pool (a `par_iter` in `then` uses it).
+/// `then` owns the modules: it drops them, on the pool, when it is done
+/// (dropping a syntax tree recurses). The planner's pass over every
+/// function reads the trees the analysis parsed rather than parsing again.
+pub fn analyze_then(
+    path: &Path,
+    opts: &AnalyzeOptions,
+    then: impl FnOnce(&mut Analysis, Vec<loader::Module>) + Send,
+) -> Result<Analysis, AnalyzeError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(STACK_BYTES)
         .thread_name(|i| format!("port-analyze-{i}"))
@@ -67,7 +82,9 @@ pub fn analyze(path: &Path, opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeEr
     // lives on the pool's large-stack threads.
     pool.install(|| {
         let program = loader::load(path)?;
-        Ok(analyze_program(program, &path.display().to_string(), opts))
+        let (mut analysis, modules) = analyze_program(program, &path.display().to_string(), opts);
+        then(&mut analysis, modules);
+        Ok(analysis)
     })
 }
 
@@ -80,9 +97,14 @@ pub fn analyze_bytes(name: &str, bytes: &[u8]) -> Analysis {
         name,
         &AnalyzeOptions::default(),
     )
+    .0
 }
 
-fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) -> Analysis {
+fn analyze_program(
+    program: loader::Program,
+    root: &str,
+    opts: &AnalyzeOptions,
+) -> (Analysis, Vec<loader::Module>) {
     let loader::Program {
         modules,
         parse_errors,
@@ -170,11 +192,8 @@ fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) 
     let mut parse_errors = parse_errors;
     parse_errors.sort_by(|a, b| a.file.cmp(&b.file));
     let call_graph = graph.report();
-    // Freeing a large program's syntax trees takes a while: do it on every
-    // thread of the pool rather than on one.
     drop(syms);
-    modules.into_par_iter().for_each(drop);
-    Analysis {
+    let analysis = Analysis {
         schema: model::ANALYSIS_SCHEMA.into(),
         root: root.to_string(),
         profiled: false,
@@ -184,7 +203,8 @@ fn analyze_program(program: loader::Program, root: &str, opts: &AnalyzeOptions) 
         coverage,
         parse_errors,
         profile: None,
-    }
+    };
+    (analysis, modules)
 }
 
 /// Count the lines of every file an analysis of `path` would read (for the

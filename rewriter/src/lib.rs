@@ -44,6 +44,7 @@ pub mod schedule;
 pub mod signature;
 pub mod source;
 pub mod types;
+pub mod verdicts;
 
 use std::collections::HashMap;
 
@@ -240,10 +241,7 @@ pub fn plan_parsed(
         // them, and its findings about them, do not apply to helpers.
         let names: Vec<String> = nested.iter().map(|d| d.name.to_string()).collect();
         let mut facts = req.facts.clone();
-        facts.verdicts.retain(|k, _| {
-            let bare = k.rsplit('.').next().unwrap_or(k);
-            !names.iter().any(|n| n == bare)
-        });
+        facts.hidden.extend(names);
         let report = req.report.map(|r| {
             let mut r = r.clone();
             r.findings.retain(|f| f.code != "PORT210");

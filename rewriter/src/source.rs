@@ -185,9 +185,26 @@ impl SourceFile {
                 message: e.error.to_string(),
             }
         })?;
+        Ok(SourceFile::from_parsed(
+            name.to_string(),
+            text.to_string(),
+            suite,
+            lines,
+        ))
+    }
+
+    /// A file the analyzer has already parsed (its text, statements and
+    /// line index): planning every function of a program parses nothing
+    /// twice.
+    pub fn from_parsed(
+        name: String,
+        text: String,
+        suite: Vec<Stmt>,
+        lines: LineIndex,
+    ) -> SourceFile {
         let mut f = SourceFile {
-            name: name.to_string(),
-            text: text.to_string(),
+            name,
+            text,
             suite,
             lines,
             imports: HashMap::new(),
@@ -198,7 +215,7 @@ impl SourceFile {
             names: std::sync::OnceLock::new(),
         };
         f.scan_module();
-        Ok(f)
+        f
     }
 
     pub fn line_of(&self, offset: TextSize) -> u32 {

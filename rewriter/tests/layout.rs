@@ -52,7 +52,7 @@ const STAGES: &[(&str, &[&str])] = &[
     // The plan printed as Python, and the patch.
     ("emit", &["emit"]),
     // The entry points and the list of named rewrites.
-    ("driver", &["crate", "rewrites"]),
+    ("driver", &["crate", "rewrites", "verdicts"]),
 ];
 
 #[derive(Debug)]

@@ -222,7 +222,7 @@ fn callees_that_are_not_cuda_eligible_are_refused_by_name() {
     let src = "def helper(v):\n    return v * 2\n\ndef f(x, out):\n    for i in range(x.shape[0]):\n        out[i] = helper(x[i])\n";
     let types = parse_signature("float64[:], float64[:]").unwrap();
     let mut facts = AppFacts::default();
-    facts.verdicts.insert(
+    std::sync::Arc::make_mut(&mut facts.verdicts).insert(
         "helper".into(),
         (
             port_analyzer::Verdict::Object,

@@ -11,7 +11,6 @@ use port_analyzer::{analyze, Analysis, AnalyzeOptions};
 use port_profiler::{resolve_python, AppDirResolver, FrameResolver, ProfileOptions};
 use port_reports::terminal;
 
-use crate::commands::plan_check;
 use crate::profile_merge::{captured_types, merge, AnalysisResolver, DeferredResolver};
 use crate::state;
 use crate::UserError;
@@ -132,21 +131,20 @@ pub fn reanalyze_keeping_profile(path: &Path) -> Result<Analysis> {
     let opts = AnalyzeOptions {
         captured: captured_types(&profile),
     };
-    let mut a = analyze(path, &opts).map_err(|e| UserError::new(e.to_string()))?;
-    plan_check::apply(&mut a);
+    let mut a =
+        port_rewriter::verdicts::analyze(path, &opts).map_err(|e| UserError::new(e.to_string()))?;
     merge(&mut a, &profile);
     Ok(a)
 }
 
 fn run_static(path: &Path) -> Result<Analysis> {
-    let mut a =
-        analyze(path, &AnalyzeOptions::default()).map_err(|e| UserError::new(e.to_string()))?;
+    let a = port_rewriter::verdicts::analyze(path, &AnalyzeOptions::default())
+        .map_err(|e| UserError::new(e.to_string()))?;
     if a.functions.is_empty() && a.files.is_empty() && !a.parse_errors.is_empty() {
         // Nothing parsed: the errors are the whole story.
         let lines: Vec<String> = a.parse_errors.iter().map(|e| e.to_string()).collect();
         return Err(UserError::new(lines.join("\n")).into());
     }
-    plan_check::apply(&mut a);
     Ok(a)
 }
 
@@ -195,7 +193,7 @@ fn run_profiled(args: &AnalyzeArgs) -> Result<()> {
                     let _ = std::thread::Builder::new()
                         .name("port-capture-hints".into())
                         .spawn(move || {
-                            plan_check::apply(&mut planned);
+                            port_rewriter::verdicts::apply(&mut planned);
                             let _ = crate::capture_hints::write(&planned, &dir);
                         });
                 }
@@ -288,8 +286,8 @@ fn profile_and_report(args: &AnalyzeArgs, resolver: &dyn FrameResolver) -> Resul
     let opts = AnalyzeOptions {
         captured: captured_types(&profile),
     };
-    let mut analysis = analyze(&args.path, &opts).map_err(|e| UserError::new(e.to_string()))?;
-    plan_check::apply(&mut analysis);
+    let mut analysis = port_rewriter::verdicts::analyze(&args.path, &opts)
+        .map_err(|e| UserError::new(e.to_string()))?;
     merge(&mut analysis, &profile);
 
     if let Some(svg) = &args.flamegraph {

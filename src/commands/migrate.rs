@@ -23,9 +23,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use port_analyzer::{Analysis, FunctionReport, Verdict};
+use port_analyzer::{Analysis, FunctionReport};
 use port_codegen::{compile_ptx, Arch, CodegenError, PtxOptions};
-use port_rewriter::{AppFacts, ArgType, MigrationRequest, Outcome, Reason};
+use port_rewriter::verdicts::{facts_of, local_qualname};
+use port_rewriter::{ArgType, MigrationRequest, Outcome, Reason};
 use port_verify::{Status, VerifyError, VerifyOptions};
 use serde_json::json;
 
@@ -171,14 +172,6 @@ fn full_name(f: &FunctionReport) -> String {
     } else {
         format!("{}.{}", f.module, f.qualname)
     }
-}
-
-/// The function's qualified name inside its file (`f`, `Class.method`).
-pub(crate) fn local_qualname(f: &FunctionReport) -> String {
-    f.qualname
-        .strip_prefix(&format!("{}.", f.module))
-        .unwrap_or(&f.qualname)
-        .to_string()
 }
 
 fn find_function<'a>(a: &'a Analysis, name: &str) -> Result<&'a FunctionReport> {
@@ -374,26 +367,6 @@ fn arg_types(
         }
     }
     Ok((out, TypeSource::Capture))
-}
-
-pub(crate) fn facts_of(a: &Analysis) -> AppFacts {
-    let mut facts = AppFacts::default();
-    for f in &a.functions {
-        let reason = f
-            .main_reason()
-            .map(|r| (r.line, format!("{} {}", r.code, r.message)));
-        let entry = (
-            f.verdict,
-            if f.verdict == Verdict::Cuda {
-                None
-            } else {
-                reason
-            },
-        );
-        facts.verdicts.insert(f.name.clone(), entry.clone());
-        facts.verdicts.insert(f.qualname.clone(), entry);
-    }
-    facts
 }
 
 /// The profiler's capture of this function's call, when it has one.

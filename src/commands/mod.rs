@@ -5,6 +5,5 @@ pub mod compile;
 pub mod explain;
 pub mod graph;
 pub mod migrate;
-pub mod plan_check;
 pub mod report;
 pub mod verify;

@@ -22,7 +22,7 @@ const MAX_CALL_DEPTH: usize = 8;
 
 impl<'a> Lowerer<'a> {
     fn check_callee(&self, callee: &str, line: u32) -> Lower<()> {
-        if let Some((verdict, reason)) = self.facts.verdicts.get(callee) {
+        if let Some((verdict, reason)) = self.facts.verdict(callee) {
             if *verdict != port_analyzer::Verdict::Cuda {
                 let why = match reason {
                     Some((l, m)) => format!(": {m} (line {l})"),

@@ -72,11 +72,30 @@ pub(crate) trait Recurse {
     fn materialise(&mut self, hint: &str, av: &ArrVal, line: u32) -> Lower<String>;
 }
 
+/// A function's verdict and its main reason (line, text).
+pub type AppVerdict = (port_analyzer::Verdict, Option<(u32, String)>);
+
 /// Facts about the other functions of the program, from the analysis.
+/// Cheap to clone: planning every function of a large program shares one
+/// table of verdicts.
 #[derive(Clone, Debug, Default)]
 pub struct AppFacts {
-    /// By bare name and qualname: verdict and its main reason (line, text).
-    pub verdicts: HashMap<String, (port_analyzer::Verdict, Option<(u32, String)>)>,
+    /// By bare name and qualname (`Arc::make_mut` to add to it).
+    pub verdicts: std::sync::Arc<HashMap<String, AppVerdict>>,
+    /// Bare names whose verdicts do not apply: nested helpers the plan
+    /// hoists to the module level, which the analysis judged as closures.
+    pub hidden: Vec<String>,
+}
+
+impl AppFacts {
+    /// The analysis's verdict on `callee`, unless it is hidden.
+    pub fn verdict(&self, callee: &str) -> Option<&AppVerdict> {
+        let bare = callee.rsplit('.').next().unwrap_or(callee);
+        if self.hidden.iter().any(|h| h == bare) {
+            return None;
+        }
+        self.verdicts.get(callee)
+    }
 }
 
 /// A selection `values[mask]`, both templates of one shape.

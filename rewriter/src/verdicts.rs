@@ -1,6 +1,7 @@
-//! One truth for verdicts: after the static analysis, ask `port migrate`'s
-//! planner (planning only, no code printed, nothing verified) about every
-//! function that is not in object mode, and let its answer decide `cuda`.
+//! One truth for verdicts: after the static analysis, ask the planner
+//! (planning only, no code printed, nothing verified) about every function
+//! the analysis does not put in object mode for good, and let its answer
+//! decide `cuda`.
 //!
 //! - planned → `cuda`; the GPU blockers the static pass guessed are dropped
 //!   (the planner takes them), and when Numba itself would refuse the
@@ -9,60 +10,194 @@
 //!   so, with the refusal as a PORT214 finding (its line, its rewrite).
 //!
 //! Types: the captured ones of a profiled call, else those read from how
-//! the body uses each argument ([`port_rewriter::assumed_types`]). The
-//! analyzer does not depend on the rewriter; the binary joins them here.
+//! the body uses each argument ([`crate::assumed_types`]). Files are planned
+//! in parallel (rayon, on threads with the analyzer's stack), each parsed
+//! once; a second round re-plans only callers whose callees' verdicts
+//! changed. The analyzer does not depend on the rewriter: this is where
+//! its verdicts meet the planner.
 
 use std::collections::HashMap;
 
 use port_analyzer::{Analysis, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict};
-use port_rewriter::source::SourceFile;
-use port_rewriter::{ArgType, MigrationRequest, PlanOutcome};
+use rayon::prelude::*;
 
-use crate::commands::migrate::{facts_of, local_qualname};
+use crate::source::SourceFile;
+use crate::{AppFacts, ArgType, MigrationRequest, PlanOutcome};
 
 fn worth_asking(f: &FunctionReport) -> bool {
     port_analyzer::rules::planner_may_take(&f.findings)
 }
 
-/// Asks the planner about every function and adjusts verdicts, findings and
-/// the static coverage (a profile merged later weights it by time).
-pub fn apply(a: &mut Analysis) {
-    // The planner recurses over the syntax tree like the analyzer does: on
-    // a thread with the analyzer's stack, so no input overflows it.
-    std::thread::scope(|s| {
-        let planned = std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn_scoped(s, || apply_here(a))
-            .map(|h| h.join());
-        if let Ok(Err(panic)) = planned {
-            std::panic::resume_unwind(panic);
-        }
-    });
+/// The function's qualified name inside its file (`f`, `Class.method`).
+pub fn local_qualname(f: &FunctionReport) -> String {
+    f.qualname
+        .strip_prefix(&format!("{}.", f.module))
+        .unwrap_or(&f.qualname)
+        .to_string()
 }
 
-fn apply_here(a: &mut Analysis) {
-    let mut sources: HashMap<String, Option<(String, SourceFile)>> = HashMap::new();
+/// What the planner needs to know of the program's other functions: each
+/// one's verdict and main reason, by bare name and by qualname.
+pub fn facts_of(a: &Analysis) -> AppFacts {
+    let mut verdicts = HashMap::with_capacity(2 * a.functions.len());
+    for f in &a.functions {
+        let reason = f
+            .main_reason()
+            .map(|r| (r.line, format!("{} {}", r.code, r.message)));
+        let entry = (
+            f.verdict,
+            if f.verdict == Verdict::Cuda {
+                None
+            } else {
+                reason
+            },
+        );
+        verdicts.insert(f.name.clone(), entry.clone());
+        verdicts.insert(f.qualname.clone(), entry);
+    }
+    AppFacts {
+        verdicts: std::sync::Arc::new(verdicts),
+        hidden: Vec::new(),
+    }
+}
+
+/// The static analysis of `path` with the planner's answers: the
+/// analyzer's verdicts, then [`apply`]'s, planned on the trees the
+/// analysis parsed.
+pub fn analyze(
+    path: &std::path::Path,
+    opts: &port_analyzer::AnalyzeOptions,
+) -> Result<Analysis, port_analyzer::AnalyzeError> {
+    port_analyzer::analyze_then(path, opts, |a, modules| {
+        let asked: Vec<bool> = a.functions.iter().map(worth_asking).collect();
+        let wanted: std::collections::HashSet<&str> = a
+            .functions
+            .iter()
+            .zip(&asked)
+            .filter(|(_, &asked)| asked)
+            .map(|(f, _)| f.file.as_str())
+            .collect();
+        let files: HashMap<String, SourceFile> = modules
+            .into_par_iter()
+            .filter(|m| wanted.contains(m.display.as_str()))
+            .map(|m| {
+                let src = SourceFile::from_parsed(m.display.clone(), m.text, m.suite, m.lines);
+                (m.display, src)
+            })
+            .collect();
+        plan_all(a, files);
+    })
+}
+
+/// Asks the planner about every function of an analysis already made (the
+/// files are read and parsed again) and adjusts verdicts, findings and the
+/// static coverage (a profile merged later weights it by time).
+pub fn apply(a: &mut Analysis) {
+    let run = |a: &mut Analysis| {
+        let wanted: std::collections::HashSet<String> = a
+            .functions
+            .iter()
+            .filter(|f| worth_asking(f))
+            .map(|f| f.file.clone())
+            .collect();
+        let files: HashMap<String, SourceFile> = wanted
+            .into_par_iter()
+            .filter_map(|file| {
+                let text = std::fs::read_to_string(&file).ok()?;
+                let src = SourceFile::parse(&file, &text).ok()?;
+                Some((file, src))
+            })
+            .collect();
+        plan_all(a, files);
+    };
+    // The planner recurses over the syntax tree like the analyzer does: on
+    // threads with the analyzer's stack, so no input overflows it.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(port_analyzer::STACK_BYTES)
+        .thread_name(|i| format!("port-plan-{i}"))
+        .build();
+    match pool {
+        Ok(pool) => pool.install(|| run(a)),
+        // No threads to be had: plan on one thread of the same stack.
+        Err(_) => std::thread::scope(|s| {
+            let planned = std::thread::Builder::new()
+                .stack_size(port_analyzer::STACK_BYTES)
+                .spawn_scoped(s, || run(a))
+                .map(|h| h.join());
+            if let Ok(Err(panic)) = planned {
+                std::panic::resume_unwind(panic);
+            }
+        }),
+    }
+}
+
+/// Plans the functions worth asking about, each file's in parallel with
+/// the others', and adjusts the analysis; drops `files` on the pool.
+fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>) {
     // The static verdicts, as the planner first sees its callees; a second
     // round re-plans callers when a callee's verdict changed.
     let original: Vec<FunctionReport> = a.functions.clone();
     let mut checks: Vec<Option<PlanCheck>> = vec![None; a.functions.len()];
     let mut asked: Vec<bool> = a.functions.iter().map(worth_asking).collect();
-    for _round in 0..3 {
-        let facts = facts_of(a);
+    let callers: std::collections::HashSet<&str> = a
+        .call_graph
+        .edges
+        .iter()
+        .map(|e| e.caller.as_str())
+        .collect();
+    let calls_app: Vec<bool> = original
+        .iter()
+        .map(|f| {
+            callers.contains(format!("{}.{}", f.module, f.qualname).as_str())
+                || callers.contains(f.qualname.as_str())
+        })
+        .collect();
+    // The functions of each file, with the file parsed once. A file is
+    // kept after the first round only when a later round may ask about one
+    // of its functions again (it calls the program's own functions).
+    let mut by_file: Vec<(Option<SourceFile>, Vec<usize>, bool)> = Vec::new();
+    {
+        let mut files = files;
+        let mut at: HashMap<&str, usize> = HashMap::new();
         for (k, f) in original.iter().enumerate() {
-            if !asked[k] {
-                continue;
-            }
-            // Each file is read and parsed once, whatever its number of functions.
-            let parsed = sources.entry(f.file.clone()).or_insert_with(|| {
-                let text = std::fs::read_to_string(&f.file).ok()?;
-                let src = SourceFile::parse(&f.file, &text).ok()?;
-                Some((text, src))
-            });
-            let Some((text, src)) = parsed.as_ref() else {
-                continue;
+            let slot = match at.get(f.file.as_str()) {
+                Some(&slot) => slot,
+                None => {
+                    let Some(src) = files.remove(&f.file) else {
+                        continue;
+                    };
+                    by_file.push((Some(src), Vec::new(), false));
+                    at.insert(f.file.as_str(), by_file.len() - 1);
+                    by_file.len() - 1
+                }
             };
-            checks[k] = Some(check(text, src, f, &facts));
+            by_file[slot].1.push(k);
+            by_file[slot].2 |= calls_app[k] && asked[k];
+        }
+        files.into_par_iter().for_each(drop);
+    }
+    for round in 0..3 {
+        let facts = facts_of(a);
+        let answers: Vec<(usize, PlanCheck)> = by_file
+            .par_iter_mut()
+            .flat_map_iter(|(src, ks, keep)| {
+                let answers: Vec<(usize, PlanCheck)> = match src.as_ref() {
+                    Some(src) => ks
+                        .iter()
+                        .filter(|&&k| asked[k])
+                        .map(|&k| (k, check(&src.text, src, &original[k], &facts)))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                if round == 0 && !*keep {
+                    // Dropped here, on the pool's large-stack thread.
+                    *src = None;
+                }
+                answers
+            })
+            .collect();
+        for (k, c) in answers {
+            checks[k] = Some(c);
         }
         let mut changed = false;
         for (k, f) in original.iter().enumerate() {
@@ -80,38 +215,27 @@ fn apply_here(a: &mut Analysis) {
         // Only functions whose callees may have changed need asking again.
         asked = original
             .iter()
-            .map(|f| worth_asking(f) && calls_app(a, f))
+            .zip(&calls_app)
+            .map(|(f, &calls)| calls && worth_asking(f))
             .collect();
     }
     if !a.profiled {
         a.coverage = Analysis::static_coverage(&a.functions);
     }
-}
-
-fn calls_app(a: &Analysis, f: &FunctionReport) -> bool {
-    let key = format!("{}.{}", f.module, f.qualname);
-    a.call_graph
-        .edges
-        .iter()
-        .any(|e| e.caller == key || e.caller == f.qualname)
+    by_file.into_par_iter().for_each(drop);
 }
 
 /// Functions longer than this (in characters) are not planned.
 const MAX_PLANNED_CHARS: usize = 20_000;
 
 /// The planner's answer for one function.
-fn check(
-    text: &str,
-    src: &SourceFile,
-    f: &FunctionReport,
-    facts: &port_rewriter::AppFacts,
-) -> PlanCheck {
+fn check(text: &str, src: &SourceFile, f: &FunctionReport, facts: &AppFacts) -> PlanCheck {
     let name = local_qualname(f);
     // The planner's passes are not linear in the size of one expression: a
     // generated function of tens of thousands of characters is not planned.
     // (From the parsed definition: counting the file's lines up to it, per
     // function, made planning a file quadratic in its length.)
-    let size = port_rewriter::source::find(src, &name).map_or(0, |d| src.text_of(d.def).len());
+    let size = crate::source::find(src, &name).map_or(0, |d| src.text_of(d.def).len());
     if size > MAX_PLANNED_CHARS {
         let why = format!("the function is too large to plan ({size} characters; port plans up to {MAX_PLANNED_CHARS})");
         return refused(String::new(), "assumed", why, f.line, "frontend");
@@ -138,7 +262,7 @@ fn check(
         fp32: false,
         input_shapes: &[],
     };
-    match port_rewriter::plan_parsed(src, &req) {
+    match crate::plan_parsed(src, &req) {
         Ok(PlanOutcome::Planned(_)) => PlanCheck {
             status: PlanStatus::Planned,
             signature,
@@ -176,7 +300,7 @@ fn types_of(
     name: &str,
 ) -> Result<(Vec<ArgType>, &'static str), String> {
     let (params, assumed) =
-        port_rewriter::signature::assumed_types_parsed(src, name).map_err(|e| e.to_string())?;
+        crate::signature::assumed_types_parsed(src, name).map_err(|e| e.to_string())?;
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
         return Ok((assumed, "assumed"));
@@ -187,7 +311,7 @@ fn types_of(
             .iter()
             .find(|t| t.name == *p)
             .or_else(|| captured.get(k))
-            .and_then(|t| port_rewriter::types::from_captured(t).ok());
+            .and_then(|t| crate::types::from_captured(t).ok());
         match t {
             Some(t) => out.push(t),
             None => return Ok((assumed, "assumed")),
