@@ -214,7 +214,7 @@ pub fn held_back(a: &Analysis) -> Vec<String> {
         .iter()
         .filter(|f| f.verdict == Verdict::Cuda)
         .filter(|f| {
-            crate::commands::migrate::capture_of(a, f).is_some_and(|c| {
+            crate::profile_merge::capture_of(a, f).is_some_and(|c| {
                 c["inputs_npz"].is_null()
                     && c["skipped"].as_array().is_some_and(|s| {
                         s.iter().any(|l| l.as_str().is_some_and(|l| l.starts_with(NOT_SAVED)))

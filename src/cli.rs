@@ -76,7 +76,7 @@ pub fn main(backend: impl FnOnce(&Command) -> anyhow::Result<()>) -> ExitCode {
     let Err(e) = result else {
         return ExitCode::SUCCESS;
     };
-    let (code, exit) = if let Some(n) = e.downcast_ref::<commands::migrate::NotVerified>() {
+    let (code, exit) = if let Some(n) = e.downcast_ref::<commands::verify::NotVerified>() {
         // Already reported on stdout: refused, mismatch, inconclusive or
         // failed (migrate), or a function that did not verify (verify).
         ("not_verified", n.exit)

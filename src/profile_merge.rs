@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use port_analyzer::model::{round2, ArgType, CallEdge, Coverage, EdgeKind, Verdict};
-use port_analyzer::Analysis;
+use port_analyzer::{Analysis, FunctionReport};
 use port_profiler::{ArgKind, FrameResolver, Profile};
 
 /// Maps frames to analysis functions: the innermost function whose lines
@@ -222,4 +222,17 @@ pub fn merge(a: &mut Analysis, p: &Profile) {
         }
     }
     a.profile = serde_json::to_value(p).ok();
+}
+
+/// The profiler's capture of this function's call, when it has one.
+pub fn capture_of<'a>(a: &'a Analysis, f: &FunctionReport) -> Option<&'a serde_json::Value> {
+    let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
+    caps.iter().find(|c| {
+        // `port analyze` keys captures as `module.qualname`.
+        c.get("function")
+            .and_then(|v| v.as_str())
+            .is_some_and(|func| {
+                func == key_of(&f.module, &f.qualname) || func == f.qualname || func == f.name
+            })
+    })
 }

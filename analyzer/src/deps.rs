@@ -8,11 +8,12 @@ use std::collections::{HashMap, HashSet};
 
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 
-use crate::classify::{walk_expr, walk_stmts, Ty};
 use crate::indexset::{
     access, is_length, lin, may_meet_in, no_bounds, range_bounds, Ctx, Dim, Lin, NameKind,
 };
 use crate::loader::Module;
+use crate::ty::Ty;
+use crate::walk::{walk_expr, walk_stmts};
 
 pub struct DepFinding {
     pub code: &'static str,
@@ -541,7 +542,7 @@ fn in_place_order(
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         // Reading `a.shape` or `len(a)` reads no element.
         let read = |e: &Expr, reads: &mut Vec<String>| {
-            let meta: Vec<_> = crate::classify::metadata_uses(e)
+            let meta: Vec<_> = crate::walk::metadata_uses(e)
                 .iter()
                 .map(|x| x.range())
                 .collect();

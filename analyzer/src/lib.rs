@@ -9,7 +9,7 @@
 //!
 //! Architecture invariants: the analyzer never runs the user's code and never
 //! writes files; a file that fails to parse is reported and skipped, never
-//! fatal; recursion into the AST is bounded ([`classify::MAX_DEPTH`]) and runs
+//! fatal; recursion into the AST is bounded ([`walk::MAX_DEPTH`]) and runs
 //! on threads with large stacks, so no input can overflow the stack.
 
 pub mod callgraph;
@@ -21,31 +21,22 @@ pub mod model;
 pub mod rules;
 pub mod support;
 pub mod symbols;
+pub mod ty;
+pub mod walk;
 pub mod work;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rayon::prelude::*;
 
+pub use loader::AnalyzeError;
 pub use model::{
     Analysis, ArgType, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict,
 };
 
-#[derive(Debug, thiserror::Error)]
-pub enum AnalyzeError {
-    #[error("{0}: no such file or directory")]
-    NotFound(PathBuf),
-    #[error("{0}: no Python files (*.py) found in this folder")]
-    NoPython(PathBuf),
-    #[error("{0}: {1}")]
-    Io(PathBuf, String),
-    #[error("could not start the analysis threads: {0}")]
-    Threads(String),
-}
-
 /// Stack size of the analysis threads: deep enough for any expression the
-/// parser accepts, given [`classify::MAX_DEPTH`]. A caller that parses on a
+/// parser accepts, given [`walk::MAX_DEPTH`]. A caller that parses on a
 /// thread of its own (`loader::parse_file`) gives it this much too.
 pub const STACK_BYTES: usize = 256 << 20;
 

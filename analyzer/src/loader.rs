@@ -12,7 +12,20 @@ use rustpython_parser::text_size::TextSize;
 use rustpython_parser::Parse;
 
 use crate::model::ParseErrorReport;
-use crate::AnalyzeError;
+
+/// Why a program could not be analysed at all (a file that does not parse
+/// is a `parse_errors` entry instead).
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("{0}: no such file or directory")]
+    NotFound(PathBuf),
+    #[error("{0}: no Python files (*.py) found in this folder")]
+    NoPython(PathBuf),
+    #[error("{0}: {1}")]
+    Io(PathBuf, String),
+    #[error("could not start the analysis threads: {0}")]
+    Threads(String),
+}
 
 /// One parsed module of the program.
 pub struct Module {

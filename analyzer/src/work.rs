@@ -279,13 +279,13 @@ fn value(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<Val> {
 fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
     // Names not used for their elements: `a.shape`, `len(a)`, and the array
     // of a subscript, which is counted by what the subscript selects.
-    let mut skip: Vec<*const Expr> = crate::classify::metadata_uses(e)
+    let mut skip: Vec<*const Expr> = crate::walk::metadata_uses(e)
         .into_iter()
         .map(|x| x as *const Expr)
         .collect();
     let mut most: u128 = 1;
     let mut grows = false;
-    crate::classify::walk_expr(e, &mut |x| match x {
+    crate::walk::walk_expr(e, &mut |x| match x {
         // Broadcasting and products make arrays larger than their operands.
         Expr::BinOp(b) if b.op == ast::Operator::MatMult => grows = true,
         Expr::Call(c) if matches!(c.func.as_ref(), Expr::Attribute(a) if GROWS.contains(&a.attr.as_str())) => {
@@ -318,7 +318,7 @@ fn elements(e: &Expr, env: &HashMap<String, Option<Val>>) -> Option<u128> {
         }
         _ => {}
     });
-    crate::classify::walk_expr(e, &mut |x| {
+    crate::walk::walk_expr(e, &mut |x| {
         if !skip.contains(&(x as *const Expr)) {
             if let Some(s) = shape(x, env) {
                 most = most.max(s.iter().map(|&d| d as u128).product());
@@ -360,7 +360,7 @@ fn count_bindings(body: &[Stmt], counts: &mut HashMap<String, u32>) {
             _ => {}
         }
     }
-    crate::classify::walk_stmts(body, &mut |s| match s {
+    crate::walk::walk_stmts(body, &mut |s| match s {
         Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, counts)),
         // Augmented assignment rebinds its name; a loop rebinds its
         // variable every iteration.

@@ -1,7 +1,6 @@
 //! The CI gate: `--fail-under PCT` and `--fail-on-regression`.
 
-use serde::Serialize;
-
+pub use crate::report::GateOutcome;
 use crate::report::Report;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -15,20 +14,6 @@ pub struct GateOptions {
 impl GateOptions {
     pub fn is_set(&self) -> bool {
         self.fail_under.is_some() || self.fail_on_regression
-    }
-}
-
-/// What the gate decided, and why, one line per failure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GateOutcome {
-    pub fail_under: Option<f64>,
-    pub fail_on_regression: bool,
-    pub failures: Vec<String>,
-}
-
-impl GateOutcome {
-    pub fn passed(&self) -> bool {
-        self.failures.is_empty()
     }
 }
 

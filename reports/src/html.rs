@@ -484,7 +484,7 @@ impl FlameNode {
             pct,
             at.depth * FRAME_HEIGHT_PX,
             escape(name),
-            crate::terminal::count(self.samples as usize, "sample", "samples"),
+            crate::text::count(self.samples as usize, "sample", "samples"),
             self.own(),
             escape(name),
             self.samples,

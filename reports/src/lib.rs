@@ -26,6 +26,7 @@ pub mod report;
 pub mod sarif;
 pub mod state;
 pub mod terminal;
+pub mod text;
 pub mod timing;
 
 use std::path::{Path, PathBuf};

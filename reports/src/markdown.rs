@@ -78,7 +78,7 @@ pub(crate) fn basis_sentence(r: &Report) -> String {
         Basis::Samples => match r.profile.as_ref().and_then(|p| p.samples) {
             Some(n) => format!(
                 "Shares of sampled time ({}).",
-                crate::terminal::count(n as usize, "sample", "samples")
+                crate::text::count(n as usize, "sample", "samples")
             ),
             None => "Shares of sampled time.".into(),
         },

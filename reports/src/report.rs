@@ -14,13 +14,26 @@ use serde::Serialize;
 use crate::baseline::{AppIdentity, Baseline, BaselineComparison};
 use crate::coverage::{function_key, migrations_by_function, CoverageFigures};
 use crate::error::ReportError;
-use crate::gate::GateOutcome;
 use crate::migration::{Migration, MigrationStatus};
 use crate::profile::ProfileView;
 use crate::state::PortState;
 
 /// Version tag of `port report --format json`.
 pub const REPORT_SCHEMA: &str = "port.report/1";
+
+/// What the CI gate (`gate::check`) decided, and why, one line per failure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateOutcome {
+    pub fail_under: Option<f64>,
+    pub fail_on_regression: bool,
+    pub failures: Vec<String>,
+}
+
+impl GateOutcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
 
 /// How many hotspots a summary lists.
 pub const TOP_HOTSPOTS: usize = 10;

@@ -1,5 +1,6 @@
 //! Terminal tables for `port analyze`.
 
+pub use crate::text::count;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 use port_analyzer::model::{Analysis, FunctionReport, Verdict};
 
@@ -9,11 +10,6 @@ pub struct Style {
     pub color: bool,
     /// Width to wrap to; `None` lets comfy-table decide.
     pub width: Option<u16>,
-}
-
-/// `n` and the noun, singular for one: "1 file", "3 files".
-pub fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn verdict_cell(v: Verdict, style: Style) -> Cell {

@@ -11,13 +11,13 @@
 //!
 //! Exit codes: 0 verified · 1 refused, mismatch or failed — a CUDA error
 //! included, named with its kernel and launch (reported on stdout, the
-//! error carries no extra text: see [`NotVerified`]) · 2 bad input (unknown
+//! error carries no extra text: see [`NotVerified`](crate::commands::verify::NotVerified)) · 2 bad input (unknown
 //! function, ambiguous name, no types, bad --signature, unknown --arch,
 //! --repeats below 10, --backend gpu without a GPU) · 5 inconclusive: the
 //! kernels differ from the original, and the original does not reproduce
 //! its own float64 results against an extended-precision run on these
 //! inputs, so port cannot tell a right kernel from a wrong one (nothing is
-//! verified: [`INCONCLUSIVE_EXIT_CODE`]).
+//! verified: [`INCONCLUSIVE_EXIT_CODE`](crate::commands::verify::INCONCLUSIVE_EXIT_CODE)).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ use port_verify::{Status, VerifyError, VerifyOptions};
 use serde_json::json;
 
 use crate::commands::analyze::{analysis_path, load_or_analyze, reanalyze_keeping_profile, Source};
-use crate::commands::verify::{outcome_json, outcome_text, say_fallback, RunArgs};
+use crate::commands::verify::{outcome_json, outcome_text, say_fallback, NotVerified, RunArgs};
 use crate::state;
 use crate::UserError;
 
@@ -106,45 +106,6 @@ pub enum Emit {
     Ir,
     /// The PTX.
     Ptx,
-}
-
-/// A migration that ended other than `verified`: already reported, exits
-/// 1, or [`INCONCLUSIVE_EXIT_CODE`] when port could not tell.
-#[derive(Debug)]
-pub struct NotVerified {
-    pub status: &'static str,
-    pub exit: u8,
-}
-
-/// The exit code of an inconclusive verification: not 0, since nothing was
-/// verified, and not 1, so that a script can tell "port found the kernels
-/// wrong" (1) from "port cannot tell on these inputs" (5).
-pub const INCONCLUSIVE_EXIT_CODE: u8 = 5;
-
-impl NotVerified {
-    /// The error for a migration or verification that ended in `status`.
-    pub fn new(status: &'static str) -> NotVerified {
-        let exit = if status == port_verify::Status::Inconclusive.as_str() {
-            INCONCLUSIVE_EXIT_CODE
-        } else {
-            1
-        };
-        NotVerified { status, exit }
-    }
-}
-
-impl std::fmt::Display for NotVerified {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "migration {}", self.status)
-    }
-}
-
-impl std::error::Error for NotVerified {}
-
-/// The interpreter that runs the original: the same rule `port analyze`
-/// uses (`--python`, else `$VIRTUAL_ENV/bin/python`, else `python3`).
-pub fn python_for(arg: Option<&Path>) -> PathBuf {
-    port_profiler::resolve_python(arg.map(Path::to_path_buf))
 }
 
 fn migrations_dir() -> PathBuf {
@@ -369,30 +330,19 @@ fn arg_types(
     Ok((out, TypeSource::Capture))
 }
 
-/// The profiler's capture of this function's call, when it has one.
-pub(crate) fn capture_of<'a>(a: &'a Analysis, f: &FunctionReport) -> Option<&'a serde_json::Value> {
-    let caps = a.profile.as_ref()?.get("captures")?.as_array()?;
-    caps.iter().find(|c| {
-        // `port analyze` keys captures as `module.qualname`.
-        c.get("function")
-            .and_then(|v| v.as_str())
-            .is_some_and(|func| {
-                func == crate::profile_merge::key_of(&f.module, &f.qualname)
-                    || func == f.qualname
-                    || func == f.name
-            })
-    })
-}
-
 /// The profiler's captured inputs for this function, when it saved some.
 fn captured_inputs(a: &Analysis, f: &FunctionReport) -> Option<PathBuf> {
-    let p = PathBuf::from(capture_of(a, f)?.get("inputs_npz")?.as_str()?);
+    let p = PathBuf::from(
+        crate::profile_merge::capture_of(a, f)?
+            .get("inputs_npz")?
+            .as_str()?,
+    );
     p.exists().then_some(p)
 }
 
 /// The pairs of arguments that shared memory in the captured call.
 fn captured_aliases(a: &Analysis, f: &FunctionReport) -> Vec<(String, String)> {
-    capture_of(a, f)
+    crate::profile_merge::capture_of(a, f)
         .and_then(|c| c.get("aliases"))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default()
@@ -539,7 +489,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     };
     args.run.check()?;
     let selected = args.run.select()?;
-    let python = python_for(args.run.python.as_deref());
+    let python = port_profiler::resolve_python(args.run.python.clone());
 
     let analysis = match &args.path {
         Some(p) => {

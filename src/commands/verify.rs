@@ -31,9 +31,41 @@ use port_verify::{
 };
 use serde_json::{json, Value};
 
-use crate::commands::migrate::{python_for, NotVerified};
 use crate::state;
 use crate::UserError;
+
+/// A migration that ended other than `verified`: already reported, exits
+/// 1, or [`INCONCLUSIVE_EXIT_CODE`] when port could not tell.
+#[derive(Debug)]
+pub struct NotVerified {
+    pub status: &'static str,
+    pub exit: u8,
+}
+
+/// The exit code of an inconclusive verification: not 0, since nothing was
+/// verified, and not 1, so that a script can tell "port found the kernels
+/// wrong" (1) from "port cannot tell on these inputs" (5).
+pub const INCONCLUSIVE_EXIT_CODE: u8 = 5;
+
+impl NotVerified {
+    /// The error for a migration or verification that ended in `status`.
+    pub fn new(status: &'static str) -> NotVerified {
+        let exit = if status == port_verify::Status::Inconclusive.as_str() {
+            INCONCLUSIVE_EXIT_CODE
+        } else {
+            1
+        };
+        NotVerified { status, exit }
+    }
+}
+
+impl std::fmt::Display for NotVerified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "migration {}", self.status)
+    }
+}
+
+impl std::error::Error for NotVerified {}
 
 /// Version tag of `port verify --json`.
 pub const VERIFY_SCHEMA: &str = "port.verify/1";
@@ -547,7 +579,7 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
     args.run.check()?;
     let mut records = load_records(args.function.as_deref())?;
     let selected = args.run.select()?;
-    let python = python_for(args.run.python.as_deref());
+    let python = port_profiler::resolve_python(args.run.python.clone());
     say_fallback(&selected);
     let bar = progress(records.len(), args.json);
     let mut results = Vec::new();

@@ -205,17 +205,7 @@ impl<B> DevArray<B> {
     }
 }
 
-/// Bytes per element as the kernels store it (`bool` is one byte).
-pub fn elem_size(t: ScalarType) -> usize {
-    t.size_bytes()
-}
-
-/// The bytes of an array of `t` and this shape; `None` past `usize`.
-pub fn array_bytes(t: ScalarType, shape: &[usize]) -> Option<usize> {
-    shape
-        .iter()
-        .try_fold(elem_size(t), |n, &d| n.checked_mul(d))
-}
+pub use crate::dtype::{array_bytes, elem_size};
 
 /// `n` elements of type `t`, each `fill`; `None` when the host cannot hold
 /// them (reserved fallibly: too large an array is an error, not an abort).

@@ -14,10 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
-use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DriverError, PushKernelArg,
-};
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use port_codegen::ir::{Kernel, Module, ScalarType, Type};
 use port_codegen::{kernel_abi, AbiKind, ArrayData};
@@ -27,7 +25,11 @@ use crate::error::VerifyError;
 use crate::exec::{array_bytes, elem_size, filled, DevArray, Device, HVal, KArg, LaunchConfig};
 use crate::npy::NdArray;
 
+mod driver;
 mod solver;
+
+pub use driver::describe;
+use driver::{cuda, out_of_memory};
 
 /// What the device is (the `device` object of `--json`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -58,54 +60,6 @@ impl DeviceInfo {
 pub fn peak_bandwidth_gb_s(memory_clock_khz: i64, bus_width_bits: i64) -> Option<f64> {
     (memory_clock_khz > 0 && bus_width_bits > 0)
         .then(|| 2.0 * memory_clock_khz as f64 * 1e3 * (bus_width_bits as f64 / 8.0) / 1e9)
-}
-
-/// The name of a driver result (`CUDA_ERROR_ILLEGAL_ADDRESS`) and what it
-/// usually means for a port kernel. Never calls the driver, so it works
-/// when the driver is gone.
-pub fn describe(r: CUresult) -> String {
-    let name = format!("{r:?}");
-    let hint = match r {
-        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS => {
-            "the kernel read or wrote outside its arrays (run with --debug on the simulator to find the thread)"
-        }
-        CUresult::CUDA_ERROR_LAUNCH_FAILED => "the kernel faulted while running",
-        CUresult::CUDA_ERROR_OUT_OF_MEMORY => "the device has too little free memory for these arrays",
-        CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
-            "too many registers or too much shared memory for this block size"
-        }
-        CUresult::CUDA_ERROR_LAUNCH_TIMEOUT => "the kernel ran past the watchdog's limit",
-        CUresult::CUDA_ERROR_INVALID_PTX | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
-            "the driver cannot compile this PTX: pass an older --arch, or update the NVIDIA driver"
-        }
-        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU => "the PTX targets a newer GPU than this one",
-        CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
-        CUresult::CUDA_ERROR_STUB_LIBRARY => {
-            "the libcuda.so loaded is the CUDA toolkit's stub, not the driver's: take the toolkit's lib64/stubs off LD_LIBRARY_PATH"
-        }
-        CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH => {
-            "the NVIDIA kernel module and libcuda are different driver versions: reboot, or reinstall the driver"
-        }
-        CUresult::CUDA_ERROR_INVALID_VALUE => "a launch argument or size is invalid",
-        _ => "",
-    };
-    if hint.is_empty() {
-        name
-    } else {
-        format!("{name} ({hint})")
-    }
-}
-
-fn cuda(e: DriverError) -> VerifyError {
-    VerifyError::Cuda(describe(e.0))
-}
-
-/// `CUDA_ERROR_OUT_OF_MEMORY` with its hint and what was asked.
-fn out_of_memory(what: String) -> VerifyError {
-    VerifyError::Cuda(format!(
-        "{}: {what}",
-        describe(CUresult::CUDA_ERROR_OUT_OF_MEMORY)
-    ))
 }
 
 /// Runs `f` with panics caught and the default hook silenced: cudarc panics
@@ -696,7 +650,19 @@ impl Device for GpuDevice {
         args: &[&DevArray<CudaSlice<u8>>],
         out: &mut DevArray<CudaSlice<u8>>,
     ) -> Option<Result<(), VerifyError>> {
-        self.cusolver(op, args, out)
+        // On cuSOLVER when the step is one `solver` computes and libcusolver
+        // and libcublas load; `None` otherwise (the host computes it then).
+        let shapes = solver::applies(op, args, out)?;
+        self.cublas()?;
+        solver::dense_solver(&mut self.dn, &self.stream)?;
+        Some(self.timed_library(|this| {
+            let dn = this.dn.as_ref().and_then(Option::as_ref);
+            let blas = this.blas.as_ref().and_then(Option::as_ref);
+            let (Some(dn), Some(blas)) = (dn, blas) else {
+                unreachable!("both handles were made above");
+            };
+            solver::run(&this.stream, dn, blas, op, &shapes, args, out)
+        }))
     }
 
     /// `c = op(a) @ op(b)` with cuBLAS, on the device arrays themselves.
@@ -886,6 +852,7 @@ pub fn memory_bound(m: &Module) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cudarc::driver::sys::CUresult;
 
     fn module(src: &str) -> Module {
         port_codegen::text::parse_module(src).expect("valid IR")

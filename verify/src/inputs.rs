@@ -269,7 +269,7 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
             .iter()
             .filter_map(|p| match p.ty {
                 ArgType::Array(a) => Some(
-                    crate::exec::array_bytes(a.elem, s.get(&p.name)?)
+                    crate::dtype::array_bytes(a.elem, s.get(&p.name)?)
                         .map_or(u128::MAX, |b| b as u128),
                 ),
                 ArgType::Scalar(_) => None,
@@ -860,7 +860,7 @@ fn type_word(t: ScalarType) -> &'static str {
         ScalarType::I32 | ScalarType::I64 => "int",
         ScalarType::F32 | ScalarType::F64 => "float",
         // A NumPy scalar of that dtype, so that promotion matches.
-        t => crate::dtype_name(t),
+        t => crate::dtype::dtype_name(t),
     }
 }
 

@@ -18,8 +18,10 @@
 //! [`simulator`], [`gpu`] (the CUDA edge), [`compare`], [`timing`], [`error`].
 
 pub mod compare;
+pub mod dtype;
 pub mod error;
 pub mod exact;
+
 pub mod exec;
 pub mod gpu;
 pub mod inputs;
@@ -36,6 +38,8 @@ use std::time::Instant;
 
 use cudarc::driver::CudaContext;
 use port_codegen::ir::ScalarType;
+
+use crate::dtype::dtype_name;
 use port_codegen::{compile_ptx, Arch, PtxOptions};
 use port_rewriter::{KernelPlan, PlanKind};
 use serde::Serialize;
@@ -317,24 +321,6 @@ pub fn tolerance(plan: &KernelPlan) -> Tolerance {
         compare::FLOAT32
     } else {
         compare::FLOAT64
-    }
-}
-
-pub(crate) fn dtype_name(t: ScalarType) -> &'static str {
-    match t {
-        ScalarType::Bool => "bool",
-        ScalarType::I32 => "int32",
-        ScalarType::I64 => "int64",
-        ScalarType::F32 => "float32",
-        ScalarType::F64 => "float64",
-        ScalarType::I8 => "int8",
-        ScalarType::I16 => "int16",
-        ScalarType::U8 => "uint8",
-        ScalarType::U16 => "uint16",
-        ScalarType::U32 => "uint32",
-        ScalarType::U64 => "uint64",
-        ScalarType::C64 => "complex64",
-        ScalarType::C128 => "complex128",
     }
 }
 

@@ -31,7 +31,12 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use port_codegen::ir::ScalarType;
 use port_rewriter::plan::LinalgOp;
 
-use super::{cuda, GpuDevice};
+use std::sync::Arc;
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaStream;
+
+use super::driver::cuda;
 use crate::error::VerifyError;
 use crate::exec::{elem_size, DevArray};
 
@@ -248,7 +253,7 @@ lapack!(
 
 /// The shapes of one step, checked: `count` matrices of `n × n`, and for
 /// `solve` the right-hand side's columns (`None`: one vector for all).
-struct Shapes {
+pub(super) struct Shapes {
     n: usize,
     count: usize,
     rhs_cols: Option<usize>,
@@ -297,257 +302,256 @@ impl Shapes {
     }
 }
 
-impl GpuDevice {
-    /// `out = op(args)` on cuSOLVER, when the step is one this module
-    /// computes and libcusolver and libcublas load; `None` otherwise (the
-    /// host computes it then).
-    pub(super) fn cusolver(
-        &mut self,
-        op: LinalgOp,
-        args: &[&DevArray<Buf>],
-        out: &mut DevArray<Buf>,
-    ) -> Option<Result<(), VerifyError>> {
-        let elem = args.first()?.elem;
-        if !matches!(elem, ScalarType::F32 | ScalarType::F64)
-            || args.iter().any(|a| a.elem != elem)
-            || out.elem != elem
-        {
-            return None;
-        }
-        let shapes = Shapes::of(op, args, out)?;
-        self.cublas()?;
-        self.dense_solver()?;
-        Some(self.timed_library(|this| {
-            if elem == ScalarType::F32 {
-                this.routine::<f32>(op, &shapes, args, out)
-            } else {
-                this.routine::<f64>(op, &shapes, args, out)
-            }
-        }))
+/// The shapes of `out = op(args)` when it is a step this
+/// module computes (float32/float64, shapes NumPy accepts); `None`
+/// otherwise (the host computes it then).
+pub(super) fn applies(
+    op: LinalgOp,
+    args: &[&DevArray<Buf>],
+    out: &DevArray<Buf>,
+) -> Option<Shapes> {
+    let elem = args.first()?.elem;
+    if !matches!(elem, ScalarType::F32 | ScalarType::F64)
+        || args.iter().any(|a| a.elem != elem)
+        || out.elem != elem
+    {
+        return None;
     }
+    Shapes::of(op, args, out)
+}
 
-    /// cuSOLVER's dense handle on the plan's stream, made at the first
-    /// call; `None` when libcusolver is not found (said once), as
-    /// [`GpuDevice::cublas`] does for cuBLAS.
-    fn dense_solver(&mut self) -> Option<&DnHandle> {
-        if self.dn.is_none() {
-            // SAFETY: only checks that the library loads.
-            let present = unsafe { sol::is_culib_present() };
-            self.dn = Some(if present {
-                DnHandle::new(self.stream.clone()).ok()
-            } else {
-                None
-            });
-            if !present {
-                eprintln!(
-                    "port: cuSOLVER (libcusolver) not found on the loader's path: np.linalg runs on the host"
-                );
-            }
+/// cuSOLVER's dense handle on `stream`, made at the first call; `None` when
+/// libcusolver is not found (said once), as the device's cuBLAS handle is.
+pub(super) fn dense_solver<'h>(
+    dn: &'h mut Option<Option<DnHandle>>,
+    stream: &Arc<CudaStream>,
+) -> Option<&'h DnHandle> {
+    if dn.is_none() {
+        // SAFETY: only checks that the library loads.
+        let present = unsafe { sol::is_culib_present() };
+        *dn = Some(if present {
+            DnHandle::new(stream.clone()).ok()
+        } else {
+            None
+        });
+        if !present {
+            eprintln!(
+                "port: cuSOLVER (libcusolver) not found on the loader's path: np.linalg runs on the host"
+            );
         }
-        self.dn.as_ref()?.as_ref()
     }
+    dn.as_ref()?.as_ref()
+}
 
-    fn routine<T: Lapack>(
-        &mut self,
-        op: LinalgOp,
-        s: &Shapes,
-        args: &[&DevArray<Buf>],
-        out: &mut DevArray<Buf>,
-    ) -> Result<(), VerifyError> {
-        let stream = self.stream.clone();
-        let size = elem_size(out.elem);
-        debug_assert_eq!(size, std::mem::size_of::<T>());
-        let (n, count) = (s.n, s.count);
-        let ni = n as i32;
-        let mat = n * n * size;
-        let dn = self
-            .dn
-            .as_ref()
-            .and_then(Option::as_ref)
-            .expect("checked by the caller")
-            .cu();
-        let bh = *self
-            .blas
-            .as_ref()
-            .and_then(Option::as_ref)
-            .expect("checked by the caller")
-            .handle();
-        let a = args[0];
-        let mut info = stream.alloc_zeros::<i32>(count).map_err(cuda)?;
-        let (info_p, _gi) = info.device_ptr_mut(&stream);
-        let info_at = |k: usize| (info_p + (k * 4) as u64) as *mut i32;
+/// `out = op(args)` with the handles of the device's stream, in the
+/// element type [`applies`] checked.
+pub(super) fn run(
+    stream: &Arc<CudaStream>,
+    dn: &DnHandle,
+    blas: &CudaBlas,
+    op: LinalgOp,
+    s: &Shapes,
+    args: &[&DevArray<Buf>],
+    out: &mut DevArray<Buf>,
+) -> Result<(), VerifyError> {
+    if out.elem == ScalarType::F32 {
+        routine::<f32>(stream, dn, blas, op, s, args, out)
+    } else {
+        routine::<f64>(stream, dn, blas, op, s, args, out)
+    }
+}
 
-        if op == LinalgOp::Cholesky {
-            stream.memcpy_dtod(&a.buf, &mut out.buf).map_err(cuda)?;
-            let (o, _go) = out.buf.device_ptr_mut(&stream);
-            let at = |k: usize| (o + (k * mat) as u64) as *mut T;
-            let mut lw = 0i32;
-            // SAFETY: `out` holds `count` C-ordered n × n matrices of `T`.
-            unsafe { T::potrf_size(dn, ni, at(0), &mut lw) }.ok("potrf_bufferSize")?;
-            let mut work = stream
-                .alloc_zeros::<T>((lw as usize).max(1))
-                .map_err(cuda)?;
-            let (w, _gw) = work.device_ptr_mut(&stream);
-            for k in 0..count {
-                // SAFETY: as above; the workspace has the size asked.
-                unsafe { T::potrf(dn, ni, at(k), w as *mut T, lw, info_at(k)) }.ok("potrf")?;
-                // A's upper triangle (C order) is the strict lower one
-                // column-major: column j from row j + 1 on.
-                for j in 0..n - 1 {
-                    let start = o + (k * mat + (j * n + j + 1) * size) as u64;
-                    // SAFETY: within matrix k of `out`.
-                    unsafe {
-                        cudarc::driver::result::memset_d8_async(
-                            start,
-                            0,
-                            (n - j - 1) * size,
-                            stream.cu_stream(),
-                        )
-                    }
-                    .map_err(cuda)?;
-                }
-            }
-            drop((_go, _gw, _gi));
-            return check(&stream, &info, "Matrix is not positive definite");
-        }
+fn routine<T: Lapack>(
+    stream: &Arc<CudaStream>,
+    dn: &DnHandle,
+    blas: &CudaBlas,
+    op: LinalgOp,
+    s: &Shapes,
+    args: &[&DevArray<Buf>],
+    out: &mut DevArray<Buf>,
+) -> Result<(), VerifyError> {
+    let stream = stream.clone();
+    let size = elem_size(out.elem);
+    debug_assert_eq!(size, std::mem::size_of::<T>());
+    let (n, count) = (s.n, s.count);
+    let ni = n as i32;
+    let mat = n * n * size;
+    let dn = dn.cu();
+    let bh = *blas.handle();
+    let a = args[0];
+    let mut info = stream.alloc_zeros::<i32>(count).map_err(cuda)?;
+    let (info_p, _gi) = info.device_ptr_mut(&stream);
+    let info_at = |k: usize| (info_p + (k * 4) as u64) as *mut i32;
 
-        // LU of each matrix, in a scratch copy.
-        let mut lu = stream.clone_dtod(&a.buf).map_err(cuda)?;
-        let mut ipiv = stream.alloc_zeros::<i32>(count * n).map_err(cuda)?;
-        let (l, _gl) = lu.device_ptr_mut(&stream);
-        let (p, _gp) = ipiv.device_ptr_mut(&stream);
-        let lu_at = |k: usize| (l + (k * mat) as u64) as *mut T;
-        let piv_at = |k: usize| (p + (k * n * 4) as u64) as *mut i32;
+    if op == LinalgOp::Cholesky {
+        stream.memcpy_dtod(&a.buf, &mut out.buf).map_err(cuda)?;
+        let (o, _go) = out.buf.device_ptr_mut(&stream);
+        let at = |k: usize| (o + (k * mat) as u64) as *mut T;
         let mut lw = 0i32;
-        // SAFETY: `lu` holds `count` n × n matrices of `T`.
-        unsafe { T::getrf_size(dn, ni, lu_at(0), &mut lw) }.ok("getrf_bufferSize")?;
+        // SAFETY: `out` holds `count` C-ordered n × n matrices of `T`.
+        unsafe { T::potrf_size(dn, ni, at(0), &mut lw) }.ok("potrf_bufferSize")?;
         let mut work = stream
             .alloc_zeros::<T>((lw as usize).max(1))
             .map_err(cuda)?;
         let (w, _gw) = work.device_ptr_mut(&stream);
         for k in 0..count {
-            // SAFETY: as above; `ipiv` has n pivots per matrix.
-            unsafe { T::getrf(dn, ni, lu_at(k), w as *mut T, piv_at(k), info_at(k)) }
-                .ok("getrf")?;
-        }
-        let mut rs_info = stream.alloc_zeros::<i32>(1).map_err(cuda)?;
-        let (ri, _gri) = rs_info.device_ptr_mut(&stream);
-        let ri = ri as *mut i32;
-        let t = sol::cublasOperation_t::CUBLAS_OP_T;
-        match op {
-            LinalgOp::Det => {
-                // U's diagonal, gathered by a strided copy, and the pivots.
-                let mut diag = stream.alloc_zeros::<T>(count * n).map_err(cuda)?;
-                {
-                    let (d, _gd) = diag.device_ptr_mut(&stream);
-                    for k in 0..count {
-                        let y = (d + (k * n * size) as u64) as *mut T;
-                        // SAFETY: n elements n + 1 apart inside matrix k.
-                        unsafe { T::copy(bh, ni, lu_at(k), ni + 1, y) }.ok("copy")?;
-                    }
+            // SAFETY: as above; the workspace has the size asked.
+            unsafe { T::potrf(dn, ni, at(k), w as *mut T, lw, info_at(k)) }.ok("potrf")?;
+            // A's upper triangle (C order) is the strict lower one
+            // column-major: column j from row j + 1 on.
+            for j in 0..n - 1 {
+                let start = o + (k * mat + (j * n + j + 1) * size) as u64;
+                // SAFETY: within matrix k of `out`.
+                unsafe {
+                    cudarc::driver::result::memset_d8_async(
+                        start,
+                        0,
+                        (n - j - 1) * size,
+                        stream.cu_stream(),
+                    )
                 }
-                drop((_gl, _gp, _gw, _gri, _gi));
-                let diag = stream.clone_dtoh(&diag).map_err(cuda)?;
-                let piv = stream.clone_dtoh(&ipiv).map_err(cuda)?;
-                let dets: Vec<T> = (0..count)
-                    .map(|k| {
-                        let mut det = 1.0f64;
-                        for i in 0..n {
-                            det *= diag[k * n + i].to_f64();
-                            if piv[k * n + i] != i as i32 + 1 {
-                                det = -det;
-                            }
-                        }
-                        T::from_f64(det)
-                    })
-                    .collect();
-                // SAFETY: `out` holds `count` elements of `T`.
-                let mut o = unsafe { out.buf.transmute_mut::<T>(count) }
-                    .ok_or_else(|| VerifyError::BadPlan("det's result too small".into()))?;
-                stream.memcpy_htod(&dets, &mut o).map_err(cuda)?;
-                Ok(())
+                .map_err(cuda)?;
             }
-            LinalgOp::Inv => {
-                let mut eye = vec![T::ZERO; count * n * n];
+        }
+        drop((_go, _gw, _gi));
+        return check(&stream, &info, "Matrix is not positive definite");
+    }
+
+    // LU of each matrix, in a scratch copy.
+    let mut lu = stream.clone_dtod(&a.buf).map_err(cuda)?;
+    let mut ipiv = stream.alloc_zeros::<i32>(count * n).map_err(cuda)?;
+    let (l, _gl) = lu.device_ptr_mut(&stream);
+    let (p, _gp) = ipiv.device_ptr_mut(&stream);
+    let lu_at = |k: usize| (l + (k * mat) as u64) as *mut T;
+    let piv_at = |k: usize| (p + (k * n * 4) as u64) as *mut i32;
+    let mut lw = 0i32;
+    // SAFETY: `lu` holds `count` n × n matrices of `T`.
+    unsafe { T::getrf_size(dn, ni, lu_at(0), &mut lw) }.ok("getrf_bufferSize")?;
+    let mut work = stream
+        .alloc_zeros::<T>((lw as usize).max(1))
+        .map_err(cuda)?;
+    let (w, _gw) = work.device_ptr_mut(&stream);
+    for k in 0..count {
+        // SAFETY: as above; `ipiv` has n pivots per matrix.
+        unsafe { T::getrf(dn, ni, lu_at(k), w as *mut T, piv_at(k), info_at(k)) }.ok("getrf")?;
+    }
+    let mut rs_info = stream.alloc_zeros::<i32>(1).map_err(cuda)?;
+    let (ri, _gri) = rs_info.device_ptr_mut(&stream);
+    let ri = ri as *mut i32;
+    let t = sol::cublasOperation_t::CUBLAS_OP_T;
+    match op {
+        LinalgOp::Det => {
+            // U's diagonal, gathered by a strided copy, and the pivots.
+            let mut diag = stream.alloc_zeros::<T>(count * n).map_err(cuda)?;
+            {
+                let (d, _gd) = diag.device_ptr_mut(&stream);
                 for k in 0..count {
+                    let y = (d + (k * n * size) as u64) as *mut T;
+                    // SAFETY: n elements n + 1 apart inside matrix k.
+                    unsafe { T::copy(bh, ni, lu_at(k), ni + 1, y) }.ok("copy")?;
+                }
+            }
+            drop((_gl, _gp, _gw, _gri, _gi));
+            let diag = stream.clone_dtoh(&diag).map_err(cuda)?;
+            let piv = stream.clone_dtoh(&ipiv).map_err(cuda)?;
+            let dets: Vec<T> = (0..count)
+                .map(|k| {
+                    let mut det = 1.0f64;
                     for i in 0..n {
-                        eye[k * n * n + i * n + i] = T::ONE;
-                    }
-                }
-                {
-                    // SAFETY: `out` holds `count` n × n matrices of `T`.
-                    let mut o = unsafe { out.buf.transmute_mut::<T>(eye.len()) }
-                        .ok_or_else(|| VerifyError::BadPlan("inv's result too small".into()))?;
-                    stream.memcpy_htod(&eye, &mut o).map_err(cuda)?;
-                }
-                let (o, _go) = out.buf.device_ptr_mut(&stream);
-                for k in 0..count {
-                    let b = (o + (k * mat) as u64) as *mut T;
-                    // SAFETY: LU and pivots of matrix k; b is n × n.
-                    unsafe {
-                        T::getrs(
-                            dn,
-                            sol::cublasOperation_t::CUBLAS_OP_N,
-                            ni,
-                            ni,
-                            lu_at(k),
-                            piv_at(k),
-                            b,
-                            ri,
-                        )
-                    }
-                    .ok("getrs")?;
-                }
-                drop((_go, _gl, _gp, _gw, _gri, _gi));
-                check(&stream, &info, "Singular matrix")
-            }
-            LinalgOp::Solve => {
-                let b = args[1];
-                let (o, _go) = out.buf.device_ptr_mut(&stream);
-                let (bp, _gb) = b.buf.device_ptr(&stream);
-                match s.rhs_cols {
-                    None => {
-                        for k in 0..count {
-                            let x = o + (k * n * size) as u64;
-                            // SAFETY: b and x_k are n elements.
-                            unsafe {
-                                cudarc::driver::result::memcpy_dtod_async(
-                                    x,
-                                    bp,
-                                    n * size,
-                                    stream.cu_stream(),
-                                )
-                            }
-                            .map_err(cuda)?;
-                            // SAFETY: LU and pivots of matrix k.
-                            unsafe { T::getrs(dn, t, ni, 1, lu_at(k), piv_at(k), x as *mut T, ri) }
-                                .ok("getrs")?;
+                        det *= diag[k * n + i].to_f64();
+                        if piv[k * n + i] != i as i32 + 1 {
+                            det = -det;
                         }
                     }
-                    Some(cols) => {
-                        let ci = cols as i32;
-                        let block = n * cols * size;
-                        let mut tmp = stream.alloc_zeros::<T>(n * cols).map_err(cuda)?;
-                        let (tp, _gt) = tmp.device_ptr_mut(&stream);
-                        let tp = tp as *mut T;
-                        for k in 0..count {
-                            let bk = (bp + (k * block) as u64) as *const T;
-                            let xk = (o + (k * block) as u64) as *mut T;
-                            // SAFETY: b_k, read column-major, is cols × n
-                            // (ld cols); tmp is n × cols (ld n); x_k as b_k.
-                            unsafe {
-                                T::transpose(bh, ni, ci, bk, ci, tp, ni).ok("geam")?;
-                                T::getrs(dn, t, ni, ci, lu_at(k), piv_at(k), tp, ri).ok("getrs")?;
-                                T::transpose(bh, ci, ni, tp, ni, xk, ci).ok("geam")?;
-                            }
-                        }
-                    }
-                }
-                drop((_go, _gb, _gl, _gp, _gw, _gri, _gi));
-                check(&stream, &info, "Singular matrix")
-            }
-            _ => unreachable!("Shapes::of takes these four"),
+                    T::from_f64(det)
+                })
+                .collect();
+            // SAFETY: `out` holds `count` elements of `T`.
+            let mut o = unsafe { out.buf.transmute_mut::<T>(count) }
+                .ok_or_else(|| VerifyError::BadPlan("det's result too small".into()))?;
+            stream.memcpy_htod(&dets, &mut o).map_err(cuda)?;
+            Ok(())
         }
+        LinalgOp::Inv => {
+            let mut eye = vec![T::ZERO; count * n * n];
+            for k in 0..count {
+                for i in 0..n {
+                    eye[k * n * n + i * n + i] = T::ONE;
+                }
+            }
+            {
+                // SAFETY: `out` holds `count` n × n matrices of `T`.
+                let mut o = unsafe { out.buf.transmute_mut::<T>(eye.len()) }
+                    .ok_or_else(|| VerifyError::BadPlan("inv's result too small".into()))?;
+                stream.memcpy_htod(&eye, &mut o).map_err(cuda)?;
+            }
+            let (o, _go) = out.buf.device_ptr_mut(&stream);
+            for k in 0..count {
+                let b = (o + (k * mat) as u64) as *mut T;
+                // SAFETY: LU and pivots of matrix k; b is n × n.
+                unsafe {
+                    T::getrs(
+                        dn,
+                        sol::cublasOperation_t::CUBLAS_OP_N,
+                        ni,
+                        ni,
+                        lu_at(k),
+                        piv_at(k),
+                        b,
+                        ri,
+                    )
+                }
+                .ok("getrs")?;
+            }
+            drop((_go, _gl, _gp, _gw, _gri, _gi));
+            check(&stream, &info, "Singular matrix")
+        }
+        LinalgOp::Solve => {
+            let b = args[1];
+            let (o, _go) = out.buf.device_ptr_mut(&stream);
+            let (bp, _gb) = b.buf.device_ptr(&stream);
+            match s.rhs_cols {
+                None => {
+                    for k in 0..count {
+                        let x = o + (k * n * size) as u64;
+                        // SAFETY: b and x_k are n elements.
+                        unsafe {
+                            cudarc::driver::result::memcpy_dtod_async(
+                                x,
+                                bp,
+                                n * size,
+                                stream.cu_stream(),
+                            )
+                        }
+                        .map_err(cuda)?;
+                        // SAFETY: LU and pivots of matrix k.
+                        unsafe { T::getrs(dn, t, ni, 1, lu_at(k), piv_at(k), x as *mut T, ri) }
+                            .ok("getrs")?;
+                    }
+                }
+                Some(cols) => {
+                    let ci = cols as i32;
+                    let block = n * cols * size;
+                    let mut tmp = stream.alloc_zeros::<T>(n * cols).map_err(cuda)?;
+                    let (tp, _gt) = tmp.device_ptr_mut(&stream);
+                    let tp = tp as *mut T;
+                    for k in 0..count {
+                        let bk = (bp + (k * block) as u64) as *const T;
+                        let xk = (o + (k * block) as u64) as *mut T;
+                        // SAFETY: b_k, read column-major, is cols × n
+                        // (ld cols); tmp is n × cols (ld n); x_k as b_k.
+                        unsafe {
+                            T::transpose(bh, ni, ci, bk, ci, tp, ni).ok("geam")?;
+                            T::getrs(dn, t, ni, ci, lu_at(k), piv_at(k), tp, ri).ok("getrs")?;
+                            T::transpose(bh, ci, ni, tp, ni, xk, ci).ok("geam")?;
+                        }
+                    }
+                }
+            }
+            drop((_go, _gb, _gl, _gp, _gw, _gri, _gi));
+            check(&stream, &info, "Singular matrix")
+        }
+        _ => unreachable!("Shapes::of takes these four"),
     }
 }
 

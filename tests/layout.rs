@@ -1,0 +1,57 @@
+//! Every crate's modules depend on each other one way: the layout rule of
+//! ARCHITECTURE.md, checked on the code itself.
+//!
+//! - `no_crate_has_a_module_cycle`: the module graph of each crate's
+//!   `src/` (read as `rewriter/tests/layout_graph` reads it: paths, `use`
+//!   trees, inherent methods called across files) has no cycle. The
+//!   rewriter's own test also checks its stages' order.
+
+#[path = "../rewriter/tests/layout_graph/mod.rs"]
+mod layout_graph;
+
+use std::path::PathBuf;
+
+use layout_graph::{module, Graph};
+
+/// The workspace's crates, by folder (`.` is the `port` binaries).
+const CRATES: &[&str] = &[
+    ".", "profiler", "analyzer", "rewriter", "codegen", "verify", "reports",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn no_crate_has_a_module_cycle() {
+    let mut problems = Vec::new();
+    for c in CRATES {
+        let g = Graph::read(&root().join(c).join("src"));
+        for cycle in g.cycles() {
+            problems.push(format!("in {c}/src: {cycle}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "modules depend on each other in a cycle; move what both use into a \
+         module of its own, or pass it in:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The test can fail: a cycle through a `use` and a `super::` path is found.
+#[test]
+fn a_cycle_between_two_modules_is_found() {
+    let g = Graph::build(vec![
+        module("gate", "use crate::report::Summary;\npub fn gate() {}"),
+        module(
+            "report",
+            "pub struct Summary;\nfn f() { super::gate::gate() }",
+        ),
+        module("terminal", "use crate::report::Summary;"),
+    ]);
+    let cycles = g.cycles();
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert!(cycles[0].contains("`gate` → `report`"), "{}", cycles[0]);
+    assert!(!cycles[0].contains("terminal"), "{}", cycles[0]);
+}
