@@ -1,0 +1,735 @@
+//! Calls: NumPy functions and array methods (reductions, `diagonal`,
+//! `cov`, `dot`), NumPy's binary ufuncs by name (`np.add`, `np.f.outer`,
+//! `out=`), and the calls other passes own, handed to them (`app_calls`,
+//! `creation`, `convolve`, `histogram`, …).
+
+use port_codegen::ir::build::*;
+use port_codegen::ir::{BinOp, CmpOp, Expr, ScalarType};
+use rustpython_parser::ast;
+
+use crate::error::{refuse, Lower};
+use crate::ir_util::{cast_to, lit, select};
+use crate::lower::context::{Lowerer, Recurse, Reduce, Region, RegionKind};
+use crate::numpy::array_expr::{self, ArrVal, Val};
+use crate::numpy::math_calls;
+use crate::pyast;
+use crate::source::Const;
+
+impl<'a> Lowerer<'a> {
+    pub(super) fn call(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        if let Some(v) = self.masked_call(r, c, line)? {
+            return Ok(v);
+        }
+        // Methods of arrays.
+        if let ast::Expr::Attribute(a) = c.func.as_ref() {
+            let is_module = self.src.resolve(&a.value).is_some_and(|m| {
+                matches!(
+                    m.split('.').next(),
+                    Some("numpy" | "math" | "numba" | "cmath")
+                ) || self.src.imports.contains_key(m.as_str())
+            });
+            if !is_module {
+                let base = self.expr(r, &a.value)?;
+                if let Val::Array(av) = base {
+                    return self.array_method(r, &av, a.attr.as_str(), c, line);
+                }
+            }
+        }
+        let name = self.src.resolve(&c.func).unwrap_or_default();
+        let short = name.rsplit('.').next().unwrap_or(&name).to_string();
+        let is_numpy = name.starts_with("numpy.");
+        if is_numpy && pyast::out_keyword(c) && takes_out(&short) {
+            return self.ufunc_into_out(r, c, &short, line);
+        }
+        if name == "numpy.einsum" {
+            return self.einsum(r, c, line);
+        }
+        // `np.pad` reads its input where it falls (a template, nothing
+        // allocated): per-thread work may pad a slice of its own.
+        if name == "numpy.pad" {
+            return self.padded(r, c, line);
+        }
+        // `p[range(n), y]`, `np.array(range(n))`: a `range` as a value is
+        // the integer array NumPy makes of it, `np.arange`'s.
+        if name == "range" && r.kind == RegionKind::Host && c.keywords.is_empty() {
+            if let Some(v) = self.creation_call(r, "numpy.arange", c, line)? {
+                return Ok(v);
+            }
+        }
+
+        // Reductions.
+        if let Some(op) = reduce_name(&name) {
+            if c.args.len() == 1 && c.keywords.is_empty() {
+                let v = self.expr(r, &c.args[0])?;
+                return self.reduce(r, op, v, line);
+            }
+        }
+        if name.starts_with("numpy.") {
+            if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(&name) {
+                let Some(first) = c.args.first() else {
+                    return refuse("frontend", line, format!("`{short}` needs an array"));
+                };
+                let v = self.expr(r, first)?;
+                let nd = match &v {
+                    Val::Array(a) => a.ndim(),
+                    _ => 0,
+                };
+                let args = self.reduction_args(c, 1, nd, op, line)?;
+                let hint = pyast::subscript_base(first).unwrap_or_else(|| "r".into());
+                return self.reduce_with(r, op, v, args, &hint, line);
+            }
+        }
+        if let (Some(op), true) = (crate::lower::scan::scan_op(&name), is_numpy) {
+            let Some(first) = c.args.first() else {
+                return refuse("frontend", line, format!("`{short}` needs an array"));
+            };
+            let v = self.expr(r, first)?;
+            return self.scan_call(r, op, v, c, 1, line);
+        }
+        if name == "numpy.linalg.norm" {
+            return self.linalg_norm(r, c, line);
+        }
+        if crate::lower::linalg::is_linalg(&name) {
+            return self.linalg_call(r, c, line);
+        }
+        if matches!(name.as_str(), "numpy.matmul") && c.args.len() == 2 && c.keywords.is_empty() {
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return self.matmul(r, a, b, line);
+        }
+        if name == "numpy.outer" && c.args.len() == 2 && c.keywords.is_empty() {
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return self.outer(a, b, line);
+        }
+        if is_numpy && c.args.len() == 2 && c.keywords.is_empty() {
+            if let Some(v) = self.binary_ufunc(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
+        if matches!(
+            name.as_str(),
+            "numpy.trace" | "numpy.diagonal" | "numpy.diag"
+        ) && c.args.len() == 1
+            && c.keywords.is_empty()
+        {
+            let v = self.expr(r, &c.args[0])?;
+            let diag = self.diagonal(&name, v, line)?;
+            if name == "numpy.trace" {
+                return self.reduce(r, Reduce::Sum, diag, line);
+            }
+            return Ok(diag);
+        }
+        if name == "numpy.histogram" {
+            return self.histogram(r, c, line);
+        }
+        if matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
+            if let Some(v) = self.literal_array(r, c, line)? {
+                return Ok(v);
+            }
+        }
+        // `np.asarray(x)` of an array is `x` itself (a view stays a view);
+        // with `dtype=` it is `x.astype(dtype)` when the type differs.
+        if matches!(
+            name.as_str(),
+            "numpy.asarray" | "numpy.asanyarray" | "numpy.ascontiguousarray"
+        ) && c.args.len() == 1
+            && c.keywords.iter().all(|k| k.arg.as_deref() == Some("dtype"))
+        {
+            if let Val::Array(av) = self.expr(r, &c.args[0])? {
+                let to = match c.keywords.first() {
+                    Some(k) => Some(self.dtype_value(r, &k.value).ok_or_else(|| {
+                        Box::new(crate::error::Reason::new(
+                            "frontend",
+                            line,
+                            format!(
+                                "`{}`: a dtype port does not know",
+                                self.src.text_of(&k.value)
+                            ),
+                        ))
+                    })?),
+                    None => None,
+                };
+                self.log.applied(
+                    array_expr::NAME,
+                    format!("`np.{short}` of an array is the array (line {line})"),
+                );
+                return Ok(Val::Array(match to {
+                    Some(t) if t != av.elem => av.map(t, |e| cast_to(e, av.elem, t)),
+                    _ => av,
+                }));
+            }
+        }
+        if matches!(name.as_str(), "numpy.convolve" | "numpy.correlate") {
+            return self.convolve(r, &name, c, line);
+        }
+        if name == "numpy.cov" && c.args.len() == 1 {
+            return self.cov(r, c, line);
+        }
+        if name == "numpy.vdot" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Both flattened, the first conjugated: a whole-array sum of
+            // elementwise products (arrays of one shape).
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            // NumPy needs equal sizes; arrays of one rank are taken as one
+            // shape (the kernels' extents come from the first).
+            let same = match (&a, &b) {
+                (Val::Array(x), Val::Array(y)) => x.ndim() == y.ndim(),
+                _ => false,
+            };
+            if !same {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    "`np.vdot` of values other than two arrays of one rank",
+                );
+            }
+            let ca = math_calls::call("numpy.conj", &[a]).expect("np.conj of an array");
+            let prod = self.binop(ast::Operator::Mult, &ca, &b, line)?;
+            return self.reduce(r, Reduce::Sum, prod, line);
+        }
+        if name == "numpy.inner" && c.args.len() == 2 && c.keywords.is_empty() {
+            // Over the last axes: `a @ b.T` for matrices, a dot for vectors.
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return match (&a, &b) {
+                (Val::Array(_), Val::Array(y)) if y.ndim() == 2 => {
+                    let bt = Val::Array(y.transpose());
+                    self.dot(r, a, bt, line)
+                }
+                _ => self.dot(r, a, b, line),
+            };
+        }
+        if name == "numpy.dot" && c.args.len() == 2 {
+            let a = self.expr(r, &c.args[0])?;
+            let b = self.expr(r, &c.args[1])?;
+            return self.dot(r, a, b, line);
+        }
+        if name == "len" && c.args.len() == 1 {
+            return match self.expr(r, &c.args[0])? {
+                Val::Array(av) => Ok(Val::scalar(av.shape[0].clone(), ScalarType::I64)),
+                Val::Tuple(t) => Ok(Val::Scalar(i64(t.len() as i64), ScalarType::I64, true)),
+                _ => refuse("frontend", line, "`len` of a scalar"),
+            };
+        }
+        if r.kind == RegionKind::Host && is_numpy {
+            if let Some(v) = self.rearrange_call(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
+        if r.kind == RegionKind::Host && is_numpy {
+            if let Some(v) = self.creation_call(r, &name, c, line)? {
+                return Ok(v);
+            }
+        }
+        let built_from_python = c.args.first().is_some_and(|a| {
+            let mut found = false;
+            crate::pyast::walk_expr(a, &mut |e| {
+                found |= matches!(
+                    e,
+                    ast::Expr::ListComp(_) | ast::Expr::GeneratorExp(_) | ast::Expr::Lambda(_)
+                );
+            });
+            found
+        });
+        if built_from_python && matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
+            return refuse(
+                "frontend",
+                line,
+                format!(
+                    "`{}` builds an array element by element from a Python comprehension (or `map`): port takes array statements and loops over a preallocated array; write it as array operations (broadcasting, `.sum(axis=…)`) or as a loop that stores into `np.empty(…)`",
+                    self.src.text_of(c)
+                ),
+            );
+        }
+        if crate::lower::hoist_alloc::is_allocation(&name) {
+            let why = if r.kind == RegionKind::Host {
+                "port takes this allocation only as the value of a statement of its own (`a = np.zeros(…)`) or as an array template; bind it to a name first"
+            } else {
+                "kernels cannot allocate; allocate it outside the loop"
+            };
+            return refuse(
+                crate::lower::hoist_alloc::NAME,
+                line,
+                format!(
+                    "`{}` allocates an array{}: {why}",
+                    self.src.text_of(c),
+                    if r.kind == RegionKind::Host {
+                        ""
+                    } else {
+                        " inside per-thread work"
+                    }
+                ),
+            );
+        }
+
+        // App functions.
+        if let Some(callee) = self.app_function(&c.func) {
+            if !c.keywords.is_empty() {
+                return refuse(
+                    crate::lower::app_calls::NAME,
+                    line,
+                    format!("`{}` is called with keyword arguments", callee),
+                );
+            }
+            let mut args = Vec::new();
+            for a in &c.args {
+                args.push(self.expr(r, a)?);
+            }
+            return self.call_app(r, &callee, args, line);
+        }
+
+        if !c.keywords.is_empty() {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!("`{}`: keyword arguments to `{name}`", self.src.text_of(c)),
+            );
+        }
+        let mut args = Vec::new();
+        for a in &c.args {
+            args.push(self.expr(r, a)?);
+        }
+        if let Some(v) = math_calls::call(&name, &args) {
+            // A ufunc of several arrays broadcasts them together.
+            let vals: Vec<&Val> = args.iter().collect();
+            self.assume_broadcast(r, &vals, line)?;
+            if math_calls::math_fn(&name).is_some() {
+                let mf = math_calls::math_fn(&name).map_or(short.as_str(), |f| f.name());
+                let complex = args.iter().any(|a| match a {
+                    Val::Scalar(_, t, _) => t.is_complex(),
+                    Val::Array(av) => av.elem.is_complex(),
+                    Val::Tuple(_) => false,
+                });
+                let module = if complex { "cmath" } else { "math" };
+                let note = if is_numpy {
+                    format!("`np.{short}` → `{module}.{mf}` (line {line})")
+                } else {
+                    format!("`{name}` on the device (line {line})")
+                };
+                self.log.applied(math_calls::NAME, note);
+            }
+            if is_numpy && args.iter().any(|a| matches!(a, Val::Array(_))) {
+                self.log.applied(
+                    array_expr::NAME,
+                    format!("ufunc `np.{short}` element by element (line {line})"),
+                );
+            }
+            return Ok(v);
+        }
+        let shown = if name.is_empty() {
+            self.src.text_of(c.func.as_ref()).to_string()
+        } else {
+            name.replace("numpy.", "np.")
+        };
+        refuse(
+            math_calls::NAME,
+            line,
+            format!("calls `{shown}`, which port cannot turn into kernel code"),
+        )
+    }
+
+    fn array_method(
+        &mut self,
+        r: &mut Region,
+        av: &ArrVal,
+        method: &str,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Val> {
+        if let Some(op) = reduce_name(&format!("numpy.{method}")) {
+            if c.args.is_empty() && c.keywords.is_empty() {
+                return self.reduce(r, op, Val::Array(av.clone()), line);
+            }
+        }
+        if let Some(op) = crate::lower::scan::scan_op(method) {
+            return self.scan_call(r, op, Val::Array(av.clone()), c, 0, line);
+        }
+        if let Some(op) = crate::lower::axis_reduction::AxisOp::from_name(method) {
+            let args = self.reduction_args(c, 0, av.ndim(), op, line)?;
+            let hint = match c.func.as_ref() {
+                ast::Expr::Attribute(a) => pyast::subscript_base(&a.value),
+                _ => None,
+            }
+            .unwrap_or_else(|| "r".into());
+            return self.reduce_with(r, op, Val::Array(av.clone()), args, &hint, line);
+        }
+        match method {
+            "copy" if c.args.is_empty() => {
+                let mut v = av.clone();
+                v.computed = true;
+                Ok(Val::Array(v))
+            }
+            "astype" if c.args.len() == 1 => {
+                let t = self.dtype_value(r, &c.args[0]).ok_or_else(|| {
+                    Box::new(crate::error::Reason::new(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`.astype({})`: unsupported dtype",
+                            self.src.text_of(&c.args[0])
+                        ),
+                    ))
+                })?;
+                Ok(Val::Array(av.map(t, |e| cast_to(e, av.elem, t))))
+            }
+            "dot" if c.args.len() == 1 => {
+                let b = self.expr(r, &c.args[0])?;
+                self.dot(r, Val::Array(av.clone()), b, line)
+            }
+            "diagonal" | "trace" if c.args.is_empty() && c.keywords.is_empty() => {
+                let diag = self.diagonal("numpy.diagonal", Val::Array(av.clone()), line)?;
+                if method == "trace" {
+                    return self.reduce(r, Reduce::Sum, diag, line);
+                }
+                Ok(diag)
+            }
+            "conj" | "conjugate" if c.args.is_empty() && c.keywords.is_empty() => {
+                Ok(math_calls::call("numpy.conj", &[Val::Array(av.clone())])
+                    .expect("np.conj of an array"))
+            }
+            "transpose" if c.args.is_empty() && c.keywords.is_empty() => {
+                Ok(Val::Array(av.transpose()))
+            }
+            "round" if c.args.len() <= 1 && c.keywords.is_empty() => {
+                let mut args = vec![Val::Array(av.clone())];
+                for a in &c.args {
+                    args.push(self.expr(r, a)?);
+                }
+                math_calls::call("numpy.round", &args).map_or_else(
+                    || {
+                        refuse(
+                            math_calls::NAME,
+                            line,
+                            "`.round(decimals)` takes an integer literal of decimals (a non-negative one for integers)",
+                        )
+                    },
+                    Ok,
+                )
+            }
+            "reshape" | "ravel" | "flatten" | "swapaxes" | "transpose" => {
+                self.shape_method(r, av, method, &c.args, c, line)
+            }
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!("array method `.{method}()` is not supported in kernels"),
+            ),
+        }
+    }
+
+    /// The main diagonal of a matrix as a 1-D view (`np.diagonal`,
+    /// `np.diag` of a matrix, what `np.trace` sums); `np.diag` of a vector
+    /// is the square matrix with it on the diagonal.
+    fn diagonal(&mut self, name: &str, v: Val, line: u32) -> Lower<Val> {
+        let Val::Array(a) = v else {
+            return refuse(array_expr::NAME, line, format!("`{name}` of a scalar"));
+        };
+        match a.ndim() {
+            2 => {
+                let n = binary(BinOp::Min, a.shape[0].clone(), a.shape[1].clone());
+                let k = var(&array_expr::ph(0));
+                Ok(Val::Array(a.reindexed(vec![n], &[k.clone(), k])))
+            }
+            1 if name == "numpy.diag" => {
+                let n = a.shape[0].clone();
+                let (i, j) = (var(&array_expr::ph(0)), var(&array_expr::ph(1)));
+                let on = a.reindexed(vec![n.clone(), n.clone()], std::slice::from_ref(&i));
+                let zero = lit(a.elem, 0.0);
+                let body = select(cmp(CmpOp::Eq, i, j), on.body.clone(), zero);
+                Ok(Val::Array(ArrVal {
+                    shape: vec![n.clone(), n],
+                    elem: a.elem,
+                    body,
+                    computed: true,
+                }))
+            }
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{name}` of a {}-D array (port takes the diagonal of a matrix)",
+                    a.ndim()
+                ),
+            ),
+        }
+    }
+
+    /// `np.cov(m)`: rows are variables, columns observations (`rowvar=False`
+    /// swaps them); `(X - mean) @ (X - mean).conj().T / (n - 1)`, or `n`
+    /// with `bias=True`, or `n - ddof`.
+    fn cov(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let mut rowvar = true;
+        let mut ddof: Option<i64> = None;
+        let mut bias = false;
+        for k in &c.keywords {
+            let v = self.src.eval_const(&k.value);
+            match (k.arg.as_ref().map(|a| a.as_str()), v) {
+                (Some("rowvar"), Some(Const::Bool(b))) => rowvar = b,
+                (Some("bias"), Some(Const::Bool(b))) => bias = b,
+                (Some("ddof"), Some(Const::Int(d))) => ddof = Some(d),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`{}`: np.cov takes constant `rowvar=`, `bias=` and `ddof=` here (no `y`, weights or dtype)",
+                            self.src.text_of(c)
+                        ),
+                    )
+                }
+            }
+        }
+        let m = self.expr(r, &c.args[0])?;
+        let Val::Array(mut x) = m else {
+            return refuse(array_expr::NAME, line, "`np.cov` of a scalar");
+        };
+        if x.ndim() != 2 {
+            return refuse(
+                array_expr::NAME,
+                line,
+                "`np.cov` of an array other than 2-D (of one variable it is `np.var(x, ddof=1)`)",
+            );
+        }
+        if !rowvar {
+            x = x.transpose();
+        }
+        if !x.elem.is_float() && !x.elem.is_complex() {
+            let t = ScalarType::F64;
+            x = x.map(t, |e| cast_to(e, x.elem, t));
+        }
+        let n = x.shape[1].clone();
+        let args = crate::lower::axis_reduction::RedArgs {
+            axes: Some(vec![1]),
+            keepdims: true,
+            ddof: 0,
+        };
+        let mean = self.reduce_with(
+            r,
+            crate::lower::axis_reduction::AxisOp::Plain(Reduce::Mean),
+            Val::Array(x.clone()),
+            args,
+            "cov",
+            line,
+        )?;
+        let centred = self.binop(ast::Operator::Sub, &Val::Array(x), &mean, line)?;
+        let Val::Array(xc) = centred.clone() else {
+            unreachable!("an array minus its mean is an array")
+        };
+        let xh = math_calls::call("numpy.conj", &[Val::Array(xc.transpose())])
+            .expect("np.conj of an array");
+        let prod = self.matmul(r, centred, xh, line)?;
+        let dd = ddof.unwrap_or(if bias { 0 } else { 1 });
+        let denom = sub(n, i64(dd));
+        self.binop(
+            ast::Operator::Div,
+            &prod,
+            &Val::scalar(denom, ScalarType::I64),
+            line,
+        )
+    }
+
+    fn dot(&mut self, r: &mut Region, a: Val, b: Val, line: u32) -> Lower<Val> {
+        match (&a, &b) {
+            (Val::Array(x), Val::Array(y)) if x.ndim() == 1 && y.ndim() == 1 => {
+                let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
+                self.reduce(r, Reduce::Sum, prod, line)
+            }
+            (Val::Array(x), Val::Array(y)) if x.ndim() <= 2 && y.ndim() <= 2 => {
+                self.matmul(r, a, b, line)
+            }
+            (Val::Scalar(..), _) | (_, Val::Scalar(..)) => {
+                self.binop(ast::Operator::Mult, &a, &b, line)
+            }
+            _ => refuse(
+                array_expr::NAME,
+                line,
+                "np.dot of arrays other than two vectors: write the loops",
+            ),
+        }
+    }
+
+    /// A reduction of an array value to a scalar: a thread-private loop in a
+    /// kernel ([`crate::lower::row_reduction`]), a reduction kernel at the
+    /// top level ([`crate::lower::whole_reduction`]).
+    pub(super) fn lift_reduce(
+        &mut self,
+        r: &mut Region,
+        op: Reduce,
+        v: Val,
+        line: u32,
+    ) -> Lower<Val> {
+        let av = match v {
+            Val::Array(av) => av,
+            Val::Scalar(e, t, w) => {
+                // np.sum of a scalar is the scalar.
+                return Ok(match op {
+                    Reduce::Mean => Val::scalar(cast_to(e, t, ScalarType::F64), ScalarType::F64),
+                    _ => Val::Scalar(e, t, w),
+                });
+            }
+            Val::Tuple(_) => return refuse("frontend", line, "a reduction over a tuple"),
+        };
+        if av.elem.is_complex() && matches!(op, Reduce::Max | Reduce::Min) {
+            return refuse(
+                "frontend",
+                line,
+                "max/min of complex numbers (NumPy orders them lexicographically): reduce `abs(z)` or `z.real`",
+            );
+        }
+        if r.kind == RegionKind::Host {
+            self.whole_reduction(op, &av, line)
+        } else {
+            self.row_reduction(r, op, &av, line)
+        }
+    }
+}
+
+fn reduce_name(name: &str) -> Option<Reduce> {
+    Some(match name {
+        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
+        "numpy.mean" | "numpy.average" => Reduce::Mean,
+        "numpy.max" | "numpy.amax" => Reduce::Max,
+        "numpy.min" | "numpy.amin" => Reduce::Min,
+        "numpy.prod" => Reduce::Prod,
+        _ => return None,
+    })
+}
+
+impl Lowerer<'_> {
+    /// NumPy's binary ufuncs called by name: `np.add(a, b)` is `a + b`
+    /// (the operators' promotion and broadcasting), and `np.f.outer(a,
+    /// b)` applies `f` to every pair, `a` given as many trailing axes of
+    /// extent 1 as `b` has dimensions. `None` when `name` is no such call.
+    fn binary_ufunc(
+        &mut self,
+        r: &mut Region,
+        name: &str,
+        c: &ast::ExprCall,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let (ufunc, outer) = match name.strip_suffix(".outer") {
+            Some(u) => (u, true),
+            None => (name, false),
+        };
+        let short = ufunc.strip_prefix("numpy.").unwrap_or(ufunc);
+        let op = arithmetic_ufunc(short);
+        if op.is_none() && !outer {
+            return Ok(None);
+        }
+        let a = self.expr(r, &c.args[0])?;
+        let b = self.expr(r, &c.args[1])?;
+        let (a, b) = match (outer, &a, &b) {
+            (true, Val::Array(x), Val::Array(y)) => {
+                let mut shape = x.shape.clone();
+                shape.extend(std::iter::repeat_n(i64(1), y.ndim()));
+                let idx: Vec<Expr> = (0..x.ndim()).map(|k| var(&array_expr::ph(k))).collect();
+                (Val::Array(x.reindexed(shape, &idx)), b)
+            }
+            _ => (a, b),
+        };
+        self.assume_broadcast(r, &[&a, &b], line)?;
+        let what = if outer {
+            format!("`np.{short}.outer` as a broadcast pair of operands (line {line})")
+        } else {
+            format!("ufunc `np.{short}` element by element (line {line})")
+        };
+        let v = match op {
+            Some(op) => self.binop(op, &a, &b, line)?,
+            None => match math_calls::call(ufunc, &[a, b]) {
+                Some(v) => v,
+                None => {
+                    return refuse(
+                        math_calls::NAME,
+                        line,
+                        format!(
+                            "`np.{short}.outer`: `np.{short}` is not a binary ufunc port computes"
+                        ),
+                    )
+                }
+            },
+        };
+        self.log.applied(array_expr::NAME, what);
+        Ok(Some(v))
+    }
+}
+
+/// The elementwise NumPy functions whose `out=` port writes.
+fn takes_out(short: &str) -> bool {
+    arithmetic_ufunc(short).is_some()
+        || math_calls::math_fn(&format!("numpy.{short}")).is_some()
+        || matches!(
+            short,
+            "maximum"
+                | "minimum"
+                | "negative"
+                | "positive"
+                | "square"
+                | "absolute"
+                | "abs"
+                | "sign"
+                | "clip"
+                | "reciprocal"
+                | "invert"
+                | "logical_and"
+                | "logical_or"
+                | "logical_xor"
+                | "logical_not"
+        )
+}
+
+impl Lowerer<'_> {
+    /// `np.f(…, out=o)`: `o[...] = np.f(…)` (NumPy computes the whole
+    /// result, then writes it), and the call's value is `o`.
+    fn ufunc_into_out(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        short: &str,
+        line: u32,
+    ) -> Lower<Val> {
+        if r.kind != RegionKind::Host {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`np.{short}(…, out=…)` inside a loop's kernel: assign the result to a slice instead"),
+            );
+        }
+        let mut plain = c.clone();
+        let out = plain.keywords.remove(0).value;
+        let v = self.call(r, &plain, line)?;
+        let Val::Array(target) = self.expr(r, &out)? else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`out=` of `np.{short}` is not an array"),
+            );
+        };
+        let hint = pyast::subscript_base(&out).unwrap_or_default();
+        self.store_kernel(&target, &v, &hint, line)?;
+        self.log.applied(
+            array_expr::NAME,
+            format!("`np.{short}(…, out=…)` as a store into `out` (line {line})"),
+        );
+        Ok(Val::Array(target))
+    }
+}
+
+/// The operator of a NumPy arithmetic or bitwise ufunc.
+fn arithmetic_ufunc(short: &str) -> Option<ast::Operator> {
+    use ast::Operator as O;
+    Some(match short {
+        "add" => O::Add,
+        "subtract" => O::Sub,
+        "multiply" => O::Mult,
+        "divide" | "true_divide" => O::Div,
+        "floor_divide" => O::FloorDiv,
+        "mod" | "remainder" => O::Mod,
+        "bitwise_and" => O::BitAnd,
+        "bitwise_or" => O::BitOr,
+        "bitwise_xor" => O::BitXor,
+        "left_shift" => O::LShift,
+        "right_shift" => O::RShift,
+        _ => return None,
+    })
+}
