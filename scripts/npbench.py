@@ -1,6 +1,9 @@
 """Runs `port migrate` on every NPBench kernel (spcl/npbench), on the
 inputs NPBench's own `initialize()` makes at a preset, with no signature:
-the inputs give the types. Prints one line per kernel and a summary.
+the inputs give the types. Prints one line per kernel and a summary, and
+for each kernel what `port analyze --static` said of it beforehand (no
+capture, no inputs): the static verdict agrees with migrate when it is
+`cuda` exactly where migrate does not refuse.
 
     python scripts/npbench.py NPBENCH_CHECKOUT PORT WORKDIR [--preset S] [--only a,b]
 
@@ -59,6 +62,7 @@ def main():
     root, work = Path(a.npbench), Path(a.work)
     only = set(filter(None, a.only.split(",")))
     rows = []
+    verdicts = []  # (kernel, static verdict, agrees with migrate)
     for info in sorted((root / "bench_info").glob("*.json")):
         b = json.loads(info.read_text())["benchmark"]
         name = b["short_name"]
@@ -94,7 +98,20 @@ def main():
         except Exception as e:  # NPBench's own initialize failed here
             rows.append((name, "no inputs", 0, 0.0, (str(e).splitlines() or [type(e).__name__])[0][:100]))
             print("%-24s %-12s launches %-6s %6.1f s  %s" % rows[-1], flush=True)
+            verdicts.append((name, "?", None))
             continue
+        # The static verdict first, in a folder of its own (its .port/ is
+        # not migrate's).
+        static = w / "static"
+        static.mkdir()
+        verdict = "?"
+        try:
+            q = subprocess.run([a.port, "analyze", "--static", "--json", str(w / src.name)],
+                               cwd=static, capture_output=True, text=True, timeout=a.timeout)
+            fs = [f for f in json.loads(q.stdout)["functions"] if f["qualname"] == b["func_name"]]
+            verdict = fs[0]["verdict"] if fs else "?"
+        except (subprocess.TimeoutExpired, json.JSONDecodeError, KeyError):
+            pass
         t = time.time()
         try:
             p = subprocess.run(
@@ -111,11 +128,18 @@ def main():
         except json.JSONDecodeError:
             rows.append((name, "failed", 0, time.time() - t, p.stderr.strip().splitlines()[-1][:100] if p.stderr.strip() else ""))
         r = rows[-1]
-        print("%-24s %-12s launches %-6s %6.1f s  %s" % r, flush=True)
+        agree = (verdict == "cuda") == (r[1] != "refused")
+        verdicts.append((name, verdict, agree))
+        print("%-24s %-12s launches %-6s %6.1f s  static %-8s %s  %s"
+              % (r[:4] + (verdict, "agrees" if agree else "DISAGREES", r[4])), flush=True)
     counts = {}
     for r in rows:
         counts[r[1]] = counts.get(r[1], 0) + 1
     print("kernels %d: %s" % (len(rows), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    judged = [v for v in verdicts if v[2] is not None]
+    print("static verdict agrees with migrate on %d of %d kernels with inputs; disagrees on: %s"
+          % (sum(1 for v in judged if v[2]), len(judged),
+             ", ".join("%s (%s)" % (v[0], v[1]) for v in judged if not v[2]) or "none"))
 
 
 if __name__ == "__main__":

@@ -67,6 +67,20 @@ struct Use {
     complex: bool,
 }
 
+impl Use {
+    /// What a callee's use of its parameter says of the argument passed.
+    fn merge(&mut self, theirs: &Use) {
+        if theirs.array {
+            self.array = true;
+            self.ndim = self.ndim.max(theirs.ndim);
+            self.index_elems |= theirs.index_elems;
+            self.complex |= theirs.complex;
+        } else if theirs.int && !self.array {
+            self.int = true;
+        }
+    }
+}
+
 /// One type per parameter of `function` in `source`, as described above.
 pub fn assumed_types(
     source: &str,
@@ -84,6 +98,79 @@ pub fn assumed_types_parsed(
 ) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
     let found = crate::source::find(src, function)?;
     let def = found.def;
+    let names: Vec<String> = def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
+    let uses = param_uses(src, def, &mut vec![function.to_string()]);
+    let defaults: HashMap<&str, &Expr> = def
+        .args
+        .args
+        .iter()
+        .filter_map(|a| a.default.as_deref().map(|d| (a.def.arg.as_str(), d)))
+        .collect();
+    let types = names
+        .iter()
+        .map(|n| {
+            let u = uses.get(n.as_str()).copied().unwrap_or_default();
+            if u.array {
+                let guessed = if n.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    2
+                } else {
+                    1
+                };
+                let ndim = if u.ndim == 0 {
+                    guessed
+                } else {
+                    u.ndim.min(MAX_DIMS)
+                };
+                ArgType::Array(ArrayType {
+                    elem: if u.index_elems {
+                        ScalarType::I64
+                    } else if u.complex {
+                        ScalarType::C128
+                    } else {
+                        ScalarType::F64
+                    },
+                    ndim,
+                    contiguous: false,
+                })
+            } else {
+                let by_default = defaults.get(n.as_str()).and_then(|d| match d {
+                    Expr::Constant(c) => match c.value {
+                        Constant::Int(_) => Some(ScalarType::I64),
+                        Constant::Float(_) => Some(ScalarType::F64),
+                        Constant::Bool(_) => Some(ScalarType::Bool),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+                ArgType::Scalar(by_default.unwrap_or(if u.int {
+                    ScalarType::I64
+                } else {
+                    ScalarType::F64
+                }))
+            }
+        })
+        .collect();
+    Ok((names, types))
+}
+
+/// How deep calls of the program's own functions are followed.
+const MAX_CALL_DEPTH: usize = 4;
+
+/// How the body of `def` uses each of its parameters, calls of the file's
+/// own functions included: a parameter passed on to one (`conv2d(input,
+/// weights)`) is used as that function uses its parameter (`weights.shape`
+/// there makes `weights` an array here). `stack` holds the functions being
+/// read, so recursion stops.
+fn param_uses(
+    src: &crate::source::SourceFile,
+    def: &ast::StmtFunctionDef,
+    stack: &mut Vec<String>,
+) -> HashMap<String, Use> {
     let names: Vec<String> = def
         .args
         .args
@@ -114,6 +201,18 @@ pub fn assumed_types_parsed(
             _ => vec![],
         };
         for (target, value) in stores {
+            // `A[:] = np.reshape(…, (NR, NQ, NP))`: an array takes, whole, a
+            // value of the rank the shape gives.
+            if let (Expr::Subscript(sub), Some(rank)) = (target, reshaped_rank(value)) {
+                let whole = matches!(sub.slice.as_ref(), Expr::Slice(sl)
+                    if sl.lower.is_none() && sl.upper.is_none() && sl.step.is_none())
+                    || matches!(sub.slice.as_ref(), Expr::Constant(c) if matches!(c.value, Constant::Ellipsis));
+                if let (true, Some(u)) = (whole, name_of(&sub.value).and_then(|n| uses.get_mut(n)))
+                {
+                    u.array = true;
+                    u.ndim = u.ndim.max(rank);
+                }
+            }
             if let Expr::Subscript(sub) = target {
                 let mut complex = false;
                 walk_expr(value, &mut |x: &Expr| {
@@ -182,6 +281,33 @@ pub fn assumed_types_parsed(
             });
         }
     });
+    // `x = relu(input @ w1 + b1)` with `x` an operand of `@` later: the
+    // product is an array, so its operands are not two vectors (whose
+    // product is a number): the right one, the weights by the usual
+    // convention, is a matrix, unless the left one already is.
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        let Stmt::Assign(a) = s else { return };
+        let [Expr::Name(t)] = a.targets.as_slice() else {
+            return;
+        };
+        if !matmul_operands.iter().any(|m| m == t.id.as_str()) {
+            return;
+        }
+        walk_expr(&a.value, &mut |x: &Expr| {
+            let Expr::BinOp(b) = x else { return };
+            if b.op != ast::Operator::MatMult {
+                return;
+            }
+            let left_matrix = name_of(&b.left)
+                .and_then(|n| uses.get(n))
+                .is_some_and(|u| u.ndim >= 2);
+            if let (false, Some(u)) = (left_matrix, name_of(&b.right).and_then(|n| uses.get_mut(n)))
+            {
+                u.array = true;
+                u.ndim = u.ndim.max(2);
+            }
+        });
+    });
     // In a function on stacks of matrices (a parameter of 3 or more
     // dimensions), the operands of `@` are matrices too.
     if uses.values().any(|u| u.array && u.ndim >= 3) {
@@ -192,57 +318,94 @@ pub fn assumed_types_parsed(
             }
         }
     }
-    let defaults: HashMap<&str, &Expr> = def
-        .args
-        .args
-        .iter()
-        .filter_map(|a| a.default.as_deref().map(|d| (a.def.arg.as_str(), d)))
-        .collect();
-    let types = names
-        .iter()
-        .map(|n| {
-            let u = uses[n.as_str()];
-            if u.array {
-                let guessed = if n.starts_with(|c: char| c.is_ascii_uppercase()) {
-                    2
-                } else {
-                    1
-                };
-                let ndim = if u.ndim == 0 {
-                    guessed
-                } else {
-                    u.ndim.min(MAX_DIMS)
-                };
-                ArgType::Array(ArrayType {
-                    elem: if u.index_elems {
-                        ScalarType::I64
-                    } else if u.complex {
-                        ScalarType::C128
-                    } else {
-                        ScalarType::F64
-                    },
-                    ndim,
-                    contiguous: false,
-                })
-            } else {
-                let by_default = defaults.get(n.as_str()).and_then(|d| match d {
-                    Expr::Constant(c) => match c.value {
-                        Constant::Int(_) => Some(ScalarType::I64),
-                        Constant::Float(_) => Some(ScalarType::F64),
-                        Constant::Bool(_) => Some(ScalarType::Bool),
-                        _ => None,
-                    },
-                    _ => None,
+    // Parameters passed on to the file's own functions.
+    if stack.len() < MAX_CALL_DEPTH {
+        let mut calls: Vec<&ast::ExprCall> = Vec::new();
+        walk_stmts(&def.body, &mut |s: &Stmt| {
+            for e in stmt_exprs(s) {
+                walk_expr(e, &mut |x: &Expr| {
+                    if let Expr::Call(c) = x {
+                        let passes_a_parameter = c
+                            .args
+                            .iter()
+                            .chain(c.keywords.iter().map(|k| &k.value))
+                            .any(|a| name_of(a).is_some_and(|n| uses.contains_key(n)));
+                        if matches!(c.func.as_ref(), Expr::Name(_)) && passes_a_parameter {
+                            calls.push(c);
+                        }
+                    }
                 });
-                ArgType::Scalar(by_default.unwrap_or(if u.int {
-                    ScalarType::I64
-                } else {
-                    ScalarType::F64
-                }))
             }
-        })
-        .collect();
-    Ok((names, types))
+        });
+        for c in calls {
+            let Expr::Name(f) = c.func.as_ref() else {
+                continue;
+            };
+            let callee = f.id.as_str();
+            if stack.iter().any(|s| s == callee) {
+                continue;
+            }
+            let Some(found) = src
+                .functions_named(callee)
+                .into_iter()
+                .find(|g| g.qualname == callee)
+            else {
+                continue;
+            };
+            let params: Vec<String> = found
+                .def
+                .args
+                .args
+                .iter()
+                .map(|a| a.def.arg.to_string())
+                .collect();
+            stack.push(callee.to_string());
+            let theirs = param_uses(src, found.def, stack);
+            stack.pop();
+            let passed = c
+                .args
+                .iter()
+                .enumerate()
+                .filter_map(|(k, a)| Some((params.get(k)?.as_str(), a)))
+                .chain(
+                    c.keywords
+                        .iter()
+                        .filter_map(|k| Some((k.arg.as_ref()?.as_str(), &k.value))),
+                );
+            for (param, arg) in passed {
+                let (Some(t), Some(u)) = (
+                    theirs.get(param),
+                    name_of(arg).and_then(|n| uses.get_mut(n)),
+                ) else {
+                    continue;
+                };
+                u.merge(t);
+            }
+        }
+    }
+    uses.into_iter().map(|(k, u)| (k.to_string(), u)).collect()
+}
+
+/// The rank of `np.reshape(a, (n, m, …))` or `a.reshape(n, m, …)`.
+fn reshaped_rank(e: &Expr) -> Option<u8> {
+    let Expr::Call(c) = e else { return None };
+    let Expr::Attribute(f) = c.func.as_ref() else {
+        return None;
+    };
+    if f.attr.as_str() != "reshape" {
+        return None;
+    }
+    let shape = if is_numpy(&f.value) {
+        argument(c, 1, "newshape")?
+    } else if c.args.len() == 1 {
+        &c.args[0]
+    } else {
+        return Some(c.args.len() as u8);
+    };
+    match shape {
+        Expr::Tuple(t) => Some(t.elts.len() as u8),
+        _ => None,
+    }
 }
 
 /// The value of the keyword argument `name` of a call.
@@ -501,6 +664,46 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     mark_int(first, uses);
                 }
             }
+            // `np.reshape(a, (n, m))`, `a.reshape(n, m)`: a shape is integers.
+            if callee == "reshape" {
+                let shape: Vec<&Expr> = if on_numpy {
+                    argument(c, 1, "newshape")
+                        .or_else(|| keyword(c, "shape"))
+                        .into_iter()
+                        .collect()
+                } else {
+                    c.args.iter().collect()
+                };
+                for e in shape {
+                    mark_int(e, uses);
+                }
+            }
+            // `np.histogram(a, bins, weights=w)`: a scalar `bins` is a count
+            // of bins; the weights are an array like `a`.
+            if on_numpy && callee == "histogram" {
+                if let Some(bins) = argument(c, 1, "bins") {
+                    mark_int(bins, uses);
+                }
+                if let Some(u) = keyword(c, "weights")
+                    .and_then(name_of)
+                    .and_then(|n| uses.get_mut(n))
+                {
+                    u.array = true;
+                }
+            }
+            // `np.transpose(a)`: reversing the axes of a vector does nothing;
+            // a program that asks for it has a matrix.
+            if on_numpy && callee == "transpose" && c.args.len() == 1 {
+                if let Some(u) = c
+                    .args
+                    .first()
+                    .and_then(name_of)
+                    .and_then(|n| uses.get_mut(n))
+                {
+                    u.array = true;
+                    u.ndim = u.ndim.max(2);
+                }
+            }
             if on_numpy && !creation {
                 // `np.sum(a)`, `np.sqrt(x)`: NumPy's functions take arrays.
                 for a in &c.args {
@@ -640,6 +843,32 @@ mod tests {
     fn the_count_of_linspace_is_an_integer() {
         let src = "import numpy as np\ndef g(n, lo, hi, m):\n    x = np.linspace(0.0, 1.0, n)\n    y = np.linspace(lo, hi, num=m)\n    return x[:, None] ** 2 + y[None, :]\n";
         assert_eq!(sig(src, "g"), "int64, float64, float64, int64");
+    }
+
+    #[test]
+    fn parameters_passed_on_are_used_as_the_callee_uses_them() {
+        let src = "import numpy as np\n\ndef conv(x, w):\n    k = w.shape[0]\n    return x[k:, :]\n\ndef pool(x, n):\n    return x[:n]\n\ndef net(inp, weights, bias, n):\n    return pool(conv(inp, weights), n=n) + bias\n";
+        assert_eq!(sig(src, "net"), "float64[:, :], float64[:], float64, int64");
+    }
+
+    #[test]
+    fn shapes_bins_weights_and_chained_products() {
+        let src = "import numpy as np\n\ndef f(NR, NP, A):\n    return np.reshape(A, (NR, NP)) + A.reshape(NP, NR).T\n";
+        assert_eq!(sig(src, "f"), "int64, int64, float64[:, :]");
+        let src = "import numpy as np\n\ndef g(NR, NQ, NP, A, C4):\n    A[:] = np.reshape(np.reshape(A, (NR, NQ, 1, NP)) @ C4, (NR, NQ, NP))\n";
+        assert_eq!(
+            sig(src, "g"),
+            "int64, int64, int64, float64[:, :, :], float64[:, :]"
+        );
+        let src = "import numpy as np\n\ndef h(data, radius, npt):\n    return np.histogram(radius, npt, weights=data)[0]\n";
+        assert_eq!(sig(src, "h"), "float64[:], float64[:], int64");
+        let src = "import numpy as np\n\ndef mlp(inp, w1, b1, w2):\n    x = np.maximum(inp @ w1 + b1, 0)\n    return x @ w2\n";
+        assert_eq!(
+            sig(src, "mlp"),
+            "float64[:], float64[:, :], float64, float64[:]"
+        );
+        let src = "import numpy as np\n\ndef cov(data):\n    return np.cov(np.transpose(data))\n";
+        assert_eq!(sig(src, "cov"), "float64[:, :]");
     }
 
     #[test]
