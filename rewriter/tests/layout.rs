@@ -47,7 +47,10 @@ const STAGES: &[(&str, &[&str])] = &[
     // The plan printed as Python, and the patch.
     ("emit", &["emit"]),
     // The entry points and the list of named rewrites.
-    ("driver", &["crate", "rewrites", "verdicts"]),
+    (
+        "driver",
+        &["crate", "request", "pipeline", "rewrites", "verdicts"],
+    ),
 ];
 
 #[test]

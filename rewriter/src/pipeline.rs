@@ -1,0 +1,108 @@
+//! The planner, as its list of passes, in the order they run. Each pass is
+//! a module with one entry point; each may refuse, with its reasons and
+//! their lines; none calls back into this list.
+//!
+//! 1. **file** (here): the file as the function sees it — its own
+//!    `import numpy as np` taken as the module's, `if 0:` decided and
+//!    constant tuples as ranges ([`crate::source::SourceFile::normalised`]),
+//!    and nested `def`s that capture nothing hoisted to the module level
+//!    ([`desugar::capture_free_nested_defs`]);
+//! 2. **desugar** ([`desugar::body`]): the body rewritten into the forms
+//!    the lowering takes;
+//! 3. **admit** ([`admit::check`]): the analysis's verdict and findings;
+//! 4. **lower** ([`lowering::lower`]): host steps and kernels, types by a
+//!    fixed point of lowerings (the named rewrites of [`crate::rewrites`]
+//!    are the lowering's rules);
+//! 5. **finish** ([`finish::finish`]): guards placed, kernels fused
+//!    ([`crate::schedule::fuse`]), dead scalars dropped, fp32.
+//!
+//! Printing the plan as Python and the patch ([`crate::emit`]) comes after,
+//! in [`crate::migrate`].
+
+pub mod admit;
+pub mod desugar;
+pub mod finish;
+pub mod lowering;
+
+use crate::error::RewriteError;
+use crate::request::{MigrationRequest, PlanOutcome};
+use crate::source;
+
+/// [`crate::plan`] on a file already parsed (`req.source` is not read
+/// again): asking about every function of a file parses it once.
+pub fn plan_parsed(
+    src: &source::SourceFile,
+    req: &MigrationRequest,
+) -> Result<PlanOutcome, RewriteError> {
+    // 1. The file. A function's own `import numpy as np` (Numba refuses
+    // it, PORT112) is planned as the module's import; the patched file
+    // imports it at the top, where kernels see it.
+    let found = source::find(src, req.function)?;
+    let local: Vec<&rustpython_parser::ast::Stmt> = found
+        .def
+        .body
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                rustpython_parser::ast::Stmt::Import(_)
+                    | rustpython_parser::ast::Stmt::ImportFrom(_)
+            )
+        })
+        .collect();
+    let with_imports = src.with_imports(&local);
+    let src = with_imports.as_ref().unwrap_or(src);
+    // `if 0:` decided, `for d in (-1, 0, 1)` as a `range`, in every
+    // function (the helpers a migration inlines too).
+    let src = src.normalised().unwrap_or(src);
+    // Nested functions that capture nothing of the function around them
+    // (`def fprime(x): return 1 - tanh(x) ** 2`) are the program's own
+    // helpers, planned as if they stood at the module level.
+    let found = source::find(src, req.function)?;
+    let nested = desugar::capture_free_nested_defs(src, found.def);
+    if nested.is_empty() {
+        return plan_function(src, req);
+    }
+    // The analysis judged them as closures (PORT210): its verdicts on
+    // them, and its findings about them, do not apply to helpers.
+    let mut facts = req.facts.clone();
+    facts
+        .hidden
+        .extend(nested.iter().map(|d| d.name.to_string()));
+    let report = req.report.map(|r| {
+        let mut r = r.clone();
+        r.findings.retain(|f| f.code != "PORT210");
+        r
+    });
+    let hoisted = src.with_functions(nested);
+    let req = MigrationRequest {
+        facts: &facts,
+        report: report.as_ref(),
+        ..*req
+    };
+    plan_function(&hoisted, &req)
+}
+
+/// Passes 2 to 5 on the function in its file.
+fn plan_function(
+    src: &source::SourceFile,
+    req: &MigrationRequest,
+) -> Result<PlanOutcome, RewriteError> {
+    let found = source::find(src, req.function)?;
+    let d = match desugar::body(src, &found, req)? {
+        Ok(d) => d,
+        Err(reasons) => return Ok(PlanOutcome::Refused(reasons)),
+    };
+    let nopython = match admit::check(src, &found, &d.def, req) {
+        Ok(n) => n,
+        Err(reasons) => return Ok(PlanOutcome::Refused(reasons)),
+    };
+    let plan = match lowering::lower(src, &d.def, &d.names, req, nopython) {
+        Ok(p) => p,
+        Err(reasons) => return Ok(PlanOutcome::Refused(reasons)),
+    };
+    let line = src.line(&d.def);
+    Ok(PlanOutcome::Planned(Box::new(finish::finish(
+        plan, d.defaults, line, req,
+    ))))
+}

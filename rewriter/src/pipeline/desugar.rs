@@ -1,0 +1,594 @@
+//! Desugaring: the function's body rewritten, before any typing, into the
+//! forms the lowering takes. Each rule is a rewrite of the syntax tree
+//! that keeps Python's meaning:
+//!
+//! - nested helpers the file pass hoisted leave the body, and so do the
+//!   function's own imports (the module's now);
+//! - `for v in x`, `for i, v in enumerate(x)` as index loops;
+//!   `out[i][j]` as `out[i, j]`;
+//! - a running maximum and its position (a pivot search) as `np.argmax`;
+//! - returns from inside `if`s as one return at the end;
+//! - `np.copyto(dst, src)` as `dst[:] = src`;
+//! - names holding a tuple literal as one name per element;
+//! - parameters left to their defaults specialised to them (`if x is None`
+//!   decided).
+//!
+//! And, for the file: the capture-free nested `def`s that the planner
+//! plans as module-level helpers ([`capture_free_nested_defs`]).
+
+use crate::error::{Reason, RewriteError};
+use crate::request::MigrationRequest;
+use crate::source::{self, FoundFunction};
+use crate::{lower, pyast};
+
+/// The function as the lowering sees it.
+pub struct Desugared {
+    /// The rewritten definition: parameters left to their defaults are no
+    /// longer parameters.
+    pub def: rustpython_parser::ast::StmtFunctionDef,
+    /// Its parameters, one per type of the request.
+    pub names: Vec<String>,
+    /// The parameters specialised to their defaults, with the defaults' text.
+    pub defaults: Vec<(String, String)>,
+}
+
+/// The pass: [`Desugared`], or why a default cannot be specialised
+/// (`Ok(Err)`), or a request whose types do not fit the parameters (`Err`).
+pub fn body(
+    src: &source::SourceFile,
+    found: &FoundFunction,
+    req: &MigrationRequest,
+) -> Result<Result<Desugared, Vec<Reason>>, RewriteError> {
+    // `for v in x` and `for i, v in enumerate(x)` as the index loops the
+    // rewrites take; nested functions planned as module-level helpers
+    // leave the body.
+    let mut desugared = found.def.clone();
+    desugared.body.retain(|s| {
+        !matches!(s, rustpython_parser::ast::Stmt::FunctionDef(d)
+            if src.module_function(d.name.as_str()).is_some()
+                && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
+                    if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
+    });
+    // The function's own imports are the module's (see `plan_parsed`).
+    desugared.body.retain(|s| {
+        !matches!(
+            s,
+            rustpython_parser::ast::Stmt::Import(_) | rustpython_parser::ast::Stmt::ImportFrom(_)
+        )
+    });
+    pyast::desugar_element_loops(&mut desugared.body);
+    // `out[i][j]` as `out[i, j]`.
+    pyast::merge_chained_subscripts(&mut desugared.body);
+    // A running maximum and its position (a pivot search) as np.argmax.
+    {
+        // NumPy's local name (a file that does not import it: `numpy`,
+        // which resolves to itself).
+        let np = src
+            .imports
+            .iter()
+            .find(|(_, full)| full.as_str() == "numpy")
+            .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
+        argmax_loops(src, &np, &mut desugared.body);
+    }
+    // Returns from inside `if`s as one return at the end.
+    {
+        let mut used = lower::context::UsedNames::new(src.module_names());
+        for p in pyast::param_names(&desugared.args) {
+            used.insert(p);
+        }
+        pyast::walk_stmts(&desugared.body, &mut |s| {
+            for e in pyast::stmt_exprs(s) {
+                pyast::walk_expr(e, &mut |x| {
+                    if let rustpython_parser::ast::Expr::Name(n) = x {
+                        used.insert(n.id.to_string());
+                    }
+                });
+            }
+        });
+        pyast::single_exit(&mut desugared.body, &mut |base| {
+            let mut k = 0;
+            loop {
+                let name = if k == 0 {
+                    base.to_string()
+                } else {
+                    format!("{base}_{k}")
+                };
+                k += 1;
+                if used.insert(name.clone()) {
+                    return name;
+                }
+            }
+        });
+    }
+    // `np.copyto(dst, src)` as `dst[:] = src`.
+    copyto_as_stores(src, &mut desugared.body);
+    // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
+    pyast::split_tuple_names(&pyast::param_names(&desugared.args), &mut desugared.body);
+    let def = &desugared;
+    let names: Vec<String> = def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
+    // Fewer types than parameters, the rest defaulted (`poly=0x8408`,
+    // `mode="same"`, `axis=-1`): the call the user has in mind leaves them
+    // out. The plan is specialised to the defaults: a parameter never
+    // rebound reads as its default wherever it appears (so `axis=axis` is a
+    // constant axis), one rebound starts as it; the wrapper keeps them in
+    // its signature and refuses other values ([`KernelPlan::defaults`]).
+    // A default that is not a constant (`w=np.ones(3)`) is refused.
+    let params = def.args.args.clone();
+    let rebound = pyast::names_rebound(&def.body);
+    let def_line = src.line(def);
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    let given = req.types.len().min(names.len());
+    if req.types.len() < names.len() && params[given..].iter().all(|a| a.default.is_some()) {
+        let mut prelude: Vec<rustpython_parser::ast::Stmt> = Vec::new();
+        let mut subst: Vec<(String, rustpython_parser::ast::Expr)> = Vec::new();
+        for a in &params[given..] {
+            let d = a.default.as_deref().expect("checked");
+            let name = a.def.arg.to_string();
+            if !constant_default(src, d) {
+                return Ok(Err(vec![Reason::new(
+                    "frontend",
+                    def_line,
+                    format!(
+                        "`{name}={}` left to its default, which is not a constant: port specialises a migration to the defaults it leaves out; give --signature a type for `{name}` too",
+                        src.text_of(d)
+                    ),
+                )]));
+            }
+            defaults.push((name.clone(), src.text_of(d).to_string()));
+            // A list or tuple of numbers reads as the array NumPy makes of
+            // it wherever the function hands it to NumPy (`np.bitwise_and(
+            // mask, v)`, `mask == v`): `np.array([1, 0, 1])`, a constant
+            // template.
+            let numpy = src
+                .imports
+                .iter()
+                .find(|(_, full)| full.as_str() == "numpy")
+                .map(|(local, _)| local.clone());
+            let d = &match (d, numpy) {
+                (
+                    rustpython_parser::ast::Expr::List(_) | rustpython_parser::ast::Expr::Tuple(_),
+                    Some(np),
+                ) => array_of(d, &np),
+                _ => d.clone(),
+            };
+            if rebound.contains(&name) {
+                prelude.push(rustpython_parser::ast::Stmt::Assign(
+                    rustpython_parser::ast::StmtAssign {
+                        range: rustpython_parser::ast::Ranged::range(d),
+                        targets: vec![rustpython_parser::ast::Expr::Name(
+                            rustpython_parser::ast::ExprName {
+                                range: rustpython_parser::ast::Ranged::range(d),
+                                id: name.as_str().into(),
+                                ctx: rustpython_parser::ast::ExprContext::Store,
+                            },
+                        )],
+                        value: Box::new(d.clone()),
+                        type_comment: None,
+                    },
+                ));
+            } else {
+                subst.push((name, d.clone()));
+            }
+        }
+        // `if nfft is None: nfft = n` before anything else reads `nfft`:
+        // decided now, as the parameter is its default there.
+        for (name, d) in &defaults {
+            if d == "None" {
+                fold_none_tests(&mut desugared.body, name);
+            }
+        }
+        pyast::walk_body_exprs_mut(&mut desugared.body, &mut |e| {
+            if let rustpython_parser::ast::Expr::Name(n) = e {
+                if let Some((_, d)) = subst.iter().find(|(k, _)| n.id.as_str() == k) {
+                    *e = d.clone();
+                    return true;
+                }
+            }
+            false
+        });
+        let at = usize::from(desugared.body.first().is_some_and(pyast::is_docstring));
+        desugared.body.splice(at..at, prelude);
+        desugared.args.args.truncate(given);
+    }
+    let def = &desugared;
+    let names: Vec<String> = names[..names.len().min(def.args.args.len())].to_vec();
+    if req.types.len() != names.len() {
+        return Err(RewriteError::SignatureArity {
+            function: req.function.to_string(),
+            given: req.types.len(),
+            expected: names.len(),
+            params: names.join(", "),
+        });
+    }
+    Ok(Ok(Desugared {
+        def: desugared,
+        names,
+        defaults,
+    }))
+}
+
+/// The top-level `def`s of `f`'s body that read no local of `f` (only
+/// their own parameters and locals, the module's names and builtins), and
+/// whose names no module-level name already has.
+pub fn capture_free_nested_defs(
+    src: &source::SourceFile,
+    f: &rustpython_parser::ast::StmtFunctionDef,
+) -> Vec<rustpython_parser::ast::StmtFunctionDef> {
+    use rustpython_parser::ast::{Expr, Stmt};
+    const BUILTINS: [&str; 16] = [
+        "abs",
+        "min",
+        "max",
+        "range",
+        "len",
+        "float",
+        "int",
+        "bool",
+        "round",
+        "sum",
+        "pow",
+        "complex",
+        "divmod",
+        "enumerate",
+        "zip",
+        "print",
+    ];
+    let module = src.module_names();
+    let mut out = Vec::new();
+    for s in &f.body {
+        let Stmt::FunctionDef(d) = s else { continue };
+        if module.contains(d.name.as_str()) || !d.decorator_list.is_empty() {
+            continue;
+        }
+        let mut own: std::collections::HashSet<String> =
+            pyast::param_names(&d.args).into_iter().collect();
+        own.extend(pyast::names_rebound(&d.body));
+        let mut captures = false;
+        pyast::walk_stmts(&d.body, &mut |st| {
+            if matches!(
+                st,
+                Stmt::FunctionDef(_) | Stmt::Global(_) | Stmt::Nonlocal(_)
+            ) {
+                captures = true;
+            }
+            for e in pyast::stmt_exprs(st) {
+                pyast::walk_expr(e, &mut |x| {
+                    if let Expr::Name(n) = x {
+                        let id = n.id.as_str();
+                        if !own.contains(id) && !module.contains(id) && !BUILTINS.contains(&id) {
+                            captures = true;
+                        }
+                    }
+                });
+            }
+        });
+        if !captures {
+            out.push(d.clone());
+        }
+    }
+    out
+}
+
+/// Each statement `np.copyto(dst, src)` (no `casting=`/`where=`) of `body`
+/// as `dst[:] = src`: NumPy's assignment into the whole of `dst`,
+/// broadcasting `src`, which the rewrites take like any store (in a time
+/// loop, a kernel per iteration).
+fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    for s in body.iter_mut() {
+        for b in pyast::child_bodies_mut(s) {
+            copyto_as_stores(src, b);
+        }
+        let Stmt::Expr(e) = s else { continue };
+        let Expr::Call(c) = e.value.as_ref() else {
+            continue;
+        };
+        if src.resolve(&c.func).as_deref() != Some("numpy.copyto")
+            || c.args.len() != 2
+            || !c.keywords.is_empty()
+        {
+            continue;
+        }
+        let range = e.range();
+        let whole = Expr::Slice(ast::ExprSlice {
+            range: c.args[0].range(),
+            lower: None,
+            upper: None,
+            step: None,
+        });
+        let target = Expr::Subscript(ast::ExprSubscript {
+            range: c.args[0].range(),
+            value: Box::new(c.args[0].clone()),
+            slice: Box::new(whole),
+            ctx: ast::ExprContext::Store,
+        });
+        *s = Stmt::Assign(ast::StmtAssign {
+            range,
+            targets: vec![target],
+            value: Box::new(c.args[1].clone()),
+            type_comment: None,
+        });
+    }
+}
+
+/// `np.array(<d>)` (with the module's own name for NumPy), carrying `d`'s
+/// place in the source.
+fn array_of(d: &rustpython_parser::ast::Expr, numpy: &str) -> rustpython_parser::ast::Expr {
+    use rustpython_parser::ast::{self, Ranged};
+    let range = d.range();
+    let np = pyast::name_node(numpy, range, ast::ExprContext::Load);
+    pyast::call_node(
+        pyast::attribute_node(np, "array", range),
+        vec![d.clone()],
+        range,
+    )
+}
+
+/// Replaces each top-level `if name is None:` (or `is not None`) of `body`
+/// by the branch taken while `name` is still `None`: up to the first
+/// other statement that mentions `name`.
+fn fold_none_tests(body: &mut Vec<rustpython_parser::ast::Stmt>, name: &str) {
+    use rustpython_parser::ast::{CmpOp, Constant, Expr, Stmt};
+    let test_of = |s: &Stmt| -> Option<bool> {
+        let Stmt::If(i) = s else { return None };
+        let Expr::Compare(c) = i.test.as_ref() else {
+            return None;
+        };
+        let is_name = matches!(c.left.as_ref(), Expr::Name(n) if n.id.as_str() == name);
+        let is_none = matches!(c.comparators.as_slice(), [Expr::Constant(k)] if matches!(k.value, Constant::None));
+        match c.ops.as_slice() {
+            [CmpOp::Is] if is_name && is_none => Some(true),
+            [CmpOp::IsNot] if is_name && is_none => Some(false),
+            _ => None,
+        }
+    };
+    let mut k = 0;
+    while k < body.len() {
+        match test_of(&body[k]) {
+            Some(taken) => {
+                let Stmt::If(i) = body.remove(k) else {
+                    unreachable!("an if")
+                };
+                let branch = if taken { i.body } else { i.orelse };
+                let n = branch.len();
+                body.splice(k..k, branch);
+                k += n;
+            }
+            None => {
+                if pyast::body_mentions(std::slice::from_ref(&body[k]), name) {
+                    return;
+                }
+                k += 1;
+            }
+        }
+    }
+}
+
+/// Whether a parameter's default is a constant the plan can be
+/// specialised to: a literal (a number, a string, `None`, `True`), a
+/// negated number, or a module-level constant.
+fn constant_default(src: &source::SourceFile, d: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::{Constant, Expr};
+    match d {
+        Expr::Constant(c) => matches!(
+            c.value,
+            Constant::Int(_)
+                | Constant::Float(_)
+                | Constant::Bool(_)
+                | Constant::None
+                | Constant::Str(_)
+        ),
+        // `mask=[1, 0, 1]`: a literal of numbers.
+        Expr::List(l) => l.elts.iter().all(|e| src.eval_const(e).is_some()),
+        Expr::Tuple(t) => t.elts.iter().all(|e| src.eval_const(e).is_some()),
+        // `mode=wrap`: a function of the module, called as a helper.
+        Expr::Name(n) if src.eval_const(d).is_none() => src
+            .functions_named(n.id.as_str())
+            .iter()
+            .any(|f| f.def.name.as_str() == n.id.as_str()),
+        _ => src.eval_const(d).is_some(),
+    }
+}
+
+/// `for i in range(a, b): if E > best: best = E; at = i` — a running
+/// maximum and where it is (a pivot search), which carries both names from
+/// one iteration to the next — as NumPy's arg-reduction of `E` over the
+/// range (`<` is an argmin): `values = E` with `i` as `np.arange(a, b)`;
+/// then, when the range is not empty, `k = np.argmax(values)` and, if
+/// `np.max(values) > best`, `best = np.max(values); at = a + k`. A strict comparison
+/// keeps the first of equal values, as `np.argmax` does. Applies to loops
+/// at any depth of `body`.
+fn argmax_loops(
+    src: &source::SourceFile,
+    numpy: &str,
+    body: &mut Vec<rustpython_parser::ast::Stmt>,
+) {
+    use rustpython_parser::ast::{self, CmpOp, Expr, ExprContext, Stmt};
+    let mut k = 0;
+    while k < body.len() {
+        for b in pyast::child_bodies_mut(&mut body[k]) {
+            argmax_loops(src, numpy, b);
+        }
+        let Stmt::For(f) = &body[k] else {
+            k += 1;
+            continue;
+        };
+        let found = (|| {
+            let Expr::Name(iv) = f.target.as_ref() else {
+                return None;
+            };
+            let Expr::Call(c) = f.iter.as_ref() else {
+                return None;
+            };
+            if !matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "range")
+                || !c.keywords.is_empty()
+                || !f.orelse.is_empty()
+            {
+                return None;
+            }
+            let (start, stop) = match c.args.as_slice() {
+                [b] => (None, b.clone()),
+                [a, b] => (Some(a.clone()), b.clone()),
+                _ => return None,
+            };
+            let [Stmt::If(test)] = f.body.as_slice() else {
+                return None;
+            };
+            if !test.orelse.is_empty() || test.body.len() != 2 {
+                return None;
+            }
+            let Expr::Compare(cmp) = test.test.as_ref() else {
+                return None;
+            };
+            let ([op], [right]) = (cmp.ops.as_slice(), cmp.comparators.as_slice()) else {
+                return None;
+            };
+            // (E, best, argmax?)
+            let (e, best, max) = match (cmp.left.as_ref(), op, right) {
+                (e, CmpOp::Gt, Expr::Name(b)) => (e, b, true),
+                (e, CmpOp::Lt, Expr::Name(b)) => (e, b, false),
+                (Expr::Name(b), CmpOp::Lt, e) => (e, b, true),
+                (Expr::Name(b), CmpOp::Gt, e) => (e, b, false),
+                _ => return None,
+            };
+            let mut at = None;
+            let mut assigned_e = false;
+            for s in &test.body {
+                let Stmt::Assign(a) = s else { return None };
+                let [Expr::Name(t)] = a.targets.as_slice() else {
+                    return None;
+                };
+                if t.id == best.id && src.norm_text(a.value.as_ref()) == src.norm_text(e) {
+                    assigned_e = true;
+                } else if matches!(a.value.as_ref(), Expr::Name(v) if v.id == iv.id) {
+                    at = Some(t.id.to_string());
+                } else {
+                    return None;
+                }
+            }
+            let at = at?;
+            let i = iv.id.as_str();
+            if !assigned_e
+                || at == best.id.as_str()
+                || !pyast::mentions(e, i)
+                || pyast::mentions(e, best.id.as_str())
+                || pyast::mentions(e, &at)
+            {
+                return None;
+            }
+            Some((
+                i.to_string(),
+                start,
+                stop,
+                e.clone(),
+                best.id.to_string(),
+                at,
+                max,
+            ))
+        })();
+        let Some((i, start, stop, e, best, at, max)) = found else {
+            k += 1;
+            continue;
+        };
+        let range = f.range;
+        let name = |id: &str, ctx: ExprContext| pyast::name_node(id, range, ctx);
+        let call = |func: Expr, args: Vec<Expr>| pyast::call_node(func, args, range);
+        let np_attr =
+            |attr: &str| pyast::attribute_node(name(numpy, ExprContext::Load), attr, range);
+        let assign = |target: &str, value: Expr| {
+            Stmt::Assign(ast::StmtAssign {
+                range,
+                targets: vec![name(target, ExprContext::Store)],
+                value: Box::new(value),
+                type_comment: None,
+            })
+        };
+        let fresh = |base: String| {
+            let mut n = base;
+            while pyast::body_mentions(body, &n) || src.module_names().contains(&n) {
+                n.push('_');
+            }
+            n
+        };
+        let values = fresh(format!("{best}_values"));
+        let offset = fresh(format!("{at}_offset"));
+        let mut arange_args = vec![];
+        if let Some(a) = &start {
+            arange_args.push(a.clone());
+        }
+        arange_args.push(stop.clone());
+        let arange = call(np_attr("arange"), arange_args);
+        let mut vector = e.clone();
+        pyast::walk_expr_mut(&mut vector, &mut |x| {
+            if matches!(x, Expr::Name(n) if n.id.as_str() == i) {
+                *x = arange.clone();
+                return true;
+            }
+            false
+        });
+        // The extreme value itself by the reduction (an index into the
+        // template computed on the device is no host index).
+        let extreme = fresh(format!("{best}_extreme"));
+        let reduced = call(
+            np_attr(if max { "max" } else { "min" }),
+            vec![name(&values, ExprContext::Load)],
+        );
+        let picked = name(&extreme, ExprContext::Load);
+        let better = Expr::Compare(ast::ExprCompare {
+            range,
+            left: Box::new(picked.clone()),
+            ops: vec![if max { CmpOp::Gt } else { CmpOp::Lt }],
+            comparators: vec![name(&best, ExprContext::Load)],
+        });
+        let position = match &start {
+            Some(a) => Expr::BinOp(ast::ExprBinOp {
+                range,
+                left: Box::new(a.clone()),
+                op: ast::Operator::Add,
+                right: Box::new(name(&offset, ExprContext::Load)),
+            }),
+            None => name(&offset, ExprContext::Load),
+        };
+        let nonempty = Expr::Compare(ast::ExprCompare {
+            range,
+            left: Box::new(stop.clone()),
+            ops: vec![CmpOp::Gt],
+            comparators: vec![start.clone().unwrap_or_else(|| {
+                Expr::Constant(ast::ExprConstant {
+                    range,
+                    value: ast::Constant::Int(0.into()),
+                    kind: None,
+                })
+            })],
+        });
+        let inner = Stmt::If(ast::StmtIf {
+            range,
+            test: Box::new(better),
+            body: vec![assign(&best, picked), assign(&at, position)],
+            orelse: vec![],
+        });
+        let guarded = Stmt::If(ast::StmtIf {
+            range,
+            test: Box::new(nonempty),
+            body: vec![
+                assign(
+                    &offset,
+                    call(
+                        np_attr(if max { "argmax" } else { "argmin" }),
+                        vec![name(&values, ExprContext::Load)],
+                    ),
+                ),
+                assign(&extreme, reduced),
+                inner,
+            ],
+            orelse: vec![],
+        });
+        body.splice(k..=k, [assign(&values, vector), guarded]);
+        k += 2;
+    }
+}

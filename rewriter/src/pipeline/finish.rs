@@ -1,0 +1,61 @@
+//! The plan's last passes: the shape guards placed where the wrapper checks
+//! them, [`crate::schedule::fuse`] (which statements share a kernel), the
+//! scalars no step reads dropped, the pairs of arguments a captured call
+//! passed as one array, and float64 lowered to float32 when asked.
+
+use crate::plan::{KernelPlan, PlanKind};
+use crate::request::MigrationRequest;
+use crate::{lower, schedule};
+
+/// The pass, on a plan the lowering made of the function at `line`, with
+/// the parameters specialised to their `defaults`.
+pub fn finish(
+    mut plan: KernelPlan,
+    defaults: Vec<(String, String)>,
+    line: u32,
+    req: &MigrationRequest,
+) -> KernelPlan {
+    plan.defaults = defaults;
+    if plan.kind != PlanKind::Kernels {
+        plan.unit_dims = Vec::new();
+    } else {
+        // Only the arguments' axes the plan really read as broadcast.
+        let mut steps = lower::shapes::specialisation_guards(&plan.unit_dims, line);
+        steps.append(&mut plan.steps);
+        plan.steps = steps;
+        lower::shapes::place_guards(&mut plan);
+        let fused = schedule::fuse::fuse_plan(&mut plan);
+        if !fused.is_empty() {
+            for r in &mut plan.rewrites {
+                if r.rewrite == schedule::fuse::NAME {
+                    r.applied = true;
+                    r.note = fused.join("; ");
+                }
+            }
+        }
+    }
+    plan.drop_unused_scalars();
+    // The captured call passed one array for two parameters, and the plan
+    // stands (the analysis raises PORT204 where that is unsafe).
+    plan.same_array_ok = req
+        .report
+        .and_then(|r| r.types.as_ref())
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t.same_as.as_ref().map(|f| (t.name.clone(), f.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if req.fp32 {
+        lower::fp32::lower_plan(&mut plan);
+        for r in &mut plan.rewrites {
+            if r.rewrite == lower::fp32::NAME {
+                r.applied = true;
+                r.note =
+                    "float64 lowered to float32 (kernels, device arrays); results converted back"
+                        .into();
+            }
+        }
+    }
+    plan
+}

@@ -1,0 +1,165 @@
+//! Lowering: the desugared body into host steps and kernels (the lowering
+//! context of [`crate::lower`], walked by the front end, [`crate::lift`]),
+//! or a ufunc plan for a function of scalars. The scalar types of the
+//! function's locals are not declared: the body is lowered again with the
+//! types the last pass observed, joined, until they no longer widen (at
+//! most six passes).
+
+use std::collections::HashMap;
+
+use port_codegen::ir::ScalarType;
+
+use crate::error::Reason;
+use crate::plan::{KernelPlan, PlanKind, PlanParam};
+use crate::request::MigrationRequest;
+use crate::source;
+use crate::types::ArgType;
+use crate::{lower, pyast, rewrites};
+
+/// The pass: the plan as the lowering leaves it (its `unit_dims`, the
+/// arguments' axes planned as broadcast), or the reasons it refuses, its
+/// own first, then the analysis's (`nopython`) on other lines.
+pub fn lower(
+    src: &source::SourceFile,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    names: &[String],
+    req: &MigrationRequest,
+    nopython: Vec<Reason>,
+) -> Result<KernelPlan, Vec<Reason>> {
+    let scans: Vec<(u32, String)> = req
+        .report
+        .map(|r| {
+            r.findings
+                .iter()
+                .filter(|f| f.code == "PORT204")
+                .map(|f| (f.line, f.message.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let ufunc = lower::scalar_function::is_scalar_function(src, def, req.types);
+    let unit_dims = lower::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
+    let fixed_point = |ufunc: bool| {
+        let mut types: HashMap<String, ScalarType> = HashMap::new();
+        let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
+        for _ in 0..6 {
+            let mut l =
+                lower::context::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
+            l.analysis_scans = scans.clone();
+            l.unit_dims = unit_dims.clone();
+            let res = run(&mut l, def, names, req.types, ufunc);
+            let observed = l.observed_types();
+            let widened = observed.iter().any(|(k, t)| {
+                types
+                    .get(k)
+                    .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
+            });
+            let mut next = types.clone();
+            for (k, t) in &observed {
+                let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
+                next.insert(k.clone(), j);
+            }
+            let done = !widened;
+            types = next;
+            last = Some(res.map(|()| l));
+            if done {
+                break;
+            }
+        }
+        last.expect("at least one pass")
+    };
+    let mut last = fixed_point(ufunc);
+    // Array arguments handed to helpers of the program: when the helpers
+    // are no element functions, they are inlined into a host schedule.
+    if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
+        let l = lower::context::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
+        if l.body_calls_app(&def.body) {
+            last = fixed_point(false);
+        }
+    }
+    let l = match last {
+        Ok(l) => l,
+        Err(reason) => {
+            let first = *reason;
+            let mut all: Vec<Reason> = nopython
+                .into_iter()
+                .filter(|n| n.line != first.line)
+                .collect();
+            all.insert(0, first);
+            return Err(all);
+        }
+    };
+    let mut l = l;
+    l.finish_mutated();
+    l.flush_guards();
+    let mut plan = finish(l, names, req.types);
+    plan.unit_dims = unit_dims;
+    Ok(plan)
+}
+
+fn run(
+    l: &mut lower::context::Lowerer,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    names: &[String],
+    types: &[ArgType],
+    ufunc: bool,
+) -> Result<(), Box<Reason>> {
+    if ufunc {
+        let (params, ret, outs) = l.ufunc_plan(def, types)?;
+        l.ufunc = Some((params, ret, outs));
+        return Ok(());
+    }
+    for (n, t) in names.iter().zip(types) {
+        l.params.push((n.clone(), *t));
+        match t {
+            ArgType::Array(a) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Array(*a)),
+            ArgType::Scalar(s) => l
+                .host
+                .insert(n.clone(), lower::context::HostBind::Scalar(*s)),
+        };
+        l.used.insert(n.clone());
+    }
+    let ret = l.host_body(&def.body)?;
+    l.ret = ret;
+    Ok(())
+}
+
+fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> KernelPlan {
+    let rewrites = rewrites::records(&l.log);
+    let (kind, params, ret, outs) = match l.ufunc {
+        Some((params, ret, outs)) => (PlanKind::Ufunc, params, Some(ret), outs),
+        None => (
+            PlanKind::Kernels,
+            names
+                .iter()
+                .zip(types)
+                .map(|(n, t)| PlanParam {
+                    name: n.clone(),
+                    ty: *t,
+                    kernel_ty: *t,
+                    elementwise: false,
+                })
+                .collect(),
+            l.ret,
+            Vec::new(),
+        ),
+    };
+    KernelPlan {
+        defaults: Vec::new(),
+        function: l.fn_name.clone(),
+        kind,
+        params,
+        module: l.module,
+        steps: l.steps,
+        ret,
+        mutated: l.mutated.into_iter().collect(),
+        ufunc_outputs: outs,
+        rewrites,
+        fp32: false,
+        docs: l.docs,
+        unit_dims: Vec::new(),
+        same_array_ok: Vec::new(),
+    }
+}
