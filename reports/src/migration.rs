@@ -1,5 +1,8 @@
 //! What `port migrate` and `port verify` leave in `.port/migrations/`: one
-//! `<function>.json` per migrated function. Reports only read these files.
+//! `<function>.json` per migrated function. Reports only read these files;
+//! the figures in them (`Timing`, `Repeats`, `CpythonCall`, `Projection`,
+//! `Bandwidth`) are defined here once, and `port-verify` writes these same
+//! types. Every field is optional on read, so older records still load.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,16 +90,63 @@ pub struct Timing {
     pub repeats: Option<Repeats>,
 }
 
-/// How the CPython time was taken.
+/// How the original was called in the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Via {
+    /// Called once per run with the arguments as they are.
+    #[default]
+    #[serde(rename = "call")]
+    Call,
+    /// Applied element by element with `np.vectorize`.
+    #[serde(rename = "np.vectorize")]
+    Vectorize,
+}
+
+/// How the CPython time was taken: the original called once per run on
+/// the arguments as they are (`"call"`), or, for a function of scalars,
+/// through `np.vectorize` (one call per element), with the reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CpythonCall {
     /// `"call"` or `"np.vectorize"`.
-    pub via: Option<String>,
+    pub via: Option<Via>,
     /// Calls of the user's function in one run.
     pub calls: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why_vectorized: Option<String>,
+}
+
+impl CpythonCall {
+    /// For people: `one call on the arguments as given`, or
+    /// `through np.vectorize, 1000 calls a run: <why>`.
+    pub fn describe(&self) -> String {
+        match self.via.unwrap_or_default() {
+            Via::Call => "the original called once on the arguments as given".into(),
+            Via::Vectorize => {
+                let calls = self
+                    .calls
+                    .map_or(String::new(), |c| format!(", {c} calls a run"));
+                let why = self
+                    .why_vectorized
+                    .as_deref()
+                    .map_or(String::new(), |w| format!(": {w}"));
+                format!("the original applied per element through np.vectorize{calls}{why}")
+            }
+        }
+    }
+}
+
+impl Timing {
+    /// Fills in the speedups from the times.
+    pub fn with_speedups(mut self) -> Timing {
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 && a > 0.0 => Some(a / b),
+            _ => None,
+        };
+        self.speedup_kernel = ratio(self.cpython_s, self.kernel_s);
+        self.speedup_end_to_end = ratio(self.cpython_s, self.end_to_end_s);
+        self
+    }
 }
 
 /// How many runs each median in [`Timing`] is taken over.

@@ -122,7 +122,7 @@ pub fn cpython_text(m: &Migration) -> String {
     let vectorized = t
         .cpython_call
         .as_ref()
-        .is_some_and(|c| c.via.as_deref() == Some("np.vectorize"));
+        .is_some_and(|c| c.via == Some(crate::migration::Via::Vectorize));
     if vectorized {
         format!("{} (np.vectorize)", seconds(s))
     } else {

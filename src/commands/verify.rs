@@ -235,19 +235,21 @@ pub fn outcome_text(o: &Outcome) -> String {
     for c in &o.host_calls {
         out.push_str(&format!("  library call: {c}\n"));
     }
-    let n = |r: Option<usize>| r.map_or(String::new(), |r| format!(", median of {r}"));
+    let n = |r: Option<u64>| r.map_or(String::new(), |r| format!(", median of {r}"));
+    let repeats = t.repeats.clone().unwrap_or_default();
     out.push_str(&format!(
         "  timing: compile {} · kernel {}{} · end-to-end {}{} · CPython {}{}\n",
         secs(t.compile_s),
         secs(t.kernel_s),
-        n(t.repeats.kernel),
+        n(repeats.kernel),
         secs(t.end_to_end_s),
-        n(t.repeats.end_to_end),
+        n(repeats.end_to_end),
         secs(t.cpython_s),
-        n(t.repeats.cpython)
+        n(repeats.cpython)
     ));
     if t.cpython_s.is_some() {
-        out.push_str(&format!("  CPython time: {}\n", t.cpython_call.describe()));
+        let call = t.cpython_call.clone().unwrap_or_default();
+        out.push_str(&format!("  CPython time: {}\n", call.describe()));
     }
     if t.speedup_kernel.is_some() {
         out.push_str(&format!(
@@ -261,7 +263,8 @@ pub fn outcome_text(o: &Outcome) -> String {
             (Some(pct), Some(p)) => format!(" = {pct:.0}% of the {p:.0} GB/s peak"),
             _ => " (not memory-bound: not compared with the peak)".into(),
         };
-        out.push_str(&format!("  bandwidth: {:.0} GB/s{peak}\n", b.achieved_gb_s));
+        let achieved = b.achieved_gb_s.unwrap_or(0.0);
+        out.push_str(&format!("  bandwidth: {achieved:.0} GB/s{peak}\n"));
     }
     let p = &o.projection;
     if let (Some(pct), Some(s)) = (p.hotspot_pct, p.program_speedup) {
@@ -269,7 +272,7 @@ pub fn outcome_text(o: &Outcome) -> String {
             "  program: {pct:.1}% of the profile → {s:.2}x overall (Amdahl)\n"
         ));
     }
-    out.push_str(&format!("  {}\n", p.why));
+    out.push_str(&format!("  {}\n", p.why.as_deref().unwrap_or_default()));
     out
 }
 
@@ -635,13 +638,16 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
                 Result1::Done(o) => {
                     match o.verification.reason() {
                         Some(why) => println!("{name}: {why}"),
-                        None => println!("{name}: {}", o.projection.why),
+                        None => println!(
+                            "{name}: {}",
+                            o.projection.why.as_deref().unwrap_or_default()
+                        ),
                     }
                     if let Some(b) = &o.bandwidth {
                         if let (Some(pct), Some(p)) = (b.pct_of_peak, b.peak_gb_s) {
                             println!(
                                 "{name}: {:.0} GB/s = {pct:.0}% of the device's {p:.0} GB/s peak",
-                                b.achieved_gb_s
+                                b.achieved_gb_s.unwrap_or(0.0)
                             );
                         }
                     }

@@ -754,9 +754,9 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
     }
     let mut cpython_times = orig.times.clone();
     let cpython_s = timing::median(&mut cpython_times);
-    let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len());
+    let repeats_cpython = (!orig.times.is_empty()).then_some(orig.times.len() as u64);
     let cpython = timing::CpythonCall {
-        via: orig.via,
+        via: Some(orig.via),
         calls: orig.calls,
         why_vectorized: orig.why_vectorized.clone(),
     };
@@ -788,11 +788,11 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             let timing = Timing {
                 compile_s: Some(compile_s),
                 cpython_s,
-                cpython_call: cpython,
-                repeats: timing::Repeats {
+                cpython_call: Some(cpython),
+                repeats: Some(timing::Repeats {
                     cpython: repeats_cpython,
                     ..Default::default()
-                },
+                }),
                 ..Timing::default()
             }
             .with_speedups();
@@ -845,7 +845,7 @@ fn on_gpu(
     inputs: &Inputs,
     orig: &original::OriginalRun,
     (cpython_s, cpython_call): (Option<f64>, timing::CpythonCall),
-    repeats_cpython: Option<usize>,
+    repeats_cpython: Option<u64>,
 ) -> Result<Outcome, VerifyError> {
     let device = gpu::info(ctx)?;
     let ptx_opts = PtxOptions {
@@ -869,11 +869,11 @@ fn on_gpu(
     let mut timing = Timing {
         compile_s: Some(compile_s),
         cpython_s,
-        cpython_call,
-        repeats: timing::Repeats {
+        cpython_call: Some(cpython_call),
+        repeats: Some(timing::Repeats {
             cpython: repeats_cpython,
             ..Default::default()
-        },
+        }),
         ..Timing::default()
     };
     let mut bandwidth = None;
@@ -910,8 +910,9 @@ fn on_gpu(
         }
         timing.kernel_s = timing::median(&mut kernel);
         timing.end_to_end_s = timing::median(&mut e2e);
-        timing.repeats.kernel = Some(repeats);
-        timing.repeats.end_to_end = Some(repeats);
+        let counts = timing.repeats.get_or_insert_with(Default::default);
+        counts.kernel = Some(repeats as u64);
+        counts.end_to_end = Some(repeats as u64);
         h2d = Some(gpu::host_to_device_bandwidth(dev.stream())?);
         bandwidth = timing.kernel_s.and_then(|k| {
             timing::bandwidth(
@@ -927,10 +928,11 @@ fn on_gpu(
     match verification.status() {
         Status::Verified => {}
         Status::Mismatch => {
-            projection.why = "not timed: the kernels' results differ from the original's".into();
+            projection.why =
+                Some("not timed: the kernels' results differ from the original's".into());
         }
         Status::Inconclusive => {
-            projection.why = "not timed: the kernels' results differ from the original's, which does not reproduce itself on these inputs".into();
+            projection.why = Some("not timed: the kernels' results differ from the original's, which does not reproduce itself on these inputs".into());
         }
     }
     Ok(Outcome {

@@ -74,17 +74,7 @@ impl Call {
     }
 }
 
-/// How the original was called in the end.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum Via {
-    /// Called once per run with the arguments as they are.
-    #[default]
-    #[serde(rename = "call")]
-    Call,
-    /// Applied element by element with `np.vectorize`.
-    #[serde(rename = "np.vectorize")]
-    Vectorize,
-}
+pub use port_reports::migration::Via;
 
 /// One member of an `.npz` of inputs, from its `.npy` header.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]

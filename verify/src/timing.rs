@@ -4,8 +4,6 @@
 //! of peak bandwidth. Pure functions of measured numbers, so the rules are
 //! tested without a GPU.
 
-use serde::Serialize;
-
 /// The median of `xs` (sorted in place); `None` when empty.
 pub fn median(xs: &mut [f64]) -> Option<f64> {
     if xs.is_empty() {
@@ -20,110 +18,7 @@ pub fn median(xs: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// How many timed runs each median is of (after one warm-up).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct Repeats {
-    pub kernel: Option<usize>,
-    pub end_to_end: Option<usize>,
-    pub cpython: Option<usize>,
-}
-
-/// How the CPython time was taken: the original called once per run on
-/// the arguments as they are (`"call"`), or, for a function of scalars,
-/// through `np.vectorize` (one call per element), with the reason.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct CpythonCall {
-    pub via: crate::original::Via,
-    /// Calls of the user's function in one run.
-    pub calls: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why_vectorized: Option<String>,
-}
-
-impl CpythonCall {
-    /// For people: `one call on the arguments as given`, or
-    /// `through np.vectorize, 1000 calls a run: <why>`.
-    pub fn describe(&self) -> String {
-        match self.via {
-            crate::original::Via::Call => {
-                "the original called once on the arguments as given".into()
-            }
-            crate::original::Via::Vectorize => {
-                let calls = self
-                    .calls
-                    .map_or(String::new(), |c| format!(", {c} calls a run"));
-                let why = self
-                    .why_vectorized
-                    .as_deref()
-                    .map_or(String::new(), |w| format!(": {w}"));
-                format!("the original applied per element through np.vectorize{calls}{why}")
-            }
-        }
-    }
-}
-
-/// The `timing` object of `--json`, in seconds. Fields the backend cannot
-/// measure (anything on the GPU, on the simulator) are `None` (`null`).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct Timing {
-    /// PTX from the IR, plus the driver loading it on a GPU; never part of
-    /// any other figure.
-    pub compile_s: Option<f64>,
-    /// The kernels alone (CUDA events around each launch, summed), with
-    /// the data already on the device.
-    pub kernel_s: Option<f64>,
-    /// What the emitted wrapper does: allocation, copies both ways,
-    /// launches, reads of reduction results.
-    pub end_to_end_s: Option<f64>,
-    /// The original function under CPython, in a separate process, called
-    /// as `cpython_call` says.
-    pub cpython_s: Option<f64>,
-    /// How the original was called for `cpython_s`.
-    pub cpython_call: CpythonCall,
-    pub speedup_kernel: Option<f64>,
-    pub speedup_end_to_end: Option<f64>,
-    pub repeats: Repeats,
-}
-
-impl Timing {
-    /// Fills in the speedups from the times.
-    pub fn with_speedups(mut self) -> Timing {
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 && a > 0.0 => Some(a / b),
-            _ => None,
-        };
-        self.speedup_kernel = ratio(self.cpython_s, self.kernel_s);
-        self.speedup_end_to_end = ratio(self.cpython_s, self.end_to_end_s);
-        self
-    }
-}
-
-/// The `projection` object: what the migration is worth to the program.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct Projection {
-    /// The function's share of the program's samples (its `total_pct`).
-    pub hotspot_pct: Option<f64>,
-    /// Amdahl's law: 1 / ((1 - p) + p / speedup_end_to_end).
-    pub program_speedup: Option<f64>,
-    /// Bytes copied both ways over the measured host-to-device bandwidth.
-    pub transfer_s: Option<f64>,
-    /// End-to-end speedup at least 1; `None` without GPU timing.
-    pub profitable: Option<bool>,
-    /// Why (not) offloaded, one sentence.
-    pub why: String,
-}
-
-/// The `bandwidth` object: memory traffic of the kernels against the peak.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Bandwidth {
-    /// Bytes of the arrays each launch was given, summed over launches.
-    pub bytes: usize,
-    pub achieved_gb_s: f64,
-    pub peak_gb_s: Option<f64>,
-    /// Only for memory-bound kernels (see `gpu::memory_bound`).
-    pub pct_of_peak: Option<f64>,
-    pub memory_bound: bool,
-}
+pub use port_reports::migration::{Bandwidth, CpythonCall, Projection, Repeats, Timing, Via};
 
 /// What a run moved and launched, for the projection's reasons.
 #[derive(Clone, Copy, Debug, Default)]
@@ -187,19 +82,19 @@ pub fn project(
         t.cpython_s,
         t.kernel_s,
     ) else {
-        p.why = "no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock".into();
+        p.why = Some("no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock".into());
         // What no GPU can beat: one launch latency per launch. When that
         // alone is longer than CPython's call, the plan cannot pay.
         let floor = traffic.launches as f64 * LAUNCH_FLOOR_S;
         if let Some(cpython) = t.cpython_s.filter(|c| *c > 0.0 && floor >= *c) {
             p.profitable = Some(false);
-            p.why = format!(
+            p.why = Some(format!(
                 "not profitable on any GPU: {} launches take at least {} of launch latency alone ({} each), longer than CPython's {}; the kernels ran on the simulator",
                 traffic.launches,
                 secs(floor),
                 secs(LAUNCH_FLOOR_S),
                 secs(cpython)
-            );
+            ));
         }
         return p;
     };
@@ -207,7 +102,7 @@ pub fn project(
     p.profitable = Some(speedup >= 1.0);
     let transfer_share = transfer_s.map(|x| (x / e2e).min(1.0)).unwrap_or(0.0);
     let launch_bound = e2e - kernel - transfer_s.unwrap_or(0.0);
-    p.why = if speedup >= 1.0 {
+    p.why = Some(if speedup >= 1.0 {
         let mut why = format!(
             "the kernels are {:.1}x and the whole call {:.1}x faster than CPython",
             t.speedup_kernel.unwrap_or(0.0),
@@ -256,7 +151,7 @@ pub fn project(
             secs(kernel),
             secs(cpython)
         )
-    };
+    });
     p
 }
 
@@ -270,13 +165,13 @@ pub fn bandwidth(
     (kernel_s > 0.0 && bytes > 0).then(|| {
         let achieved = bytes as f64 / kernel_s / 1e9;
         Bandwidth {
-            bytes,
-            achieved_gb_s: achieved,
+            bytes: Some(bytes as u64),
+            achieved_gb_s: Some(achieved),
             peak_gb_s,
             pct_of_peak: peak_gb_s
                 .filter(|p| *p > 0.0 && memory_bound)
                 .map(|p| 100.0 * achieved / p),
-            memory_bound,
+            memory_bound: Some(memory_bound),
         }
     })
 }
@@ -315,9 +210,11 @@ mod tests {
         assert_eq!(p.profitable, Some(false));
         assert!(
             p.why
+                .as_deref()
+                .unwrap_or_default()
                 .starts_with("not profitable on any GPU: 8064 launches take at least 24.19 ms"),
             "{}",
-            p.why
+            p.why.as_deref().unwrap_or_default()
         );
         let few = Traffic {
             launches: 4,
@@ -325,7 +222,14 @@ mod tests {
         };
         let p = project(None, &t, few, None);
         assert_eq!(p.profitable, None);
-        assert!(p.why.starts_with("no GPU timing"), "{}", p.why);
+        assert!(
+            p.why
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("no GPU timing"),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
+        );
     }
 
     #[test]
@@ -356,7 +260,14 @@ mod tests {
         assert_eq!(p.profitable, Some(true));
         assert!((p.transfer_s.unwrap() - 1e-3).abs() < 1e-12);
         assert!((p.program_speedup.unwrap() - amdahl(40.0, 100.0)).abs() < 1e-12);
-        assert!(p.why.contains("at most 1.67x"), "{}", p.why);
+        assert!(
+            p.why
+                .as_deref()
+                .unwrap_or_default()
+                .contains("at most 1.67x"),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
+        );
     }
 
     #[test]
@@ -371,9 +282,12 @@ mod tests {
         let p = project(Some(10.0), &t, traffic, Some(20e9));
         assert_eq!(p.profitable, Some(false));
         assert!(
-            p.why.starts_with("not profitable: transfers dominate"),
-            "{}",
             p.why
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("not profitable: transfers dominate"),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
         );
         assert!(p.program_speedup.unwrap() < 1.0);
     }
@@ -390,9 +304,12 @@ mod tests {
         let p = project(None, &t, traffic, Some(20e9));
         assert_eq!(p.profitable, Some(false));
         assert!(
-            p.why.contains("arrays too small — 1000 elements"),
-            "{}",
             p.why
+                .as_deref()
+                .unwrap_or_default()
+                .contains("arrays too small — 1000 elements"),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
         );
         assert_eq!(p.program_speedup, None);
     }
@@ -407,7 +324,14 @@ mod tests {
             elements: 1_000_000,
         };
         let p = project(None, &t, traffic, Some(20e9));
-        assert!(p.why.contains("launch overhead"), "{}", p.why);
+        assert!(
+            p.why
+                .as_deref()
+                .unwrap_or_default()
+                .contains("launch overhead"),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
+        );
     }
 
     #[test]
@@ -424,7 +348,7 @@ mod tests {
         assert_eq!(p.program_speedup, None);
         assert_eq!(p.transfer_s, None);
         assert_eq!(p.hotspot_pct, Some(30.0));
-        assert!(p.why.contains("simulator"));
+        assert!(p.why.as_deref().unwrap_or_default().contains("simulator"));
     }
 
     #[test]
@@ -434,8 +358,8 @@ mod tests {
         assert!((peak - 3352.32).abs() < 0.01, "{peak}");
         let b = bandwidth(3 * 4 * (1 << 24), 7.2e-5, Some(peak), true).unwrap();
         assert!(
-            (b.achieved_gb_s - 2796.2).abs() < 1.0,
-            "{}",
+            (b.achieved_gb_s.unwrap_or(0.0) - 2796.2).abs() < 1.0,
+            "{:?}",
             b.achieved_gb_s
         );
         assert!((b.pct_of_peak.unwrap() - 83.4).abs() < 0.1);

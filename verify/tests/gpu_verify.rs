@@ -213,7 +213,7 @@ fn every_migrate_fixture_verifies_on_the_gpu_and_agrees_with_the_simulator() {
             t.end_to_end_s.unwrap() >= t.kernel_s.unwrap(),
             "{function}: {t:?}"
         );
-        assert_eq!(t.repeats.kernel, Some(10));
+        assert_eq!(t.repeats.clone().unwrap_or_default().kernel, Some(10));
         assert!(o.device.compute_capability.is_some());
         assert!(o.projection.profitable.is_some(), "{function}");
         assert!(o.projection.transfer_s.is_some(), "{function}");
@@ -225,7 +225,7 @@ fn every_migrate_fixture_verifies_on_the_gpu_and_agrees_with_the_simulator() {
             t.end_to_end_s.unwrap_or_default() * 1e6,
             t.cpython_s
                 .map_or_else(|| "not timed".to_string(), |c| format!("{:.1} µs", c * 1e6)),
-            o.projection.why
+            o.projection.why.as_deref().unwrap_or_default()
         );
 
         // The GPU's arrays against the simulator's, on the same inputs.
@@ -294,7 +294,12 @@ fn a_differing_result_names_the_kernel_and_launch() {
     let m = o.verification.mismatch.unwrap();
     assert!(m.contains("from kernel(s) `saxpy_kernel` (grid ("), "{m}");
     assert_eq!(o.timing.kernel_s, None, "a wrong kernel is not timed");
-    assert!(o.projection.why.starts_with("not timed"));
+    assert!(o
+        .projection
+        .why
+        .as_deref()
+        .unwrap_or_default()
+        .starts_with("not timed"));
 }
 
 /// Runs the test `name` of this binary alone, in a child process, and
