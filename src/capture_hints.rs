@@ -154,7 +154,9 @@ fn refused_types(
     use port_analyzer::PlanStatus;
     use port_rewriter::ArgType;
     let refused = f.migration_plan.as_ref().is_some_and(|p| {
-        p.status == PlanStatus::Refused && p.types_from == "assumed" && !p.signature.is_empty()
+        p.status == PlanStatus::Refused
+            && matches!(p.types_from.as_str(), "assumed" | "calls")
+            && !p.signature.is_empty()
     });
     if !refused {
         return Vec::new();

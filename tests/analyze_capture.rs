@@ -131,12 +131,14 @@ fn no_capture_runs_the_program_once_and_captures_nothing() {
             || function(&a, "smooth")["types"] == serde_json::json!([])
     );
     assert!(!tmp.path().join(".port/captures/manifest.json").exists());
-    // Migrating then says why there are no types, and what to run.
-    let o = migrate_in(tmp.path(), &["--function", "smooth"]);
-    user_error(
-        &o,
-        "no type for argument `signal` of `smooth` (the last `port analyze` ran with --no-capture): run `port analyze` on the program",
-    );
+    // Migrating then takes the types from the program's own call
+    // (`smooth(x, 4)` after `x = np.linspace(…)`): no capture needed.
+    let o = migrate_in(tmp.path(), &["--function", "smooth", "--json"]);
+    let j: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["arg_types"][0]["from"], "calls", "{j}");
+    assert_eq!(j["arg_types"][0]["type"], "float64[:]", "{j}");
 }
 
 /// `python app.py` in `dir`: its stderr.

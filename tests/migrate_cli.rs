@@ -1068,3 +1068,61 @@ fn the_kept_module_is_right_on_aliased_calls_and_without_a_gpu() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("CudaSupportError"), "{}", stderr(&o));
 }
+
+/// With no capture, no --signature and no --inputs, the program's own calls
+/// give the types: `saxpy(2.0, x, y, out)` after `initialize` made float32
+/// arrays. The analysis plans with the same types and says where they came
+/// from; the body alone would have said float64.
+#[test]
+fn the_programs_own_calls_give_the_types() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/called.py");
+    let a = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["analyze", "--static", "--json", &f])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    let analysis = json(&a);
+    let saxpy = analysis["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "saxpy")
+        .unwrap()
+        .clone();
+    assert_eq!(saxpy["verdict"], "cuda", "{saxpy}");
+    let plan = &saxpy["migration_plan"];
+    assert_eq!(plan["types_from"], "calls", "{plan}");
+    // `np.float32(2.0)` is not typed by the calls, `2.0` is: the first call
+    // that types `a` gives float64.
+    assert_eq!(
+        plan["signature"], "float64, float32[:], float32[:], float32[:]",
+        "{plan}"
+    );
+
+    let o = migrate_in(tmp.path(), &["--function", "saxpy", &f, "--json"]);
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let types: Vec<(String, String)> = j["arg_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["type"].as_str().unwrap().to_string(),
+                t["from"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("float64".to_string(), "calls".to_string()),
+            ("float32[:]".to_string(), "calls".to_string()),
+            ("float32[:]".to_string(), "calls".to_string()),
+            ("float32[:]".to_string(), "calls".to_string()),
+        ]
+    );
+}

@@ -31,6 +31,7 @@
 //! Architecture invariant: the rewriter never runs user code and never
 //! writes files; it reads the analysis's output types, not its internals.
 
+pub mod call_types;
 pub mod dependences;
 pub mod emit;
 pub mod error;

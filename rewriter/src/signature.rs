@@ -96,6 +96,58 @@ pub fn assumed_types_parsed(
     src: &crate::source::SourceFile,
     function: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
+    let (names, types, _) = static_types(src, function)?;
+    Ok((names, types))
+}
+
+/// Where the types of [`static_types`] came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StaticSource {
+    /// At least one from the program's own calls of the function (the
+    /// line of the first such call); the rest from the body.
+    Calls(u32),
+    /// All read from how the body uses each parameter.
+    Body,
+}
+
+impl StaticSource {
+    /// The name `migration_plan.types_from` and `arg_types[].from` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaticSource::Calls(_) => "calls",
+            StaticSource::Body => "assumed",
+        }
+    }
+}
+
+/// The types to plan `function` with when no call was captured and none
+/// were given: a parameter's type at the program's own calls of the
+/// function ([`crate::call_types`]) when one gives it, else the one its use
+/// in the body implies (as described above).
+pub fn static_types(
+    src: &crate::source::SourceFile,
+    function: &str,
+) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
+    let (names, body) = body_types(src, function)?;
+    let (at_calls, line) = crate::call_types::at_calls(src, function, &names);
+    let from_calls = at_calls.iter().any(Option::is_some);
+    let types = body
+        .into_iter()
+        .zip(at_calls)
+        .map(|(b, c)| c.unwrap_or(b))
+        .collect();
+    let source = match (from_calls, line) {
+        (true, Some(l)) => StaticSource::Calls(l),
+        _ => StaticSource::Body,
+    };
+    Ok((names, types, source))
+}
+
+/// The types of `function`'s parameters from their use in its body alone.
+fn body_types(
+    src: &crate::source::SourceFile,
+    function: &str,
+) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
     let found = crate::source::find(src, function)?;
     let def = found.def;
     let names: Vec<String> = def

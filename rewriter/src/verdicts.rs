@@ -299,11 +299,12 @@ fn types_of(
     f: &FunctionReport,
     name: &str,
 ) -> Result<(Vec<ArgType>, &'static str), String> {
-    let (params, assumed) =
-        crate::signature::assumed_types_parsed(src, name).map_err(|e| e.to_string())?;
+    let (params, assumed, source) =
+        crate::signature::static_types(src, name).map_err(|e| e.to_string())?;
+    let from = source.as_str();
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
-        return Ok((assumed, "assumed"));
+        return Ok((assumed, from));
     }
     let mut out = Vec::new();
     for (k, p) in params.iter().enumerate() {
@@ -314,7 +315,7 @@ fn types_of(
             .and_then(|t| crate::types::from_captured(t).ok());
         match t {
             Some(t) => out.push(t),
-            None => return Ok((assumed, "assumed")),
+            None => return Ok((assumed, from)),
         }
     }
     Ok((out, "captured"))
@@ -343,6 +344,17 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
                     ),
                 ));
             }
+            // A verdict on types read from the body says so: it rests on them.
+            if c.types_from == "assumed" && !c.signature.is_empty() {
+                f.findings.push(note(
+                    "PORT401",
+                    f.line,
+                    format!(
+                        "planned with types read from the body (`{}`), not from a real call: the verdict rests on them (profile with `port analyze APP.py`, or give `port migrate --inputs`)",
+                        c.signature
+                    ),
+                ));
+            }
         }
         PlanStatus::Refused => {
             // PORT405 describes the GPU plan of a `cuda` function: there is none.
@@ -360,6 +372,8 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
                     c.pass.as_deref().unwrap_or("planner"),
                     if c.signature.is_empty() {
                         "no types".to_string()
+                    } else if c.types_from == "assumed" {
+                        format!("`{}`, types read from the body", c.signature)
                     } else {
                         format!("`{}`", c.signature)
                     },

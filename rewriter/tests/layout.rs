@@ -27,6 +27,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "pyast",
             "types",
             "signature",
+            "call_types",
             "ir_util",
             "launch",
             "plan",

@@ -203,6 +203,9 @@ enum TypeSource {
     Signature,
     Inputs,
     Capture,
+    /// The program's own calls of the function (`f(A, n)` after
+    /// `A = np.random.rand(n, n)`).
+    Calls,
 }
 
 impl TypeSource {
@@ -211,13 +214,15 @@ impl TypeSource {
             TypeSource::Signature => "signature",
             TypeSource::Inputs => "inputs",
             TypeSource::Capture => "capture",
+            TypeSource::Calls => "calls",
         }
     }
 }
 
 /// The arguments' types, first to last from: `--signature`; the dtypes and
 /// ranks of `--inputs` (the arrays the plan is verified on); the profiler's
-/// capture.
+/// capture; the program's own calls of the function, when they type every
+/// argument it passes (the body's use is only ever a suggestion).
 fn arg_types(
     args: &MigrateArgs,
     analysis: &Analysis,
@@ -294,6 +299,11 @@ fn arg_types(
         return Ok((out, TypeSource::Inputs));
     }
     let captured = f.types.clone().unwrap_or_default();
+    if captured.is_empty() {
+        if let Some(types) = types_at_calls(source, &f.file, local_name, params) {
+            return Ok((types, TypeSource::Calls));
+        }
+    }
     let mut out = Vec::new();
     for (k, p) in params.iter().enumerate() {
         match captured
@@ -328,6 +338,28 @@ fn arg_types(
         }
     }
     Ok((out, TypeSource::Capture))
+}
+
+/// The types the program's own calls give every argument of the function
+/// (trailing ones left to their defaults may be absent); `None` when some
+/// argument has none.
+fn types_at_calls(
+    source: &str,
+    file: &str,
+    function: &str,
+    params: &[String],
+) -> Option<Vec<ArgType>> {
+    let src = port_rewriter::source::SourceFile::parse(file, source).ok()?;
+    let (types, _) = port_rewriter::call_types::at_calls(&src, function, params);
+    let defaults = port_rewriter::parameters_with_defaults(source, file, function).ok()?;
+    let given = types.iter().rposition(Option::is_some)? + 1;
+    if defaults[given..]
+        .iter()
+        .any(|(_, has_default)| !has_default)
+    {
+        return None;
+    }
+    types[..given].iter().copied().collect()
 }
 
 /// The profiler's captured inputs for this function, when it saved some.

@@ -1,0 +1,537 @@
+//! Argument types from the program's own calls of a function: `f(A, n)`
+//! after `A = np.random.rand(n, n)` and `n = 1000` types `f` as
+//! `(float64[:, :], int64)`, with no profile and no inputs. The third
+//! source of types, after a capture and `--inputs`/`--signature`, before
+//! the body's use of each parameter ([`crate::signature`]).
+//!
+//! Each scope of the file (the module's top level, `if __name__ ==
+//! "__main__":` included, and every function's body) is read in order:
+//! names bound by assignment get the type of their value, with NumPy's
+//! rules for the creation functions (`zeros`, `ones`, `empty`, `full`,
+//! `arange`, `linspace`, `eye`, `array` of a literal, `random.*`), `dtype=`
+//! and `.astype`, arithmetic, `len`, `int`, `float`, `.shape[k]`, and the
+//! file's own helpers (`A, B = initialize(n)` takes the types of the tuple
+//! `initialize` returns). A parameter takes the type of the first call
+//! that gives its argument one; a later call of another rank or element
+//! type makes it unknown (the body's use decides then).
+
+use std::collections::HashMap;
+
+use port_codegen::ir::{ArrayType, ScalarType, MAX_DIMS};
+use rustpython_parser::ast::{self, Constant, Expr, Stmt};
+
+use crate::pyast::{stmt_exprs, walk_expr, walk_stmts};
+use crate::source::SourceFile;
+use crate::types::{scalar_from_name, ArgType};
+
+/// How deep the file's helpers are followed for what they return.
+const MAX_HELPER_DEPTH: usize = 3;
+
+/// A value's type as far as the calls tell: a type, a tuple of them (what a
+/// helper returns), or nothing known.
+#[derive(Clone, Debug, PartialEq)]
+enum Val {
+    Known(ArgType),
+    Tuple(Vec<Val>),
+    Unknown,
+}
+
+/// The type of each of `params` (of `function`) at the file's calls of it,
+/// and the line of the first call that gave one; `None` where no call
+/// types it.
+pub fn at_calls(
+    src: &SourceFile,
+    function: &str,
+    params: &[String],
+) -> (Vec<Option<ArgType>>, Option<u32>) {
+    let mut out: Vec<Option<ArgType>> = vec![None; params.len()];
+    let mut conflict = vec![false; params.len()];
+    let mut first_line = None;
+    let bare = function.rsplit('.').next().unwrap_or(function);
+    let functions = src.functions();
+    let mut scopes: Vec<&[Stmt]> = vec![&src.suite];
+    for f in &functions {
+        scopes.push(&f.def.body);
+    }
+    for body in scopes {
+        let mut env: HashMap<String, Val> = HashMap::new();
+        walk_stmts(body, &mut |s: &Stmt| {
+            // Calls first: `x = f(x)` reads `x` as it was.
+            for e in stmt_exprs(s) {
+                walk_expr(e, &mut |x: &Expr| {
+                    let Expr::Call(c) = x else { return };
+                    let Expr::Name(n) = c.func.as_ref() else {
+                        return;
+                    };
+                    if n.id.as_str() != bare {
+                        return;
+                    }
+                    let given = c
+                        .args
+                        .iter()
+                        .enumerate()
+                        .chain(c.keywords.iter().filter_map(|kw| {
+                            let k = params
+                                .iter()
+                                .position(|p| Some(p.as_str()) == kw.arg.as_deref())?;
+                            Some((k, &kw.value))
+                        }));
+                    for (k, a) in given {
+                        if k >= params.len() || matches!(a, Expr::Starred(_)) {
+                            continue;
+                        }
+                        if let Val::Known(t) = value(src, a, &env, 0) {
+                            match out[k] {
+                                None if !conflict[k] => {
+                                    out[k] = Some(t);
+                                    first_line.get_or_insert(src.line(c));
+                                }
+                                Some(prev) if !same(prev, t) => {
+                                    out[k] = None;
+                                    conflict[k] = true;
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                });
+            }
+            bind(src, s, &mut env, 0);
+        });
+    }
+    (out, first_line)
+}
+
+/// Same rank and element type (contiguity aside).
+fn same(a: ArgType, b: ArgType) -> bool {
+    match (a, b) {
+        (ArgType::Scalar(x), ArgType::Scalar(y)) => x == y,
+        (ArgType::Array(x), ArgType::Array(y)) => x.elem == y.elem && x.ndim == y.ndim,
+        _ => false,
+    }
+}
+
+/// Binds the names an assignment sets.
+fn bind(src: &SourceFile, s: &Stmt, env: &mut HashMap<String, Val>, depth: usize) {
+    let (targets, v): (Vec<&Expr>, &Expr) = match s {
+        Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
+        Stmt::AnnAssign(a) => match &a.value {
+            Some(v) => (vec![a.target.as_ref()], v),
+            None => return,
+        },
+        Stmt::AugAssign(a) => {
+            if let Expr::Name(n) = a.target.as_ref() {
+                let now = env.get(n.id.as_str()).cloned().unwrap_or(Val::Unknown);
+                let r = value(src, &a.value, env, depth);
+                let joined = arith(now, r, a.op);
+                env.insert(n.id.to_string(), joined);
+            }
+            return;
+        }
+        Stmt::For(f) => {
+            // A loop variable over `range` is an integer.
+            if let (Expr::Name(n), Expr::Call(c)) = (f.target.as_ref(), f.iter.as_ref()) {
+                if matches!(c.func.as_ref(), Expr::Name(r) if r.id.as_str() == "range") {
+                    env.insert(
+                        n.id.to_string(),
+                        Val::Known(ArgType::Scalar(ScalarType::I64)),
+                    );
+                    return;
+                }
+            }
+            for n in target_names(&f.target) {
+                env.insert(n, Val::Unknown);
+            }
+            return;
+        }
+        _ => return,
+    };
+    let val = value(src, v, env, depth);
+    for t in targets {
+        assign(t, val.clone(), env);
+    }
+}
+
+fn assign(t: &Expr, val: Val, env: &mut HashMap<String, Val>) {
+    match (t, val) {
+        (Expr::Name(n), v) => {
+            env.insert(n.id.to_string(), v);
+        }
+        (Expr::Tuple(tt), Val::Tuple(vs)) if tt.elts.len() == vs.len() => {
+            for (e, v) in tt.elts.iter().zip(vs) {
+                assign(e, v, env);
+            }
+        }
+        (Expr::List(tt), Val::Tuple(vs)) if tt.elts.len() == vs.len() => {
+            for (e, v) in tt.elts.iter().zip(vs) {
+                assign(e, v, env);
+            }
+        }
+        (other, _) => {
+            for n in target_names(other) {
+                env.insert(n, Val::Unknown);
+            }
+        }
+    }
+}
+
+fn target_names(t: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    walk_expr(t, &mut |x: &Expr| {
+        if let Expr::Name(n) = x {
+            out.push(n.id.to_string());
+        }
+    });
+    out
+}
+
+fn scalar(t: ScalarType) -> Val {
+    Val::Known(ArgType::Scalar(t))
+}
+
+fn array(elem: ScalarType, ndim: usize) -> Val {
+    if ndim == 0 || ndim > MAX_DIMS as usize {
+        return Val::Unknown;
+    }
+    Val::Known(ArgType::Array(ArrayType {
+        elem,
+        ndim: ndim as u8,
+        contiguous: false,
+    }))
+}
+
+/// The element type a `dtype=` names: `np.float32`, `"float32"`, `float`.
+fn dtype(e: &Expr) -> Option<ScalarType> {
+    match e {
+        Expr::Attribute(a) => scalar_from_name(a.attr.as_str()),
+        Expr::Name(n) => scalar_from_name(n.id.as_str()),
+        Expr::Constant(c) => match &c.value {
+            Constant::Str(s) => scalar_from_name(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
+    c.keywords
+        .iter()
+        .find(|k| k.arg.as_deref() == Some(name))
+        .map(|k| &k.value)
+}
+
+/// How many dimensions a shape argument gives: a tuple's length, else one.
+fn shape_rank(e: &Expr) -> usize {
+    match e {
+        Expr::Tuple(t) => t.elts.len(),
+        Expr::List(t) => t.elts.len(),
+        _ => 1,
+    }
+}
+
+/// The promoted element type of two numbers (NumPy's rules for the kinds
+/// port takes: bool < int < float < complex; widths kept at 64).
+fn promote(a: ScalarType, b: ScalarType) -> ScalarType {
+    fn kind(t: ScalarType) -> u8 {
+        match t {
+            ScalarType::Bool => 0,
+            ScalarType::C64 | ScalarType::C128 => 3,
+            ScalarType::F32 | ScalarType::F64 => 2,
+            _ => 1,
+        }
+    }
+    if kind(a) >= kind(b) {
+        a
+    } else {
+        b
+    }
+}
+
+fn arith(l: Val, r: Val, op: ast::Operator) -> Val {
+    let elem = |t: ArgType| match t {
+        ArgType::Scalar(s) => s,
+        ArgType::Array(a) => a.elem,
+    };
+    match (l, r) {
+        (Val::Known(a), Val::Known(b)) => {
+            let mut e = promote(elem(a), elem(b));
+            if op == ast::Operator::Div && !matches!(e, ScalarType::C64 | ScalarType::C128) {
+                e = if e == ScalarType::F32 {
+                    ScalarType::F32
+                } else {
+                    ScalarType::F64
+                };
+            }
+            match (a, b) {
+                (ArgType::Scalar(_), ArgType::Scalar(_)) => scalar(e),
+                (ArgType::Array(x), ArgType::Scalar(_))
+                | (ArgType::Scalar(_), ArgType::Array(x)) => array(e, x.ndim as usize),
+                (ArgType::Array(x), ArgType::Array(y)) => {
+                    if op == ast::Operator::MatMult {
+                        Val::Unknown
+                    } else {
+                        array(e, x.ndim.max(y.ndim) as usize)
+                    }
+                }
+            }
+        }
+        _ => Val::Unknown,
+    }
+}
+
+/// The type of `e` where the names of `env` are bound.
+fn value(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -> Val {
+    match e {
+        Expr::Constant(c) => match &c.value {
+            Constant::Int(_) => scalar(ScalarType::I64),
+            Constant::Float(_) => scalar(ScalarType::F64),
+            Constant::Bool(_) => scalar(ScalarType::Bool),
+            Constant::Complex { .. } => scalar(ScalarType::C128),
+            _ => Val::Unknown,
+        },
+        Expr::Name(n) => env.get(n.id.as_str()).cloned().unwrap_or(Val::Unknown),
+        Expr::Tuple(t) => Val::Tuple(t.elts.iter().map(|x| value(src, x, env, depth)).collect()),
+        Expr::UnaryOp(u) => match u.op {
+            ast::UnaryOp::Not => scalar(ScalarType::Bool),
+            _ => value(src, &u.operand, env, depth),
+        },
+        Expr::BinOp(b) => arith(
+            value(src, &b.left, env, depth),
+            value(src, &b.right, env, depth),
+            b.op,
+        ),
+        // `A.shape[0]`
+        Expr::Subscript(s) => match s.value.as_ref() {
+            Expr::Attribute(a) if a.attr.as_str() == "shape" => scalar(ScalarType::I64),
+            _ => Val::Unknown,
+        },
+        Expr::Attribute(a) if a.attr.as_str() == "T" => match value(src, &a.value, env, depth) {
+            Val::Known(ArgType::Array(x)) => Val::Known(ArgType::Array(x)),
+            _ => Val::Unknown,
+        },
+        Expr::Attribute(a) if a.attr.as_str() == "size" => scalar(ScalarType::I64),
+        Expr::Call(c) => call(src, c, env, depth),
+        _ => Val::Unknown,
+    }
+}
+
+fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: usize) -> Val {
+    let arg = |k: usize| c.args.get(k);
+    match c.func.as_ref() {
+        Expr::Name(n) => match n.id.as_str() {
+            "int" | "len" | "round" => scalar(ScalarType::I64),
+            "float" => scalar(ScalarType::F64),
+            "complex" => scalar(ScalarType::C128),
+            "bool" => scalar(ScalarType::Bool),
+            name => helper(src, name, c, env, depth),
+        },
+        Expr::Attribute(a) => {
+            let method = a.attr.as_str();
+            let module = src.resolve(&a.value);
+            let on_numpy = module.as_deref() == Some("numpy");
+            let on_random = module.as_deref() == Some("numpy.random");
+            let elem_of =
+                |default: ScalarType| keyword(c, "dtype").and_then(dtype).unwrap_or(default);
+            if on_numpy {
+                return match method {
+                    "zeros" | "ones" | "empty" => match arg(0).or_else(|| keyword(c, "shape")) {
+                        Some(s) => array(
+                            arg(1)
+                                .and_then(dtype)
+                                .unwrap_or_else(|| elem_of(ScalarType::F64)),
+                            shape_rank(s),
+                        ),
+                        None => Val::Unknown,
+                    },
+                    "full" => match (arg(0), arg(1)) {
+                        (Some(s), Some(fill)) => {
+                            let fill = match value(src, fill, env, depth) {
+                                Val::Known(ArgType::Scalar(t)) => t,
+                                _ => ScalarType::F64,
+                            };
+                            array(elem_of(fill), shape_rank(s))
+                        }
+                        _ => Val::Unknown,
+                    },
+                    "zeros_like" | "ones_like" | "empty_like" | "copy" | "ascontiguousarray" => {
+                        match (
+                            arg(0).map(|x| value(src, x, env, depth)),
+                            keyword(c, "dtype").and_then(dtype),
+                        ) {
+                            (Some(Val::Known(ArgType::Array(x))), Some(t)) => {
+                                array(t, x.ndim as usize)
+                            }
+                            (Some(v @ Val::Known(ArgType::Array(_))), None) => v,
+                            _ => Val::Unknown,
+                        }
+                    }
+                    "arange" => {
+                        let ints = c.args.iter().all(|x| {
+                            matches!(value(src, x, env, depth), Val::Known(ArgType::Scalar(t)) if !matches!(t, ScalarType::F32 | ScalarType::F64 | ScalarType::C64 | ScalarType::C128))
+                        });
+                        array(
+                            elem_of(if ints {
+                                ScalarType::I64
+                            } else {
+                                ScalarType::F64
+                            }),
+                            1,
+                        )
+                    }
+                    "linspace" | "logspace" => array(elem_of(ScalarType::F64), 1),
+                    "eye" | "identity" => array(elem_of(ScalarType::F64), 2),
+                    "array" | "asarray" => match arg(0) {
+                        Some(lit @ (Expr::List(_) | Expr::Tuple(_))) => {
+                            let (rank, float) = literal_shape(lit);
+                            let elem = if float {
+                                ScalarType::F64
+                            } else {
+                                ScalarType::I64
+                            };
+                            array(elem_of(elem), rank)
+                        }
+                        Some(x) => match (
+                            value(src, x, env, depth),
+                            keyword(c, "dtype").and_then(dtype),
+                        ) {
+                            (Val::Known(ArgType::Array(a)), Some(t)) => array(t, a.ndim as usize),
+                            (v @ Val::Known(ArgType::Array(_)), None) => v,
+                            _ => Val::Unknown,
+                        },
+                        None => Val::Unknown,
+                    },
+                    _ => Val::Unknown,
+                };
+            }
+            if on_random {
+                let size = |k: usize| c.args.get(k).or_else(|| keyword(c, "size"));
+                return match method {
+                    "rand" | "randn" | "random_sample" if !c.args.is_empty() => {
+                        array(ScalarType::F64, c.args.len())
+                    }
+                    "random" | "random_sample" => match size(0) {
+                        Some(s) => array(ScalarType::F64, shape_rank(s)),
+                        None => scalar(ScalarType::F64),
+                    },
+                    "uniform" | "normal" => match size(2) {
+                        Some(s) => array(ScalarType::F64, shape_rank(s)),
+                        None => scalar(ScalarType::F64),
+                    },
+                    "randint" => match size(2) {
+                        Some(s) => array(elem_of(ScalarType::I64), shape_rank(s)),
+                        None => scalar(ScalarType::I64),
+                    },
+                    _ => Val::Unknown,
+                };
+            }
+            // Methods of arrays.
+            match (method, value(src, &a.value, env, depth)) {
+                ("astype", Val::Known(ArgType::Array(x))) => match arg(0).and_then(dtype) {
+                    Some(t) => array(t, x.ndim as usize),
+                    None => Val::Unknown,
+                },
+                ("copy", v @ Val::Known(ArgType::Array(_))) => v,
+                _ => Val::Unknown,
+            }
+        }
+        _ => Val::Unknown,
+    }
+}
+
+/// The rank of a nested list literal and whether it holds a float.
+fn literal_shape(e: &Expr) -> (usize, bool) {
+    match e {
+        Expr::List(l) => {
+            let inner = l.elts.first().map_or((0, false), literal_shape);
+            let float = l.elts.iter().any(|x| literal_shape(x).1);
+            (inner.0 + 1, float)
+        }
+        Expr::Tuple(l) => {
+            let inner = l.elts.first().map_or((0, false), literal_shape);
+            let float = l.elts.iter().any(|x| literal_shape(x).1);
+            (inner.0 + 1, float)
+        }
+        Expr::Constant(c) => (0, matches!(c.value, Constant::Float(_))),
+        Expr::UnaryOp(u) => literal_shape(&u.operand),
+        _ => (0, false),
+    }
+}
+
+/// What a call of the file's own function `name` returns: its last
+/// `return`'s value, read in its body with its parameters bound to the
+/// call's arguments.
+fn helper(
+    src: &SourceFile,
+    name: &str,
+    c: &ast::ExprCall,
+    env: &HashMap<String, Val>,
+    depth: usize,
+) -> Val {
+    if depth >= MAX_HELPER_DEPTH {
+        return Val::Unknown;
+    }
+    let Some(found) = src
+        .functions_named(name)
+        .into_iter()
+        .find(|f| f.qualname == name)
+    else {
+        return Val::Unknown;
+    };
+    let mut inner: HashMap<String, Val> = HashMap::new();
+    for (k, p) in found.def.args.args.iter().enumerate() {
+        let given = c
+            .args
+            .get(k)
+            .or_else(|| keyword(c, p.def.arg.as_str()))
+            .or(p.default.as_deref());
+        if let Some(g) = given {
+            inner.insert(p.def.arg.to_string(), value(src, g, env, depth + 1));
+        }
+    }
+    let mut ret = Val::Unknown;
+    walk_stmts(&found.def.body, &mut |s: &Stmt| {
+        if let Stmt::Return(r) = s {
+            if let Some(v) = &r.value {
+                ret = value(src, v, &inner, depth + 1);
+            }
+        }
+        bind(src, s, &mut inner, depth + 1);
+    });
+    ret
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn types(text: &str, f: &str) -> Vec<String> {
+        let src = SourceFile::parse("t.py", text).unwrap();
+        let def = crate::source::find(&src, f).unwrap().def;
+        let params: Vec<String> = def
+            .args
+            .args
+            .iter()
+            .map(|a| a.def.arg.to_string())
+            .collect();
+        at_calls(&src, f, &params)
+            .0
+            .into_iter()
+            .map(|t| t.map_or("?".to_string(), |t| t.numba()))
+            .collect()
+    }
+
+    #[test]
+    fn creation_functions_literals_and_helpers_type_the_arguments() {
+        let text = "import numpy as np\n\ndef f(A, x, n, s, k):\n    pass\n\ndef init(n):\n    A = np.zeros((n, n), dtype=np.float32)\n    return A, np.arange(n)\n\nif __name__ == '__main__':\n    n = 100\n    A, idx = init(n)\n    f(A, idx, n, 2.5 * n, len(idx))\n";
+        assert_eq!(
+            types(text, "f"),
+            ["float32[:, :]", "int64[:]", "int64", "float64", "int64"]
+        );
+    }
+
+    #[test]
+    fn random_arrays_keywords_and_conflicting_calls() {
+        let text = "import numpy as np\n\ndef g(a, b, c):\n    pass\n\ndef main():\n    a = np.random.rand(10, 3)\n    b = np.random.randint(0, 5, size=(4,))\n    g(a, b, c=1.0)\n    g(a.astype(np.float32), b, c=2.0)\n";
+        assert_eq!(types(text, "g"), ["?", "int64[:]", "float64"]);
+    }
+}
