@@ -111,6 +111,8 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
         let Ok(src) = SourceFile::parse(file, &text) else {
             continue;
         };
+        // The file's calls of its own functions, read once for all of them.
+        let sites = port_rewriter::call_types::CallSites::of(&src);
         for f in reports {
             let qualname = port_rewriter::verdicts::local_qualname(f);
             // One definition of that name, or the helper could not tell them apart.
@@ -125,7 +127,7 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
             let refused_with = if f.verdict == Verdict::Cuda {
                 Vec::new()
             } else {
-                refused_types(f, &src, &qualname)
+                refused_types(f, &src, &qualname, &sites)
             };
             let save = refused_with.is_empty();
             out.push(FunctionHint {
@@ -150,6 +152,7 @@ fn refused_types(
     f: &port_analyzer::FunctionReport,
     src: &SourceFile,
     qualname: &str,
+    sites: &port_rewriter::call_types::CallSites,
 ) -> Vec<ParamType> {
     use port_analyzer::PlanStatus;
     use port_rewriter::ArgType;
@@ -161,7 +164,7 @@ fn refused_types(
     if !refused {
         return Vec::new();
     }
-    let Ok((names, types)) = port_rewriter::signature::assumed_types_parsed(src, qualname) else {
+    let Ok((names, types, _)) = port_rewriter::signature::static_types(src, qualname, sites) else {
         return Vec::new();
     };
     if names.len() != types.len() {

@@ -36,70 +36,119 @@ enum Val {
     Unknown,
 }
 
-/// The type of each of `params` (of `function`) at the file's calls of it,
-/// and the line of the first call that gave one; `None` where no call
-/// types it.
+/// One call of a function of the file: the types of its arguments, as
+/// far as the scope it is in tells.
+#[derive(Debug)]
+struct Site {
+    line: u32,
+    args: Vec<Val>,
+    keywords: Vec<(String, Val)>,
+}
+
+/// Every call of the file's own functions, by the callee's bare name, read
+/// once per file (planning each function of a file asks about its calls).
+#[derive(Debug, Default)]
+pub struct CallSites {
+    by_callee: HashMap<String, Vec<Site>>,
+}
+
+impl CallSites {
+    /// The calls in every scope of `src`: the module's top level (`if
+    /// __name__ == "__main__":` included) and every function's body.
+    pub fn of(src: &SourceFile) -> CallSites {
+        let functions = src.functions();
+        let own: std::collections::HashSet<&str> =
+            functions.iter().map(|f| f.def.name.as_str()).collect();
+        let mut scopes: Vec<&[Stmt]> = vec![&src.suite];
+        for f in &functions {
+            scopes.push(&f.def.body);
+        }
+        let mut by_callee: HashMap<String, Vec<Site>> = HashMap::new();
+        for body in scopes {
+            let mut env: HashMap<String, Val> = HashMap::new();
+            walk_stmts(body, &mut |s: &Stmt| {
+                // Calls first: `x = f(x)` reads `x` as it was.
+                for e in stmt_exprs(s) {
+                    walk_expr(e, &mut |x: &Expr| {
+                        let Expr::Call(c) = x else { return };
+                        let Expr::Name(n) = c.func.as_ref() else {
+                            return;
+                        };
+                        if !own.contains(n.id.as_str()) {
+                            return;
+                        }
+                        let site = Site {
+                            line: src.line(c),
+                            args: c
+                                .args
+                                .iter()
+                                .map(|a| match a {
+                                    Expr::Starred(_) => Val::Unknown,
+                                    a => value(src, a, &env, 0),
+                                })
+                                .collect(),
+                            keywords: c
+                                .keywords
+                                .iter()
+                                .filter_map(|k| {
+                                    Some((
+                                        k.arg.as_deref()?.to_string(),
+                                        value(src, &k.value, &env, 0),
+                                    ))
+                                })
+                                .collect(),
+                        };
+                        by_callee.entry(n.id.to_string()).or_default().push(site);
+                    });
+                }
+                bind(src, s, &mut env, 0);
+            });
+        }
+        CallSites { by_callee }
+    }
+
+    /// The type of each of `params` (of `function`) at the file's calls of
+    /// it, and the line of the first call that gave one; `None` where no
+    /// call types it.
+    pub fn types(&self, function: &str, params: &[String]) -> (Vec<Option<ArgType>>, Option<u32>) {
+        let mut out: Vec<Option<ArgType>> = vec![None; params.len()];
+        let mut conflict = vec![false; params.len()];
+        let mut first_line = None;
+        let bare = function.rsplit('.').next().unwrap_or(function);
+        for site in self.by_callee.get(bare).into_iter().flatten() {
+            let given = site.args.iter().enumerate().chain(
+                site.keywords
+                    .iter()
+                    .filter_map(|(name, v)| Some((params.iter().position(|p| p == name)?, v))),
+            );
+            for (k, v) in given {
+                let (true, Val::Known(t)) = (k < params.len(), v) else {
+                    continue;
+                };
+                match out[k] {
+                    None if !conflict[k] => {
+                        out[k] = Some(*t);
+                        first_line.get_or_insert(site.line);
+                    }
+                    Some(prev) if !same(prev, *t) => {
+                        out[k] = None;
+                        conflict[k] = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (out, first_line)
+    }
+}
+
+/// [`CallSites::types`] of one function (the file read for it alone).
 pub fn at_calls(
     src: &SourceFile,
     function: &str,
     params: &[String],
 ) -> (Vec<Option<ArgType>>, Option<u32>) {
-    let mut out: Vec<Option<ArgType>> = vec![None; params.len()];
-    let mut conflict = vec![false; params.len()];
-    let mut first_line = None;
-    let bare = function.rsplit('.').next().unwrap_or(function);
-    let functions = src.functions();
-    let mut scopes: Vec<&[Stmt]> = vec![&src.suite];
-    for f in &functions {
-        scopes.push(&f.def.body);
-    }
-    for body in scopes {
-        let mut env: HashMap<String, Val> = HashMap::new();
-        walk_stmts(body, &mut |s: &Stmt| {
-            // Calls first: `x = f(x)` reads `x` as it was.
-            for e in stmt_exprs(s) {
-                walk_expr(e, &mut |x: &Expr| {
-                    let Expr::Call(c) = x else { return };
-                    let Expr::Name(n) = c.func.as_ref() else {
-                        return;
-                    };
-                    if n.id.as_str() != bare {
-                        return;
-                    }
-                    let given = c
-                        .args
-                        .iter()
-                        .enumerate()
-                        .chain(c.keywords.iter().filter_map(|kw| {
-                            let k = params
-                                .iter()
-                                .position(|p| Some(p.as_str()) == kw.arg.as_deref())?;
-                            Some((k, &kw.value))
-                        }));
-                    for (k, a) in given {
-                        if k >= params.len() || matches!(a, Expr::Starred(_)) {
-                            continue;
-                        }
-                        if let Val::Known(t) = value(src, a, &env, 0) {
-                            match out[k] {
-                                None if !conflict[k] => {
-                                    out[k] = Some(t);
-                                    first_line.get_or_insert(src.line(c));
-                                }
-                                Some(prev) if !same(prev, t) => {
-                                    out[k] = None;
-                                    conflict[k] = true;
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                });
-            }
-            bind(src, s, &mut env, 0);
-        });
-    }
-    (out, first_line)
+    CallSites::of(src).types(function, params)
 }
 
 /// Same rank and element type (contiguity aside).

@@ -96,7 +96,8 @@ pub fn assumed_types_parsed(
     src: &crate::source::SourceFile,
     function: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
-    let (names, types, _) = static_types(src, function)?;
+    let sites = crate::call_types::CallSites::of(src);
+    let (names, types, _) = static_types(src, function, &sites)?;
     Ok((names, types))
 }
 
@@ -124,12 +125,15 @@ impl StaticSource {
 /// were given: a parameter's type at the program's own calls of the
 /// function ([`crate::call_types`]) when one gives it, else the one its use
 /// in the body implies (as described above).
+/// `sites` are the file's calls ([`crate::call_types::CallSites::of`],
+/// read once per file).
 pub fn static_types(
     src: &crate::source::SourceFile,
     function: &str,
+    sites: &crate::call_types::CallSites,
 ) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
     let (names, body) = body_types(src, function)?;
-    let (at_calls, line) = crate::call_types::at_calls(src, function, &names);
+    let (at_calls, line) = sites.types(function, &names);
     let from_calls = at_calls.iter().any(Option::is_some);
     let types = body
         .into_iter()

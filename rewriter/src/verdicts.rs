@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use port_analyzer::{Analysis, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict};
 use rayon::prelude::*;
 
+use crate::call_types::CallSites;
 use crate::source::SourceFile;
 use crate::{AppFacts, ArgType, MigrationRequest, PlanOutcome};
 
@@ -182,11 +183,18 @@ fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>) {
             .par_iter_mut()
             .flat_map_iter(|(src, ks, keep)| {
                 let answers: Vec<(usize, PlanCheck)> = match src.as_ref() {
-                    Some(src) => ks
-                        .iter()
-                        .filter(|&&k| asked[k])
-                        .map(|&k| (k, check(&src.text, src, &original[k], &facts)))
-                        .collect(),
+                    Some(src) => {
+                        // The file's calls of its own functions, read once
+                        // (types for the functions no call was captured of).
+                        let sites = std::cell::OnceCell::new();
+                        ks.iter()
+                            .filter(|&&k| asked[k])
+                            .map(|&k| {
+                                let sites = || sites.get_or_init(|| CallSites::of(src));
+                                (k, check(&src.text, src, &original[k], &facts, sites))
+                            })
+                            .collect()
+                    }
                     None => Vec::new(),
                 };
                 if round == 0 && !*keep {
@@ -229,7 +237,13 @@ fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>) {
 const MAX_PLANNED_CHARS: usize = 20_000;
 
 /// The planner's answer for one function.
-fn check(text: &str, src: &SourceFile, f: &FunctionReport, facts: &AppFacts) -> PlanCheck {
+fn check<'s>(
+    text: &str,
+    src: &SourceFile,
+    f: &FunctionReport,
+    facts: &AppFacts,
+    sites: impl FnOnce() -> &'s CallSites,
+) -> PlanCheck {
     let name = local_qualname(f);
     // The planner's passes are not linear in the size of one expression: a
     // generated function of tens of thousands of characters is not planned.
@@ -240,7 +254,7 @@ fn check(text: &str, src: &SourceFile, f: &FunctionReport, facts: &AppFacts) -> 
         let why = format!("the function is too large to plan ({size} characters; port plans up to {MAX_PLANNED_CHARS})");
         return refused(String::new(), "assumed", why, f.line, "frontend");
     }
-    let (types, types_from) = match types_of(src, f, &name) {
+    let (types, types_from) = match types_of(src, f, &name, sites) {
         Ok(t) => t,
         Err(reason) => return refused(String::new(), "assumed", reason, f.line, "frontend"),
     };
@@ -294,13 +308,14 @@ fn refused(signature: String, from: &str, reason: String, line: u32, pass: &str)
     }
 }
 
-fn types_of(
+fn types_of<'s>(
     src: &SourceFile,
     f: &FunctionReport,
     name: &str,
+    sites: impl FnOnce() -> &'s CallSites,
 ) -> Result<(Vec<ArgType>, &'static str), String> {
     let (params, assumed, source) =
-        crate::signature::static_types(src, name).map_err(|e| e.to_string())?;
+        crate::signature::static_types(src, name, sites()).map_err(|e| e.to_string())?;
     let from = source.as_str();
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
