@@ -111,8 +111,6 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
         let Ok(src) = SourceFile::parse(file, &text) else {
             continue;
         };
-        // The file's calls of its own functions, read once for all of them.
-        let sites = port_rewriter::call_types::CallSites::of(&src);
         for f in reports {
             let qualname = port_rewriter::verdicts::local_qualname(f);
             // One definition of that name, or the helper could not tell them apart.
@@ -127,7 +125,7 @@ fn hints_of(a: &Analysis) -> Vec<FunctionHint> {
             let refused_with = if f.verdict == Verdict::Cuda {
                 Vec::new()
             } else {
-                refused_types(f, &src, &qualname, &sites)
+                refused_types(f, &src, &qualname)
             };
             let save = refused_with.is_empty();
             out.push(FunctionHint {
@@ -152,21 +150,34 @@ fn refused_types(
     f: &port_analyzer::FunctionReport,
     src: &SourceFile,
     qualname: &str,
-    sites: &port_rewriter::call_types::CallSites,
 ) -> Vec<ParamType> {
     use port_analyzer::PlanStatus;
     use port_rewriter::ArgType;
-    let refused = f.migration_plan.as_ref().is_some_and(|p| {
-        p.status == PlanStatus::Refused
+    // The very types the planner refused it with, as the analysis recorded
+    // them (from the program's calls or the body).
+    let Some(signature) = f.migration_plan.as_ref().and_then(|p| {
+        (p.status == PlanStatus::Refused
             && matches!(p.types_from.as_str(), "assumed" | "calls")
-            && !p.signature.is_empty()
-    });
-    if !refused {
-        return Vec::new();
-    }
-    let Ok((names, types, _)) = port_rewriter::signature::static_types(src, qualname, sites) else {
+            && !p.signature.is_empty())
+        .then_some(p.signature.as_str())
+    }) else {
         return Vec::new();
     };
+    let (Ok(types), Some(found)) = (
+        port_rewriter::parse_signature(signature),
+        src.functions_named(qualname)
+            .into_iter()
+            .find(|d| d.qualname == qualname),
+    ) else {
+        return Vec::new();
+    };
+    let names: Vec<String> = found
+        .def
+        .args
+        .args
+        .iter()
+        .map(|a| a.def.arg.to_string())
+        .collect();
     if names.len() != types.len() {
         return Vec::new();
     }

@@ -264,3 +264,60 @@ fn explain_prints_the_doc_and_rejects_unknown_codes() {
         );
     }
 }
+
+/// A module whose functions only another module calls takes its types from
+/// those calls: `solver.step(N, dens, dens_prev, …)` in main.py with float32
+/// grids made there types `step`, and `step`'s own call types `diffuse`.
+#[test]
+fn types_come_from_calls_in_other_modules() {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["main.py", "solver.py"] {
+        std::fs::copy(
+            common::fixture(&format!("apps/calls_across/{f}")),
+            tmp.path().join(f),
+        )
+        .unwrap();
+    }
+    let o = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["analyze", "--static", "--json", "main.py"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan = |name: &str| {
+        a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["qualname"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {a}"))["migration_plan"]
+            .clone()
+    };
+    let step = plan("step");
+    assert_eq!(step["types_from"], "calls", "{step}");
+    assert_eq!(
+        step["signature"], "int64, float32[:, :], float32[:, :], float64, float64",
+        "{step}"
+    );
+    let diffuse = plan("diffuse");
+    assert_eq!(diffuse["types_from"], "calls", "{diffuse}");
+    assert_eq!(
+        diffuse["signature"], "int64, float32[:, :], float32[:, :], float64",
+        "{diffuse}"
+    );
+    // Migrate takes the same types, with nothing given, and verifies.
+    let o = migrate_in(tmp.path(), &["--function", "diffuse", "main.py", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(j["status"], "verified", "{j}");
+    let from: Vec<&str> = j["arg_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["from"].as_str().unwrap())
+        .collect();
+    assert_eq!(from, ["calls"; 4], "{j}");
+    assert_eq!(j["arg_types"][1]["type"], "float32[:, :]", "{j}");
+}

@@ -24,6 +24,10 @@ use crate::pyast::{stmt_exprs, walk_expr, walk_stmts};
 use crate::source::SourceFile;
 use crate::types::{scalar_from_name, ArgType};
 
+/// How many times the file is read, each carrying the types the calls
+/// give a function's parameters one call deeper.
+const MAX_ROUNDS: usize = 4;
+
 /// How deep the file's helpers are followed for what they return.
 const MAX_HELPER_DEPTH: usize = 3;
 
@@ -38,7 +42,7 @@ enum Val {
 
 /// One call of a function of the file: the types of its arguments, as
 /// far as the scope it is in tells.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Site {
     line: u32,
     args: Vec<Val>,
@@ -47,75 +51,142 @@ struct Site {
 
 /// Every call of the file's own functions, by the callee's bare name, read
 /// once per file (planning each function of a file asks about its calls).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct CallSites {
     by_callee: HashMap<String, Vec<Site>>,
 }
 
 impl CallSites {
-    /// The calls in every scope of `src`: the module's top level (`if
-    /// __name__ == "__main__":` included) and every function's body.
+    /// The calls in every scope of `src` alone (see [`CallSites::of_program`]);
+    /// functions are named by their bare names.
     pub fn of(src: &SourceFile) -> CallSites {
-        let functions = src.functions();
-        let own: std::collections::HashSet<&str> =
-            functions.iter().map(|f| f.def.name.as_str()).collect();
-        let mut scopes: Vec<&[Stmt]> = vec![&src.suite];
-        for f in &functions {
-            scopes.push(&f.def.body);
-        }
-        let mut by_callee: HashMap<String, Vec<Site>> = HashMap::new();
-        for body in scopes {
-            let mut env: HashMap<String, Val> = HashMap::new();
-            walk_stmts(body, &mut |s: &Stmt| {
-                // Calls first: `x = f(x)` reads `x` as it was.
-                for e in stmt_exprs(s) {
-                    walk_expr(e, &mut |x: &Expr| {
-                        let Expr::Call(c) = x else { return };
-                        let Expr::Name(n) = c.func.as_ref() else {
-                            return;
-                        };
-                        if !own.contains(n.id.as_str()) {
-                            return;
-                        }
-                        let site = Site {
-                            line: src.line(c),
-                            args: c
-                                .args
-                                .iter()
-                                .map(|a| match a {
-                                    Expr::Starred(_) => Val::Unknown,
-                                    a => value(src, a, &env, 0),
-                                })
-                                .collect(),
-                            keywords: c
-                                .keywords
-                                .iter()
-                                .filter_map(|k| {
-                                    Some((
-                                        k.arg.as_deref()?.to_string(),
-                                        value(src, &k.value, &env, 0),
-                                    ))
-                                })
-                                .collect(),
-                        };
-                        by_callee.entry(n.id.to_string()).or_default().push(site);
-                    });
-                }
-                bind(src, s, &mut env, 0);
-            });
-        }
-        CallSites { by_callee }
+        CallSites::of_program(&[("", src)])
     }
 
-    /// The type of each of `params` (of `function`) at the file's calls of
-    /// it, and the line of the first call that gave one; `None` where no
-    /// call types it.
-    pub fn types(&self, function: &str, params: &[String]) -> (Vec<Option<ArgType>>, Option<u32>) {
+    /// The calls in every scope of every file of a program, each file with
+    /// its module's dotted name: the module's top level (`if __name__ ==
+    /// "__main__":` included) and every function's body, whose parameters
+    /// are bound to the types the calls of that function give them (so
+    /// `main` → `step(N, u)` → `diffuse(N, u)` carries the types down; a
+    /// few rounds, until nothing changes). A call is of a function of the
+    /// program when its name is defined in the file, or imported from one
+    /// of the program's modules (`from solver import step`, `solver.step`);
+    /// it is keyed by the function's module and bare name
+    /// ([`CallSites::key`]).
+    pub fn of_program(files: &[(&str, &SourceFile)]) -> CallSites {
+        use rayon::prelude::*;
+        let modules: std::collections::HashSet<&str> = files.iter().map(|(m, _)| *m).collect();
+        // Every scope once: (file, its module, the function or None for
+        // the top level).
+        let per_file: Vec<_> = files
+            .iter()
+            .map(|(m, src)| (*m, *src, src.functions()))
+            .collect();
+        struct Scope<'a> {
+            file: usize,
+            body: &'a [Stmt],
+            /// The function's key and parameters; `None` at the top level.
+            function: Option<(String, Vec<String>)>,
+            /// The parameters' types the last reading started from.
+            seed: Option<HashMap<String, Val>>,
+            sites: Vec<(String, Site)>,
+        }
+        let mut scopes: Vec<Scope> = Vec::new();
+        for (k, (module, src, functions)) in per_file.iter().enumerate() {
+            scopes.push(Scope {
+                file: k,
+                body: &src.suite,
+                function: None,
+                seed: None,
+                sites: Vec::new(),
+            });
+            for f in functions {
+                let params = f
+                    .def
+                    .args
+                    .args
+                    .iter()
+                    .map(|a| a.def.arg.to_string())
+                    .collect();
+                scopes.push(Scope {
+                    file: k,
+                    body: &f.def.body,
+                    function: Some((CallSites::key(module, f.def.name.as_str()), params)),
+                    seed: None,
+                    sites: Vec::new(),
+                });
+            }
+        }
+        let own: Vec<std::collections::HashSet<&str>> = per_file
+            .iter()
+            .map(|(_, _, functions)| functions.iter().map(|f| f.def.name.as_str()).collect())
+            .collect();
+        let mut sites = CallSites::default();
+        for _round in 0..MAX_ROUNDS {
+            // Only scopes whose parameters' types changed are read again.
+            let read = scopes
+                .par_iter_mut()
+                .map(|scope| {
+                    let seed: HashMap<String, Val> = match &scope.function {
+                        Some((key, params)) => {
+                            let (types, _) = sites.types(key, params);
+                            params
+                                .iter()
+                                .zip(types)
+                                .filter_map(|(p, t)| Some((p.clone(), Val::Known(t?))))
+                                .collect()
+                        }
+                        None => HashMap::new(),
+                    };
+                    if scope.seed.as_ref() == Some(&seed) {
+                        return false;
+                    }
+                    let (module, src, _) = &per_file[scope.file];
+                    scope.sites = read_scope(
+                        src,
+                        module,
+                        &own[scope.file],
+                        &modules,
+                        scope.body,
+                        seed.clone(),
+                    );
+                    scope.seed = Some(seed);
+                    true
+                })
+                .filter(|read| *read)
+                .count();
+            if read == 0 {
+                break;
+            }
+            let mut by_callee: HashMap<String, Vec<Site>> = HashMap::new();
+            for scope in &scopes {
+                for (key, site) in &scope.sites {
+                    by_callee.entry(key.clone()).or_default().push(site.clone());
+                }
+            }
+            sites = CallSites { by_callee };
+        }
+        sites
+    }
+
+    /// How a function is named here: its module's dotted name and its bare
+    /// name (`solver.diffuse`; `diffuse` for a file read alone).
+    pub fn key(module: &str, bare: &str) -> String {
+        if module.is_empty() {
+            bare.to_string()
+        } else {
+            format!("{module}.{bare}")
+        }
+    }
+
+    /// The type of each of `params` of the function `key` ([`CallSites::key`])
+    /// at the program's calls of it, and the line of the first call that
+    /// gave one; `None` where no call types it.
+    pub fn types(&self, key: &str, params: &[String]) -> (Vec<Option<ArgType>>, Option<u32>) {
         let mut out: Vec<Option<ArgType>> = vec![None; params.len()];
         let mut conflict = vec![false; params.len()];
         let mut first_line = None;
-        let bare = function.rsplit('.').next().unwrap_or(function);
-        for site in self.by_callee.get(bare).into_iter().flatten() {
+        for site in self.by_callee.get(key).into_iter().flatten() {
             let given = site.args.iter().enumerate().chain(
                 site.keywords
                     .iter()
@@ -148,7 +219,63 @@ pub fn at_calls(
     function: &str,
     params: &[String],
 ) -> (Vec<Option<ArgType>>, Option<u32>) {
-    CallSites::of(src).types(function, params)
+    let bare = function.rsplit('.').next().unwrap_or(function);
+    CallSites::of(src).types(bare, params)
+}
+
+/// The calls of the program's functions in one scope, read in order from
+/// `env` (its parameters' types), each with the callee's key.
+fn read_scope(
+    src: &SourceFile,
+    module: &str,
+    own: &std::collections::HashSet<&str>,
+    modules: &std::collections::HashSet<&str>,
+    body: &[Stmt],
+    mut env: HashMap<String, Val>,
+) -> Vec<(String, Site)> {
+    // The key of a callee named by `func` in this file, if it is one of
+    // the program's functions.
+    let callee = |func: &Expr| -> Option<String> {
+        if let Expr::Name(n) = func {
+            if own.contains(n.id.as_str()) {
+                return Some(CallSites::key(module, n.id.as_str()));
+            }
+        }
+        let full = src.resolve(func)?;
+        let (m, name) = full.rsplit_once('.')?;
+        modules.contains(m).then(|| CallSites::key(m, name))
+    };
+    let mut out = Vec::new();
+    walk_stmts(body, &mut |s: &Stmt| {
+        // Calls first: `x = f(x)` reads `x` as it was.
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| {
+                let Expr::Call(c) = x else { return };
+                let Some(key) = callee(&c.func) else { return };
+                let site = Site {
+                    line: src.line(c),
+                    args: c
+                        .args
+                        .iter()
+                        .map(|a| match a {
+                            Expr::Starred(_) => Val::Unknown,
+                            a => value(src, a, &env, 0),
+                        })
+                        .collect(),
+                    keywords: c
+                        .keywords
+                        .iter()
+                        .filter_map(|k| {
+                            Some((k.arg.as_deref()?.to_string(), value(src, &k.value, &env, 0)))
+                        })
+                        .collect(),
+                };
+                out.push((key, site));
+            });
+        }
+        bind(src, s, &mut env, 0);
+    });
+    out
 }
 
 /// Same rank and element type (contiguity aside).
@@ -216,6 +343,8 @@ fn assign(t: &Expr, val: Val, env: &mut HashMap<String, Val>) {
                 assign(e, v, env);
             }
         }
+        // `x[i] = …`, `o.a = …` store into a value; they rebind no name.
+        (Expr::Subscript(_) | Expr::Attribute(_), _) => {}
         (other, _) => {
             for n in target_names(other) {
                 env.insert(n, Val::Unknown);
@@ -301,30 +430,42 @@ fn arith(l: Val, r: Val, op: ast::Operator) -> Val {
         ArgType::Scalar(s) => s,
         ArgType::Array(a) => a.elem,
     };
-    match (l, r) {
-        (Val::Known(a), Val::Known(b)) => {
-            let mut e = promote(elem(a), elem(b));
-            if op == ast::Operator::Div && !matches!(e, ScalarType::C64 | ScalarType::C128) {
-                e = if e == ScalarType::F32 {
-                    ScalarType::F32
-                } else {
-                    ScalarType::F64
-                };
-            }
-            match (a, b) {
-                (ArgType::Scalar(_), ArgType::Scalar(_)) => scalar(e),
-                (ArgType::Array(x), ArgType::Scalar(_))
-                | (ArgType::Scalar(_), ArgType::Array(x)) => array(e, x.ndim as usize),
-                (ArgType::Array(x), ArgType::Array(y)) => {
-                    if op == ast::Operator::MatMult {
-                        Val::Unknown
-                    } else {
-                        array(e, x.ndim.max(y.ndim) as usize)
-                    }
-                }
+    let (Val::Known(a), Val::Known(b)) = (l, r) else {
+        return Val::Unknown;
+    };
+    let (x, y) = (elem(a), elem(b));
+    // Two arrays (or two numbers) of one kind: the wider type; a Python
+    // number beside an array is weak and takes the array's; across kinds
+    // the higher kind.
+    let mut e = match (a, b) {
+        (ArgType::Array(_), ArgType::Scalar(_)) if promote(x, y) == promote(y, x) => promote(x, y),
+        (ArgType::Array(_), ArgType::Scalar(_)) => x,
+        (ArgType::Scalar(_), ArgType::Array(_)) if promote(x, y) == promote(y, x) => promote(x, y),
+        (ArgType::Scalar(_), ArgType::Array(_)) => y,
+        _ if promote(x, y) == promote(y, x) => promote(x, y),
+        _ if x.size_bytes() >= y.size_bytes() => x,
+        _ => y,
+    };
+    if op == ast::Operator::Div
+        && !matches!(
+            e,
+            ScalarType::F32 | ScalarType::F64 | ScalarType::C64 | ScalarType::C128
+        )
+    {
+        e = ScalarType::F64;
+    }
+    match (a, b) {
+        (ArgType::Scalar(_), ArgType::Scalar(_)) => scalar(e),
+        (ArgType::Array(x), ArgType::Scalar(_)) | (ArgType::Scalar(_), ArgType::Array(x)) => {
+            array(e, x.ndim as usize)
+        }
+        (ArgType::Array(x), ArgType::Array(y)) => {
+            if op == ast::Operator::MatMult {
+                Val::Unknown
+            } else {
+                array(e, x.ndim.max(y.ndim) as usize)
             }
         }
-        _ => Val::Unknown,
     }
 }
 
@@ -576,6 +717,18 @@ mod tests {
             types(text, "f"),
             ["float32[:, :]", "int64[:]", "int64", "float64", "int64"]
         );
+    }
+
+    #[test]
+    fn types_are_carried_down_the_files_own_calls() {
+        let text = "import numpy as np\n\ndef inner(N, x):\n    pass\n\ndef step(N, u):\n    inner(N, u * 2.0)\n\nN = 64\nu = np.zeros((N + 2, N + 2), np.float32)\nstep(N, u)\n";
+        assert_eq!(types(text, "inner"), ["int64", "float32[:, :]"]);
+    }
+
+    #[test]
+    fn a_store_into_an_array_keeps_its_type() {
+        let text = "import numpy as np\n\ndef f(x):\n    pass\n\nx = np.zeros((4, 4), np.float32)\nx[1, 1] = 100.0\nf(x)\n";
+        assert_eq!(types(text, "f"), ["float32[:, :]"]);
     }
 
     #[test]

@@ -132,8 +132,21 @@ pub fn static_types(
     function: &str,
     sites: &crate::call_types::CallSites,
 ) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
+    let bare = function.rsplit('.').next().unwrap_or(function);
+    static_types_keyed(src, function, sites, bare)
+}
+
+/// [`static_types`] with the function's key in `sites` given
+/// ([`crate::call_types::CallSites::key`]: its module and bare name, when
+/// the sites are a whole program's).
+pub fn static_types_keyed(
+    src: &crate::source::SourceFile,
+    function: &str,
+    sites: &crate::call_types::CallSites,
+    key: &str,
+) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
     let (names, body) = body_types(src, function)?;
-    let (at_calls, line) = sites.types(function, &names);
+    let (at_calls, line) = sites.types(key, &names);
     let from_calls = at_calls.iter().any(Option::is_some);
     let types = body
         .into_iter()

@@ -78,15 +78,28 @@ pub fn analyze(
             .filter(|(_, &asked)| asked)
             .map(|(f, _)| f.file.as_str())
             .collect();
-        let files: HashMap<String, SourceFile> = modules
+        // Every file, for the program's calls of its own functions (the
+        // types a function's callers give it, across modules); then only
+        // those with a function to plan are kept.
+        let all: Vec<(String, String, SourceFile)> = modules
             .into_par_iter()
-            .filter(|m| wanted.contains(m.display.as_str()))
             .map(|m| {
                 let src = SourceFile::from_parsed(m.display.clone(), m.text, m.suite, m.lines);
-                (m.display, src)
+                (m.name, m.display, src)
             })
             .collect();
-        plan_all(a, files);
+        let program: Vec<(&str, &SourceFile)> = all
+            .iter()
+            .map(|(name, _, src)| (name.as_str(), src))
+            .collect();
+        let sites = CallSites::of_program(&program);
+        drop(program);
+        let files: HashMap<String, SourceFile> = all
+            .into_par_iter()
+            .filter(|(_, display, _)| wanted.contains(display.as_str()))
+            .map(|(_, display, src)| (display, src))
+            .collect();
+        plan_all(a, files, Some(&sites));
     })
 }
 
@@ -109,7 +122,7 @@ pub fn apply(a: &mut Analysis) {
                 Some((file, src))
             })
             .collect();
-        plan_all(a, files);
+        plan_all(a, files, None);
     };
     // The planner recurses over the syntax tree like the analyzer does: on
     // threads with the analyzer's stack, so no input overflows it.
@@ -133,8 +146,10 @@ pub fn apply(a: &mut Analysis) {
 }
 
 /// Plans the functions worth asking about, each file's in parallel with
-/// the others', and adjusts the analysis; drops `files` on the pool.
-fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>) {
+/// the others', and adjusts the analysis; drops `files` on the pool. The
+/// types of functions no call was captured of come from the program's
+/// calls (`program`, else each file's own) and from their bodies.
+fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>, program: Option<&CallSites>) {
     // The static verdicts, as the planner first sees its callees; a second
     // round re-plans callers when a callee's verdict changed.
     let original: Vec<FunctionReport> = a.functions.clone();
@@ -184,14 +199,22 @@ fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>) {
             .flat_map_iter(|(src, ks, keep)| {
                 let answers: Vec<(usize, PlanCheck)> = match src.as_ref() {
                     Some(src) => {
-                        // The file's calls of its own functions, read once
-                        // (types for the functions no call was captured of).
-                        let sites = std::cell::OnceCell::new();
+                        // Without the program's calls, the file's own, read
+                        // once.
+                        let local = std::cell::OnceCell::new();
                         ks.iter()
                             .filter(|&&k| asked[k])
                             .map(|&k| {
-                                let sites = || sites.get_or_init(|| CallSites::of(src));
-                                (k, check(&src.text, src, &original[k], &facts, sites))
+                                let f = &original[k];
+                                let sites = || {
+                                    let name = local_qualname(f);
+                                    let bare = name.rsplit('.').next().unwrap_or(&name).to_string();
+                                    match program {
+                                        Some(p) => (p, CallSites::key(&f.module, &bare)),
+                                        None => (local.get_or_init(|| CallSites::of(src)), bare),
+                                    }
+                                };
+                                (k, check(&src.text, src, f, &facts, sites))
                             })
                             .collect()
                     }
@@ -242,7 +265,7 @@ fn check<'s>(
     src: &SourceFile,
     f: &FunctionReport,
     facts: &AppFacts,
-    sites: impl FnOnce() -> &'s CallSites,
+    sites: impl FnOnce() -> (&'s CallSites, String),
 ) -> PlanCheck {
     let name = local_qualname(f);
     // The planner's passes are not linear in the size of one expression: a
@@ -312,10 +335,11 @@ fn types_of<'s>(
     src: &SourceFile,
     f: &FunctionReport,
     name: &str,
-    sites: impl FnOnce() -> &'s CallSites,
+    sites: impl FnOnce() -> (&'s CallSites, String),
 ) -> Result<(Vec<ArgType>, &'static str), String> {
+    let (sites, key) = sites();
     let (params, assumed, source) =
-        crate::signature::static_types(src, name, sites()).map_err(|e| e.to_string())?;
+        crate::signature::static_types_keyed(src, name, sites, &key).map_err(|e| e.to_string())?;
     let from = source.as_str();
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {

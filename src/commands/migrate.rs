@@ -300,7 +300,7 @@ fn arg_types(
     }
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
-        if let Some(types) = types_at_calls(source, &f.file, local_name, params) {
+        if let Some(types) = types_at_calls(analysis, f, source, local_name, params) {
             return Ok((types, TypeSource::Calls));
         }
     }
@@ -341,17 +341,47 @@ fn arg_types(
 }
 
 /// The types the program's own calls give every argument of the function
-/// (trailing ones left to their defaults may be absent); `None` when some
-/// argument has none.
+/// (trailing ones left to their defaults may be absent), read from every
+/// file of the analysed program, as the analysis read them; `None` when
+/// some argument has none.
 fn types_at_calls(
+    analysis: &Analysis,
+    f: &FunctionReport,
     source: &str,
-    file: &str,
-    function: &str,
+    local_name: &str,
     params: &[String],
 ) -> Option<Vec<ArgType>> {
-    let src = port_rewriter::source::SourceFile::parse(file, source).ok()?;
-    let (types, _) = port_rewriter::call_types::at_calls(&src, function, params);
-    let defaults = port_rewriter::parameters_with_defaults(source, file, function).ok()?;
+    use port_rewriter::call_types::CallSites;
+    use port_rewriter::source::SourceFile;
+    // Each file of the program with its module's name (a file with no
+    // function in the analysis only calls: any name does).
+    let mut modules: std::collections::BTreeMap<&str, String> = analysis
+        .functions
+        .iter()
+        .map(|g| (g.file.as_str(), g.module.clone()))
+        .collect();
+    for file in &analysis.files {
+        modules.entry(file.as_str()).or_insert_with(|| {
+            let stem = Path::new(file).file_stem().and_then(|s| s.to_str());
+            format!("<{}>", stem.unwrap_or(file))
+        });
+    }
+    let parsed: Vec<(String, SourceFile)> = modules
+        .iter()
+        .filter_map(|(file, module)| {
+            let text = if *file == f.file.as_str() {
+                source.to_string()
+            } else {
+                std::fs::read_to_string(file).ok()?
+            };
+            Some((module.clone(), SourceFile::parse(file, &text).ok()?))
+        })
+        .collect();
+    let program: Vec<(&str, &SourceFile)> = parsed.iter().map(|(m, s)| (m.as_str(), s)).collect();
+    let sites = CallSites::of_program(&program);
+    let bare = local_name.rsplit('.').next().unwrap_or(local_name);
+    let (types, _) = sites.types(&CallSites::key(&f.module, bare), params);
+    let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name).ok()?;
     let given = types.iter().rposition(Option::is_some)? + 1;
     if defaults[given..]
         .iter()
