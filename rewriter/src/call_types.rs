@@ -121,6 +121,15 @@ impl CallSites {
             .iter()
             .map(|(_, _, functions)| functions.iter().map(|f| f.def.name.as_str()).collect())
             .collect();
+        // The names each module's top level binds (`u = np.zeros(…)`): what
+        // its functions read as globals, unless they bind them themselves.
+        let globals: Vec<HashMap<String, Val>> = per_file
+            .par_iter()
+            .enumerate()
+            .map(|(k, (module, src, _))| {
+                read_scope(src, module, &own[k], &modules, &src.suite, HashMap::new()).1
+            })
+            .collect();
         let mut sites = CallSites::default();
         for _round in 0..MAX_ROUNDS {
             // Only scopes whose parameters' types changed are read again.
@@ -142,14 +151,13 @@ impl CallSites {
                         return false;
                     }
                     let (module, src, _) = &per_file[scope.file];
-                    scope.sites = read_scope(
-                        src,
-                        module,
-                        &own[scope.file],
-                        &modules,
-                        scope.body,
-                        seed.clone(),
-                    );
+                    let mut env = match scope.function {
+                        Some(_) => globals[scope.file].clone(),
+                        None => HashMap::new(),
+                    };
+                    env.extend(seed.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    scope.sites =
+                        read_scope(src, module, &own[scope.file], &modules, scope.body, env).0;
                     scope.seed = Some(seed);
                     true
                 })
@@ -224,7 +232,8 @@ pub fn at_calls(
 }
 
 /// The calls of the program's functions in one scope, read in order from
-/// `env` (its parameters' types), each with the callee's key.
+/// `env` (its globals' and parameters' types), each with the callee's key,
+/// and the names bound at its end.
 fn read_scope(
     src: &SourceFile,
     module: &str,
@@ -232,7 +241,7 @@ fn read_scope(
     modules: &std::collections::HashSet<&str>,
     body: &[Stmt],
     mut env: HashMap<String, Val>,
-) -> Vec<(String, Site)> {
+) -> (Vec<(String, Site)>, HashMap<String, Val>) {
     // The key of a callee named by `func` in this file, if it is one of
     // the program's functions.
     let callee = |func: &Expr| -> Option<String> {
@@ -275,7 +284,7 @@ fn read_scope(
         }
         bind(src, s, &mut env, 0);
     });
-    out
+    (out, env)
 }
 
 /// Same rank and element type (contiguity aside).
@@ -729,6 +738,12 @@ mod tests {
     fn a_store_into_an_array_keeps_its_type() {
         let text = "import numpy as np\n\ndef f(x):\n    pass\n\nx = np.zeros((4, 4), np.float32)\nx[1, 1] = 100.0\nf(x)\n";
         assert_eq!(types(text, "f"), ["float32[:, :]"]);
+    }
+
+    #[test]
+    fn functions_read_the_modules_globals() {
+        let text = "import numpy as np\n\ndef f(n, x):\n    pass\n\nN = 64\nu = np.zeros((N, N), np.float32)\n\ndef update():\n    f(N, u)\n";
+        assert_eq!(types(text, "f"), ["int64", "float32[:, :]"]);
     }
 
     #[test]
