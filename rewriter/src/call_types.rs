@@ -16,6 +16,7 @@
 //! type makes it unknown (the body's use decides then).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use port_codegen::ir::{ArrayType, ScalarType, MAX_DIMS};
 use rustpython_parser::ast::{self, Constant, Expr, Stmt};
@@ -26,7 +27,7 @@ use crate::types::{scalar_from_name, ArgType};
 
 /// How many times the file is read, each carrying the types the calls
 /// give a function's parameters one call deeper.
-const MAX_ROUNDS: usize = 4;
+const MAX_ROUNDS: usize = 3;
 
 /// How deep the file's helpers are followed for what they return.
 const MAX_HELPER_DEPTH: usize = 3;
@@ -53,7 +54,9 @@ struct Site {
 /// once per file (planning each function of a file asks about its calls).
 #[derive(Debug, Default, PartialEq)]
 pub struct CallSites {
-    by_callee: HashMap<String, Vec<Site>>,
+    /// Shared with the scopes they were read in: rebuilding the index each
+    /// round copies pointers, not sites.
+    by_callee: HashMap<Arc<str>, Vec<Arc<Site>>>,
 }
 
 impl CallSites {
@@ -89,7 +92,7 @@ impl CallSites {
             function: Option<(String, Vec<String>)>,
             /// The parameters' types the last reading started from.
             seed: Option<HashMap<String, Val>>,
-            sites: Vec<(String, Site)>,
+            sites: Vec<(Arc<str>, Arc<Site>)>,
         }
         let mut scopes: Vec<Scope> = Vec::new();
         for (k, (module, src, functions)) in per_file.iter().enumerate() {
@@ -123,13 +126,20 @@ impl CallSites {
             .collect();
         // The names each module's top level binds (`u = np.zeros(…)`): what
         // its functions read as globals, unless they bind them themselves.
-        let globals: Vec<HashMap<String, Val>> = per_file
+        let top: Vec<ScopeRead> = per_file
             .par_iter()
             .enumerate()
             .map(|(k, (module, src, _))| {
-                read_scope(src, module, &own[k], &modules, &src.suite, HashMap::new()).1
+                read_scope(src, module, &own[k], &modules, &src.suite, HashMap::new())
             })
             .collect();
+        let mut globals: Vec<HashMap<String, Val>> = Vec::with_capacity(top.len());
+        for (scope, (sites, env)) in scopes.iter_mut().filter(|s| s.function.is_none()).zip(top) {
+            // The top level has no parameters: read once, here.
+            scope.sites = sites;
+            scope.seed = Some(HashMap::new());
+            globals.push(env);
+        }
         let mut sites = CallSites::default();
         for _round in 0..MAX_ROUNDS {
             // Only scopes whose parameters' types changed are read again.
@@ -166,10 +176,13 @@ impl CallSites {
             if read == 0 {
                 break;
             }
-            let mut by_callee: HashMap<String, Vec<Site>> = HashMap::new();
+            let mut by_callee: HashMap<Arc<str>, Vec<Arc<Site>>> = HashMap::new();
             for scope in &scopes {
                 for (key, site) in &scope.sites {
-                    by_callee.entry(key.clone()).or_default().push(site.clone());
+                    by_callee
+                        .entry(Arc::clone(key))
+                        .or_default()
+                        .push(Arc::clone(site));
                 }
             }
             sites = CallSites { by_callee };
@@ -231,6 +244,10 @@ pub fn at_calls(
     CallSites::of(src).types(bare, params)
 }
 
+/// What reading one scope gives: its calls, each with the callee's key,
+/// and the names bound at its end.
+type ScopeRead = (Vec<(Arc<str>, Arc<Site>)>, HashMap<String, Val>);
+
 /// The calls of the program's functions in one scope, read in order from
 /// `env` (its globals' and parameters' types), each with the callee's key,
 /// and the names bound at its end.
@@ -241,18 +258,36 @@ fn read_scope(
     modules: &std::collections::HashSet<&str>,
     body: &[Stmt],
     mut env: HashMap<String, Val>,
-) -> (Vec<(String, Site)>, HashMap<String, Val>) {
+) -> ScopeRead {
     // The key of a callee named by `func` in this file, if it is one of
     // the program's functions.
+    // (Looked up without building the dotted name: every call of the
+    // program comes through here.)
     let callee = |func: &Expr| -> Option<String> {
-        if let Expr::Name(n) = func {
-            if own.contains(n.id.as_str()) {
-                return Some(CallSites::key(module, n.id.as_str()));
+        match func {
+            Expr::Name(n) if own.contains(n.id.as_str()) => {
+                Some(CallSites::key(module, n.id.as_str()))
             }
+            // `from solver import step`: `step` is `solver.step`.
+            Expr::Name(n) => {
+                let full = src.imports.get(n.id.as_str())?;
+                let (m, name) = full.rsplit_once('.')?;
+                modules.contains(m).then(|| CallSites::key(m, name))
+            }
+            // `solver.step(…)` after `import solver`.
+            Expr::Attribute(a) => {
+                let Expr::Name(base) = a.value.as_ref() else {
+                    let full = src.resolve(func)?;
+                    let (m, name) = full.rsplit_once('.')?;
+                    return modules.contains(m).then(|| CallSites::key(m, name));
+                };
+                let m = src.imports.get(base.id.as_str())?;
+                modules
+                    .contains(m.as_str())
+                    .then(|| CallSites::key(m, a.attr.as_str()))
+            }
+            _ => None,
         }
-        let full = src.resolve(func)?;
-        let (m, name) = full.rsplit_once('.')?;
-        modules.contains(m).then(|| CallSites::key(m, name))
     };
     let mut out = Vec::new();
     walk_stmts(body, &mut |s: &Stmt| {
@@ -279,7 +314,7 @@ fn read_scope(
                         })
                         .collect(),
                 };
-                out.push((key, site));
+                out.push((Arc::from(key), Arc::new(site)));
             });
         }
         bind(src, s, &mut env, 0);
