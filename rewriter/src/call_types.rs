@@ -82,7 +82,7 @@ impl CallSites {
         // Every scope once: (file, its module, the function or None for
         // the top level).
         let per_file: Vec<_> = files
-            .iter()
+            .par_iter()
             .map(|(m, src)| (*m, *src, src.functions()))
             .collect();
         struct Scope<'a> {
@@ -121,7 +121,7 @@ impl CallSites {
             }
         }
         let own: Vec<std::collections::HashSet<&str>> = per_file
-            .iter()
+            .par_iter()
             .map(|(_, _, functions)| functions.iter().map(|f| f.def.name.as_str()).collect())
             .collect();
         // The names each module's top level binds (`u = np.zeros(…)`): what

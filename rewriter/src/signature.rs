@@ -173,7 +173,12 @@ fn body_types(
         .iter()
         .map(|a| a.def.arg.to_string())
         .collect();
-    let uses = param_uses(src, def, &mut vec![function.to_string()]);
+    let uses = param_uses(
+        src,
+        def,
+        &mut vec![function.to_string()],
+        &mut HashMap::new(),
+    );
     let defaults: HashMap<&str, &Expr> = def
         .args
         .args
@@ -239,6 +244,9 @@ fn param_uses(
     src: &crate::source::SourceFile,
     def: &ast::StmtFunctionDef,
     stack: &mut Vec<String>,
+    // Each callee's uses, read once per planned function (a helper called
+    // from many places is not read again for each).
+    memo: &mut HashMap<String, HashMap<String, Use>>,
 ) -> HashMap<String, Use> {
     let names: Vec<String> = def
         .args
@@ -428,9 +436,16 @@ fn param_uses(
                 .iter()
                 .map(|a| a.def.arg.to_string())
                 .collect();
-            stack.push(callee.to_string());
-            let theirs = param_uses(src, found.def, stack);
-            stack.pop();
+            let theirs = match memo.get(callee) {
+                Some(t) => t.clone(),
+                None => {
+                    stack.push(callee.to_string());
+                    let t = param_uses(src, found.def, stack, memo);
+                    stack.pop();
+                    memo.insert(callee.to_string(), t.clone());
+                    t
+                }
+            };
             let passed = c
                 .args
                 .iter()
