@@ -1095,10 +1095,8 @@ fn the_programs_own_calls_give_the_types() {
     assert_eq!(saxpy["verdict"], "cuda", "{saxpy}");
     let plan = &saxpy["migration_plan"];
     assert_eq!(plan["types_from"], "calls", "{plan}");
-    // `np.float32(2.0)` is not typed by the calls, `2.0` is: the first call
-    // that types `a` gives float64.
     assert_eq!(
-        plan["signature"], "float64, float32[:], float32[:], float32[:]",
+        plan["signature"], "float32, float32[:], float32[:], float32[:]",
         "{plan}"
     );
 
@@ -1119,7 +1117,7 @@ fn the_programs_own_calls_give_the_types() {
     assert_eq!(
         types,
         [
-            ("float64".to_string(), "calls".to_string()),
+            ("float32".to_string(), "calls".to_string()),
             ("float32[:]".to_string(), "calls".to_string()),
             ("float32[:]".to_string(), "calls".to_string()),
             ("float32[:]".to_string(), "calls".to_string()),

@@ -566,6 +566,17 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
             let on_random = module.as_deref() == Some("numpy.random");
             let elem_of =
                 |default: ScalarType| keyword(c, "dtype").and_then(dtype).unwrap_or(default);
+            // `np.float32(2.0)`, `np.int64(n)`: a number of that type; of an
+            // array, an array of it.
+            if on_numpy && c.args.len() == 1 && c.keywords.is_empty() {
+                if let Some(t) = scalar_from_name(method) {
+                    return match value(src, &c.args[0], env, depth) {
+                        Val::Known(ArgType::Array(x)) => array(t, x.ndim as usize),
+                        Val::Known(ArgType::Scalar(_)) => scalar(t),
+                        _ => Val::Unknown,
+                    };
+                }
+            }
             if on_numpy {
                 return match method {
                     "zeros" | "ones" | "empty" => match arg(0).or_else(|| keyword(c, "shape")) {
@@ -756,10 +767,17 @@ mod tests {
 
     #[test]
     fn creation_functions_literals_and_helpers_type_the_arguments() {
-        let text = "import numpy as np\n\ndef f(A, x, n, s, k):\n    pass\n\ndef init(n):\n    A = np.zeros((n, n), dtype=np.float32)\n    return A, np.arange(n)\n\nif __name__ == '__main__':\n    n = 100\n    A, idx = init(n)\n    f(A, idx, n, 2.5 * n, len(idx))\n";
+        let text = "import numpy as np\n\ndef f(A, x, n, s, k, w):\n    pass\n\ndef init(n):\n    A = np.zeros((n, n), dtype=np.float32)\n    return A, np.arange(n)\n\nif __name__ == '__main__':\n    n = 100\n    A, idx = init(n)\n    f(A, idx, n, 2.5 * n, len(idx), np.float32(0.5))\n";
         assert_eq!(
             types(text, "f"),
-            ["float32[:, :]", "int64[:]", "int64", "float64", "int64"]
+            [
+                "float32[:, :]",
+                "int64[:]",
+                "int64",
+                "float64",
+                "int64",
+                "float32"
+            ]
         );
     }
 
