@@ -21,7 +21,7 @@ use std::sync::Arc;
 use port_codegen::ir::{ArrayType, ScalarType, MAX_DIMS};
 use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 
-use crate::pyast::{stmt_exprs, walk_expr, walk_stmts};
+use crate::pyast::{keyword, stmt_exprs, walk_expr, walk_stmts};
 use crate::source::SourceFile;
 use crate::types::{scalar_from_name, ArgType};
 
@@ -433,13 +433,6 @@ fn dtype(e: &Expr) -> Option<ScalarType> {
         },
         _ => None,
     }
-}
-
-fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
-    c.keywords
-        .iter()
-        .find(|k| k.arg.as_deref() == Some(name))
-        .map(|k| &k.value)
 }
 
 /// How many dimensions a shape argument gives: a tuple's length, else one.

@@ -1371,5 +1371,13 @@ pub fn attribute_node(value: Expr, attr: &str, range: ast::text_size::TextRange)
     })
 }
 
+/// The value of the keyword argument `name` of a call.
+pub fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
+    c.keywords
+        .iter()
+        .find(|k| k.arg.as_deref() == Some(name))
+        .map(|k| &k.value)
+}
+
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ use port_codegen::ir::{ArrayType, ScalarType, MAX_DIMS};
 use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 
 use crate::error::RewriteError;
-use crate::pyast::{stmt_exprs, walk_expr, walk_stmts};
+use crate::pyast::{keyword, stmt_exprs, walk_expr, walk_stmts};
 use crate::types::ArgType;
 
 const ARRAY_ATTRS: &[&str] = &[
@@ -490,14 +490,6 @@ fn reshaped_rank(e: &Expr) -> Option<u8> {
         Expr::Tuple(t) => Some(t.elts.len() as u8),
         _ => None,
     }
-}
-
-/// The value of the keyword argument `name` of a call.
-fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
-    c.keywords
-        .iter()
-        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))
-        .map(|k| &k.value)
 }
 
 /// A call's argument given at position `k` or as the keyword `name`.

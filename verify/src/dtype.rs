@@ -14,21 +14,11 @@ pub fn array_bytes(t: ScalarType, shape: &[usize]) -> Option<usize> {
         .try_fold(elem_size(t), |n, &d| n.checked_mul(d))
 }
 
-/// NumPy's name of a scalar type (`float64`).
+/// NumPy's name of a scalar type (`float64`): Numba's, but `bool` for
+/// its `boolean`.
 pub fn dtype_name(t: ScalarType) -> &'static str {
-    match t {
-        ScalarType::Bool => "bool",
-        ScalarType::I32 => "int32",
-        ScalarType::I64 => "int64",
-        ScalarType::F32 => "float32",
-        ScalarType::F64 => "float64",
-        ScalarType::I8 => "int8",
-        ScalarType::I16 => "int16",
-        ScalarType::U8 => "uint8",
-        ScalarType::U16 => "uint16",
-        ScalarType::U32 => "uint32",
-        ScalarType::U64 => "uint64",
-        ScalarType::C64 => "complex64",
-        ScalarType::C128 => "complex128",
+    match port_rewriter::types::numba_scalar(t) {
+        "boolean" => "bool",
+        name => name,
     }
 }
