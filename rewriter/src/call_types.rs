@@ -63,7 +63,7 @@ impl CallSites {
     /// The calls in every scope of `src` alone (see [`CallSites::of_program`]);
     /// functions are named by their bare names.
     pub fn of(src: &SourceFile) -> CallSites {
-        CallSites::of_program(&[("", src)])
+        CallSites::of_program(&[("", src)], None)
     }
 
     /// The calls in every scope of every file of a program, each file with
@@ -76,7 +76,15 @@ impl CallSites {
     /// of the program's modules (`from solver import step`, `solver.step`);
     /// it is keyed by the function's module and bare name
     /// ([`CallSites::key`]).
-    pub fn of_program(files: &[(&str, &SourceFile)]) -> CallSites {
+    ///
+    /// With `callees` (bare names), only the calls that can bear on those
+    /// functions' types are read: the scopes whose text calls one of them,
+    /// then those that call such a scope, as deep as types are carried;
+    /// [`CallSites::types`] of those functions is the same as without.
+    pub fn of_program(
+        files: &[(&str, &SourceFile)],
+        callees: Option<&std::collections::HashSet<&str>>,
+    ) -> CallSites {
         use rayon::prelude::*;
         let modules: std::collections::HashSet<&str> = files.iter().map(|(m, _)| *m).collect();
         // Every scope once: (file, its module, the function or None for
@@ -85,6 +93,7 @@ impl CallSites {
             .par_iter()
             .map(|(m, src)| (*m, *src, src.functions()))
             .collect();
+        let needed = callees.map(|c| needed_scopes(&per_file, c));
         struct Scope<'a> {
             file: usize,
             body: &'a [Stmt],
@@ -95,15 +104,22 @@ impl CallSites {
             sites: Vec<(Arc<str>, Arc<Site>)>,
         }
         let mut scopes: Vec<Scope> = Vec::new();
+        let empty: &[Stmt] = &[];
         for (k, (module, src, functions)) in per_file.iter().enumerate() {
+            let wanted = |j: usize| needed.as_ref().is_none_or(|n| n[k][j]);
+            // An unneeded top level is still a scope (its globals are
+            // looked up by position), with nothing to read.
             scopes.push(Scope {
                 file: k,
-                body: &src.suite,
+                body: if wanted(0) { &src.suite } else { empty },
                 function: None,
                 seed: None,
                 sites: Vec::new(),
             });
-            for f in functions {
+            for (j, f) in functions.iter().enumerate() {
+                if !wanted(j + 1) {
+                    continue;
+                }
                 let params = f
                     .def
                     .args
@@ -130,6 +146,9 @@ impl CallSites {
             .par_iter()
             .enumerate()
             .map(|(k, (module, src, _))| {
+                if needed.as_ref().is_some_and(|n| !n[k][0]) {
+                    return (Vec::new(), HashMap::new());
+                }
                 read_scope(src, module, &own[k], &modules, &src.suite, HashMap::new())
             })
             .collect();
@@ -320,6 +339,91 @@ fn read_scope(
         bind(src, s, &mut env, 0);
     });
     (out, env)
+}
+
+/// Which scopes of each file [`CallSites::of_program`] reads for the types
+/// of `callees`: per file, its top level (index 0), then its functions in
+/// [`SourceFile::functions`] order. A scope is needed when its text calls
+/// (`name(` or `.name(`, by its bare name: a superset of the calls that
+/// resolve to it) a needed function; the functions of needed scopes are
+/// needed in turn, one level per round of types carried down; a file's top
+/// level is needed when one of its functions is (its globals).
+fn needed_scopes(
+    per_file: &[(&str, &SourceFile, Vec<crate::source::FoundFunction<'_>>)],
+    callees: &std::collections::HashSet<&str>,
+) -> Vec<Vec<bool>> {
+    use rayon::prelude::*;
+    use rustpython_parser::ast::Ranged;
+    let mut needed: Vec<Vec<bool>> = per_file
+        .iter()
+        .map(|(_, _, fs)| vec![false; fs.len() + 1])
+        .collect();
+    let mut names: Vec<String> = callees.iter().map(|s| s.to_string()).collect();
+    // One more round than types are carried: the calls of the last scopes
+    // read must be read too.
+    for _ in 0..=MAX_ROUNDS {
+        if names.is_empty() {
+            break;
+        }
+        let Ok(calls) = aho_corasick::AhoCorasick::new(&names) else {
+            // Too many names for the automaton: read every scope.
+            return per_file
+                .iter()
+                .map(|(_, _, fs)| vec![true; fs.len() + 1])
+                .collect();
+        };
+        let found: Vec<Vec<usize>> = per_file
+            .par_iter()
+            .zip(needed.par_iter())
+            .map(|((_, src, fs), done)| {
+                let mut new = Vec::new();
+                if !done[0] && calls_any(&calls, &src.text) {
+                    new.push(0);
+                }
+                for (j, f) in fs.iter().enumerate() {
+                    if done[j + 1] {
+                        continue;
+                    }
+                    let r = f.def.range();
+                    let text = &src.text[usize::from(r.start())..usize::from(r.end())];
+                    if calls_any(&calls, text) {
+                        new.push(j + 1);
+                    }
+                }
+                new
+            })
+            .collect();
+        names.clear();
+        for (k, new) in found.into_iter().enumerate() {
+            for j in new {
+                needed[k][j] = true;
+                if j > 0 {
+                    needed[k][0] = true;
+                    names.push(per_file[k].2[j - 1].def.name.to_string());
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+    }
+    needed
+}
+
+/// Whether `text` calls one of the automaton's names: the name not inside
+/// a longer identifier, then, past blanks and line continuations, `(`.
+fn calls_any(names: &aho_corasick::AhoCorasick, text: &str) -> bool {
+    let b = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    names.find_overlapping_iter(text).any(|m| {
+        if m.start() > 0 && ident(b[m.start() - 1]) {
+            return false;
+        }
+        let mut k = m.end();
+        while k < b.len() && matches!(b[k], b' ' | b'\t' | b'\\' | b'\r' | b'\n') {
+            k += 1;
+        }
+        k < b.len() && b[k] == b'('
+    })
 }
 
 /// Same rank and element type (contiguity aside).
@@ -796,5 +900,30 @@ mod tests {
     fn random_arrays_keywords_and_conflicting_calls() {
         let text = "import numpy as np\n\ndef g(a, b, c):\n    pass\n\ndef main():\n    a = np.random.rand(10, 3)\n    b = np.random.randint(0, 5, size=(4,))\n    g(a, b, c=1.0)\n    g(a.astype(np.float32), b, c=2.0)\n";
         assert_eq!(types(text, "g"), ["?", "int64[:]", "float64"]);
+    }
+
+    #[test]
+    fn reading_only_the_scopes_that_reach_a_function_gives_its_types() {
+        // main → step → inner carries the types two calls down; `other`
+        // and `unrelated` call nothing that leads to `inner`, and
+        // `inner_x` only contains the name.
+        let main = "import numpy as np\nfrom solver import step\n\ndef unrelated(a):\n    return a + 1\n\ndef main():\n    N = 64\n    u = np.zeros((N + 2, N + 2), np.float32)\n    step(N, u)\n\ndef elsewhere():\n    unrelated(2)\n\nmain()\n";
+        let solver = "def inner(N, x):\n    pass\n\ndef inner_x(x):\n    pass\n\ndef step(N, u):\n    inner (N, u * 2.0)\n    inner_x(u)\n\ndef other(v):\n    inner(1, v)\n";
+        let m = SourceFile::parse("main.py", main).unwrap();
+        let s = SourceFile::parse("solver.py", solver).unwrap();
+        let program = [("main", &m), ("solver", &s)];
+        let params = ["N".to_string(), "x".to_string()];
+        let key = CallSites::key("solver", "inner");
+        let all = CallSites::of_program(&program, None);
+        let some = CallSites::of_program(&program, Some(&["inner"].into_iter().collect()));
+        let (t, _) = all.types(&key, &params);
+        assert_eq!(some.types(&key, &params).0, t);
+        assert_eq!(
+            t.iter().map(|t| t.map(|t| t.numba())).collect::<Vec<_>>(),
+            [Some("int64".to_string()), Some("float32[:, :]".to_string())]
+        );
+        // `elsewhere` was not read: no call of `unrelated` is known.
+        assert!(!some.by_callee.contains_key("main.unrelated"));
+        assert!(all.by_callee.contains_key("main.unrelated"));
     }
 }

@@ -378,8 +378,8 @@ fn types_at_calls(
         })
         .collect();
     let program: Vec<(&str, &SourceFile)> = parsed.iter().map(|(m, s)| (m.as_str(), s)).collect();
-    let sites = CallSites::of_program(&program);
     let bare = local_name.rsplit('.').next().unwrap_or(local_name);
+    let sites = CallSites::of_program(&program, Some(&[bare].into_iter().collect()));
     let (types, _) = sites.types(&CallSites::key(&f.module, bare), params);
     let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name).ok()?;
     let given = types.iter().rposition(Option::is_some)? + 1;
