@@ -66,6 +66,12 @@ pub fn main(backend: impl FnOnce(&Command) -> anyhow::Result<()>) -> ExitCode {
         Err(e) => return bad_arguments(e),
     };
     let json = cli.command.json_on_stdout();
+    // SIGINT, SIGTERM and SIGHUP (and a panic) end the Python children port
+    // started and remove its temporary folders before it exits 130, 143 or
+    // 129; a profile takes them for itself while it runs.
+    if let Err(e) = port_reaper::install() {
+        eprintln!("port: warning: cannot handle signals ({e}): an interrupted run may leave its children and temporary files");
+    }
     let result = match &cli.command {
         Command::Analyze(a) => commands::analyze::run(a),
         Command::Explain(a) => commands::explain::run(a),

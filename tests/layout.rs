@@ -17,7 +17,7 @@ use layout_graph::{module, Graph};
 
 /// The workspace's crates, by folder (`.` is the `port` binaries).
 const CRATES: &[&str] = &[
-    ".", "profiler", "analyzer", "rewriter", "codegen", "verify", "reports",
+    ".", "profiler", "reaper", "analyzer", "rewriter", "codegen", "verify", "reports",
 ];
 
 /// The most lines a source file may have, outside tests.

@@ -1,27 +1,19 @@
 //! Stopping a profile early: Ctrl-C, or a caller that wants to stop it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::error::ProfileError;
 
-/// Whether a profile is listening to Ctrl-C right now. Outside a profile,
-/// Ctrl-C must still end the program as usual.
-static PROFILING: AtomicBool = AtomicBool::new(false);
-
-/// While alive, Ctrl-C stops the profile instead of ending the process.
-pub(crate) struct CtrlCScope(());
+/// While alive, Ctrl-C (and SIGTERM, SIGHUP) stops the profile instead of
+/// ending the process: port's signal handling ([`port_reaper`]) hands the
+/// signal to the profile's [`StopSignal`].
+pub(crate) struct CtrlCScope(#[allow(dead_code)] port_reaper::Interception);
 
 impl CtrlCScope {
-    pub(crate) fn enter() -> Self {
-        PROFILING.store(true, Ordering::SeqCst);
-        CtrlCScope(())
-    }
-}
-
-impl Drop for CtrlCScope {
-    fn drop(&mut self) {
-        PROFILING.store(false, Ordering::SeqCst);
+    pub(crate) fn enter(stop: &StopSignal) -> Self {
+        let raised = stop.clone();
+        CtrlCScope(port_reaper::intercept(move |_| raised.stop()))
     }
 }
 
@@ -50,27 +42,12 @@ impl StopSignal {
 
     /// The process-wide signal raised by Ctrl-C (SIGINT), SIGTERM and SIGHUP
     /// while [`crate::profile`] runs; at any other time these end the process
-    /// with status 130, as if no handler were installed. The handler is
-    /// installed on the first call; that fails only when another handler was
-    /// installed through the `ctrlc` crate first.
+    /// with status 128 + the signal, its children ended and its temporary
+    /// folders removed ([`port_reaper`]). Fails only when the signals cannot
+    /// be registered.
     pub fn ctrl_c() -> Result<StopSignal, ProfileError> {
-        static CTRL_C: OnceLock<Result<StopSignal, String>> = OnceLock::new();
-        CTRL_C
-            .get_or_init(|| {
-                let signal = StopSignal::new();
-                let raised = signal.clone();
-                ctrlc::set_handler(move || {
-                    if PROFILING.load(Ordering::SeqCst) {
-                        raised.stop();
-                    } else {
-                        std::process::exit(130);
-                    }
-                })
-                .map(|()| signal)
-                .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(ProfileError::Interrupt)
+        port_reaper::install().map_err(ProfileError::Interrupt)?;
+        Ok(StopSignal::new())
     }
 }
 

@@ -131,7 +131,11 @@ pub fn profile(
     };
     let (stop, _ctrl_c_scope) = match &opts.stop {
         Some(s) => (s.clone(), None),
-        None => (StopSignal::ctrl_c()?, Some(interrupt::CtrlCScope::enter())),
+        None => {
+            let stop = StopSignal::ctrl_c()?;
+            let scope = interrupt::CtrlCScope::enter(&stop);
+            (stop, Some(scope))
+        }
     };
     stop.reset();
 
@@ -170,6 +174,9 @@ pub fn profile(
         child::Streams::Inherit,
         &opts.app_output,
     )?;
+    // Ended if port panics. (It stays in the terminal's process group:
+    // an app that reads the terminal must be able to.)
+    let _registered = port_reaper::child(child.id());
     let settings = sampler::SamplerSettings {
         rate_hz: opts.rate_hz,
         idle: opts.idle,

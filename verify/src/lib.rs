@@ -576,7 +576,7 @@ fn more_exact_run(
     precision: exact::Precision,
     original_seconds: f64,
 ) -> Result<Result<(original::OriginalRun, String), String>, VerifyError> {
-    let work = tempfile::tempdir()
+    let work = port_reaper::temp_dir()
         .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
     let dir = work.path().join("inputs-exact");
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
@@ -743,7 +743,7 @@ fn seconds_since(t: Instant) -> f64 {
 /// Runs the original and the kernels on the same inputs, compares them, and
 /// on a GPU times both.
 pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, VerifyError> {
-    let work = tempfile::tempdir()
+    let work = port_reaper::temp_dir()
         .map_err(|e| VerifyError::Io("temporary folder".into(), e.to_string()))?;
     let input_dir = work.path().join("inputs");
     let tries = prepare_inputs(plan, opts, work.path(), &input_dir)?;

@@ -94,7 +94,7 @@ pub fn npz_members(
     python: &Path,
     npz: &Path,
 ) -> Result<std::collections::HashMap<String, NpzMember>, VerifyError> {
-    let work = tempfile::tempdir()
+    let work = port_reaper::temp_dir()
         .map_err(|e| VerifyError::Io("a temporary folder".into(), e.to_string()))?;
     let helper = helper_path(work.path())?;
     let o = python_cmd(
@@ -141,14 +141,15 @@ fn python_cmd(
     python: &Path,
     args: &[&std::ffi::OsStr],
 ) -> Result<std::process::Output, VerifyError> {
-    Command::new(python)
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .map_err(|e| VerifyError::NoPython {
-            python: python.display().to_string(),
-            message: e.to_string(),
-        })
+    port_reaper::output(
+        Command::new(python)
+            .args(args)
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+    )
+    .map_err(|e| VerifyError::NoPython {
+        python: python.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// [`python_cmd`] stopped after `limit`: stdout and stderr go to files in
@@ -171,14 +172,17 @@ fn python_cmd_limited(
         python: python.display().to_string(),
         message: e.to_string(),
     };
-    let mut child = Command::new(python)
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(no_python)?;
+    let mut child = port_reaper::own_group(
+        Command::new(python)
+            .args(args)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err),
+    )
+    .spawn()
+    .map_err(no_python)?;
+    let _registered = port_reaper::child(child.id());
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().map_err(no_python)? {

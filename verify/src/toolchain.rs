@@ -46,11 +46,11 @@ pub struct PythonSite {
 /// not start or answers oddly yields an empty answer, never an error: the
 /// other lookups still run.
 pub fn python_site(python: &Path) -> PythonSite {
-    let Ok(o) = Command::new(python)
-        .args(["-c", ASK])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-    else {
+    let Ok(o) = port_reaper::output(
+        Command::new(python)
+            .args(["-c", ASK])
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+    ) else {
         return PythonSite::default();
     };
     if !o.status.success() {
