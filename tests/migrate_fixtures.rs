@@ -916,6 +916,8 @@ mod dtypes {
         invert_and_halve_u8: "uint8[:,:]",
         to_gray_u8: "uint8[:,:,:]",
         audio_gain_i16: "int16[:], float32",
+        gain_i8_i32: "int8[:], int32",
+        rotate_c64: "complex64[:], complex64",
         mix_i16: "int16[:], int16[:]",
         wrapping_sum_i16: "int16[:], int16[:]",
         widen_i8_u8: "int8[:], uint8[:]",
@@ -952,6 +954,45 @@ mod dtypes {
             &["--inputs", "inputs.npz"],
             "given",
         );
+    }
+}
+
+/// Scalars given as inputs keep their dtype on the original's side: a
+/// 0-d int32 reaches it as `np.int32` (the product with int8 samples is
+/// int32, as the plan computes it), a complex64 one whole, imaginary part
+/// included (it could not be written before).
+#[test]
+fn given_scalars_keep_their_dtype() {
+    for (function, signature, values) in [
+        (
+            "gain_i8_i32",
+            "int8[:], int32",
+            "samples=np.arange(-128, 128, dtype=np.int8), gain=np.int32(3)",
+        ),
+        (
+            "rotate_c64",
+            "complex64[:], complex64",
+            "z=(np.arange(50) + 1j * np.arange(50)).astype(np.complex64), w=np.complex64(0.6 + 0.8j)",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let py = repo().join(".venv/bin/python");
+        let o = Command::new(py)
+            .arg("-c")
+            .arg(format!("import numpy as np; np.savez('inputs.npz', {values})"))
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j = verified_in(
+            &tmp,
+            "migrate/programs_dtypes.py",
+            function,
+            signature,
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["status"], "verified", "{j}");
     }
 }
 

@@ -840,8 +840,31 @@ pub fn run_plan<D: Device>(
                     },
                 );
             }
+            (ArgType::Array(at), InputValue::Complex(_, re, im)) => {
+                if ufunc_shape.is_none() {
+                    ufunc_shape = Some(Vec::new());
+                }
+                let one = NdArray {
+                    shape: vec![1],
+                    data: port_codegen::sim::ArrayData::C128(vec![[*re, *im]]),
+                }
+                .convert(at.elem);
+                let buf = dev.upload(&one)?;
+                run.bytes_to_device += elem_size(at.elem);
+                st.arrays.insert(
+                    p.name.clone(),
+                    DevArray {
+                        buf,
+                        shape: vec![1],
+                        elem: at.elem,
+                    },
+                );
+            }
             (ArgType::Scalar(t), InputValue::Scalar(_, x)) => {
                 st.scalars.insert(p.name.clone(), HVal::F(*x).cast(t));
+            }
+            (ArgType::Scalar(t), InputValue::Complex(_, re, im)) => {
+                st.scalars.insert(p.name.clone(), HVal::C(*re, *im).cast(t));
             }
             (ArgType::Scalar(_), InputValue::Array(_)) => {
                 return Err(VerifyError::BadData(format!(

@@ -51,6 +51,8 @@ pub enum InputValue {
     Array(NdArray),
     /// A scalar of this type (integers and booleans as exact `f64`).
     Scalar(ScalarType, f64),
+    /// A complex scalar of this type, `(re, im)`.
+    Complex(ScalarType, f64, f64),
 }
 
 /// Where the inputs came from.
@@ -856,10 +858,13 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
 
 fn type_word(t: ScalarType) -> &'static str {
     match t {
+        // What a program passes as Python numbers, weak in NumPy 2's
+        // promotion (the planner types them so too).
         ScalarType::Bool => "bool",
-        ScalarType::I32 | ScalarType::I64 => "int",
-        ScalarType::F32 | ScalarType::F64 => "float",
-        // A NumPy scalar of that dtype, so that promotion matches.
+        ScalarType::I64 => "int",
+        ScalarType::F64 => "float",
+        // A NumPy scalar of that dtype, so that promotion matches:
+        // `int8_array * np.int32(3)` is int32, `int8_array * 3` int8.
         t => crate::dtype::dtype_name(t),
     }
 }
@@ -890,6 +895,9 @@ pub fn write(dir: &Path, inputs: &Inputs, otypes: &[&str]) -> Result<(), VerifyE
             InputValue::Scalar(t, x) => {
                 serde_json::json!({"name": name, "scalar": x, "type": type_word(*t)})
             }
+            InputValue::Complex(t, re, im) => {
+                serde_json::json!({"name": name, "scalar": [re, im], "type": type_word(*t)})
+            }
         });
     }
     let manifest = serde_json::json!({"args": args, "otypes": otypes});
@@ -915,16 +923,19 @@ pub fn read(dir: &Path, origin: InputOrigin) -> Result<Inputs, VerifyError> {
         let val = match a["file"].as_str() {
             Some(f) => InputValue::Array(npy::read(&dir.join(f))?),
             None => {
-                let t = match a["type"].as_str() {
-                    Some("bool") => ScalarType::Bool,
-                    Some("int") => ScalarType::I64,
-                    Some(name) if name.contains("int") => {
-                        port_rewriter::types::scalar_from_name(name).unwrap_or(ScalarType::I64)
-                    }
-                    _ => ScalarType::F64,
-                };
+                // `bool`, `int`, `float` (Python numbers) or a dtype's name.
+                let word = a["type"].as_str().unwrap_or("float");
+                let t = port_rewriter::types::scalar_from_name(word).ok_or_else(|| {
+                    VerifyError::BadData(format!("`{name}`: a scalar of unknown type `{word}`"))
+                })?;
                 let x = match &a["scalar"] {
                     serde_json::Value::Bool(b) => f64::from(u8::from(*b)),
+                    // A complex value, [re, im].
+                    serde_json::Value::Array(parts) => {
+                        let part = |k: usize| parts.get(k).and_then(|p| p.as_f64()).unwrap_or(0.0);
+                        values.push((name, InputValue::Complex(t, part(0), part(1))));
+                        continue;
+                    }
                     other => other.as_f64().unwrap_or(0.0),
                 };
                 InputValue::Scalar(t, x)

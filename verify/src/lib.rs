@@ -724,7 +724,7 @@ fn traffic(run: &exec::KernelRun, inputs: &Inputs) -> timing::Traffic {
         .iter()
         .map(|(_, v)| match v {
             inputs::InputValue::Array(a) => a.len(),
-            inputs::InputValue::Scalar(..) => 1,
+            inputs::InputValue::Scalar(..) | inputs::InputValue::Complex(..) => 1,
         })
         .max()
         .unwrap_or(0);

@@ -86,13 +86,33 @@ def load_args(folder):
         elif "file" in a:
             args.append(np.load(os.path.join(folder, a["file"])))
         else:
-            kind = a["type"]
-            v = a["scalar"]
-            if kind in ("bool", "int", "float"):
-                args.append(bool(v) if kind == "bool" else int(v) if kind == "int" else float(v))
-            else:
-                args.append(np.dtype(kind).type(v))
+            args.append(scalar_arg(a["type"], a["scalar"]))
     return manifest, args
+
+
+# The scalars a program passes as Python numbers (weak in NumPy 2's
+# promotion: `int8_array * 3` stays int8); any other dtype is a NumPy
+# scalar of it (`int8_array * np.int32(3)` is int32). Complex values are
+# written [re, im].
+PYTHON_SCALARS = {"bool": bool, "int": int, "float": float}
+DTYPE_WORDS = {"bool": "bool", "int64": "int", "float64": "float"}
+
+
+def scalar_arg(kind, v):
+    if isinstance(v, list):
+        v = complex(v[0], v[1])
+    if kind in PYTHON_SCALARS:
+        return PYTHON_SCALARS[kind](v)
+    return np.dtype(kind).type(v)
+
+
+def scalar_entry(name, v):
+    """The manifest's entry for the 0-d array v: its dtype kept."""
+    kind = DTYPE_WORDS.get(v.dtype.name, v.dtype.name)
+    x = v.item()
+    if isinstance(x, complex):
+        x = [x.real, x.imag]
+    return {"name": name, "scalar": x, "type": kind}
 
 
 def save(folder, name, value):
@@ -172,7 +192,7 @@ def as_scalar(a):
     dtypes Python's own numbers become, else the NumPy scalar."""
     if not isinstance(a, np.ndarray):
         return a
-    if a.dtype in (np.float64, np.int64, np.bool_, np.complex128):
+    if a.dtype.name in DTYPE_WORDS:
         return a.item()
     return a[()]
 
@@ -342,8 +362,7 @@ def unpack_npz(npz, names, out):
         else:
             v = data[name]
         if v.ndim == 0:
-            kind = "bool" if v.dtype == np.bool_ else "int" if v.dtype.kind in "iu" else "float"
-            args.append({"name": name, "scalar": v.item(), "type": kind})
+            args.append(scalar_entry(name, v))
         else:
             files[name] = save(out, "arg%d" % k, v)
             args.append({"name": name, "file": files[name]})

@@ -173,8 +173,14 @@ def given_inputs(migration_path, migration, plan):
         project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(migration_path))))
         p = os.path.join(project, p)
     d = np.load(p)
-    # Numbers as Python numbers, as port passes them (NumPy weak scalars).
-    return [d[n] if d[n].ndim else d[n].item() for n in migration_params(plan)]
+    # As port passes them: 0-d bool, int64 and float64 as Python numbers
+    # (weak in NumPy 2's promotion), any other dtype as a NumPy scalar.
+    def value(a):
+        if a.ndim:
+            return a
+        return a.item() if a.dtype.name in ("bool", "int64", "float64") else a[()]
+
+    return [value(d[n]) for n in migration_params(plan)]
 
 
 def check_sim(original, patched, migration, migration_path):
