@@ -17,7 +17,7 @@ fn shapes(function: &str, sig: &str, file: &str) -> Vec<Vec<Vec<usize>>> {
                 .iter()
                 .filter_map(|(_, v)| match v {
                     InputValue::Array(a) => Some(a.shape.clone()),
-                    InputValue::Scalar(..) => None,
+                    InputValue::Scalar(..) | InputValue::Complex(..) => None,
                 })
                 .collect()
         })
