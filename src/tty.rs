@@ -53,6 +53,30 @@ fn terminal_columns() -> Option<u16> {
     (ok && ws.ws_col > 0).then_some(ws.ws_col)
 }
 
+/// A spinner on stderr for work that may be long: drawn only on a terminal,
+/// not with `--json`, and only once the work has taken `after` (a quick
+/// verification prints nothing). Its message says what is being done, and
+/// the elapsed time counts from the start.
+pub fn spinner_after(json: bool, after: std::time::Duration) -> Option<indicatif::ProgressBar> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"),
+    );
+    let shown = bar.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        if !shown.is_finished() {
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+            shown.enable_steady_tick(std::time::Duration::from_millis(100));
+        }
+    });
+    Some(bar)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

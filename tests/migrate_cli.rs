@@ -1124,3 +1124,38 @@ fn the_programs_own_calls_give_the_types() {
         ]
     );
 }
+
+/// A verification past 2 s says on the terminal what it is doing; a quick
+/// one, or `--json`, prints no progress. (`script` gives port a terminal.)
+#[test]
+fn a_long_verification_shows_its_phase_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/kernels.py");
+    let python = repo().join(".venv/bin/python");
+    let port = env!("CARGO_BIN_EXE_port");
+    let run = |size: &str, json: &str| {
+        let cmd = format!(
+            "{port} migrate --function stencil_2d {f} --signature 'float64[:, :], float64[:, :]' --size {size} {json} --python {}",
+            python.display()
+        );
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(tmp.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("script (util-linux) runs");
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        stdout(&o)
+    };
+    // About a second a call of the original, four calls.
+    let long = run("2000000", "");
+    assert!(
+        long.contains("verifying `stencil_2d`: running the original on the generated inputs"),
+        "{long}"
+    );
+    assert!(long.contains("verification: simulator"), "{long}");
+    let quick = run("400", "");
+    assert!(!quick.contains("verifying `stencil_2d`"), "{quick}");
+    let json = run("2000000", "--json");
+    assert!(!json.contains("verifying `stencil_2d`"), "{json}");
+}

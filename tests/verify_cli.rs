@@ -72,6 +72,8 @@ fn assert_simulator_fields(r: &serde_json::Value) {
     let t = &r["timing"];
     assert!(t["compile_s"].as_f64().unwrap() > 0.0, "{t}");
     assert!(t["cpython_s"].as_f64().unwrap() > 0.0, "{t}");
+    // What the simulator's one run took, beside the original's.
+    assert!(t["simulator_s"].as_f64().unwrap() > 0.0, "{t}");
     assert_eq!(t["repeats"]["cpython"], 20, "{t}");
     for k in [
         "kernel_s",

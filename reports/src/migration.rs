@@ -80,6 +80,11 @@ pub struct Timing {
     pub end_to_end_s: Option<f64>,
     /// The original function under CPython.
     pub cpython_s: Option<f64>,
+    /// The plan run once on the host simulator (the kernels JIT-compiled
+    /// from the same IR, the host steps interpreted), compilation apart:
+    /// what a verification without a GPU costs, beside `cpython_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulator_s: Option<f64>,
     /// How the original was called for `cpython_s`: once on the arguments
     /// as given, or through `np.vectorize` (absent in older records).
     pub cpython_call: Option<CpythonCall>,

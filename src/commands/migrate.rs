@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use port_analyzer::{Analysis, FunctionReport};
@@ -768,8 +769,24 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     ptx: opts.clone(),
                     hotspot_pct: report_fn.total_pct,
                     save_inputs: args.save_inputs.clone(),
+                    progress: None,
                 };
-                match port_verify::verify_plan(&m.plan, &vopts) {
+                // A verification past 2 s says what it is doing.
+                let spinner = crate::tty::spinner_after(args.json, Duration::from_secs(2));
+                let vopts = VerifyOptions {
+                    progress: spinner.clone().map(|bar| {
+                        let name = local_name.clone();
+                        std::sync::Arc::new(move |what: &str| {
+                            bar.set_message(format!("verifying `{name}`: {what}"))
+                        }) as port_verify::Progress
+                    }),
+                    ..vopts
+                };
+                let verified = port_verify::verify_plan(&m.plan, &vopts);
+                if let Some(s) = &spinner {
+                    s.finish_and_clear();
+                }
+                match verified {
                     Ok(mut o) => {
                         o.verification.called_in_place(&m.plan, &aliases);
                         let v = &o.verification;

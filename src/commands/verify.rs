@@ -237,8 +237,11 @@ pub fn outcome_text(o: &Outcome) -> String {
     }
     let n = |r: Option<u64>| r.map_or(String::new(), |r| format!(", median of {r}"));
     let repeats = t.repeats.clone().unwrap_or_default();
+    let simulator = t
+        .simulator_s
+        .map_or(String::new(), |s| format!(" · simulator {}", secs(Some(s))));
     out.push_str(&format!(
-        "  timing: compile {} · kernel {}{} · end-to-end {}{} · CPython {}{}\n",
+        "  timing: compile {}{simulator} · kernel {}{} · end-to-end {}{} · CPython {}{}\n",
         secs(t.compile_s),
         secs(t.kernel_s),
         n(repeats.kernel),
@@ -449,6 +452,7 @@ fn verify_one(
                 .and_then(Value::as_f64)
         }),
         save_inputs: None,
+        progress: None,
     };
     let aliases: Vec<(String, String)> = r
         .value

@@ -152,6 +152,20 @@ pub struct VerifyOptions {
     /// Where to save the inputs the verification ran on, as an `.npz`
     /// `--inputs` takes back (`--save-inputs`).
     pub save_inputs: Option<PathBuf>,
+    /// Told what the verification is doing as each phase starts ("running
+    /// the original", …), for a progress line.
+    pub progress: Option<Progress>,
+}
+
+/// See [`VerifyOptions::progress`].
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+impl VerifyOptions {
+    fn phase(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p(what);
+        }
+    }
 }
 
 /// The fewest repeats a median is taken of.
@@ -399,6 +413,10 @@ fn run_original_on(
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
     let mut first_error = None;
     for inputs in tries {
+        opts.phase(&format!(
+            "running the original on the {} inputs",
+            inputs.origin.as_str()
+        ));
         // The ufunc's output types are part of the manifest.
         inputs::write(input_dir, &inputs, &otypes)?;
         match original::run_original(
@@ -656,6 +674,7 @@ fn second_opinion(
     let Some(outputs) = common_outputs(plan, orig, ours) else {
         return Ok(());
     };
+    opts.phase("checking against a more precise run of the original");
     let check = match more_exact_run(plan, opts, inputs, precision, orig.seconds)? {
         Err(why) => Some(exact::ExactCheck::unavailable(precision, why)),
         Ok((exact_run, reference)) => {
@@ -781,13 +800,17 @@ pub fn verify_plan(plan: &KernelPlan, opts: &VerifyOptions) -> Result<Outcome, V
             compile_ptx(&plan.module, &opts.ptx)
                 .map_err(|e| VerifyError::BadPlan(e.to_string()))?;
             let compile_s = seconds_since(t);
+            opts.phase("running the kernels on the host simulator");
             let mut dev = simulator::SimDevice::new(plan)?;
+            let t = Instant::now();
             let ours = exec::run_plan(plan, &inputs, &mut dev, exec::Outputs::All)?;
+            let simulator_s = seconds_since(t);
             let mut verification = compare_runs(plan, &orig, &ours, Backend::Simulator, &inputs);
             second_opinion(plan, opts, &inputs, &orig, &ours, &mut verification)?;
             let timing = Timing {
                 compile_s: Some(compile_s),
                 cpython_s,
+                simulator_s: Some(simulator_s),
                 cpython_call: Some(cpython),
                 repeats: Some(timing::Repeats {
                     cpython: repeats_cpython,
@@ -863,6 +886,7 @@ fn on_gpu(
     // The verified run: synchronized after each launch, so that a fault
     // names its kernel. It is also the first warm-up.
     dev.sync_each_launch = true;
+    opts.phase("running the kernels on the GPU");
     let ours = exec::run_plan(plan, inputs, &mut dev, exec::Outputs::All)?;
     let mut verification = compare_runs(plan, orig, &ours, Backend::Gpu, inputs);
     second_opinion(plan, opts, inputs, orig, &ours, &mut verification)?;
@@ -879,6 +903,7 @@ fn on_gpu(
     let mut bandwidth = None;
     let mut h2d = None;
     if verification.passed && opts.repeats > 0 {
+        opts.phase("timing the kernels on the GPU");
         // One more warm-up as timed runs go (no per-launch sync), then the
         // timed repeats: end to end on the host clock after a synchronize
         // (host arrays in, what the wrapper returns back); then the kernels

@@ -50,6 +50,7 @@ fn gpu_opts(file: &Path, function: &str) -> VerifyOptions {
         ptx: PtxOptions::default(),
         hotspot_pct: Some(50.0),
         save_inputs: None,
+        progress: None,
     }
 }
 

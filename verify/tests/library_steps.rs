@@ -175,6 +175,7 @@ fn the_original_agrees_on_generated_inputs() {
             ptx: PtxOptions::default(),
             hotspot_pct: None,
             save_inputs: None,
+            progress: None,
         };
         let out = verify_plan(&plan, &opts).unwrap();
         assert!(

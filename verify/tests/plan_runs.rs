@@ -29,6 +29,7 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
         ptx: PtxOptions::default(),
         hotspot_pct: None,
         save_inputs: None,
+        progress: None,
     }
 }
 
