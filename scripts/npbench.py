@@ -6,6 +6,10 @@ capture, no inputs): the static verdict agrees with migrate when it is
 `cuda` exactly where migrate does not refuse.
 
     python scripts/npbench.py NPBENCH_CHECKOUT PORT WORKDIR [--preset S] [--only a,b]
+        [--signature | --generated]
+
+`--generated` gives port the signature alone (the inputs' dtypes and
+ranks): it generates the inputs itself, as for a user with no capture.
 
 NPBench is code nobody here wrote: its figures say what port does on real
 array programs. Each kernel runs in WORKDIR/<name>/ (inputs.npz, the copy
@@ -58,6 +62,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--signature", action="store_true",
                     help="also pass --signature, written from the inputs' dtypes and ranks")
+    ap.add_argument("--generated", action="store_true",
+                    help="pass --signature only: port generates the inputs")
     a = ap.parse_args()
     root, work = Path(a.npbench), Path(a.work)
     only = set(filter(None, a.only.split(",")))
@@ -115,8 +121,10 @@ def main():
         t = time.time()
         try:
             p = subprocess.run(
-                [a.port, "migrate", "--function", b["func_name"], src.name, "--inputs", "inputs.npz",
-                 "--json", "--python", sys.executable] + (["--signature", sig] if a.signature else []),
+                [a.port, "migrate", "--function", b["func_name"], src.name, "--json",
+                 "--python", sys.executable]
+                + ([] if a.generated else ["--inputs", "inputs.npz"])
+                + (["--signature", sig] if a.signature or a.generated else []),
                 cwd=w, capture_output=True, text=True, timeout=a.timeout)
             (w / "migrate.json").write_text(p.stdout)
             j = json.loads(p.stdout)

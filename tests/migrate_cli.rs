@@ -1159,3 +1159,52 @@ fn a_long_verification_shows_its_phase_on_a_terminal() {
     let json = run("2000000", "--json");
     assert!(!json.contains("verifying `stencil_2d`"), "{json}");
 }
+
+/// Generated inputs on which the original runs past `--generated-limit`
+/// are made 64 times smaller, and the JSON says so: no verification waits
+/// minutes on a size nobody asked for.
+#[test]
+fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/kernels.py");
+    let started = std::time::Instant::now();
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "stencil_2d",
+            &f,
+            "--signature",
+            "float64[:, :], float64[:, :]",
+            // About two seconds a call of the original: four calls.
+            "--size",
+            "4000000",
+            "--generated-limit",
+            "2",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    let how = j["verification"]["inputs_how"].as_str().unwrap_or_default();
+    assert!(
+        how.contains("generated for about 62500 loop iterations: 64 times larger ran past 2 s"),
+        "{j}"
+    );
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    // Within the limit, nothing is said.
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "stencil_2d",
+            &f,
+            "--signature",
+            "float64[:, :], float64[:, :]",
+            "--json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert!(j["verification"]["inputs_how"].is_null(), "{j}");
+}

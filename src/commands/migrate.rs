@@ -523,6 +523,9 @@ impl Report {
             if let Some(m) = &v.mismatch {
                 out.push_str(&format!("    first difference: {m}\n"));
             }
+            if let Some(h) = &v.inputs_how {
+                out.push_str(&format!("    inputs: {h}\n"));
+            }
             if let Some(c) = v.exact() {
                 let name = c.precision.name();
                 out.push_str(&format!("    {name}: {}\n", c.describe()));
@@ -770,6 +773,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     hotspot_pct: report_fn.total_pct,
                     save_inputs: args.save_inputs.clone(),
                     progress: None,
+                    generated_limit: Duration::from_secs(args.run.generated_limit),
                 };
                 // A verification past 2 s says what it is doing.
                 let spinner = crate::tty::spinner_after(args.json, Duration::from_secs(2));

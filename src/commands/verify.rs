@@ -19,6 +19,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
@@ -108,6 +109,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub size: Option<usize>,
 
+    /// Generated inputs on which the original runs (its warm-up and timed
+    /// calls) past this many seconds are made 64 times smaller, twice at
+    /// most; the JSON's `verification.inputs_how` says so.
+    #[arg(long, value_name = "SECONDS", default_value_t = port_verify::GENERATED_LIMIT_S)]
+    pub generated_limit: u64,
+
     /// The Python that runs the original (default: $VIRTUAL_ENV/bin/python,
     /// else python3).
     #[arg(long)]
@@ -184,6 +191,7 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Map<String, Value> {
             "float64_exact": v.float64_exact,
             "in_place": v.in_place,
             "same_array": v.same_array,
+            "inputs_how": v.inputs_how,
         }),
     );
     m.insert("device".into(), json!(o.device));
@@ -453,6 +461,7 @@ fn verify_one(
         }),
         save_inputs: None,
         progress: None,
+        generated_limit: Duration::from_secs(args.run.generated_limit),
     };
     let aliases: Vec<(String, String)> = r
         .value

@@ -223,6 +223,7 @@ pub fn widen(inputs: &Inputs) -> Option<Inputs> {
         values,
         origin: inputs.origin,
         same: inputs.same.clone(),
+        how: inputs.how.clone(),
     })
 }
 
@@ -553,6 +554,7 @@ mod tests {
             ],
             origin: crate::inputs::InputOrigin::Generated,
             same: Vec::new(),
+            how: None,
         };
         let w = widen(&i).unwrap();
         match &w.values[0].1 {
@@ -564,6 +566,7 @@ mod tests {
             values: vec![("n".into(), InputValue::Scalar(ScalarType::I64, 3.0))],
             origin: crate::inputs::InputOrigin::Generated,
             same: Vec::new(),
+            how: None,
         };
         assert!(widen(&none).is_none());
     }

@@ -86,12 +86,16 @@ pub struct Inputs {
     /// function's wrapper makes them ([`crate::exec::run_plan`] then gives
     /// both what the wrapper's copy-back leaves in the caller's array).
     pub same: Vec<(String, String)>,
+    /// How generated inputs were sized, when not as the plan's loops say.
+    pub how: Option<String>,
 }
 
 /// The fixed seed of generated inputs.
 pub const SEED: u64 = 0x5EED_2020;
-/// `N^d` is about this many loop iterations.
-const BUDGET: f64 = 262_144.0;
+/// Generated inputs make the loops run about this many iterations in all
+/// (`N^d` for `d` nested loops), unless `--size` says otherwise.
+pub const DEFAULT_BUDGET: usize = 262_144;
+const BUDGET: f64 = DEFAULT_BUDGET as f64;
 const MAX_1D: usize = 100_000;
 
 /// splitmix64: small, deterministic, good enough for test data.
@@ -168,21 +172,7 @@ pub fn extent(plan: &KernelPlan) -> usize {
 /// The extent of every generated dimension when the innermost loops should
 /// run about `budget` iterations in all (`None`: a size quick to verify).
 pub fn extent_for(plan: &KernelPlan, budget: Option<usize>) -> usize {
-    // A library step on n × n matrices does n³ work: a triple loop.
-    let mut library = 0;
-    HostStep::walk(&plan.steps, &mut |s| {
-        if matches!(s, HostStep::Library(_)) {
-            library = 3;
-        }
-    });
-    let loops = plan
-        .module
-        .kernels
-        .iter()
-        .map(|k| depth(&k.body))
-        .max()
-        .unwrap_or(1)
-        .max(library);
+    let loops = host_depth(plan, &plan.steps, &mut HashSet::new()).max(1);
     let rank = plan
         .params
         .iter()
@@ -195,8 +185,66 @@ pub fn extent_for(plan: &KernelPlan, budget: Option<usize>) -> usize {
     let d = loops.max(rank).max(1) as f64;
     match budget {
         Some(b) => ((b.max(1) as f64).powf(1.0 / d).round() as usize).max(1),
-        None => (BUDGET.powf(1.0 / d).round() as usize).clamp(8, MAX_1D),
+        // At least 8 (the 6 deep nests BUDGET is sized for), or, nested
+        // deeper (eight host loops around a matmul), as small as 2.
+        None => (BUDGET.powf(1.0 / d).round() as usize).clamp(2, MAX_1D),
     }
+}
+
+/// How deep the loops that run with the arrays' extents nest, host loops
+/// (a time loop over `range(n)`, a sweep) and the kernels they launch
+/// together: an O(n²) sweep of n kernels of n threads is two deep, and
+/// sized as such. A library step on n × n matrices counts three (n³
+/// work). Host loops whose bound is a constant or an integer argument do
+/// not grow with the extents and count nothing. `scaling` holds the host
+/// names computed from extents so far.
+fn host_depth(plan: &KernelPlan, steps: &[HostStep], scaling: &mut HashSet<String>) -> usize {
+    fn scales(e: &Expr, scaling: &HashSet<String>) -> bool {
+        let mut yes = false;
+        port_codegen::ir::walk_expr(e, &mut |x| match x {
+            Expr::Shape { .. } => yes = true,
+            Expr::Var(v) => yes |= scaling.contains(v),
+            _ => {}
+        });
+        yes
+    }
+    let mut deepest = 0;
+    for s in steps {
+        let d = match s {
+            HostStep::Scalar { name, value, .. } => {
+                if scales(value, scaling) {
+                    scaling.insert(name.clone());
+                }
+                0
+            }
+            HostStep::Launch { kernel, .. } => plan
+                .module
+                .kernels
+                .iter()
+                .find(|k| &k.name == kernel)
+                .map_or(1, |k| depth(&k.body)),
+            HostStep::Library(_) => 3,
+            HostStep::Loop {
+                var, stop, body, ..
+            } => {
+                // `for j in range(i)` inside `for i in range(n)` scales too.
+                let grows = scales(stop, scaling);
+                if grows {
+                    scaling.insert(var.clone());
+                }
+                usize::from(grows) + host_depth(plan, body, scaling)
+            }
+            HostStep::While { test, body, .. } => {
+                host_depth(plan, test, scaling).max(host_depth(plan, body, scaling))
+            }
+            HostStep::If { then, orelse, .. } => {
+                host_depth(plan, then, scaling).max(host_depth(plan, orelse, scaling))
+            }
+            _ => 0,
+        };
+        deepest = deepest.max(d);
+    }
+    deepest
 }
 
 /// The range generated float values come from.
@@ -769,6 +817,14 @@ pub fn condition(a: &mut NdArray, c: Condition) {
 fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
     let wanted = conditions(plan);
     let (lo, hi) = value_range(plan);
+    // Integers in [0, 8), or below the smallest extent past 1: they index.
+    let ints: u64 = shapes
+        .values()
+        .flatten()
+        .copied()
+        .filter(|&e| e > 1)
+        .min()
+        .map_or(8, |e| e.min(8) as u64);
     let mut rng = Rng(SEED);
     let mut values = Vec::new();
     for p in &plan.params {
@@ -803,10 +859,10 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                         ArrayData::Bool((0..len).map(|_| rng.next() & 1 == 1).collect())
                     }
                     ScalarType::I32 => {
-                        ArrayData::I32((0..len).map(|_| (rng.next() % 8) as i32).collect())
+                        ArrayData::I32((0..len).map(|_| (rng.next() % ints) as i32).collect())
                     }
                     ScalarType::I64 => {
-                        ArrayData::I64((0..len).map(|_| (rng.next() % 8) as i64).collect())
+                        ArrayData::I64((0..len).map(|_| (rng.next() % ints) as i64).collect())
                     }
                     ScalarType::F32 => ArrayData::F32(
                         (0..len)
@@ -834,7 +890,7 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                         crate::npy::from_i64s(t, &v)
                     }
                     t => {
-                        let v: Vec<i64> = (0..len).map(|_| (rng.next() % 8) as i64).collect();
+                        let v: Vec<i64> = (0..len).map(|_| (rng.next() % ints) as i64).collect();
                         crate::npy::from_i64s(t, &v)
                     }
                 };
@@ -853,6 +909,7 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
         values,
         origin: InputOrigin::Generated,
         same: Vec::new(),
+        how: None,
     }
 }
 
@@ -947,5 +1004,6 @@ pub fn read(dir: &Path, origin: InputOrigin) -> Result<Inputs, VerifyError> {
         values,
         origin,
         same,
+        how: None,
     })
 }

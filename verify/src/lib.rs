@@ -34,7 +34,7 @@ pub mod toolchain;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaContext;
 use port_codegen::ir::ScalarType;
@@ -155,6 +155,9 @@ pub struct VerifyOptions {
     /// Told what the verification is doing as each phase starts ("running
     /// the original", …), for a progress line.
     pub progress: Option<Progress>,
+    /// How long the original may run on generated inputs before they are
+    /// made smaller ([`GENERATED_LIMIT_S`] by default).
+    pub generated_limit: Duration,
 }
 
 /// See [`VerifyOptions::progress`].
@@ -211,6 +214,9 @@ pub struct Verification {
     /// vouch for that call.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_array: Vec<(String, String)>,
+    /// How generated inputs were sized, when they had to be made smaller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs_how: Option<String>,
 }
 
 /// What a verification concluded.
@@ -396,8 +402,19 @@ fn cpython_timing(opts: &VerifyOptions) -> original::Timed {
         } else {
             SIM_CPYTHON_BUDGET_S
         },
+        limit: None,
     }
 }
+
+/// How long the original may run (its warm-up and timed calls) on
+/// generated inputs before they are made smaller: sizes come from the
+/// plan's loops, and a Python loop the plan runs on the host can make them
+/// cost minutes.
+pub const GENERATED_LIMIT_S: u64 = 20;
+/// How many fewer loop iterations each smaller try is generated for.
+const SHRINK: usize = 64;
+/// How many times generated inputs are made smaller.
+const SHRINKS: usize = 2;
 
 /// Runs the original on the first of `tries` it accepts. Generated inputs
 /// that make it raise give way to the next shapes; when it raises on all,
@@ -412,29 +429,63 @@ fn run_original_on(
 ) -> Result<(Inputs, original::OriginalRun), VerifyError> {
     let otypes: Vec<&str> = plan.ufunc_outputs.iter().map(|t| dtype_name(*t)).collect();
     let mut first_error = None;
-    for inputs in tries {
-        opts.phase(&format!(
-            "running the original on the {} inputs",
-            inputs.origin.as_str()
-        ));
-        // The ufunc's output types are part of the manifest.
-        inputs::write(input_dir, &inputs, &otypes)?;
-        match original::run_original(
-            &opts.python,
-            &opts.file,
-            &opts.qualname,
-            input_dir,
-            work,
-            original_call(plan),
-            cpython_timing(opts),
-            opts.app_output.as_deref(),
-        ) {
-            Ok(run) => return Ok((inputs, run)),
-            Err(VerifyError::OriginalFailed(m)) if inputs.origin == InputOrigin::Generated => {
-                first_error.get_or_insert(m);
+    let mut tries = tries;
+    let mut budget = opts.size.unwrap_or(inputs::DEFAULT_BUDGET);
+    for shrunk in 0..=SHRINKS {
+        let mut timed_out = false;
+        for mut inputs in tries {
+            let generated = inputs.origin == InputOrigin::Generated;
+            opts.phase(&format!(
+                "running the original on the {} inputs",
+                inputs.origin.as_str()
+            ));
+            // The ufunc's output types are part of the manifest.
+            inputs::write(input_dir, &inputs, &otypes)?;
+            let timed = original::Timed {
+                limit: generated.then_some(opts.generated_limit),
+                ..cpython_timing(opts)
+            };
+            match original::run_original(
+                &opts.python,
+                &opts.file,
+                &opts.qualname,
+                input_dir,
+                work,
+                original_call(plan),
+                timed,
+                opts.app_output.as_deref(),
+            ) {
+                Ok(run) => {
+                    if shrunk > 0 {
+                        inputs.how = Some(format!(
+                            "generated for about {budget} loop iterations: {} times larger ran past {} s",
+                            SHRINK.pow(shrunk as u32),
+                            opts.generated_limit.as_secs_f64()
+                        ));
+                    }
+                    return Ok((inputs, run));
+                }
+                Err(VerifyError::OriginalFailed(m)) if generated => {
+                    first_error.get_or_insert(m);
+                }
+                Err(VerifyError::TimedOut(_)) if generated && shrunk < SHRINKS => {
+                    timed_out = true;
+                    break;
+                }
+                Err(VerifyError::TimedOut(m)) if generated => {
+                    return Err(VerifyError::OriginalFailedOnGenerated(format!(
+                        "the original runs past {} s even on inputs generated for {budget} loop iterations ({m})",
+                        opts.generated_limit.as_secs_f64()
+                    )))
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
+        if !timed_out {
+            break;
+        }
+        budget = (budget / SHRINK).max(1);
+        tries = inputs::candidates(plan, Some(budget));
     }
     Err(VerifyError::OriginalFailedOnGenerated(
         first_error.unwrap_or_default(),
@@ -464,6 +515,7 @@ fn compare_runs(
         original_seconds: orig.seconds,
         in_place: None,
         same_array: inputs.same.clone(),
+        inputs_how: inputs.how.clone(),
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
         let c = compare::allclose(e, a, tol);

@@ -247,16 +247,18 @@ pub fn run_original(
         qualname,
         call,
     };
-    run_helper(&target, input_dir, work, timed, app_output, None)
+    run_helper(&target, input_dir, work, timed, app_output, false)
 }
 
 /// How the original is timed after its warm-up call: up to `repeats` calls,
 /// each on fresh copies of the inputs, ending early once they have taken
-/// `budget_s` seconds and at least 3 have run.
+/// `budget_s` seconds and at least 3 have run. With a `limit`, the whole
+/// run is stopped past it ([`VerifyError::TimedOut`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Timed {
     pub repeats: usize,
     pub budget_s: f64,
+    pub limit: Option<Duration>,
 }
 
 impl Timed {
@@ -264,6 +266,7 @@ impl Timed {
     pub const NOT: Timed = Timed {
         repeats: 0,
         budget_s: 0.0,
+        limit: None,
     };
 }
 
@@ -291,7 +294,11 @@ pub fn run_original_extended(
         qualname,
         call,
     };
-    run_helper(&target, input_dir, work, Timed::NOT, None, Some(limit))
+    let timed = Timed {
+        limit: Some(limit),
+        ..Timed::NOT
+    };
+    run_helper(&target, input_dir, work, timed, None, true)
 }
 
 /// Which function the helper calls, how, and with which Python.
@@ -308,7 +315,7 @@ fn run_helper(
     work: &Path,
     timed: Timed,
     app_output: Option<&Path>,
-    extended: Option<Duration>,
+    extended: bool,
 ) -> Result<OriginalRun, VerifyError> {
     let Target {
         python,
@@ -317,11 +324,7 @@ fn run_helper(
         call,
     } = *target;
     let helper = helper_path(work)?;
-    let out = work.join(if extended.is_some() {
-        "extended"
-    } else {
-        "original"
-    });
+    let out = work.join(if extended { "extended" } else { "original" });
     std::fs::create_dir_all(&out)
         .map_err(|e| VerifyError::Io(out.display().to_string(), e.to_string()))?;
     let mode = call.mode();
@@ -337,11 +340,11 @@ fn run_helper(
         repeats.as_ref(),
         budget.as_ref(),
     ];
-    let o = match extended {
-        Some(limit) => {
-            argv.push("extended".as_ref());
-            python_cmd_limited(python, &argv, work, limit)?
-        }
+    if extended {
+        argv.push("extended".as_ref());
+    }
+    let o = match timed.limit {
+        Some(limit) => python_cmd_limited(python, &argv, work, limit)?,
         None => python_cmd(python, &argv)?,
     };
     save_app_output(app_output, &o.stdout)?;

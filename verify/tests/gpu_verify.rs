@@ -51,6 +51,7 @@ fn gpu_opts(file: &Path, function: &str) -> VerifyOptions {
         hotspot_pct: Some(50.0),
         save_inputs: None,
         progress: None,
+        generated_limit: std::time::Duration::from_secs(port_verify::GENERATED_LIMIT_S),
     }
 }
 

@@ -176,6 +176,7 @@ fn the_original_agrees_on_generated_inputs() {
             hotspot_pct: None,
             save_inputs: None,
             progress: None,
+            generated_limit: std::time::Duration::from_secs(port_verify::GENERATED_LIMIT_S),
         };
         let out = verify_plan(&plan, &opts).unwrap();
         assert!(

@@ -30,6 +30,7 @@ fn opts(file: &Path, function: &str) -> VerifyOptions {
         hotspot_pct: None,
         save_inputs: None,
         progress: None,
+        generated_limit: std::time::Duration::from_secs(port_verify::GENERATED_LIMIT_S),
     }
 }
 
