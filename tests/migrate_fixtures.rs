@@ -898,6 +898,21 @@ macro_rules! program_in {
     };
 }
 
+/// Extents related across arguments, and integer arguments that are
+/// extents (fixtures/migrate/related_extents.py): verified from the
+/// signature alone, on inputs generated to fit the plan's guards and
+/// clipped slices.
+mod related_extents {
+    use super::verified;
+
+    program_in! {
+        "migrate/related_extents.py";
+        halo_laplacian: "float64[:, :], float64[:, :]",
+        mix_last_axis: "int64, int64, int64, float64[:, :, :], float64[:, :]",
+        jacobi_sweeps: "int64, int64, int64, float64[:, :], float64[:, :]",
+    }
+}
+
 /// Every dtype real programs use: uint8 images, int16 audio, uint32 hashes,
 /// int8 quantized weights, uint64 counters, with NumPy 2's promotion (Python
 /// scalars are weak, integers wrap, `/` of integers is float64). The inputs

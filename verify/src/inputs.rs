@@ -45,6 +45,10 @@ use port_rewriter::{ArgType, KernelPlan, PlanKind};
 use crate::error::VerifyError;
 use crate::npy::{self, NdArray};
 
+mod fit;
+
+use fit::Ints;
+
 /// One argument's value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InputValue {
@@ -291,19 +295,31 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
             ArgType::Scalar(_) => None,
         })
         .collect();
-    let mut shapes = vec![];
+    // First the extents and integer arguments fitted to the plan's guards
+    // and clipped slices ([`fit`]), then every extent equal and the
+    // integers small.
+    let mut starts: Vec<(Shapes, Ints)> = Vec::new();
     if plan.kind == PlanKind::Kernels {
-        let needs = needs(plan);
-        let tight = solve(&equal, &needs);
-        let grown = grow_alike(&equal, &tight, &needs);
-        shapes.push(tight);
-        shapes.push(grown);
+        if let Some(fitted) = fit::fit(plan, &equal, INT_SCALAR) {
+            starts.push(fitted);
+        }
     }
-    shapes.push(equal);
+    starts.push((equal, Ints::new()));
+    let mut shapes: Vec<(Shapes, Ints)> = vec![];
+    for (start, ints) in starts {
+        if plan.kind == PlanKind::Kernels {
+            let needs = needs(plan, &ints);
+            let tight = solve(&start, &needs);
+            let grown = grow_alike(&start, &tight, &needs);
+            shapes.push((tight, ints.clone()));
+            shapes.push((grown, ints.clone()));
+        }
+        shapes.push((start, ints));
+    }
     // Axes the plan is specialised to extent 1 have extent 1; shapes that
     // break the plan's guards on the arguments (extents its kernels take
     // to be equal) are tried last.
-    for s in &mut shapes {
+    for (s, _) in &mut shapes {
         for (p, k) in &plan.unit_dims {
             if let Some(e) = s.get_mut(p).and_then(|d| d.get_mut(*k as usize)) {
                 *e = 1;
@@ -326,59 +342,61 @@ pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {
             })
             .fold(0u128, u128::saturating_add)
     };
-    let smallest = shapes.iter().map(bytes).min().unwrap_or(0);
-    shapes.retain(|s| bytes(s) <= MAX_GENERATED_BYTES.max(smallest));
+    let smallest = shapes.iter().map(|(s, _)| bytes(s)).min().unwrap_or(0);
+    shapes.retain(|(s, _)| bytes(s) <= MAX_GENERATED_BYTES.max(smallest));
     let mut seen = HashSet::new();
-    let mut shapes: Vec<Shapes> = shapes
+    let mut shapes: Vec<(Shapes, Ints)> = shapes
         .into_iter()
         .filter(|s| seen.insert(s.clone()))
         .collect();
-    shapes.sort_by_key(|s| !fits_guards(plan, s));
+    shapes.sort_by_key(|(s, ints)| !fits_guards(plan, s, ints));
     shapes
         .into_iter()
-        .map(|s| generate_shaped(plan, &s, n))
+        .map(|(s, ints)| generate_shaped(plan, &s, &ints, n))
         .collect()
 }
 
 /// Whether generated arguments of these shapes pass the guards at the
 /// start of the plan (those that read only the arguments).
-fn fits_guards(plan: &KernelPlan, shapes: &Shapes) -> bool {
-    fn eval(e: &Expr, shapes: &Shapes, plan: &KernelPlan) -> Option<i64> {
-        Some(match e {
-            Expr::Lit(port_codegen::ir::Literal::I64(v)) => *v,
-            Expr::Shape { array, axis } => *shapes.get(array)?.get(*axis as usize)? as i64,
-            Expr::Var(v) => match plan.params.iter().find(|p| p.name == *v)?.ty {
-                ArgType::Scalar(t) if t.is_int() => INT_SCALAR,
-                _ => return None,
-            },
-            Expr::Binary(op, a, b) => {
-                let (a, b) = (eval(a, shapes, plan)?, eval(b, shapes, plan)?);
-                match op {
-                    BinOp::Add => a.wrapping_add(b),
-                    BinOp::Sub => a.wrapping_sub(b),
-                    BinOp::Mul => a.wrapping_mul(b),
-                    BinOp::FloorDiv if b != 0 => a.div_euclid(b),
-                    BinOp::Min => a.min(b),
-                    BinOp::Max => a.max(b),
-                    _ => return None,
-                }
-            }
-            Expr::Cast(_, a) => eval(a, shapes, plan)?,
-            _ => return None,
-        })
-    }
+fn fits_guards(plan: &KernelPlan, shapes: &Shapes, ints: &Ints) -> bool {
+    let eval = |e: &Expr| eval_int(e, shapes, ints, plan);
     plan.steps
         .iter()
         .map_while(|s| match s {
             HostStep::Guard(g) => Some(g),
             _ => None,
         })
-        .all(
-            |g| match (eval(&g.lhs, shapes, plan), eval(&g.rhs, shapes, plan)) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            },
-        )
+        .all(|g| match (eval(&g.lhs), eval(&g.rhs)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        })
+}
+
+/// An integer expression of the arguments' extents and integers.
+fn eval_int(e: &Expr, shapes: &Shapes, ints: &Ints, plan: &KernelPlan) -> Option<i64> {
+    let eval = |e: &Expr| eval_int(e, shapes, ints, plan);
+    Some(match e {
+        Expr::Lit(port_codegen::ir::Literal::I64(v)) => *v,
+        Expr::Shape { array, axis } => *shapes.get(array)?.get(*axis as usize)? as i64,
+        Expr::Var(v) => match plan.params.iter().find(|p| p.name == *v)?.ty {
+            ArgType::Scalar(t) if t.is_int() => ints.get(v).copied().unwrap_or(INT_SCALAR),
+            _ => return None,
+        },
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (eval(a)?, eval(b)?);
+            match op {
+                BinOp::Add => a.wrapping_add(b),
+                BinOp::Sub => a.wrapping_sub(b),
+                BinOp::Mul => a.wrapping_mul(b),
+                BinOp::FloorDiv if b != 0 => a.div_euclid(b),
+                BinOp::Min => a.min(b),
+                BinOp::Max => a.max(b),
+                _ => return None,
+            }
+        }
+        Expr::Cast(_, a) => eval(a)?,
+        _ => return None,
+    })
 }
 
 /// One bound an access puts on an array dimension:
@@ -478,7 +496,7 @@ impl HostEnv {
 }
 
 /// Every bound the kernels' accesses put on the argument arrays.
-pub fn needs(plan: &KernelPlan) -> Vec<Need> {
+pub fn needs(plan: &KernelPlan, ints: &Ints) -> Vec<Need> {
     let mut host = HostEnv::default();
     for p in &plan.params {
         match p.ty {
@@ -486,8 +504,8 @@ pub fn needs(plan: &KernelPlan) -> Vec<Need> {
                 host.params.insert(p.name.clone());
             }
             ArgType::Scalar(ScalarType::I32 | ScalarType::I64) => {
-                host.scalars
-                    .insert(p.name.clone(), Affine::constant(INT_SCALAR));
+                let v = ints.get(&p.name).copied().unwrap_or(INT_SCALAR);
+                host.scalars.insert(p.name.clone(), Affine::constant(v));
             }
             ArgType::Scalar(_) => {}
         }
@@ -814,11 +832,11 @@ pub fn condition(a: &mut NdArray, c: Condition) {
 
 /// Inputs with these array shapes (`n` for a scalar function's elementwise
 /// arguments).
-fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
+fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, ints: &Ints, n: usize) -> Inputs {
     let wanted = conditions(plan);
     let (lo, hi) = value_range(plan);
     // Integers in [0, 8), or below the smallest extent past 1: they index.
-    let ints: u64 = shapes
+    let index_below: u64 = shapes
         .values()
         .flatten()
         .copied()
@@ -845,7 +863,7 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                 match s {
                     ScalarType::Bool => 1.0,
                     ScalarType::F32 | ScalarType::F64 | ScalarType::C64 | ScalarType::C128 => 0.75,
-                    _ => INT_SCALAR as f64,
+                    _ => ints.get(&p.name).copied().unwrap_or(INT_SCALAR) as f64,
                 },
             ),
             ArgType::Array(a) => {
@@ -858,12 +876,16 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                     ScalarType::Bool => {
                         ArrayData::Bool((0..len).map(|_| rng.next() & 1 == 1).collect())
                     }
-                    ScalarType::I32 => {
-                        ArrayData::I32((0..len).map(|_| (rng.next() % ints) as i32).collect())
-                    }
-                    ScalarType::I64 => {
-                        ArrayData::I64((0..len).map(|_| (rng.next() % ints) as i64).collect())
-                    }
+                    ScalarType::I32 => ArrayData::I32(
+                        (0..len)
+                            .map(|_| (rng.next() % index_below) as i32)
+                            .collect(),
+                    ),
+                    ScalarType::I64 => ArrayData::I64(
+                        (0..len)
+                            .map(|_| (rng.next() % index_below) as i64)
+                            .collect(),
+                    ),
                     ScalarType::F32 => ArrayData::F32(
                         (0..len)
                             .map(|_| (lo + (hi - lo) * rng.unit()) as f32)
@@ -890,7 +912,9 @@ fn generate_shaped(plan: &KernelPlan, shapes: &Shapes, n: usize) -> Inputs {
                         crate::npy::from_i64s(t, &v)
                     }
                     t => {
-                        let v: Vec<i64> = (0..len).map(|_| (rng.next() % ints) as i64).collect();
+                        let v: Vec<i64> = (0..len)
+                            .map(|_| (rng.next() % index_below) as i64)
+                            .collect();
                         crate::npy::from_i64s(t, &v)
                     }
                 };

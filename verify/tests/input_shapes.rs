@@ -46,11 +46,13 @@ fn a_slice_pair_grows_every_array_no_loop_bound_comes_from() {
         "float64[:], float64[:], float64[:]",
         STENCILS,
     );
-    // b[1:] - a[:n - 1] lowered to b[i + 1] - a[i] over out: tightest first
-    // (only b longer), then a grown alike, as the slice of a needs.
-    assert_eq!(s[0], vec![vec![10_000], vec![10_001], vec![10_000]]);
-    assert_eq!(s[1], vec![vec![10_001], vec![10_001], vec![10_000]]);
-    assert_eq!(s.len(), 3);
+    // b[1:] - a[:n - 1] stored into out: the broadcast's guard makes out
+    // one shorter than b, and a's clipped slice makes a one longer than
+    // out, as the program's comment says; then, lowered to b[i + 1] -
+    // a[i] over out, the tightest (only b longer).
+    assert_eq!(s[0], vec![vec![10_001], vec![10_001], vec![10_000]]);
+    assert_eq!(s[1], vec![vec![10_000], vec![10_001], vec![10_000]]);
+    assert_eq!(s.len(), 3, "{s:?}");
 }
 
 #[test]
@@ -64,4 +66,46 @@ fn arrays_that_agree_keep_one_shape() {
         "fixtures/migrate/kernels.py",
     );
     assert_eq!(s, vec![vec![vec![10_000]; 2]]);
+}
+
+/// Scalars of the first candidate, in argument order.
+fn first_scalars(function: &str, sig: &str, file: &str) -> Vec<f64> {
+    let plan = plan_of(&repo().join(file), function, sig, false);
+    candidates(&plan, Some(10_000))[0]
+        .values
+        .iter()
+        .filter_map(|(_, v)| match v {
+            InputValue::Scalar(_, x) => Some(*x),
+            _ => None,
+        })
+        .collect()
+}
+
+const RELATED: &str = "fixtures/migrate/related_extents.py";
+
+#[test]
+fn a_clipped_slice_makes_its_array_reach_the_bound() {
+    // field[2:n + 4] with n = out.shape[0]: field is 4 larger (not 3, as
+    // NumPy would clip the slice and the broadcast fail).
+    let s = shapes("halo_laplacian", "float64[:, :], float64[:, :]", RELATED);
+    assert_eq!(s[0], vec![vec![104, 104], vec![100, 100]]);
+}
+
+#[test]
+fn integer_arguments_that_are_extents_take_the_arrays_extents() {
+    let sig = "int64, int64, int64, float64[:, :, :], float64[:, :]";
+    // reshape(A, (rows, cols, 1, depth)) stored back into A: rows, cols
+    // and depth are A's extents, and W is depth x depth.
+    assert_eq!(
+        first_scalars("mix_last_axis", sig, RELATED),
+        [22.0, 22.0, 22.0]
+    );
+    let s = shapes("mix_last_axis", sig, RELATED);
+    assert_eq!(s[0], vec![vec![22, 22, 22], vec![22, 22]]);
+    // nx, ny are p's extents; the sweep count is no extent and stays small.
+    let sig = "int64, int64, int64, float64[:, :], float64[:, :]";
+    assert_eq!(
+        first_scalars("jacobi_sweeps", sig, RELATED),
+        [100.0, 100.0, 5.0]
+    );
 }
