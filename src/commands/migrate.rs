@@ -749,6 +749,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     .as_ref()
                     .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
                     .or_else(|| captured.clone())
+                    // Generated ones, when saved.
+                    .or_else(|| {
+                        let p = args.save_inputs.as_ref()?;
+                        Some(std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                    })
                     .map(|p| p.display().to_string()),
                 // Arguments the captured call passed sharing memory.
                 "inputs_aliases": aliases,
