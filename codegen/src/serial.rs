@@ -1,5 +1,5 @@
-//! A kernel with barriers, rewritten for the host simulator so that one call
-//! runs a whole block: each stretch of code between two barriers becomes a
+//! A kernel, with barriers or without, rewritten for the host simulator so
+//! that one call runs a whole block: each stretch of code between two barriers becomes a
 //! loop over the block's threads (the classic "thread loop" of CPU back ends
 //! for CUDA), so `syncthreads()` is the end of one loop and the start of the
 //! next, and no thread needs a stack of its own.
@@ -44,10 +44,11 @@ pub(crate) fn serial_name(kernel: &str) -> String {
     format!("__port_serial_{kernel}")
 }
 
-/// `k` with its threads run in loops between barriers, or `None` when it has
-/// no barrier or uses what the thread loops cannot express.
+/// `k` with its threads run in loops between barriers, or `None` when it
+/// uses what the thread loops cannot express. A kernel with no barrier is
+/// one thread loop: one call a block instead of one a thread.
 pub(crate) fn serial_kernel(k: &Kernel) -> Option<Kernel> {
-    if !k.has_barrier() || any_stmt(&k.body, &|s| matches!(s, Stmt::Return(_))) {
+    if any_stmt(&k.body, &|s| matches!(s, Stmt::Return(_))) {
         return None;
     }
     let mut s = Serial {

@@ -6,9 +6,12 @@
 //!
 //! # How barriers are honoured
 //!
-//! - A kernel without `syncthreads()` runs its threads one after another in a
-//!   plain loop (the fast path). Blocks are shared out among a few OS threads,
-//!   as blocks of a real grid run in any order; atomics are real atomics.
+//! - A kernel without `syncthreads()` runs as one thread loop a block
+//!   (`serial`, below, with no barrier to split it): one call a block. One
+//!   with a `return` is called once a thread. Blocks are shared out among
+//!   rayon's threads (one a core, started once), as blocks of a real grid
+//!   run in any order; a grid of fewer than `SMALL_GRID_THREADS` threads
+//!   runs on the launching thread. Atomics are real atomics.
 //! - A kernel with a barrier runs as thread loops where it can (`serial`):
 //!   the code between two barriers is a loop over the block's threads, a
 //!   local that lives across a barrier one element per thread of a block
@@ -57,6 +60,9 @@ use crate::lower::{
 };
 use crate::verify::MAX_BLOCK_THREADS;
 use crate::DebugRecord;
+
+/// Grids of fewer threads than this run on the launching thread alone.
+const SMALL_GRID_THREADS: u64 = 4096;
 
 /// Options for [`Simulator::new`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -849,23 +855,23 @@ impl Launch {
         &self,
         work: impl Fn(u64, u64) -> Result<(), String> + Sync,
     ) -> Result<(), String> {
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get() as u64)
-            .unwrap_or(1)
+        // rayon's thread count (the cores, read once: asking the system
+        // reads the cgroup's files, each launch).
+        let workers = (rayon::current_num_threads() as u64)
             .min(self.grid.count())
             .max(1);
-        if workers == 1 {
+        // A grid of few threads runs on the calling thread: handing it to
+        // others costs more than it runs.
+        let threads = self.grid.count().saturating_mul(self.block.count());
+        if workers == 1 || threads < SMALL_GRID_THREADS {
             return work(0, 1);
         }
-        std::thread::scope(|s| {
-            let work = &work;
-            let handles: Vec<_> = (0..workers)
-                .map(|w| s.spawn(move || work(w, workers)))
-                .collect();
-            handles
-                .into_iter()
-                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        })
+        // rayon's pool, started once: a launch used to spawn its OS
+        // threads, about 100 µs a launch, on host loops of thousands.
+        use rayon::prelude::*;
+        (0..workers)
+            .into_par_iter()
+            .try_for_each(|w| work(w, workers))
     }
 
     /// Without fibers: each worker calls the entry for threads `0..calls`

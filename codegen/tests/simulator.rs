@@ -656,3 +656,75 @@ fn thread_loops_handle_locals_across_barriers_and_uniform_control() {
     let s = Simulator::new(&m, SimOptions::default()).unwrap();
     assert!(!s.runs_as_thread_loops("swap"));
 }
+
+/// A kernel without barriers runs as one thread loop a block (one call a
+/// block, not one a thread) and gives what one call a thread gives (the
+/// fibers-only simulator runs barrier-free kernels so): grid-stride loops
+/// in 1-D and 2-D, a thread's own loops with `break`, `continue` and
+/// `while`, device calls. Both sizes leave threads past the data.
+#[test]
+fn barrier_free_kernels_as_thread_loops_give_what_one_call_a_thread_gives() {
+    for file in [
+        "saxpy",
+        "vector_add",
+        "elementwise_2d",
+        "row_loop",
+        "device_call",
+    ] {
+        let module = kernel_module(file);
+        let (loops, per_thread) = loops_and_fibers(&module);
+        for k in module.kernels.iter().filter(|k| !k.has_barrier()) {
+            assert!(loops.runs_as_thread_loops(&k.name), "{file}: {}", k.name);
+            assert!(!per_thread.runs_as_thread_loops(&k.name));
+            for (grid, block, extent) in [(1u32, 32u32, 7usize), (3, 64, 200)] {
+                let args = |k: &port_codegen::ir::Kernel| -> Vec<SimArg> {
+                    use port_codegen::ir::{ScalarType, Type};
+                    k.params
+                        .iter()
+                        .map(|p| match p.ty {
+                            Type::Array(a) => {
+                                let shape = vec![extent; a.ndim as usize];
+                                let n: usize = shape.iter().product();
+                                let v = |i: usize| ((i * 7 + 3) % 11) as f64 - 5.0;
+                                SimArg::Array(
+                                    match a.elem {
+                                        ScalarType::F64 => SimArray::new(
+                                            (0..n).map(v).collect::<Vec<f64>>(),
+                                            &shape,
+                                        ),
+                                        ScalarType::F32 => SimArray::new(
+                                            (0..n).map(|i| v(i) as f32).collect::<Vec<f32>>(),
+                                            &shape,
+                                        ),
+                                        ScalarType::I32 => SimArray::new(
+                                            (0..n).map(|i| (i % 4) as i32).collect::<Vec<i32>>(),
+                                            &shape,
+                                        ),
+                                        ScalarType::I64 => SimArray::new(
+                                            (0..n).map(|i| (i % 4) as i64).collect::<Vec<i64>>(),
+                                            &shape,
+                                        ),
+                                        other => panic!("{file}: {other:?}"),
+                                    }
+                                    .unwrap(),
+                                )
+                            }
+                            Type::Scalar(ScalarType::F32) => SimArg::F32(0.5),
+                            Type::Scalar(ScalarType::F64) => SimArg::F64(0.5),
+                            Type::Scalar(ScalarType::I32) => SimArg::I32(3),
+                            Type::Scalar(_) => SimArg::I64(3),
+                        })
+                        .collect()
+                };
+                let (mut a, mut b) = (args(k), args(k));
+                loops.launch(&k.name, grid, block, &mut a).unwrap();
+                per_thread.launch(&k.name, grid, block, &mut b).unwrap();
+                for (p, (x, y)) in k.params.iter().zip(a.iter().zip(&b)) {
+                    if let (SimArg::Array(x), SimArg::Array(y)) = (x, y) {
+                        assert_eq!(x.data(), y.data(), "{file}: {} `{}`", k.name, p.name);
+                    }
+                }
+            }
+        }
+    }
+}
