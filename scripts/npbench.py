@@ -140,6 +140,20 @@ def main():
         verdicts.append((name, verdict, agree))
         print("%-24s %-12s launches %-6s %6.1f s  static %-8s %s  %s"
               % (r[:4] + (verdict, "agrees" if agree else "DISAGREES", r[4])), flush=True)
+    # The simulator as a reference: its one run of the plan against the
+    # original's median CPython call, on the same inputs, in this run.
+    ratios = []
+    for r in rows:
+        try:
+            t = json.loads((work / r[0] / "migrate.json").read_text()).get("timing") or {}
+        except (OSError, json.JSONDecodeError):
+            continue
+        if t.get("simulator_s") and t.get("cpython_s"):
+            ratios.append(t["simulator_s"] / t["cpython_s"])
+    if ratios:
+        ratios.sort()
+        print("simulator / CPython time on %d kernels: median %.2fx (quartiles %.2fx, %.2fx; target: median <= 1)"
+              % (len(ratios), ratios[len(ratios) // 2], ratios[len(ratios) // 4], ratios[3 * len(ratios) // 4]))
     counts = {}
     for r in rows:
         counts[r[1]] = counts.get(r[1], 0) + 1

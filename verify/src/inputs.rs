@@ -47,7 +47,7 @@ use crate::npy::{self, NdArray};
 
 mod fit;
 
-use fit::Ints;
+use fit::{Ints, Shapes};
 
 /// One argument's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -280,9 +280,6 @@ pub const MAX_GENERATED_BYTES: u128 = 4 << 30;
 
 /// The integer value generated for an integer scalar argument.
 const INT_SCALAR: i64 = 5;
-
-/// Shapes of every array argument, by name.
-type Shapes = BTreeMap<String, Vec<usize>>;
 
 /// Generated inputs to try in order (see the module doc), without repeats.
 pub fn candidates(plan: &KernelPlan, budget: Option<usize>) -> Vec<Inputs> {

@@ -19,8 +19,6 @@ use port_codegen::ir::{BinOp, Expr};
 use port_rewriter::plan::{HostStep, KernelPlan};
 use port_rewriter::types::ArgType;
 
-use super::Shapes;
-
 /// An unknown: an array argument's extent, or an integer argument.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Term {
@@ -33,6 +31,9 @@ type Lin = (Option<Term>, i64);
 
 /// The integer arguments' values, by name.
 pub(super) type Ints = BTreeMap<String, i64>;
+
+/// Shapes of every array argument, by name.
+pub(super) type Shapes = BTreeMap<String, Vec<usize>>;
 
 /// What the host steps say, resolved to the unknowns.
 #[derive(Default)]
