@@ -539,13 +539,39 @@ fn dtype(e: &Expr) -> Option<ScalarType> {
     }
 }
 
-/// How many dimensions a shape argument gives: a tuple's length, else one.
-fn shape_rank(e: &Expr) -> usize {
+/// How many dimensions a shape argument gives: a tuple's length, an
+/// integer's one, another array's `x.shape` its rank; `0` (no array known)
+/// when it cannot tell (`np.ones(X.shape)` with `X` unknown is no 1-D array).
+fn shape_rank(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -> usize {
     match e {
         Expr::Tuple(t) => t.elts.len(),
         Expr::List(t) => t.elts.len(),
-        _ => 1,
+        Expr::Attribute(a) if a.attr.as_str() == "shape" => {
+            match value(src, &a.value, env, depth) {
+                Val::Known(ArgType::Array(x)) => x.ndim as usize,
+                _ => 0,
+            }
+        }
+        e => match value(src, e, env, depth) {
+            Val::Known(ArgType::Scalar(t)) if t.is_int() => 1,
+            Val::Tuple(t) => t.len(),
+            _ => 0,
+        },
     }
+}
+
+/// NumPy's functions of one array applied element by element, and whether
+/// they keep the element type (`abs`, `negative`) or give a float
+/// (`sqrt` of integers is float64).
+fn elementwise(name: &str) -> Option<bool> {
+    Some(match name {
+        "abs" | "absolute" | "negative" | "sign" | "square" | "conj" | "conjugate" | "fabs"
+        | "floor" | "ceil" | "round" | "rint" | "trunc" => true,
+        "sqrt" | "exp" | "exp2" | "expm1" | "log" | "log2" | "log10" | "log1p" | "sin" | "cos"
+        | "tan" | "arcsin" | "arccos" | "arctan" | "sinh" | "cosh" | "tanh" | "arcsinh"
+        | "arccosh" | "arctanh" | "cbrt" | "deg2rad" | "rad2deg" => false,
+        _ => return None,
+    })
 }
 
 /// The promoted element type of two numbers (NumPy's rules for the kinds
@@ -641,6 +667,28 @@ fn value(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -
             _ => Val::Unknown,
         },
         Expr::Attribute(a) if a.attr.as_str() == "size" => scalar(ScalarType::I64),
+        // `np.pi`, `math.e`: floats.
+        Expr::Attribute(a)
+            if matches!(a.attr.as_str(), "pi" | "e" | "inf" | "nan" | "tau")
+                && matches!(src.resolve(&a.value).as_deref(), Some("numpy" | "math")) =>
+        {
+            scalar(ScalarType::F64)
+        }
+        // `x < 0.25`: booleans, an array of them when an operand is one.
+        Expr::Compare(c) => {
+            let mut rank = 0;
+            for x in std::iter::once(c.left.as_ref()).chain(c.comparators.iter()) {
+                match value(src, x, env, depth) {
+                    Val::Known(ArgType::Array(a)) => rank = rank.max(a.ndim as usize),
+                    Val::Known(ArgType::Scalar(_)) => {}
+                    _ => return Val::Unknown,
+                }
+            }
+            match rank {
+                0 => scalar(ScalarType::Bool),
+                r => array(ScalarType::Bool, r),
+            }
+        }
         Expr::Call(c) => call(src, c, env, depth),
         _ => Val::Unknown,
     }
@@ -675,13 +723,40 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                 }
             }
             if on_numpy {
+                if let (Some(keeps), [x]) = (elementwise(method), c.args.as_slice()) {
+                    let float = |t: ScalarType| match t {
+                        ScalarType::F32 | ScalarType::F64 | ScalarType::C64 | ScalarType::C128 => t,
+                        _ => ScalarType::F64,
+                    };
+                    let e = |t: ScalarType| if keeps { t } else { float(t) };
+                    return match value(src, x, env, depth) {
+                        Val::Known(ArgType::Array(a)) => array(e(a.elem), a.ndim as usize),
+                        Val::Known(ArgType::Scalar(t)) => scalar(e(t)),
+                        _ => Val::Unknown,
+                    };
+                }
                 return match method {
+                    // `Y, X = np.meshgrid(y, x)`: one array per argument, of
+                    // as many dimensions as there are arguments.
+                    "meshgrid" if !c.args.is_empty() => {
+                        let mut elem = None;
+                        for x in &c.args {
+                            match value(src, x, env, depth) {
+                                Val::Known(ArgType::Array(a)) if a.ndim == 1 => {
+                                    elem = Some(elem.map_or(a.elem, |e| promote(e, a.elem)));
+                                }
+                                _ => return Val::Unknown,
+                            }
+                        }
+                        let one = array(elem.unwrap_or(ScalarType::F64), c.args.len());
+                        Val::Tuple(vec![one; c.args.len()])
+                    }
                     "zeros" | "ones" | "empty" => match arg(0).or_else(|| keyword(c, "shape")) {
                         Some(s) => array(
                             arg(1)
                                 .and_then(dtype)
                                 .unwrap_or_else(|| elem_of(ScalarType::F64)),
-                            shape_rank(s),
+                            shape_rank(src, s, env, depth),
                         ),
                         None => Val::Unknown,
                     },
@@ -691,7 +766,7 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                                 Val::Known(ArgType::Scalar(t)) => t,
                                 _ => ScalarType::F64,
                             };
-                            array(elem_of(fill), shape_rank(s))
+                            array(elem_of(fill), shape_rank(src, s, env, depth))
                         }
                         _ => Val::Unknown,
                     },
@@ -752,15 +827,15 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                         array(ScalarType::F64, c.args.len())
                     }
                     "random" | "random_sample" => match size(0) {
-                        Some(s) => array(ScalarType::F64, shape_rank(s)),
+                        Some(s) => array(ScalarType::F64, shape_rank(src, s, env, depth)),
                         None => scalar(ScalarType::F64),
                     },
                     "uniform" | "normal" => match size(2) {
-                        Some(s) => array(ScalarType::F64, shape_rank(s)),
+                        Some(s) => array(ScalarType::F64, shape_rank(src, s, env, depth)),
                         None => scalar(ScalarType::F64),
                     },
                     "randint" => match size(2) {
-                        Some(s) => array(elem_of(ScalarType::I64), shape_rank(s)),
+                        Some(s) => array(elem_of(ScalarType::I64), shape_rank(src, s, env, depth)),
                         None => scalar(ScalarType::I64),
                     },
                     _ => Val::Unknown,
@@ -925,5 +1000,25 @@ mod tests {
         // `elsewhere` was not read: no call of `unrelated` is known.
         assert!(!some.by_callee.contains_key("main.unrelated"));
         assert!(all.by_callee.contains_key("main.unrelated"));
+    }
+
+    #[test]
+    fn meshgrids_elementwise_functions_comparisons_and_shapes_of_others() {
+        // A finite-volume program's set-up: a mesh, fields made of
+        // comparisons and NumPy's functions, one from another's shape.
+        let text = "import numpy as np\n\ndef step(rho, vy, P, mask, n):\n    pass\n\ndef main():\n    N = 128\n    xlin = np.linspace(0.0, 1.0, N)\n    Y, X = np.meshgrid(xlin, xlin)\n    rho = 1.0 + (np.abs(Y - 0.5) < 0.25)\n    vy = 0.1 * np.sin(4 * np.pi * X)\n    P = 2.5 * np.ones(X.shape)\n    step(rho, vy, P, X > 0.5, N)\n";
+        assert_eq!(
+            types(text, "step"),
+            [
+                "float64[:, :]",
+                "float64[:, :]",
+                "float64[:, :]",
+                "boolean[:, :]",
+                "int64"
+            ]
+        );
+        // The shape of an array nothing types gives no rank (it once gave 1).
+        let text = "import numpy as np\n\ndef f(P):\n    pass\n\ndef main(X):\n    P = np.ones(X.shape)\n    f(P)\n";
+        assert_eq!(types(text, "f"), ["?"]);
     }
 }
