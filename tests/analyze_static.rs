@@ -321,3 +321,38 @@ fn types_come_from_calls_in_other_modules() {
     assert_eq!(from, ["calls"; 4], "{j}");
     assert_eq!(j["arg_types"][1]["type"], "float32[:, :]", "{j}");
 }
+
+/// When the program's calls type some arguments and the body the rest, the
+/// analysis says so (`calls+assumed`, and PORT401 says the verdict rests on
+/// types read from the body): `port migrate`, which takes calls only when
+/// they type every argument, has no types for it.
+#[test]
+fn types_partly_from_calls_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("main.py"),
+        "import numpy as np\n\n\ndef scale(a, s):\n    return a * s\n\n\ndef main(s):\n    a = np.ones((64, 64))\n    return scale(a, s)\n",
+    )
+    .unwrap();
+    let a = analyze_json(&tmp.path().join("main.py"));
+    let f = function(&a, "scale");
+    let plan = &f["migration_plan"];
+    assert_eq!(plan["types_from"], "calls+assumed", "{plan}");
+    assert_eq!(plan["signature"], "float64[:, :], float64", "{plan}");
+    let note = f["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["code"] == "PORT401")
+        .unwrap_or_else(|| panic!("no PORT401: {f}"));
+    assert!(
+        note["message"]
+            .as_str()
+            .unwrap()
+            .contains("types partly read from the body"),
+        "{note}"
+    );
+    let o = migrate_in(tmp.path(), &["--function", "scale", "main.py", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["code"], "no_types", "{j}");
+}

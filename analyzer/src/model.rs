@@ -114,8 +114,9 @@ pub struct PlanCheck {
     pub status: PlanStatus,
     /// The argument types it planned with, in Numba's syntax.
     pub signature: String,
-    /// Where they came from: `captured` (a profiled call) or `assumed`
-    /// (read from how the body uses each argument).
+    /// Where they came from: `captured` (a profiled call), `calls` (the
+    /// program's own calls type every argument), `calls+assumed` (some),
+    /// or `assumed` (read from how the body uses each argument).
     pub types_from: String,
     /// The refusal (absent when planned).
     #[serde(default, skip_serializing_if = "Option::is_none")]

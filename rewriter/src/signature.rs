@@ -104,9 +104,13 @@ pub fn assumed_types_parsed(
 /// Where the types of [`static_types`] came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StaticSource {
-    /// At least one from the program's own calls of the function (the
-    /// line of the first such call); the rest from the body.
+    /// Every one from the program's own calls of the function (the line of
+    /// the first such call).
     Calls(u32),
+    /// Some from the calls (the line of the first), the rest read from the
+    /// body: `port migrate`, which takes calls only when they type every
+    /// argument, has no types for it.
+    Partly(u32),
     /// All read from how the body uses each parameter.
     Body,
 }
@@ -116,8 +120,14 @@ impl StaticSource {
     pub fn as_str(self) -> &'static str {
         match self {
             StaticSource::Calls(_) => "calls",
+            StaticSource::Partly(_) => "calls+assumed",
             StaticSource::Body => "assumed",
         }
+    }
+
+    /// Whether any type was read from the body.
+    pub fn assumed(self) -> bool {
+        !matches!(self, StaticSource::Calls(_))
     }
 }
 
@@ -148,13 +158,15 @@ pub fn static_types_keyed(
     let (names, body) = body_types(src, function)?;
     let (at_calls, line) = sites.types(key, &names);
     let from_calls = at_calls.iter().any(Option::is_some);
+    let all_from_calls = at_calls.iter().all(Option::is_some);
     let types = body
         .into_iter()
         .zip(at_calls)
         .map(|(b, c)| c.unwrap_or(b))
         .collect();
-    let source = match (from_calls, line) {
-        (true, Some(l)) => StaticSource::Calls(l),
+    let source = match (from_calls, all_from_calls, line) {
+        (true, true, Some(l)) => StaticSource::Calls(l),
+        (true, false, Some(l)) => StaticSource::Partly(l),
         _ => StaticSource::Body,
     };
     Ok((names, types, source))

@@ -386,12 +386,17 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
                 ));
             }
             // A verdict on types read from the body says so: it rests on them.
-            if c.types_from == "assumed" && !c.signature.is_empty() {
+            if c.types_from.contains("assumed") && !c.signature.is_empty() {
+                let which = if c.types_from == "assumed" {
+                    "types read from the body"
+                } else {
+                    "types partly read from the body (the program's calls type the rest)"
+                };
                 f.findings.push(note(
                     "PORT401",
                     f.line,
                     format!(
-                        "planned with types read from the body (`{}`), not from a real call: the verdict rests on them (profile with `port analyze APP.py`, or give `port migrate --inputs`)",
+                        "planned with {which} (`{}`), not from a real call: the verdict rests on them (profile with `port analyze APP.py`, or give `port migrate --inputs`)",
                         c.signature
                     ),
                 ));
@@ -415,6 +420,8 @@ fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {
                         "no types".to_string()
                     } else if c.types_from == "assumed" {
                         format!("`{}`, types read from the body", c.signature)
+                    } else if c.types_from.contains("assumed") {
+                        format!("`{}`, types partly read from the body", c.signature)
                     } else {
                         format!("`{}`", c.signature)
                     },
