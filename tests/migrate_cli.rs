@@ -1167,24 +1167,21 @@ fn a_long_verification_shows_its_phase_on_a_terminal() {
 fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/kernels.py");
-    let started = std::time::Instant::now();
-    let o = migrate_in(
-        tmp.path(),
-        &[
+    let stencil = |extra: &[&str]| {
+        let mut args = vec![
             "--function",
             "stencil_2d",
             &f,
             "--signature",
             "float64[:, :], float64[:, :]",
-            // About two seconds a call of the original: four calls.
-            "--size",
-            "4000000",
-            "--generated-limit",
-            "2",
             "--json",
-        ],
-    );
-    let j = json(&o);
+        ];
+        args.extend_from_slice(extra);
+        json(&migrate_in(tmp.path(), &args))
+    };
+    let started = std::time::Instant::now();
+    // About two seconds a call of the original: four calls.
+    let j = stencil(&["--size", "4000000", "--generated-limit", "2"]);
     assert_eq!(j["status"], "verified", "{j}");
     let how = j["verification"]["inputs_how"].as_str().unwrap_or_default();
     assert!(
@@ -1193,18 +1190,7 @@ fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
     );
     assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
     // Within the limit, nothing is said.
-    let o = migrate_in(
-        tmp.path(),
-        &[
-            "--function",
-            "stencil_2d",
-            &f,
-            "--signature",
-            "float64[:, :], float64[:, :]",
-            "--json",
-        ],
-    );
-    let j = json(&o);
+    let j = stencil(&[]);
     assert_eq!(j["status"], "verified", "{j}");
     assert!(j["verification"]["inputs_how"].is_null(), "{j}");
 }

@@ -1020,14 +1020,7 @@ fn given_scalars_keep_their_dtype() {
         ),
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        let py = repo().join(".venv/bin/python");
-        let o = Command::new(py)
-            .arg("-c")
-            .arg(format!("import numpy as np; np.savez('inputs.npz', {values})"))
-            .current_dir(tmp.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        precision::make_inputs(tmp.path(), &format!("np.savez('inputs.npz', {values})"));
         let j = verified_in(
             &tmp,
             "migrate/programs_dtypes.py",

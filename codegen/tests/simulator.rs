@@ -513,7 +513,7 @@ fn loops_and_fibers(m: &port_codegen::ir::Module) -> (Simulator, Simulator) {
     )
 }
 
-/// Arguments for any kernel of the corpus: every array dimension `extent`
+/// Arguments for any kernel of the corpora: every array dimension `extent`
 /// long, floats small integers (so that sums are exact in any order),
 /// integers in 0..4 (valid as row numbers), scalars 3 and 0.5.
 fn corpus_args(k: &port_codegen::ir::Kernel, extent: usize) -> Vec<SimArg> {
@@ -530,15 +530,24 @@ fn corpus_args(k: &port_codegen::ir::Kernel, extent: usize) -> Vec<SimArg> {
                         ints(11).map(|v| v as f64 - 5.0).collect::<Vec<f64>>(),
                         &shape,
                     ),
+                    ScalarType::F32 => SimArray::new(
+                        ints(11).map(|v| v as f32 - 5.0).collect::<Vec<f32>>(),
+                        &shape,
+                    ),
                     ScalarType::I64 => {
                         SimArray::new(ints(4).map(|v| v as i64).collect::<Vec<i64>>(), &shape)
+                    }
+                    ScalarType::I32 => {
+                        SimArray::new(ints(4).map(|v| v as i32).collect::<Vec<i32>>(), &shape)
                     }
                     other => panic!("{}: no corpus arrays of {other:?}", k.name),
                 };
                 SimArg::Array(array.unwrap())
             }
             Type::Scalar(ScalarType::I64) => SimArg::I64(3),
+            Type::Scalar(ScalarType::I32) => SimArg::I32(3),
             Type::Scalar(ScalarType::F64) => SimArg::F64(0.5),
+            Type::Scalar(ScalarType::F32) => SimArg::F32(0.5),
             Type::Scalar(other) => panic!("{}: no corpus scalar of {other:?}", k.name),
         })
         .collect()
@@ -677,46 +686,7 @@ fn barrier_free_kernels_as_thread_loops_give_what_one_call_a_thread_gives() {
             assert!(loops.runs_as_thread_loops(&k.name), "{file}: {}", k.name);
             assert!(!per_thread.runs_as_thread_loops(&k.name));
             for (grid, block, extent) in [(1u32, 32u32, 7usize), (3, 64, 200)] {
-                let args = |k: &port_codegen::ir::Kernel| -> Vec<SimArg> {
-                    use port_codegen::ir::{ScalarType, Type};
-                    k.params
-                        .iter()
-                        .map(|p| match p.ty {
-                            Type::Array(a) => {
-                                let shape = vec![extent; a.ndim as usize];
-                                let n: usize = shape.iter().product();
-                                let v = |i: usize| ((i * 7 + 3) % 11) as f64 - 5.0;
-                                SimArg::Array(
-                                    match a.elem {
-                                        ScalarType::F64 => SimArray::new(
-                                            (0..n).map(v).collect::<Vec<f64>>(),
-                                            &shape,
-                                        ),
-                                        ScalarType::F32 => SimArray::new(
-                                            (0..n).map(|i| v(i) as f32).collect::<Vec<f32>>(),
-                                            &shape,
-                                        ),
-                                        ScalarType::I32 => SimArray::new(
-                                            (0..n).map(|i| (i % 4) as i32).collect::<Vec<i32>>(),
-                                            &shape,
-                                        ),
-                                        ScalarType::I64 => SimArray::new(
-                                            (0..n).map(|i| (i % 4) as i64).collect::<Vec<i64>>(),
-                                            &shape,
-                                        ),
-                                        other => panic!("{file}: {other:?}"),
-                                    }
-                                    .unwrap(),
-                                )
-                            }
-                            Type::Scalar(ScalarType::F32) => SimArg::F32(0.5),
-                            Type::Scalar(ScalarType::F64) => SimArg::F64(0.5),
-                            Type::Scalar(ScalarType::I32) => SimArg::I32(3),
-                            Type::Scalar(_) => SimArg::I64(3),
-                        })
-                        .collect()
-                };
-                let (mut a, mut b) = (args(k), args(k));
+                let (mut a, mut b) = (corpus_args(k, extent), corpus_args(k, extent));
                 loops.launch(&k.name, grid, block, &mut a).unwrap();
                 per_thread.launch(&k.name, grid, block, &mut b).unwrap();
                 for (p, (x, y)) in k.params.iter().zip(a.iter().zip(&b)) {

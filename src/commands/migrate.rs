@@ -764,6 +764,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             .unwrap_or_default();
             if report.status != "failed" {
                 say_fallback(&selected);
+                // A verification past 2 s says what it is doing.
+                let spinner = crate::tty::spinner_after(args.json, Duration::from_secs(2));
                 let vopts = VerifyOptions {
                     selected: selected.clone(),
                     python: python.clone(),
@@ -777,19 +779,13 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                     ptx: opts.clone(),
                     hotspot_pct: report_fn.total_pct,
                     save_inputs: args.save_inputs.clone(),
-                    progress: None,
-                    generated_limit: Duration::from_secs(args.run.generated_limit),
-                };
-                // A verification past 2 s says what it is doing.
-                let spinner = crate::tty::spinner_after(args.json, Duration::from_secs(2));
-                let vopts = VerifyOptions {
                     progress: spinner.clone().map(|bar| {
                         let name = local_name.clone();
                         std::sync::Arc::new(move |what: &str| {
                             bar.set_message(format!("verifying `{name}`: {what}"))
                         }) as port_verify::Progress
                     }),
-                    ..vopts
+                    generated_limit: Duration::from_secs(args.run.generated_limit),
                 };
                 let verified = port_verify::verify_plan(&m.plan, &vopts);
                 if let Some(s) = &spinner {

@@ -825,31 +825,22 @@ pub fn run_plan<D: Device>(
                 run.bytes_to_device += d.bytes();
                 st.arrays.insert(p.name.clone(), d);
             }
-            (ArgType::Array(at), InputValue::Scalar(_, x)) => {
+            (ArgType::Array(at), v @ (InputValue::Scalar(..) | InputValue::Complex(..))) => {
                 if ufunc_shape.is_none() {
                     ufunc_shape = Some(Vec::new());
                 }
-                let buf = dev.alloc(at.elem, &[1], *x)?;
-                run.bytes_to_device += elem_size(at.elem);
-                st.arrays.insert(
-                    p.name.clone(),
-                    DevArray {
-                        buf,
-                        shape: vec![1],
-                        elem: at.elem,
-                    },
-                );
-            }
-            (ArgType::Array(at), InputValue::Complex(_, re, im)) => {
-                if ufunc_shape.is_none() {
-                    ufunc_shape = Some(Vec::new());
-                }
-                let one = NdArray {
-                    shape: vec![1],
-                    data: port_codegen::sim::ArrayData::C128(vec![[*re, *im]]),
-                }
-                .convert(at.elem);
-                let buf = dev.upload(&one)?;
+                // One element: a complex one uploaded whole.
+                let buf = match *v {
+                    InputValue::Complex(_, re, im) => dev.upload(
+                        &NdArray {
+                            shape: vec![1],
+                            data: port_codegen::sim::ArrayData::C128(vec![[re, im]]),
+                        }
+                        .convert(at.elem),
+                    )?,
+                    InputValue::Scalar(_, x) => dev.alloc(at.elem, &[1], x)?,
+                    InputValue::Array(_) => unreachable!("matched by the arm above"),
+                };
                 run.bytes_to_device += elem_size(at.elem);
                 st.arrays.insert(
                     p.name.clone(),
