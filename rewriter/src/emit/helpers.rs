@@ -49,6 +49,34 @@ pub const HELPERS: &[Helper] = &[
 "#,
     },
     Helper {
+        name: "_port_differs",
+        source: r#"def _port_differs(args):
+    """How this call's arguments differ from the types the kernels were
+    built for (None when they do not): an array of another dtype or rank, or
+    no array; a scalar of another kind. `args` holds (name, value, dtype,
+    ndim, either) per argument; with `either`, a Python number and a NumPy
+    scalar of the dtype stand for each other (NumPy 2 promotes them alike
+    with this function's arrays)."""
+    weak = {np.bool_: bool, np.int64: int, np.float64: float}
+    python = {np.bool_: bool, np.int64: int, np.float64: float, np.complex128: complex}
+    for name, a, dtype, ndim, either in args:
+        if ndim:
+            d = cuda.as_cuda_array(a) if _port_on_gpu(a) else a
+            if not isinstance(d, np.ndarray) and not _port_on_gpu(a):
+                return f"`{name}` is a {type(a).__name__}, not an array"
+            if d.dtype != dtype or d.ndim != ndim:
+                return f"`{name}` is {d.ndim}-D {d.dtype}"
+            continue
+        if type(a) is python.get(dtype) and (dtype in weak or either):
+            continue
+        if isinstance(a, np.generic) and a.dtype == dtype and (dtype not in weak or either):
+            continue
+        what = f"a {a.dtype} scalar" if isinstance(a, np.generic) else f"of type {type(a).__name__}"
+        return f"`{name}` is {what}"
+    return None
+"#,
+    },
+    Helper {
         name: "_port_vectorized",
         source: r#"def _port_vectorized(original, otypes, *args):
     """The scalar function `original` applied as the migrated ufunc applies

@@ -950,60 +950,13 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         parts[0],
         parts[1..].join(", ")
     );
-    for (n, d) in &plan.defaults {
-        let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')
-            && d.chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_');
-        let differs = if d == "None" || (is_name && !matches!(d.as_str(), "True" | "False")) {
-            // `None`, or a function of the module (`mode=wrap`).
-            format!("{n} is not {d}")
-        } else if d.starts_with('[') || d.starts_with('(') {
-            format!("np.asarray({n}).tolist() != np.asarray({d}).tolist()")
-        } else {
-            format!("{n} != {d}")
-        };
-        let why = format!("{name}: migrated for {n}={d}, its default")
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"");
-        let _ = writeln!(
-            out,
-            "{ind}if {differs}:\n{ind}{ind}return _port_run_original(\"{why}\", {original_and_args})"
-        );
-    }
-    // Arguments that share memory where one is written: the kernels read
-    // each argument as its own array, the original does not.
+    out.push_str(&super::calls::original_runs(plan, name, &original_and_args));
     let arrays: Vec<&str> = plan
         .params
         .iter()
         .filter(|p| p.kernel_ty.is_array())
         .map(|p| p.name.as_str())
         .collect();
-    let written: Vec<&str> = arrays
-        .iter()
-        .copied()
-        .filter(|a| plan.mutated.iter().any(|m| m == a))
-        .collect();
-    if plan.kind == PlanKind::Kernels && !written.is_empty() && arrays.len() > 1 {
-        let dict: Vec<String> = arrays.iter().map(|a| format!("\"{a}\": {a}")).collect();
-        let tuple: Vec<String> = written.iter().map(|a| format!("\"{a}\",")).collect();
-        let ok: Vec<String> = plan
-            .same_array_ok
-            .iter()
-            .map(|(a, b)| format!("(\"{a}\", \"{b}\"),"))
-            .collect();
-        let ok = if ok.is_empty() {
-            String::new()
-        } else {
-            format!(", ({})", ok.join(" "))
-        };
-        let _ = writeln!(
-            out,
-            "{ind}_port_shared = _port_aliased(\"{name}\", {{{}}}, ({}){ok})\n{ind}if _port_shared:\n{ind}{ind}return _port_run_original(_port_shared, {original_and_args})",
-            dict.join(", "),
-            tuple.join(" "),
-        );
-    }
     // The guards on the arguments' shapes, before anything is copied.
     let entry = plan
         .steps
