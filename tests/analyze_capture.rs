@@ -429,3 +429,33 @@ fn a_cold_function_with_small_inputs_migrates_on_the_programs_own() {
     assert_eq!(j["verification"]["inputs"], "captured", "{j}");
     assert_eq!(j["inputs_npz"], npz, "{j}");
 }
+
+/// A trailing argument left to its default (a tuple, which no kernel
+/// takes) is captured as the program passed it, and keeps its default in
+/// the plan: the analysis calls the function `cuda` and migrate verifies it
+/// on the captured rows, where both stopped at the tuple before.
+#[test]
+fn a_default_no_kernel_takes_is_kept_not_a_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("masks.py"),
+        "import numpy as np\n\n\ndef matches(rows, mask=(1, 0, 1)):\n    out = np.zeros(rows.shape[0], dtype=bool)\n    for i, row in enumerate(rows):\n        if (mask == np.bitwise_and(mask, row[1:])).all():\n            out[i] = row[0]\n    return out\n\n\nif __name__ == \"__main__\":\n    rng = np.random.default_rng(0)\n    rows = rng.integers(0, 2, size=(20000, 4)).astype(bool)\n    print(matches(rows).sum())\n",
+    )
+    .unwrap();
+    let py = venv_python();
+    let o = port_in(dir, &["analyze", "--python", &py, "masks.py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = saved_analysis(dir);
+    let f = function(&a, "matches");
+    assert_eq!(f["types"][1]["kind"], "other", "{f}");
+    assert_eq!(f["verdict"], "cuda", "{f}");
+    let o = migrate_in(dir, &["--function", "matches", "--json", "masks.py"]);
+    let j = one_json_document(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["inputs"], "captured", "{j}");
+    assert_eq!(
+        j["arg_types"],
+        serde_json::json!([{"name": "rows", "type": "boolean[:, ::1]", "from": "capture"}])
+    );
+}

@@ -352,7 +352,15 @@ fn types_partly_from_calls_say_so() {
             .contains("types partly read from the body"),
         "{note}"
     );
+    // migrate takes the same types, each said where it came from.
     let o = migrate_in(tmp.path(), &["--function", "scale", "main.py", "--json"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["code"], "no_types", "{j}");
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(
+        j["arg_types"],
+        serde_json::json!([
+            {"name": "a", "type": "float64[:, :]", "from": "calls"},
+            {"name": "s", "type": "float64", "from": "assumed"},
+        ])
+    );
 }

@@ -278,6 +278,20 @@ fn read_scope(
     body: &[Stmt],
     mut env: HashMap<String, Val>,
 ) -> ScopeRead {
+    // The scope's own imports (`import numpy as np` in a function, or in
+    // an `if __name__ == "__main__":` block) name modules as the file's do.
+    let mut imports: Vec<&Stmt> = Vec::new();
+    walk_stmts(body, &mut |s: &Stmt| {
+        if matches!(s, Stmt::Import(_) | Stmt::ImportFrom(_)) {
+            imports.push(s);
+        }
+    });
+    let local = if imports.is_empty() {
+        None
+    } else {
+        src.with_imports(&imports)
+    };
+    let src = local.as_ref().unwrap_or(src);
     // The key of a callee named by `func` in this file, if it is one of
     // the program's functions.
     // (Looked up without building the dotted name: every call of the
@@ -838,6 +852,29 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                         Some(s) => array(elem_of(ScalarType::I64), shape_rank(src, s, env, depth)),
                         None => scalar(ScalarType::I64),
                     },
+                    // Elements of an array, or integers below a number.
+                    "choice" | "permutation" => {
+                        let elem = match arg(0).map(|x| value(src, x, env, depth)) {
+                            Some(Val::Known(ArgType::Array(x))) => x.elem,
+                            Some(Val::Known(ArgType::Scalar(t)))
+                                if !matches!(
+                                    t,
+                                    ScalarType::F32
+                                        | ScalarType::F64
+                                        | ScalarType::C64
+                                        | ScalarType::C128
+                                ) =>
+                            {
+                                ScalarType::I64
+                            }
+                            _ => return Val::Unknown,
+                        };
+                        match (method, size(1)) {
+                            ("permutation", _) => array(elem, 1),
+                            (_, Some(s)) => array(elem, shape_rank(src, s, env, depth)),
+                            (_, None) => scalar(elem),
+                        }
+                    }
                     _ => Val::Unknown,
                 };
             }
@@ -847,7 +884,14 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                     Some(t) => array(t, x.ndim as usize),
                     None => Val::Unknown,
                 },
-                ("copy", v @ Val::Known(ArgType::Array(_))) => v,
+                ("copy" | "transpose", v @ Val::Known(ArgType::Array(_))) => v,
+                ("ravel" | "flatten", Val::Known(ArgType::Array(x))) => array(x.elem, 1),
+                // `x.reshape(200, 100)`, `x.reshape((n, m))`, `x.reshape(-1)`.
+                ("reshape", Val::Known(ArgType::Array(x))) => match c.args.as_slice() {
+                    [] => Val::Unknown,
+                    [s] => array(x.elem, shape_rank(src, s, env, depth)),
+                    many => array(x.elem, many.len()),
+                },
                 _ => Val::Unknown,
             }
         }
@@ -969,6 +1013,29 @@ mod tests {
     fn functions_read_the_modules_globals() {
         let text = "import numpy as np\n\ndef f(n, x):\n    pass\n\nN = 64\nu = np.zeros((N, N), np.float32)\n\ndef update():\n    f(N, u)\n";
         assert_eq!(types(text, "f"), ["int64", "float32[:, :]"]);
+    }
+
+    #[test]
+    fn imports_of_the_scope_name_modules() {
+        // numpy is imported only in the main block, or as `numpy` above it.
+        let text = "def f(a, b):\n    pass\n\nif __name__ == '__main__':\n    import numpy as np; N = 600; a = np.random.rand(N, N)\n    f(a, np.random.random(N))\n";
+        assert_eq!(types(text, "f"), ["float64[:, :]", "float64[:]"]);
+        let text = "import numpy\n\ndef f(a):\n    pass\n\ndef main():\n    import numpy as np\n    f(np.zeros(3, np.int32))\n";
+        assert_eq!(types(text, "f"), ["int32[:]"]);
+    }
+
+    #[test]
+    fn reshapes_and_random_choices_keep_the_element_type() {
+        let text = "import numpy as np\n\ndef f(a, b, c, d):\n    pass\n\nX = np.linspace(0, 10, 20000).reshape(200, 100)\ns = np.random.randn(64) + np.random.randn(64) * 1j\nf(X, np.random.choice(s, 32), np.random.choice(10, (3, 4)), X.ravel())\n";
+        assert_eq!(
+            types(text, "f"),
+            [
+                "float64[:, :]",
+                "complex128[:]",
+                "int64[:, :]",
+                "float64[:]"
+            ]
+        );
     }
 
     #[test]

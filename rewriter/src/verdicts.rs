@@ -347,6 +347,19 @@ fn types_of<'s>(
     if captured.is_empty() {
         return Ok((assumed, from));
     }
+    // Which parameters have defaults: trailing ones whose captured values
+    // kernels do not take (a tuple, a function) keep them, as `port
+    // migrate` plans them.
+    let defaulted: Vec<bool> = crate::source::find(src, name)
+        .map(|d| {
+            d.def
+                .args
+                .args
+                .iter()
+                .map(|a| a.default.is_some())
+                .collect()
+        })
+        .unwrap_or_default();
     let mut out = Vec::new();
     for (k, p) in params.iter().enumerate() {
         let t = captured
@@ -356,6 +369,12 @@ fn types_of<'s>(
             .and_then(|t| crate::types::from_captured(t).ok());
         match t {
             Some(t) => out.push(t),
+            None if k > 0
+                && defaulted.len() == params.len()
+                && defaulted[k..].iter().all(|d| *d) =>
+            {
+                break
+            }
             None => return Ok((assumed, from)),
         }
     }

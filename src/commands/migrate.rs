@@ -197,7 +197,6 @@ fn why_no_types(analysis: &Analysis, f: &FunctionReport) -> String {
     said.unwrap_or_else(|| "the profiled run captured no call of it".into())
 }
 
-/// Types from `--signature`, else the analysis's captured types.
 /// Where each argument's type came from, for the JSON's `arg_types`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TypeSource {
@@ -207,6 +206,9 @@ enum TypeSource {
     /// The program's own calls of the function (`f(A, n)` after
     /// `A = np.random.rand(n, n)`).
     Calls,
+    /// How the body uses the argument (`u[i, j]`: 2-D), as the analysis
+    /// planned it; the wrapper runs the original on calls of other types.
+    Assumed,
 }
 
 impl TypeSource {
@@ -216,14 +218,15 @@ impl TypeSource {
             TypeSource::Inputs => "inputs",
             TypeSource::Capture => "capture",
             TypeSource::Calls => "calls",
+            TypeSource::Assumed => "assumed",
         }
     }
 }
 
-/// The arguments' types, first to last from: `--signature`; the dtypes and
-/// ranks of `--inputs` (the arrays the plan is verified on); the profiler's
-/// capture; the program's own calls of the function, when they type every
-/// argument it passes (the body's use is only ever a suggestion).
+/// The arguments' types, and where each came from, first to last: from
+/// `--signature`; the dtypes and ranks of `--inputs` (the arrays the plan is
+/// verified on); the profiler's capture; the program's own calls of the
+/// function; how the body uses each argument.
 fn arg_types(
     args: &MigrateArgs,
     analysis: &Analysis,
@@ -232,10 +235,13 @@ fn arg_types(
     source: &str,
     local_name: &str,
     python: &Path,
-) -> Result<(Vec<ArgType>, TypeSource)> {
+) -> Result<(Vec<ArgType>, Vec<TypeSource>)> {
     if let Some(sig) = &args.signature {
         return port_rewriter::parse_signature(sig)
-            .map(|t| (t, TypeSource::Signature))
+            .map(|t| {
+                let n = t.len();
+                (t, vec![TypeSource::Signature; n])
+            })
             .map_err(|e| UserError::coded("bad_signature", e.to_string()).into());
     }
     if let Some(npz) = &args.run.inputs {
@@ -297,61 +303,103 @@ fn arg_types(
                 )
             })?);
         }
-        return Ok((out, TypeSource::Inputs));
+        let n = out.len();
+        return Ok((out, vec![TypeSource::Inputs; n]));
     }
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
-        if let Some(types) = types_at_calls(analysis, f, source, local_name, params) {
-            return Ok((types, TypeSource::Calls));
-        }
+        return types_unprofiled(f, source, local_name, params, analysis);
     }
+    // Trailing arguments with defaults whose captured values kernels do not
+    // take (a tuple, a function) keep their defaults, as a --signature
+    // shorter than the parameter list does: the wrapper runs the original
+    // on a call that passes others.
+    let defaulted: Vec<bool> = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
+        .map(|d| d.into_iter().map(|(_, has)| has).collect())
+        .unwrap_or_default();
+    let keeps_default =
+        |k: usize| k > 0 && defaulted.len() == params.len() && defaulted[k..].iter().all(|d| *d);
     let mut out = Vec::new();
     for (k, p) in params.iter().enumerate() {
-        match captured
+        let t = captured
             .iter()
             .find(|t| t.name == *p)
-            .or_else(|| captured.get(k))
-        {
-            Some(t) => out.push(
-                port_rewriter::types::from_captured(t)
-                    .map_err(|e| UserError::coded("unsupported_captured_type", e.to_string()))?,
-            ),
+            .or_else(|| captured.get(k));
+        match t.map(port_rewriter::types::from_captured) {
+            Some(Ok(t)) => out.push(t),
+            _ if keeps_default(k) => break,
+            Some(Err(e)) => {
+                return Err(UserError::coded("unsupported_captured_type", e.to_string()).into())
+            }
             None => {
-                // Suggest a signature from how the body uses each argument
-                // (`u[i, j]`, `n, m = a.shape`: 2-D), as the planner would
-                // assume it.
-                let example: Vec<String> =
-                    match port_rewriter::signature::assumed_types(source, &f.file, local_name) {
-                        Ok(t) if t.len() == params.len() => {
-                            t.iter().map(ToString::to_string).collect()
-                        }
-                        _ => params.iter().map(|_| "float64".to_string()).collect(),
-                    };
-                return Err(UserError::coded("no_types", format!(
-                    "no type for argument `{p}` of `{}` ({}): run `port analyze` on the program to capture its types, pass the inputs to verify on with --inputs (an .npz with one member per argument), or pass --signature \"{}\" (Numba's type syntax, one per argument: {})",
-                    f.name,
-                    why_no_types(analysis, f),
-                    example.join(", "),
-                    params.join(", ")
-                ))
-                .into());
+                return Err(UserError::coded(
+                    "no_types",
+                    format!(
+                        "no type for argument `{p}` of `{}`: the profiled run captured {} of its {} arguments; pass --signature or --inputs",
+                        f.name,
+                        captured.len(),
+                        params.len()
+                    ),
+                )
+                .into())
             }
         }
     }
-    Ok((out, TypeSource::Capture))
+    let n = out.len();
+    Ok((out, vec![TypeSource::Capture; n]))
 }
 
-/// The types the program's own calls give every argument of the function
-/// (trailing ones left to their defaults may be absent), read from every
-/// file of the analysed program, as the analysis read them; `None` when
-/// some argument has none.
+/// With no capture, no --signature and no --inputs: each argument's type at
+/// the program's own calls of the function, else as its use in the body
+/// implies (the types the analysis planned with). The wrapper runs the
+/// original on calls of other types, so a wrong assumption costs speed,
+/// never results.
+fn types_unprofiled(
+    f: &FunctionReport,
+    source: &str,
+    local_name: &str,
+    params: &[String],
+    analysis: &Analysis,
+) -> Result<(Vec<ArgType>, Vec<TypeSource>)> {
+    let at_calls = types_at_calls(analysis, f, source, local_name, params);
+    if let Some(types) = complete_at_calls(&at_calls, f, source, local_name) {
+        let n = types.len();
+        return Ok((types, vec![TypeSource::Calls; n]));
+    }
+    let assumed = port_rewriter::signature::assumed_types(source, &f.file, local_name)
+        .ok()
+        .filter(|t| t.len() == params.len());
+    let Some(assumed) = assumed else {
+        return Err(UserError::coded(
+            "no_types",
+            format!(
+                "no types for the arguments of `{}` ({}), and none can be read from its body: run `port analyze` on the program to capture them, pass the inputs to verify on with --inputs (an .npz with one member per argument), or pass --signature (Numba's type syntax, one per argument: {})",
+                f.name,
+                why_no_types(analysis, f),
+                params.join(", ")
+            ),
+        )
+        .into());
+    };
+    Ok(assumed
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| match at_calls.get(k).copied().flatten() {
+            Some(c) => (c, TypeSource::Calls),
+            None => (t, TypeSource::Assumed),
+        })
+        .unzip())
+}
+
+/// The type the program's own calls give each argument of the function,
+/// read from every file of the analysed program, as the analysis read them.
 fn types_at_calls(
     analysis: &Analysis,
     f: &FunctionReport,
     source: &str,
     local_name: &str,
     params: &[String],
-) -> Option<Vec<ArgType>> {
+) -> Vec<Option<ArgType>> {
     use port_rewriter::call_types::CallSites;
     use port_rewriter::source::SourceFile;
     // Each file of the program with its module's name (a file with no
@@ -382,15 +430,26 @@ fn types_at_calls(
     let bare = local_name.rsplit('.').next().unwrap_or(local_name);
     let sites = CallSites::of_program(&program, Some(&[bare].into_iter().collect()));
     let (types, _) = sites.types(&CallSites::key(&f.module, bare), params);
+    types
+}
+
+/// The types the calls give when they type every argument they pass and
+/// the rest have defaults (those left to them are absent).
+fn complete_at_calls(
+    at_calls: &[Option<ArgType>],
+    f: &FunctionReport,
+    source: &str,
+    local_name: &str,
+) -> Option<Vec<ArgType>> {
     let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name).ok()?;
-    let given = types.iter().rposition(Option::is_some)? + 1;
+    let given = at_calls.iter().rposition(Option::is_some)? + 1;
     if defaults[given..]
         .iter()
         .any(|(_, has_default)| !has_default)
     {
         return None;
     }
-    types[..given].iter().copied().collect()
+    at_calls[..given].iter().copied().collect()
 }
 
 /// The profiler's captured inputs for this function, when it saved some.
@@ -633,10 +692,22 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         plan: None,
         arg_types: params
             .iter()
-            .zip(&types)
-            .map(|(p, t)| json!({"name": p, "type": t.numba(), "from": types_from.name()}))
+            .zip(types.iter().zip(&types_from))
+            .map(|(p, (t, from))| json!({"name": p, "type": t.numba(), "from": from.name()}))
             .collect(),
     };
+    if types_from.contains(&TypeSource::Assumed) {
+        let assumed: Vec<String> = params
+            .iter()
+            .zip(types.iter().zip(&types_from))
+            .filter(|(_, (_, from))| **from == TypeSource::Assumed)
+            .map(|(p, (t, _))| format!("{p}: {}", t.numba()))
+            .collect();
+        report.notes.push(format!(
+            "types read from how the body uses each argument ({}), with no call to take them from: calls with other types run the original CPU code (give --signature or --inputs to choose them)",
+            assumed.join(", ")
+        ));
+    }
     let stem = args.function.replace('.', "_");
     match outcome {
         Outcome::Refused(reasons) => {
