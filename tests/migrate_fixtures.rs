@@ -1761,6 +1761,7 @@ mod corpus_style {
         rows_matching: "int64[:,:]",
         neighbour_sum: "float64[:]",
         gated_products: "float64[:], float64[:]",
+        gated_lambda: "float64[:], float64[:]",
         flattened_response: "float64[:,:], float64[:,:]",
         nll_of_labels: "float64[:,:], int64[:]",
         quantise_levels: "float64[:], float32[:]",

@@ -13,8 +13,9 @@
 //! - parameters left to their defaults specialised to them (`if x is None`
 //!   decided).
 //!
-//! And, for the file: the capture-free nested `def`s that the planner
-//! plans as module-level helpers ([`capture_free_nested_defs`]).
+//! And, for the file: the capture-free nested `def`s (and `f = lambda …`
+//! statements, as the `def`s they mean) that the planner plans as
+//! module-level helpers ([`capture_free_nested_defs`]).
 
 use crate::error::{Reason, RewriteError};
 use crate::request::MigrationRequest;
@@ -43,11 +44,23 @@ pub fn body(
     // rewrites take; nested functions planned as module-level helpers
     // leave the body.
     let mut desugared = found.def.clone();
-    desugared.body.retain(|s| {
-        !matches!(s, rustpython_parser::ast::Stmt::FunctionDef(d)
-            if src.module_function(d.name.as_str()).is_some()
-                && src.suite.iter().any(|m| matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
-                    if h.name == d.name && rustpython_parser::ast::Ranged::range(h) == rustpython_parser::ast::Ranged::range(d))))
+    // (A `name = lambda …` the file pass hoisted as a `def` too.)
+    let hoisted = |name: &str, at: rustpython_parser::text_size::TextRange| {
+        src.module_function(name).is_some()
+            && src.suite.iter().any(|m| {
+                matches!(m, rustpython_parser::ast::Stmt::FunctionDef(h)
+                if h.name.as_str() == name && rustpython_parser::ast::Ranged::range(h) == at)
+            })
+    };
+    let body = found.def.body.clone();
+    desugared.body.retain(|s| match s {
+        rustpython_parser::ast::Stmt::FunctionDef(d) => {
+            !hoisted(d.name.as_str(), rustpython_parser::ast::Ranged::range(d))
+        }
+        rustpython_parser::ast::Stmt::Assign(_) => {
+            lambda_def(s, &body).is_none_or(|d| !hoisted(d.name.as_str(), d.range))
+        }
+        _ => true,
     });
     // The function's own imports are the module's (see `plan_parsed`).
     desugared.body.retain(|s| {
@@ -241,7 +254,18 @@ pub fn capture_free_nested_defs(
     let module = src.module_names();
     let mut out = Vec::new();
     for s in &f.body {
-        let Stmt::FunctionDef(d) = s else { continue };
+        let lambda;
+        let d = match s {
+            Stmt::FunctionDef(d) => d,
+            Stmt::Assign(_) => match lambda_def(s, &f.body) {
+                Some(d) => {
+                    lambda = d;
+                    &lambda
+                }
+                None => continue,
+            },
+            _ => continue,
+        };
         if module.contains(d.name.as_str()) || !d.decorator_list.is_empty() {
             continue;
         }
@@ -272,6 +296,53 @@ pub fn capture_free_nested_defs(
         }
     }
     out
+}
+
+/// `name = lambda args: value`, a statement of `body` and the only one
+/// binding `name`, as the `def name(args): return value` it means (with
+/// the statement's range: the desugared body drops the statement where the
+/// file pass hoisted the `def`).
+pub fn lambda_def(
+    s: &rustpython_parser::ast::Stmt,
+    body: &[rustpython_parser::ast::Stmt],
+) -> Option<rustpython_parser::ast::StmtFunctionDef> {
+    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    let Stmt::Assign(a) = s else { return None };
+    let ([Expr::Name(n)], Expr::Lambda(l)) = (a.targets.as_slice(), a.value.as_ref()) else {
+        return None;
+    };
+    // Statements binding the name: simple ones, and loop targets (a
+    // compound statement's body is walked on its own).
+    let mut bound = 0;
+    pyast::walk_stmts(body, &mut |st| {
+        let binds = match st {
+            Stmt::For(f) => {
+                let mut hit = false;
+                pyast::walk_expr(&f.target, &mut |x| {
+                    hit |= matches!(x, Expr::Name(t) if t.id == n.id);
+                });
+                hit
+            }
+            Stmt::While(_) | Stmt::If(_) | Stmt::With(_) | Stmt::Try(_) => false,
+            _ => pyast::names_rebound(std::slice::from_ref(st))
+                .iter()
+                .any(|x| x == n.id.as_str()),
+        };
+        bound += usize::from(binds);
+    });
+    (bound == 1).then(|| ast::StmtFunctionDef {
+        range: a.range(),
+        name: n.id.clone(),
+        args: l.args.clone(),
+        body: vec![Stmt::Return(ast::StmtReturn {
+            range: l.body.range(),
+            value: Some(l.body.clone()),
+        })],
+        decorator_list: Vec::new(),
+        returns: None,
+        type_comment: None,
+        type_params: Vec::new(),
+    })
 }
 
 /// Each statement `np.copyto(dst, src)` (no `casting=`/`where=`) of `body`
