@@ -900,6 +900,21 @@ macro_rules! program_in {
     };
 }
 
+/// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
+/// names imported from NumPy and math, a ufunc's `out` given positionally,
+/// a lambda bound to a name.
+mod general_rules {
+    use super::verified;
+
+    program_in! {
+        "migrate/general_rules.py";
+        gaussian_profile: "float64[:], float64",
+        normal_cdf: "float64[:], float64[:]",
+        accumulate_in_place: "float64[:, :], float64[:, :], float64",
+        smooth_relu: "float32[:]",
+    }
+}
+
 /// Extents related across arguments, and integer arguments that are
 /// extents (fixtures/migrate/related_extents.py): verified from the
 /// signature alone, on inputs generated to fit the plan's guards and

@@ -660,7 +660,21 @@ fn value(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -
             Constant::Complex { .. } => scalar(ScalarType::C128),
             _ => Val::Unknown,
         },
-        Expr::Name(n) => env.get(n.id.as_str()).cloned().unwrap_or(Val::Unknown),
+        // A name bound here, else a constant (`pi` from numpy, `G` from a
+        // module beside the file).
+        Expr::Name(n) => env.get(n.id.as_str()).cloned().unwrap_or_else(|| {
+            match src
+                .imports
+                .get(n.id.as_str())
+                .and_then(|f| src.imported_const(f))
+            {
+                Some(crate::source::Const::Int(_)) => scalar(ScalarType::I64),
+                Some(crate::source::Const::Float(_)) => scalar(ScalarType::F64),
+                Some(crate::source::Const::Float32(_)) => scalar(ScalarType::F32),
+                Some(crate::source::Const::Bool(_)) => scalar(ScalarType::Bool),
+                None => Val::Unknown,
+            }
+        }),
         Expr::Tuple(t) => Val::Tuple(t.elts.iter().map(|x| value(src, x, env, depth)).collect()),
         Expr::UnaryOp(u) => match u.op {
             ast::UnaryOp::Not => scalar(ScalarType::Bool),

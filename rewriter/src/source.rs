@@ -130,11 +130,25 @@ impl SourceFile {
         Some(self.with_suite(suite))
     }
 
-    /// The constant `full` (`consts.G`) of a module of the program beside
-    /// this file (`consts.py`), as Numba freezes a module's globals; the
-    /// module is read at the first such question. `None` for anything
-    /// else (NumPy, the standard library, a name that is no constant).
+    /// The constant `full` names: one of NumPy's or `math`'s (`numpy.pi`),
+    /// or one of a module of the program beside this file (`consts.G`,
+    /// from `consts.py`), as Numba freezes a module's globals; the module
+    /// is read at the first such question. `None` for anything else.
     pub fn imported_const(&self, full: &str) -> Option<Const> {
+        // The libraries' own constants, however imported (`np.pi`, or
+        // `pi` after `from numpy import pi`).
+        let known = match full {
+            "math.pi" | "numpy.pi" => Some(std::f64::consts::PI),
+            "math.e" | "numpy.e" => Some(std::f64::consts::E),
+            "math.tau" => Some(std::f64::consts::TAU),
+            "math.inf" | "numpy.inf" => Some(f64::INFINITY),
+            "math.nan" | "numpy.nan" => Some(f64::NAN),
+            "numpy.euler_gamma" => Some(0.577_215_664_901_532_9),
+            _ => None,
+        };
+        if let Some(v) = known {
+            return Some(Const::Float(v));
+        }
         let (module, name) = full.split_once('.')?;
         if name.contains('.') {
             return None;
@@ -363,14 +377,8 @@ impl SourceFile {
                 // `from consts import G`
                 self.imported_const(self.imports.get(n.id.as_str())?)
             }),
-            Expr::Attribute(_) => match self.resolve(e)?.as_str() {
-                "math.pi" | "numpy.pi" => Some(Float(std::f64::consts::PI)),
-                "math.e" | "numpy.e" => Some(Float(std::f64::consts::E)),
-                "math.tau" => Some(Float(std::f64::consts::TAU)),
-                "math.inf" | "numpy.inf" => Some(Float(f64::INFINITY)),
-                "math.nan" | "numpy.nan" => Some(Float(f64::NAN)),
-                other => self.imported_const(other),
-            },
+            // `math.pi`, `np.inf`, `consts.G`.
+            Expr::Attribute(_) => self.imported_const(&self.resolve(e)?),
             Expr::UnaryOp(u) => {
                 let v = self.eval_const(&u.operand)?;
                 match (u.op, v) {

@@ -8,6 +8,7 @@
 //!   `out[i][j]` as `out[i, j]`;
 //! - a running maximum and its position (a pivot search) as `np.argmax`;
 //! - returns from inside `if`s as one return at the end;
+//! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
 //! - `np.copyto(dst, src)` as `dst[:] = src`;
 //! - names holding a tuple literal as one name per element;
 //! - parameters left to their defaults specialised to them (`if x is None`
@@ -113,6 +114,8 @@ pub fn body(
             }
         });
     }
+    // `np.add(x, y, x)` as `np.add(x, y, out=x)`.
+    positional_out(src, &mut desugared.body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
@@ -343,6 +346,136 @@ pub fn lambda_def(
         type_comment: None,
         type_params: Vec::new(),
     })
+}
+
+/// How many inputs a NumPy ufunc takes, by name: its next positional
+/// argument is `out` (`np.add(x, y, x)`, `np.sqrt(d, d)`).
+fn ufunc_inputs(name: &str) -> Option<usize> {
+    const UNARY: &[&str] = &[
+        "sqrt",
+        "cbrt",
+        "square",
+        "reciprocal",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsinh",
+        "arccosh",
+        "arctanh",
+        "absolute",
+        "abs",
+        "fabs",
+        "negative",
+        "positive",
+        "floor",
+        "ceil",
+        "trunc",
+        "rint",
+        "sign",
+        "conjugate",
+        "conj",
+        "deg2rad",
+        "rad2deg",
+        "degrees",
+        "radians",
+        "logical_not",
+        "invert",
+        "bitwise_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "signbit",
+    ];
+    const BINARY: &[&str] = &[
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "true_divide",
+        "floor_divide",
+        "power",
+        "float_power",
+        "mod",
+        "remainder",
+        "fmod",
+        "maximum",
+        "minimum",
+        "fmax",
+        "fmin",
+        "arctan2",
+        "hypot",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "left_shift",
+        "right_shift",
+        "greater",
+        "greater_equal",
+        "less",
+        "less_equal",
+        "equal",
+        "not_equal",
+        "copysign",
+        "logaddexp",
+        "logaddexp2",
+        "heaviside",
+        "nextafter",
+    ];
+    if UNARY.contains(&name) {
+        Some(1)
+    } else if BINARY.contains(&name) {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// Each call of a NumPy ufunc in `body` given its output array as the
+/// argument after its inputs (`np.add(x, y, x)`, `np.sqrt(d, d)`) as the
+/// same call with `out=`, which is what NumPy takes that argument as.
+fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::Call(c) = e else { return false };
+        let Some(name) = src
+            .resolve(&c.func)
+            .and_then(|f| f.strip_prefix("numpy.").map(str::to_string))
+        else {
+            return false;
+        };
+        let Some(n) = ufunc_inputs(&name) else {
+            return false;
+        };
+        if c.args.len() != n + 1
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || c.keywords.iter().any(|k| k.arg.as_deref() == Some("out"))
+        {
+            return false;
+        }
+        let out = c.args.pop().expect("n + 1 arguments");
+        c.keywords.push(ast::Keyword {
+            range: out.range(),
+            arg: Some(ast::Identifier::new("out")),
+            value: out,
+        });
+        false
+    });
 }
 
 /// Each statement `np.copyto(dst, src)` (no `casting=`/`where=`) of `body`
