@@ -206,6 +206,11 @@ pub enum Dim {
         lo: Lin,
         hi: Lin,
     },
+    /// The first of three: the flat index `p * S + q` with `0 <= q < S`
+    /// (`S` this symbol) names position `(p, q)` of a row-major `[:, S]`
+    /// view, the next two dimensions; comparable only with another such
+    /// index of the same `S`.
+    Flat(String),
     Unknown,
 }
 
@@ -266,9 +271,94 @@ pub fn is_length(e: &Expr) -> bool {
     }
 }
 
+/// The terms of a sum (`a + b - c`: `a`, `b`, and `c` negated).
+fn terms<'e>(e: &'e Expr, sign: i64, out: &mut Vec<(&'e Expr, i64)>) {
+    match e {
+        Expr::BinOp(b) if matches!(b.op, ast::Operator::Add | ast::Operator::Sub) => {
+            terms(&b.left, sign, out);
+            let s = if b.op == ast::Operator::Sub {
+                -sign
+            } else {
+                sign
+            };
+            terms(&b.right, s, out);
+        }
+        e => out.push((e, sign)),
+    }
+}
+
+/// A one-dimensional index `p * S + q` (in any order) with `q` a loop
+/// variable ranging over `range(S)`, `S` an invariant and `p` a loop
+/// variable or an invariant, as
+/// the position `(p, q)` it names: `[Flat(S), p, q]`. Distinct iterations
+/// name distinct elements, which the index's own arithmetic cannot show
+/// (`p * S` is not linear).
+fn delinearize(e: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
+    let mut ts = Vec::new();
+    terms(e, 1, &mut ts);
+    let mut row: Option<(Lin, Lin)> = None;
+    let mut rest = Lin::default();
+    for (t, sign) in ts {
+        if let Expr::BinOp(b) = t {
+            if b.op == ast::Operator::Mult && sign == 1 {
+                // The row: a loop variable, or an integer the same in
+                // every iteration.
+                let loop_var = |x: &Expr| match x {
+                    Expr::Name(n) => match (ctx.name)(n.id.as_str()) {
+                        NameKind::Loop => Some(Lin::var(n.id.as_str())),
+                        NameKind::Invariant => Some(Lin::sym(n.id.as_str())),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let stride = |x: &Expr| {
+                    lin(x, ctx).filter(|l| {
+                        l.vars.is_empty()
+                            && l.konst == 0
+                            && l.syms.len() == 1
+                            && l.syms.values().all(|k| *k == 1)
+                    })
+                };
+                // `p * S` or `S * p`.
+                let pair = loop_var(&b.left)
+                    .zip(stride(&b.right))
+                    .or_else(|| loop_var(&b.right).zip(stride(&b.left)));
+                if let Some(pair) = pair {
+                    if row.is_some() {
+                        return None;
+                    }
+                    row = Some(pair);
+                    continue;
+                }
+            }
+        }
+        rest = rest.plus(&lin(t, ctx)?.scale(sign)?, 1)?;
+    }
+    let (p, stride) = row?;
+    // The rest is exactly one other loop variable, over `range(S)`.
+    if !rest.syms.is_empty() || rest.konst != 0 || rest.vars.len() != 1 {
+        return None;
+    }
+    let (q, k) = rest.vars.iter().next()?;
+    if *k != 1 || p.vars.contains_key(q) || (ctx.bounds)(q)? != (Lin::constant(0), stride.clone()) {
+        return None;
+    }
+    let point = |l: Lin| Dim::Range {
+        hi: l.plus(&Lin::constant(1), 1).expect("no overflow"),
+        lo: l,
+    };
+    let s = stride.syms.keys().next()?.clone();
+    Some(vec![Dim::Flat(s), point(p), point(Lin::var(q))])
+}
+
 /// The per-dimension sets of a subscript's index (`i, :3` → two), or
 /// `None` when its dimensions cannot be lined up (`...`, `None`, `*x`).
 pub fn access(index: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
+    if !matches!(index, Expr::Tuple(_) | Expr::Slice(_)) {
+        if let Some(d) = delinearize(index, ctx) {
+            return Some(d);
+        }
+    }
     let comps: Vec<&Expr> = match index {
         Expr::Tuple(t) => t.elts.iter().collect(),
         e => vec![e],
@@ -385,6 +475,14 @@ pub fn may_meet_in(
     let (Some(a), Some(b)) = (a, b) else {
         return true;
     };
+    // A flat index is comparable only with one of the same row length.
+    let flat = |d: &[Dim]| match d.first() {
+        Some(Dim::Flat(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if flat(a) != flat(b) {
+        return true;
+    }
     // Some dimension where everything one access names over the whole
     // loop lies apart from everything the other names: they never meet.
     if a
@@ -412,6 +510,10 @@ mod tests {
     /// The index of `x[...]` in `src`, read with `i`/`j` loop variables,
     /// `k`/`n` invariants and `t` variant.
     fn sets(src: &str) -> Option<Vec<Dim>> {
+        sets_in(src, &no_bounds)
+    }
+
+    fn sets_in(src: &str, bounds: &dyn Fn(&str) -> Option<(Lin, Lin)>) -> Option<Vec<Dim>> {
         let stmts = ast::Suite::parse(src, "<t>").unwrap();
         let Stmt::Expr(e) = &stmts[0] else { panic!() };
         let Expr::Subscript(s) = e.value.as_ref() else {
@@ -426,7 +528,7 @@ mod tests {
         access(
             &s.slice,
             &Ctx {
-                bounds: &no_bounds,
+                bounds,
                 name: &name,
                 opaque: &opaque,
             },
@@ -460,5 +562,41 @@ mod tests {
         assert!(!meet("x[i, j]", "x[i, j]", &["i", "j"]));
         assert!(meet("x[i, 0]", "x[i, 0]", &["i", "j"]));
         assert!(meet("x[..., i]", "x[..., i]", i));
+    }
+
+    /// `i * n + j` with `j` in `range(n)` is position `(i, j)` of rows of
+    /// `n`: distinct iterations, distinct elements; not so when `j` may
+    /// reach `n`, or beside an index of another form.
+    #[test]
+    fn flat_indices_over_a_row_length() {
+        let meet_with = |a: &str, b: &str, j_stop: &str| {
+            let bounds = |v: &str| match v {
+                "j" => Some((Lin::constant(0), Lin::sym(j_stop))),
+                _ => None,
+            };
+            let vars = ["i".to_string(), "j".to_string()];
+            may_meet_in(
+                sets_in(a, &bounds).as_deref(),
+                sets_in(b, &bounds).as_deref(),
+                &vars,
+                &bounds,
+            )
+        };
+        assert!(!meet_with("x[i * n + j]", "x[i * n + j]", "n"));
+        assert!(!meet_with("x[j + n * i]", "x[n * i + j]", "n"));
+        assert!(meet_with("x[i * n + j]", "x[i * n + j]", "k"));
+        assert!(meet_with("x[i * n + j + 1]", "x[i * n + j]", "n"));
+        assert!(meet_with("x[i * n + j]", "x[i]", "n"));
+        assert!(meet_with("x[i * n + j]", "x[i * k + j]", "n"));
+        // The row the same in every iteration (`k` invariant).
+        let vars = ["j".to_string()];
+        let bounds = |v: &str| (v == "j").then(|| (Lin::constant(0), Lin::sym("n")));
+        let at = |a: &str| sets_in(a, &bounds);
+        assert!(!may_meet_in(
+            at("x[k * n + j]").as_deref(),
+            at("x[k * n + j]").as_deref(),
+            &vars,
+            &bounds
+        ));
     }
 }
