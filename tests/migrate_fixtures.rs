@@ -902,7 +902,8 @@ macro_rules! program_in {
 
 /// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
-/// a lambda bound to a name, a flat index `i * width + j` over rows.
+/// a lambda bound to a name, a flat index `i * width + j` over rows,
+/// `np.arange` with float bounds.
 mod general_rules {
     use super::verified;
 
@@ -913,6 +914,7 @@ mod general_rules {
         accumulate_in_place: "float64[:, :], float64[:, :], float64",
         smooth_relu: "float32[:]",
         scale_flat_rows: "float64[:], int64, int64, float64",
+        damped_ramp: "float64[:], float64, float64",
     }
 }
 

@@ -212,27 +212,60 @@ impl Lowerer<'_> {
                     _ => return refuse(array_expr::NAME, line, "`arange` takes 1 to 3 arguments"),
                 };
                 if any_float {
-                    return refuse(
-                        array_expr::NAME,
-                        line,
-                        "`np.arange` with float bounds (its length is rounding-sensitive): use np.linspace",
+                    // As NumPy computes it: the length is
+                    // ceil((stop - start) / step) in float64; element 0 is
+                    // `start`, element 1 `start + step`, and element k
+                    // `start + k * delta` with delta = (start + step) - start.
+                    let f = |k: usize| {
+                        let (e, t) = &ints[k];
+                        cast_to(e.clone(), *t, ScalarType::F64)
+                    };
+                    let (start, stop, step) = match ints.len() {
+                        1 => (
+                            crate::ir_util::lit(ScalarType::F64, 0.0),
+                            f(0),
+                            crate::ir_util::lit(ScalarType::F64, 1.0),
+                        ),
+                        2 => (f(0), f(1), crate::ir_util::lit(ScalarType::F64, 1.0)),
+                        _ => (f(0), f(1), f(2)),
+                    };
+                    let len = array_expr::nonneg(cast(
+                        ScalarType::I64,
+                        math(
+                            port_codegen::ir::MathFn::Ceil,
+                            vec![div(sub(stop, start.clone()), step.clone())],
+                        ),
+                    ));
+                    let second = add(start.clone(), step);
+                    let delta = sub(second.clone(), start.clone());
+                    let k = var(&ph(0));
+                    let v = select(
+                        cmp(port_codegen::ir::CmpOp::Eq, k.clone(), i64(0)),
+                        start.clone(),
+                        select(
+                            cmp(port_codegen::ir::CmpOp::Eq, k.clone(), i64(1)),
+                            second,
+                            add(start, mul(cast(ScalarType::F64, k), delta)),
+                        ),
                     );
+                    filled(vec![len], t, cast_to(v, ScalarType::F64, t))
+                } else {
+                    let step_i = step.clone();
+                    // len = max(0, ceil((stop - start) / step)), for either sign of step.
+                    let sign = select(
+                        cmp(port_codegen::ir::CmpOp::Gt, step_i.clone(), i64(0)),
+                        i64(1),
+                        i64(-1),
+                    );
+                    let len = array_expr::nonneg(binary(
+                        BinOp::FloorDiv,
+                        sub(add(sub(stop, start.clone()), step_i.clone()), sign),
+                        step_i.clone(),
+                    ));
+                    let len = array_expr::tidy(&len);
+                    let v = add(start, mul(var(&ph(0)), step_i));
+                    filled(vec![len], t, cast_to(v, ScalarType::I64, t))
                 }
-                let step_i = step.clone();
-                // len = max(0, ceil((stop - start) / step)), for either sign of step.
-                let sign = select(
-                    cmp(port_codegen::ir::CmpOp::Gt, step_i.clone(), i64(0)),
-                    i64(1),
-                    i64(-1),
-                );
-                let len = array_expr::nonneg(binary(
-                    BinOp::FloorDiv,
-                    sub(add(sub(stop, start.clone()), step_i.clone()), sign),
-                    step_i.clone(),
-                ));
-                let len = array_expr::tidy(&len);
-                let v = add(start, mul(var(&ph(0)), step_i));
-                filled(vec![len], t, cast_to(v, ScalarType::I64, t))
             }
             "linspace" => {
                 if c.args.len() != 3 {
