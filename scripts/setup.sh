@@ -3,7 +3,8 @@
 # Debian machine. Quiet when everything is already there.
 #   - LLVM 19 development files (inkwell links libLLVM.so.19 dynamically)
 #   - .venv: numpy for the fixtures, nvidia-cuda-nvcc-cu12 for ptxas and libdevice
-#   - with --oracle: .venv-oracle, real Numba + numba-cuda (the classifier's ground truth)
+#   - with --oracle: .venv-oracle, real Numba + numba-cuda (the classifier's ground truth),
+#     and scipy in .venv (fixtures calling scipy.special)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,6 +60,11 @@ if [ "${1:-}" = "--oracle" ] && ! command -v chromium >/dev/null 2>&1; then
   say "installing chromium from Debian (the HTML report's headless-browser test)"
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
+
+if [ "${1:-}" = "--oracle" ] && ! .venv/bin/python -c 'import scipy' 2>/dev/null; then
+  say "installing scipy into .venv (the fixtures that call scipy.special)"
+  .venv/bin/pip install -q --disable-pip-version-check "scipy>=1.11"
 fi
 
 if [ "${1:-}" = "--oracle" ] && [ ! -f .venv-oracle/.port-ready ]; then

@@ -13,10 +13,14 @@ of two ways a user would:
   the profiler, which captures the call's types and arrays, then
   `port migrate --function NAME` verifies on them.
 
-Prints one line per benchmark and the summary line
-`benchmarks N, verified V, refused R, mismatch M, failed F`.
+With `--all`, every function of the program the analysis asked the planner
+about is migrated (after the profile: the user who ranks hotspots and
+migrates each), not only `NAME`; the run line names the call.
 
-    python scripts/setup_run_corpus.py FOLDER PORT WORKDIR [--calls] [--timeout S]
+Prints one line per function and the summary line
+`functions N, verified V, refused R, mismatch M, failed F`.
+
+    python scripts/setup_run_corpus.py FOLDER PORT WORKDIR [--calls] [--all] [--timeout S]
 
 It writes only under WORKDIR (one folder per benchmark, with its .port/).
 """
@@ -58,6 +62,8 @@ def main():
                     help="no profile: types from the program's call or the body")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--only", help="comma-separated benchmark names")
+    ap.add_argument("--all", action="store_true",
+                    help="migrate every function the analysis planned or refused, after the profile")
     a = ap.parse_args()
     folder, work = Path(a.folder).resolve(), Path(a.work).resolve()
     shutil.rmtree(work, ignore_errors=True)
@@ -72,38 +78,54 @@ def main():
         prog = program(f.read_text())
         if prog is None:
             continue
-        n += 1
+        n += 0 if a.all else 1
         w = work / name
         w.mkdir()
         (w / f.name).write_text(prog)
-        started = time.time()
-        from_, why = "", ""
-        try:
-            if not a.calls:
-                j, p = port_json([a.port, "analyze", f.name, "--json", "--python", sys.executable],
-                                 w, a.timeout)
-                if j is None:
-                    raise RuntimeError("analyze: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-            j, p = port_json([a.port, "migrate", "--function", name, f.name, "--json",
-                              "--python", sys.executable], w, a.timeout)
+        names = [name]
+        if a.all:
+            j, p = port_json([a.port, "analyze", f.name, "--json", "--python", sys.executable],
+                             w, a.timeout)
             if j is None:
-                raise RuntimeError("migrate: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-            status = j.get("status", "failed")
-            if status == "failed" and (j.get("verification") or {}).get("mismatch"):
-                status = "mismatch"
-            from_ = ",".join(sorted({t.get("from", "?") for t in j.get("arg_types") or []}))
-            why = (j.get("reasons") or [{}])[0].get("message", j.get("reason", ""))
-            if status == "failed" and not why:
-                why = j.get("error") or json.dumps(j.get("verification"))[:200]
-        except subprocess.TimeoutExpired:
-            status, why = "failed", "timed out after %d s" % a.timeout
-        except RuntimeError as e:
-            status, why = "failed", str(e)
-        counts[status if status in counts else "failed"] += 1
-        print("%-26s %-9s %-14s %5.1fs  %s" % (name, status, from_, time.time() - started,
-                                              why.replace("\n", " ")[:160]), flush=True)
-    print("benchmarks %d, verified %d, refused %d, mismatch %d, failed %d" % (
-        n, counts["verified"], counts["refused"], counts["mismatch"], counts["failed"]))
+                names = []
+                n += 1
+                counts["failed"] += 1
+                print("%-26s failed    analyze: %s" % (name, (p.stderr.strip().splitlines() or ["?"])[-1]))
+            else:
+                names = [fn["qualname"] for fn in j["functions"]
+                         if fn.get("migration_plan") and "." not in fn["qualname"].split(fn["module"] + ".", 1)[-1]]
+        for fname in names:
+            n += 1 if a.all else 0
+            started = time.time()
+            from_, why = "", ""
+            try:
+                if not a.calls and not a.all:
+                    j, p = port_json([a.port, "analyze", f.name, "--json", "--python", sys.executable],
+                                     w, a.timeout)
+                    if j is None:
+                        raise RuntimeError("analyze: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+                j, p = port_json([a.port, "migrate", "--function", fname, f.name, "--json",
+                                  "--python", sys.executable], w, a.timeout)
+                if j is None:
+                    raise RuntimeError("migrate: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+                status = j.get("status", "failed")
+                if status == "failed" and (j.get("verification") or {}).get("mismatch"):
+                    status = "mismatch"
+                from_ = ",".join(sorted({t.get("from", "?") for t in j.get("arg_types") or []}))
+                why = (j.get("reasons") or [{}])[0].get("message", j.get("reason", ""))
+                if status == "failed" and not why:
+                    why = j.get("error") or json.dumps(j.get("verification"))[:200]
+            except subprocess.TimeoutExpired:
+                status, why = "failed", "timed out after %d s" % a.timeout
+            except RuntimeError as e:
+                status, why = "failed", str(e)
+            counts[status if status in counts else "failed"] += 1
+            print("%-26s %-9s %-14s %5.1fs  %s" % (fname if a.all else name, status, from_,
+                                                  time.time() - started,
+                                                  why.replace("\n", " ")[:160]), flush=True)
+    print("%s %d, verified %d, refused %d, mismatch %d, failed %d" % (
+        "functions" if a.all else "benchmarks", n,
+        counts["verified"], counts["refused"], counts["mismatch"], counts["failed"]))
 
 
 if __name__ == "__main__":

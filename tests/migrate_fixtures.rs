@@ -903,7 +903,7 @@ macro_rules! program_in {
 /// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,
-/// `np.arange` with float bounds.
+/// `np.arange` with float bounds, `scipy.special` functions.
 mod general_rules {
     use super::verified;
 
@@ -915,6 +915,14 @@ mod general_rules {
         smooth_relu: "float32[:]",
         scale_flat_rows: "float64[:], int64, int64, float64",
         damped_ramp: "float64[:], float64, float64",
+    }
+
+    // scipy.special, however imported (fixtures/migrate/scipy_special.py).
+    program_in! {
+        "migrate/scipy_special.py";
+        logistic_units: "float32[:], float32, float32",
+        gaussian_cdf: "float64[:], float64, float64",
+        erf_table: "float64[:], float64[:]",
     }
 }
 

@@ -446,6 +446,30 @@ def batched(a, b):   # a, b: float64[:, :, :]
 Loop over the leading (batch) dimension and multiply matrices; write
 `np.matmul(a, b)` as `a @ b` for 2-D arrays.";
 
+"PORT122" "scipy-special" Object
+"## What it does
+Flags calls of `scipy.special` functions that have a CUDA equivalent: `erf`,
+`erfc`, `expit`, however imported (`scipy.special.erf`, `from scipy.special
+import erf`, `special.erf`).
+
+## Why is this bad?
+Numba compiles `scipy.special` only with the separate numba-scipy package
+(`Untyped global name 'erf'`), so plain `@njit` needs object mode for them.
+`port migrate` maps them to libdevice's `erf`/`erfc` and to scipy's own
+formula for `expit` (`1 / (1 + exp(-x))`), element by element, keeping
+float32 as float32.
+
+## Example
+```python
+from scipy.special import expit
+def logistic_layer(x, w):
+    return expit(x @ w)
+```
+
+## Fix
+Nothing, for `port migrate`. For `@njit`, install numba-scipy or use
+`math.erf`.";
+
 "PORT201" "container" Blocker
 "## What it does
 Flags Python lists, dicts, sets and comprehensions that build them.
@@ -875,10 +899,11 @@ pub const ARGUMENT_LEVEL_CODES: &[&str] = &[
 ];
 
 /// Object-mode findings that are Numba's lists of NumPy functions (PORT102)
-/// and methods (PORT114), not port's: the planner has its own list and
+/// and methods (PORT114), or scipy.special functions port maps (PORT122),
+/// not port's: the planner has its own list and
 /// refuses what it cannot take by name and line (`np.ogrid`, `np.ndarray`
 /// are templates to it).
-pub const NUMBA_LIST_CODES: &[&str] = &["PORT102", "PORT114"];
+pub const NUMBA_LIST_CODES: &[&str] = &["PORT102", "PORT114", "PORT122"];
 
 /// Whether the migration planner should be asked despite an `object`
 /// verdict: every object-mode finding is argument-level, a NumPy function

@@ -14,6 +14,9 @@ use crate::support;
 use crate::symbols::Binding;
 use crate::ty::Ty;
 
+/// The `scipy.special` functions port maps to CUDA (see PORT122).
+const SCIPY_SPECIAL: &[&str] = &["erf", "erfc", "expit"];
+
 impl<'a> Checker<'a> {
     /// `module.attr`, for a module by dotted name.
     pub(super) fn module_attr(&mut self, m: &str, attr: &str, line: u32, called: bool) -> Ty {
@@ -71,6 +74,13 @@ impl<'a> Checker<'a> {
             return Ty::External(full);
         }
         if support::module_is_nopython(root) {
+            return Ty::External(full);
+        }
+        // `scipy.special`, and those of its functions port maps.
+        if full == "scipy.special" {
+            return Ty::Module(full);
+        }
+        if m == "scipy.special" && SCIPY_SPECIAL.contains(&attr) {
             return Ty::External(full);
         }
         self.add(
@@ -203,6 +213,18 @@ impl<'a> Checker<'a> {
             } else {
                 Ty::Unknown
             };
+        }
+        // `scipy.special.erf` (however imported): Numba needs numba-scipy;
+        // port has an equivalent. Typed as NumPy's float ufuncs are.
+        if let Some(name) = full.strip_prefix("scipy.special.") {
+            if SCIPY_SPECIAL.contains(&name) {
+                self.add(
+                    "PORT122",
+                    line,
+                    format!("Untyped global name '{name}' (scipy.special): Numba compiles it only with numba-scipy; port maps it to a CUDA equivalent"),
+                );
+                return self.numpy_result("sqrt", args, kw, c, line);
+            }
         }
         // `from hashlib import md5`, `from scipy.special import erf`.
         let (module, attr) = full.rsplit_once('.').unwrap_or((full, ""));

@@ -25,7 +25,7 @@ impl<'a> Lowerer<'a> {
             let is_module = self.src.resolve(&a.value).is_some_and(|m| {
                 matches!(
                     m.split('.').next(),
-                    Some("numpy" | "math" | "numba" | "cmath")
+                    Some("numpy" | "math" | "numba" | "cmath" | "scipy")
                 ) || self.src.imports.contains_key(m.as_str())
             });
             if !is_module {

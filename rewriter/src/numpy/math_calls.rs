@@ -59,6 +59,38 @@ pub fn math_fn(name: &str) -> Option<MathFn> {
     })
 }
 
+/// The `scipy.special` ufuncs with an equivalent here, on real arguments,
+/// with NumPy's float types (float32 stays float32, as scipy's `f->f`
+/// loops keep it): `erf`, `erfc`, and `expit` as `1 / (1 + exp(-x))`,
+/// scipy's own formula.
+pub fn special(f: &str, args: &[Val]) -> Option<Val> {
+    let [a] = args else { return None };
+    if elem_type(a).is_some_and(|t| t.is_complex()) {
+        return None;
+    }
+    let fun = match f {
+        "erf" => Some(MathFn::Erf),
+        "erfc" => Some(MathFn::Erfc),
+        "expit" => None,
+        _ => return None,
+    };
+    map1(a, &mut |e, t| {
+        let ft = float_of(t, true);
+        let x = cast_to(e, t, ft);
+        let v = match fun {
+            Some(m) => math(m, vec![x]),
+            None => div(
+                lit(ft, 1.0),
+                add(
+                    lit(ft, 1.0),
+                    math(MathFn::Exp, vec![Expr::Unary(UnaryOp::Neg, Box::new(x))]),
+                ),
+            ),
+        };
+        (v, ft)
+    })
+}
+
 /// The float type a math function computes in for an argument of type `t`:
 /// `math.*` always float64 (Python floats), `np.*` keeps float32.
 fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
@@ -75,6 +107,9 @@ fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
 /// Lowers a call to a math function or numeric built-in; `None` when `name`
 /// is not one (or the arguments do not fit, e.g. a tuple).
 pub fn call(name: &str, args: &[Val]) -> Option<Val> {
+    if let Some(f) = name.strip_prefix("scipy.special.") {
+        return special(f, args);
+    }
     let numpy = name.starts_with("numpy.");
     let short = name.rsplit('.').next().unwrap_or(name);
     if let Some(v) = complex_call(name, short, numpy, args) {
