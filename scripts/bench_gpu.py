@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 # print_table is also read from here by run-gpu.sh's summary.
@@ -129,7 +130,11 @@ def make_inputs(case, size, names):
             shape = (n,) if t.ndim == 1 else (max(4, math.isqrt(n)),) * t.ndim
             args[name] = rng.uniform(0.5, 1.5, shape).astype(str(t.dtype))
         else:
-            args[name] = np.dtype(str(t)).type(0.75)
+            # As port passes scalars: bool, int64 and float64 as Python
+            # numbers (weak in NumPy 2), any other dtype as a NumPy scalar;
+            # the migrated wrapper runs the original on other kinds.
+            v = np.dtype(str(t)).type(0.75)
+            args[name] = v.item() if str(t) in ("float64", "int64", "bool", "boolean") else v
     return args
 
 
@@ -326,9 +331,15 @@ def time_numba_cuda(module, function, kernels, make_args, repeats):
         setattr(module, name, TimedKernel(kernel, launches))
     try:
         per_call = []
-        for _ in range(1 + repeats):
+        for k in range(1 + repeats):
             launches.clear()
-            wrapper(*make_args())
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                wrapper(*make_args())
+            # A call the wrapper hands to the original times the CPU.
+            ran_original = [str(w.message) for w in caught if str(w.message).startswith("port:")]
+            if k == 0 and ran_original:
+                raise SystemExit("%s: the migrated function ran the original: %s" % (function, ran_original[0]))
             cuda.synchronize()
             per_call.append(event_seconds(launches))
     finally:
