@@ -211,7 +211,14 @@ impl Lowerer<'_> {
                     3 => (ints[0].0.clone(), ints[1].0.clone(), ints[2].0.clone()),
                     _ => return refuse(array_expr::NAME, line, "`arange` takes 1 to 3 arguments"),
                 };
-                if any_float {
+                if any_float && t != ScalarType::F64 {
+                    // NumPy fills in the dtype itself (its own rounding).
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        "`np.arange` with float bounds and a `dtype=` other than float64",
+                    );
+                } else if any_float {
                     // As NumPy computes it: the length is
                     // ceil((stop - start) / step) in float64; element 0 is
                     // `start`, element 1 `start + step`, and element k
