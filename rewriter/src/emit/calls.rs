@@ -77,12 +77,7 @@ pub(super) fn original_runs(plan: &KernelPlan, name: &str, original_and_args: &s
     }
     // Arguments that share memory where one is written: the kernels read
     // each argument as its own array, the original does not.
-    let arrays: Vec<&str> = plan
-        .params
-        .iter()
-        .filter(|p| p.kernel_ty.is_array())
-        .map(|p| p.name.as_str())
-        .collect();
+    let arrays = array_params(plan);
     let written: Vec<&str> = arrays
         .iter()
         .copied()
@@ -109,6 +104,15 @@ pub(super) fn original_runs(plan: &KernelPlan, name: &str, original_and_args: &s
         );
     }
     out
+}
+
+/// The names of the arguments the kernels take as arrays.
+pub(super) fn array_params(plan: &KernelPlan) -> Vec<&str> {
+    plan.params
+        .iter()
+        .filter(|p| p.kernel_ty.is_array())
+        .map(|p| p.name.as_str())
+        .collect()
 }
 
 /// Whether a Python number and a NumPy scalar of `ty`'s dtype would give the

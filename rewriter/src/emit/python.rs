@@ -951,12 +951,7 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         parts[1..].join(", ")
     );
     out.push_str(&super::calls::original_runs(plan, name, &original_and_args));
-    let arrays: Vec<&str> = plan
-        .params
-        .iter()
-        .filter(|p| p.kernel_ty.is_array())
-        .map(|p| p.name.as_str())
-        .collect();
+    let arrays = super::calls::array_params(plan);
     // The guards on the arguments' shapes, before anything is copied.
     let entry = plan
         .steps
