@@ -903,7 +903,8 @@ macro_rules! program_in {
 /// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,
-/// `np.arange` with float bounds, `scipy.special` functions.
+/// `np.arange` with float bounds, `scipy.special` functions, lists of
+/// known length.
 mod general_rules {
     use super::verified;
 
@@ -915,6 +916,7 @@ mod general_rules {
         smooth_relu: "float32[:]",
         scale_flat_rows: "float64[:], int64, int64, float64",
         damped_ramp: "float64[:], float64, float64",
+        rgb_luma: "float64[:, :], float64[:]",
     }
 
     // scipy.special, however imported (fixtures/migrate/scipy_special.py).

@@ -10,6 +10,9 @@
 //! - returns from inside `if`s as one return at the end;
 //! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
 //! - `np.copyto(dst, src)` as `dst[:] = src`;
+//! - a list comprehension over a constant `range` of at most
+//!   [`MAX_UNROLLED`] items as the list literal it makes;
+//! - a list bound once and only read by index as the tuple it stands for;
 //! - names holding a tuple literal as one name per element;
 //! - parameters left to their defaults specialised to them (`if x is None`
 //!   decided).
@@ -118,6 +121,11 @@ pub fn body(
     positional_out(src, &mut desugared.body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
+    // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
+    unroll_constant_comprehensions(src, &mut desugared.body);
+    // A list only read by index (`w = [0.25, 0.5, 0.25]`) as the tuple it
+    // stands for.
+    read_only_lists_as_tuples(&pyast::param_names(&desugared.args), &mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
     pyast::split_tuple_names(&pyast::param_names(&desugared.args), &mut desugared.body);
     let def = &desugared;
@@ -346,6 +354,177 @@ pub fn lambda_def(
         type_comment: None,
         type_params: Vec::new(),
     })
+}
+
+/// The most items a comprehension over a constant `range` is unrolled to.
+pub const MAX_UNROLLED: i64 = 32;
+
+/// Each `[e for k in range(a, b)]` of `body` (one generator, no `if`, `a`
+/// and `b` constants, at most [`MAX_UNROLLED`] items, `e` with no scope of
+/// its own) as the list literal `[e(a), …, e(b - 1)]` it evaluates to: the
+/// same values in the same order, each `k` a constant.
+fn unroll_constant_comprehensions(
+    src: &source::SourceFile,
+    body: &mut [rustpython_parser::ast::Stmt],
+) {
+    use rustpython_parser::ast::{self, Expr};
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::ListComp(lc) = e else { return false };
+        let [g] = lc.generators.as_slice() else {
+            return false;
+        };
+        let Expr::Name(k) = &g.target else {
+            return false;
+        };
+        if !g.ifs.is_empty() || g.is_async {
+            return false;
+        }
+        // `range(b)` or `range(a, b)`, of constants.
+        let Expr::Call(c) = &g.iter else { return false };
+        let int = |x: &Expr| match src.eval_const(x) {
+            Some(source::Const::Int(v)) => Some(v),
+            _ => None,
+        };
+        let bounds = match c.args.as_slice() {
+            [hi] => int(hi).map(|h| (0, h)),
+            [lo, hi] => int(lo).zip(int(hi)),
+            _ => None,
+        };
+        let Some((lo, hi)) = bounds.filter(|_| {
+            c.keywords.is_empty()
+                && matches!(c.func.as_ref(), Expr::Name(r) if r.id.as_str() == "range")
+        }) else {
+            return false;
+        };
+        let mut scoped = false;
+        pyast::walk_expr(&lc.elt, &mut |x| {
+            scoped |= matches!(
+                x,
+                Expr::Lambda(_)
+                    | Expr::ListComp(_)
+                    | Expr::SetComp(_)
+                    | Expr::DictComp(_)
+                    | Expr::GeneratorExp(_)
+                    | Expr::NamedExpr(_)
+            );
+        });
+        if scoped || hi - lo > MAX_UNROLLED {
+            return false;
+        }
+        let name = k.id.clone();
+        let elts = (lo..hi.max(lo))
+            .map(|v| {
+                let mut item = (*lc.elt).clone();
+                pyast::walk_expr_mut(&mut item, &mut |x| {
+                    if matches!(x, Expr::Name(n) if n.id == name) {
+                        let range = rustpython_parser::ast::Ranged::range(x);
+                        *x = Expr::Constant(ast::ExprConstant {
+                            range,
+                            value: ast::Constant::Int(v.into()),
+                            kind: None,
+                        });
+                        return true;
+                    }
+                    false
+                });
+                item
+            })
+            .collect();
+        *e = Expr::List(ast::ExprList {
+            range: lc.range,
+            elts,
+            ctx: ast::ExprContext::Load,
+        });
+        true
+    });
+}
+
+/// Each `w = [a, b, …]` of `body`, the only binding of `w` (no parameter),
+/// where every other mention of `w` reads an element (`w[0]`) or its
+/// length: the tuple `(a, b, …)`, which gives the same reads (a list no
+/// one changes, passes on or returns is its elements).
+fn read_only_lists_as_tuples(params: &[String], body: &mut [rustpython_parser::ast::Stmt]) {
+    use rustpython_parser::ast::{self, Expr, Stmt};
+    let mut lists: Vec<String> = Vec::new();
+    pyast::walk_stmts(body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            if let ([Expr::Name(n)], Expr::List(_)) = (a.targets.as_slice(), a.value.as_ref()) {
+                lists.push(n.id.to_string());
+            }
+        }
+    });
+    for name in lists {
+        if params.contains(&name) {
+            continue;
+        }
+        // Every mention: the one binding, element reads, `len(w)`.
+        let (mut bindings, mut ok) = (0, true);
+        pyast::walk_stmts(body, &mut |s| {
+            if let Stmt::Assign(a) = s {
+                if matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == name) {
+                    bindings += 1;
+                    ok &= matches!(a.value.as_ref(), Expr::List(_));
+                }
+            }
+            let (mut allowed, mut all) = (0, 0);
+            for e in pyast::stmt_exprs(s) {
+                pyast::walk_expr(e, &mut |x| match x {
+                    Expr::Subscript(sub)
+                        if matches!(sub.ctx, ast::ExprContext::Load)
+                            && matches!(sub.value.as_ref(), Expr::Name(n) if n.id.as_str() == name) =>
+                    {
+                        allowed += 1
+                    }
+                    Expr::Call(c)
+                        if matches!(c.func.as_ref(), Expr::Name(f) if f.id.as_str() == "len")
+                            && matches!(c.args.as_slice(), [Expr::Name(n)] if n.id.as_str() == name) =>
+                    {
+                        allowed += 1
+                    }
+                    Expr::Name(n) if n.id.as_str() == name => all += 1,
+                    _ => {}
+                });
+            }
+            // The binding's own target counts as itself.
+            let stores = match s {
+                Stmt::Assign(a) => a
+                    .targets
+                    .iter()
+                    .filter(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name))
+                    .count(),
+                _ => 0,
+            };
+            ok &= all == allowed + stores;
+        });
+        if !ok || bindings != 1 {
+            continue;
+        }
+        for s in body.iter_mut() {
+            list_to_tuple(s, &name);
+        }
+    }
+}
+
+/// The binding `name = [...]` in `s` (or nested in it) as `name = (...)`.
+fn list_to_tuple(s: &mut rustpython_parser::ast::Stmt, name: &str) {
+    use rustpython_parser::ast::{self, Expr, Stmt};
+    if let Stmt::Assign(a) = s {
+        if matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == name) {
+            if let Expr::List(l) = a.value.as_ref() {
+                let t = Expr::Tuple(ast::ExprTuple {
+                    range: l.range,
+                    elts: l.elts.clone(),
+                    ctx: ast::ExprContext::Load,
+                });
+                *a.value = t;
+            }
+        }
+    }
+    for b in pyast::child_bodies_mut(s) {
+        for x in b.iter_mut() {
+            list_to_tuple(x, name);
+        }
+    }
 }
 
 /// How many inputs a NumPy ufunc takes, by name: its next positional
