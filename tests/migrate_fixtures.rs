@@ -925,6 +925,9 @@ mod general_rules {
         logistic_units: "float32[:], float32, float32",
         gaussian_cdf: "float64[:], float64, float64",
         erf_table: "float64[:], float64[:]",
+        gamma_pdf: "float64[:], float64, float64",
+        gamma_logpdf: "float32[:], float32, float32",
+        log_beta: "float64[:], float64[:], float64[:]",
     }
 }
 

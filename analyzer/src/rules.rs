@@ -449,13 +449,14 @@ Loop over the leading (batch) dimension and multiply matrices; write
 "PORT122" "scipy-special" Object
 "## What it does
 Flags calls of `scipy.special` functions that have a CUDA equivalent: `erf`,
-`erfc`, `expit`, however imported (`scipy.special.erf`, `from scipy.special
+`erfc`, `gamma`, `gammaln`, `expit`, however imported (`scipy.special.erf`, `from scipy.special
 import erf`, `special.erf`).
 
 ## Why is this bad?
 Numba compiles `scipy.special` only with the separate numba-scipy package
 (`Untyped global name 'erf'`), so plain `@njit` needs object mode for them.
-`port migrate` maps them to libdevice's `erf`/`erfc` and to scipy's own
+`port migrate` maps them to libdevice's `erf`/`erfc`/`tgamma`/`lgamma`
+(real arguments) and to scipy's own
 formula for `expit` (`1 / (1 + exp(-x))`), element by element, keeping
 float32 as float32.
 

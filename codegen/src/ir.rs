@@ -319,6 +319,11 @@ pub enum MathFn {
     Atanh,
     Erf,
     Erfc,
+    /// The gamma function (`math.gamma`, `scipy.special.gamma`).
+    Tgamma,
+    /// The log of the gamma function's absolute value (`math.lgamma`,
+    /// `scipy.special.gammaln`).
+    Lgamma,
     Fabs,
     Floor,
     Ceil,
@@ -335,7 +340,7 @@ pub enum MathFn {
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 35] = [
+    pub const ALL: [MathFn; 37] = [
         MathFn::Sqrt,
         MathFn::Cbrt,
         MathFn::Exp,
@@ -359,6 +364,8 @@ impl MathFn {
         MathFn::Atanh,
         MathFn::Erf,
         MathFn::Erfc,
+        MathFn::Tgamma,
+        MathFn::Lgamma,
         MathFn::Fabs,
         MathFn::Floor,
         MathFn::Ceil,
@@ -399,6 +406,8 @@ impl MathFn {
             MathFn::Atanh => "atanh",
             MathFn::Erf => "erf",
             MathFn::Erfc => "erfc",
+            MathFn::Tgamma => "tgamma",
+            MathFn::Lgamma => "lgamma",
             MathFn::Fabs => "fabs",
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",

@@ -15,7 +15,7 @@ use crate::symbols::Binding;
 use crate::ty::Ty;
 
 /// The `scipy.special` functions port maps to CUDA (see PORT122).
-const SCIPY_SPECIAL: &[&str] = &["erf", "erfc", "expit"];
+const SCIPY_SPECIAL: &[&str] = &["erf", "erfc", "expit", "gamma", "gammaln"];
 
 impl<'a> Checker<'a> {
     /// `module.attr`, for a module by dotted name.

@@ -565,6 +565,7 @@ impl Printer {
                     MathFn::Floor | MathFn::Ceil | MathFn::Trunc => {
                         format!("{}(math.{}({}))", numba_scalar(t), f.name(), a[0])
                     }
+                    MathFn::Tgamma => format!("math.gamma({})", a[0]),
                     // Python's math has no rint (and `round` gives an int).
                     MathFn::Rint => format!("{}(_port_rint({}))", numba_scalar(t), a[0]),
                     _ => format!("math.{}({})", f.name(), a.join(", ")),

@@ -44,6 +44,8 @@ pub fn math_fn(name: &str) -> Option<MathFn> {
         "atanh" | "arctanh" => MathFn::Atanh,
         "erf" if !np => MathFn::Erf,
         "erfc" if !np => MathFn::Erfc,
+        "gamma" if !np => MathFn::Tgamma,
+        "lgamma" if !np => MathFn::Lgamma,
         "fabs" => MathFn::Fabs,
         "floor" => MathFn::Floor,
         "ceil" => MathFn::Ceil,
@@ -61,7 +63,8 @@ pub fn math_fn(name: &str) -> Option<MathFn> {
 
 /// The `scipy.special` ufuncs with an equivalent here, on real arguments,
 /// with NumPy's float types (float32 stays float32, as scipy's `f->f`
-/// loops keep it): `erf`, `erfc`, and `expit` as `1 / (1 + exp(-x))`,
+/// loops keep it): `erf`, `erfc`, `gamma`, `gammaln` (libdevice's
+/// `lgamma`: real arguments only), and `expit` as `1 / (1 + exp(-x))`,
 /// scipy's own formula.
 pub fn special(f: &str, args: &[Val]) -> Option<Val> {
     let [a] = args else { return None };
@@ -71,6 +74,8 @@ pub fn special(f: &str, args: &[Val]) -> Option<Val> {
     let fun = match f {
         "erf" => Some(MathFn::Erf),
         "erfc" => Some(MathFn::Erfc),
+        "gamma" => Some(MathFn::Tgamma),
+        "gammaln" => Some(MathFn::Lgamma),
         "expit" => None,
         _ => return None,
     };
