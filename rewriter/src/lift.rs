@@ -36,6 +36,8 @@ use crate::source::Const;
 
 mod binop;
 mod calls;
+
+pub use calls::out_ufunc_inputs;
 mod stmts;
 mod subscript;
 

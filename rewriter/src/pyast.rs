@@ -2,6 +2,19 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+/// Whether `e` is a scope of its own (a lambda or a comprehension): names
+/// inside it are not the enclosing function's.
+pub fn opens_scope(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Lambda(_)
+            | Expr::ListComp(_)
+            | Expr::SetComp(_)
+            | Expr::DictComp(_)
+            | Expr::GeneratorExp(_)
+    )
+}
+
 /// Calls `f` on `e` and every sub-expression (comprehensions included).
 pub fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     f(e);
@@ -870,15 +883,7 @@ fn split_tuple_names_once(params: &[String], body: &mut Vec<Stmt>) -> bool {
                         ok &= matches!(m.ctx, ast::ExprContext::Store);
                     }
                     Expr::NamedExpr(_) if mentions(x, &name) => ok = false,
-                    Expr::Lambda(_)
-                    | Expr::ListComp(_)
-                    | Expr::SetComp(_)
-                    | Expr::DictComp(_)
-                    | Expr::GeneratorExp(_)
-                        if mentions(x, &name) =>
-                    {
-                        ok = false
-                    }
+                    _ if opens_scope(x) && mentions(x, &name) => ok = false,
                     _ => {}
                 });
             }

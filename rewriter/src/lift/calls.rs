@@ -656,26 +656,26 @@ impl Lowerer<'_> {
 
 /// The elementwise NumPy functions whose `out=` port writes.
 fn takes_out(short: &str) -> bool {
-    arithmetic_ufunc(short).is_some()
-        || math_calls::math_fn(&format!("numpy.{short}")).is_some()
-        || matches!(
-            short,
-            "maximum"
-                | "minimum"
-                | "negative"
-                | "positive"
-                | "square"
-                | "absolute"
-                | "abs"
-                | "sign"
-                | "clip"
-                | "reciprocal"
-                | "invert"
-                | "logical_and"
-                | "logical_or"
-                | "logical_xor"
-                | "logical_not"
-        )
+    out_ufunc_inputs(short).is_some()
+}
+
+/// How many inputs an elementwise NumPy function whose `out=` port writes
+/// takes: its next positional argument is `out` (`np.add(x, y, x)`,
+/// `np.clip(a, lo, hi, a)`); `None` for any other name.
+pub fn out_ufunc_inputs(short: &str) -> Option<usize> {
+    if arithmetic_ufunc(short).is_some() {
+        return Some(2);
+    }
+    if let Some(f) = math_calls::math_fn(&format!("numpy.{short}")) {
+        return Some(f.arity());
+    }
+    match short {
+        "maximum" | "minimum" | "logical_and" | "logical_or" | "logical_xor" => Some(2),
+        "clip" => Some(3),
+        "negative" | "positive" | "square" | "absolute" | "abs" | "sign" | "reciprocal"
+        | "invert" | "logical_not" => Some(1),
+        _ => None,
+    }
 }
 
 impl Lowerer<'_> {

@@ -327,13 +327,9 @@ pub fn lambda_def(
     let mut bound = 0;
     pyast::walk_stmts(body, &mut |st| {
         let binds = match st {
-            Stmt::For(f) => {
-                let mut hit = false;
-                pyast::walk_expr(&f.target, &mut |x| {
-                    hit |= matches!(x, Expr::Name(t) if t.id == n.id);
-                });
-                hit
-            }
+            Stmt::For(f) => pyast::target_names(&f.target)
+                .iter()
+                .any(|x| x == n.id.as_str()),
             Stmt::While(_) | Stmt::If(_) | Stmt::With(_) | Stmt::Try(_) => false,
             _ => pyast::names_rebound(std::slice::from_ref(st))
                 .iter()
@@ -396,17 +392,10 @@ fn unroll_constant_comprehensions(
         }) else {
             return false;
         };
+        // (A walrus could rebind `k`.)
         let mut scoped = false;
         pyast::walk_expr(&lc.elt, &mut |x| {
-            scoped |= matches!(
-                x,
-                Expr::Lambda(_)
-                    | Expr::ListComp(_)
-                    | Expr::SetComp(_)
-                    | Expr::DictComp(_)
-                    | Expr::GeneratorExp(_)
-                    | Expr::NamedExpr(_)
-            );
+            scoped |= pyast::opens_scope(x) || matches!(x, Expr::NamedExpr(_));
         });
         if scoped || hi - lo > MAX_UNROLLED {
             return false;
@@ -460,11 +449,12 @@ fn read_only_lists_as_tuples(params: &[String], body: &mut [rustpython_parser::a
         // Every mention: the one binding, element reads, `len(w)`.
         let (mut bindings, mut ok) = (0, true);
         pyast::walk_stmts(body, &mut |s| {
-            if let Stmt::Assign(a) = s {
-                if matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == name) {
-                    bindings += 1;
-                    ok &= matches!(a.value.as_ref(), Expr::List(_));
-                }
+            // The binding's own target is a mention of its own.
+            let binds = matches!(s, Stmt::Assign(a)
+                if matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == name));
+            if let (true, Stmt::Assign(a)) = (binds, s) {
+                bindings += 1;
+                ok &= matches!(a.value.as_ref(), Expr::List(_));
             }
             let (mut allowed, mut all) = (0, 0);
             for e in pyast::stmt_exprs(s) {
@@ -485,16 +475,7 @@ fn read_only_lists_as_tuples(params: &[String], body: &mut [rustpython_parser::a
                     _ => {}
                 });
             }
-            // The binding's own target counts as itself.
-            let stores = match s {
-                Stmt::Assign(a) => a
-                    .targets
-                    .iter()
-                    .filter(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name))
-                    .count(),
-                _ => 0,
-            };
-            ok &= all == allowed + stores;
+            ok &= all == allowed + usize::from(binds);
         });
         if !ok || bindings != 1 {
             continue;
@@ -527,107 +508,11 @@ fn list_to_tuple(s: &mut rustpython_parser::ast::Stmt, name: &str) {
     }
 }
 
-/// How many inputs a NumPy ufunc takes, by name: its next positional
-/// argument is `out` (`np.add(x, y, x)`, `np.sqrt(d, d)`).
-fn ufunc_inputs(name: &str) -> Option<usize> {
-    const UNARY: &[&str] = &[
-        "sqrt",
-        "cbrt",
-        "square",
-        "reciprocal",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log10",
-        "log1p",
-        "sin",
-        "cos",
-        "tan",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "arcsinh",
-        "arccosh",
-        "arctanh",
-        "absolute",
-        "abs",
-        "fabs",
-        "negative",
-        "positive",
-        "floor",
-        "ceil",
-        "trunc",
-        "rint",
-        "sign",
-        "conjugate",
-        "conj",
-        "deg2rad",
-        "rad2deg",
-        "degrees",
-        "radians",
-        "logical_not",
-        "invert",
-        "bitwise_not",
-        "isnan",
-        "isinf",
-        "isfinite",
-        "signbit",
-    ];
-    const BINARY: &[&str] = &[
-        "add",
-        "subtract",
-        "multiply",
-        "divide",
-        "true_divide",
-        "floor_divide",
-        "power",
-        "float_power",
-        "mod",
-        "remainder",
-        "fmod",
-        "maximum",
-        "minimum",
-        "fmax",
-        "fmin",
-        "arctan2",
-        "hypot",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-        "left_shift",
-        "right_shift",
-        "greater",
-        "greater_equal",
-        "less",
-        "less_equal",
-        "equal",
-        "not_equal",
-        "copysign",
-        "logaddexp",
-        "logaddexp2",
-        "heaviside",
-        "nextafter",
-    ];
-    if UNARY.contains(&name) {
-        Some(1)
-    } else if BINARY.contains(&name) {
-        Some(2)
-    } else {
-        None
-    }
-}
-
 /// Each call of a NumPy ufunc in `body` given its output array as the
 /// argument after its inputs (`np.add(x, y, x)`, `np.sqrt(d, d)`) as the
-/// same call with `out=`, which is what NumPy takes that argument as.
+/// same call with `out=`, which is what NumPy takes that argument as: for
+/// the functions whose `out=` the lowering writes
+/// ([`crate::lift::out_ufunc_inputs`]).
 fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
     use rustpython_parser::ast::{self, Expr, Ranged};
     pyast::walk_body_exprs_mut(body, &mut |e| {
@@ -638,7 +523,7 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
         else {
             return false;
         };
-        let Some(n) = ufunc_inputs(&name) else {
+        let Some(n) = crate::lift::out_ufunc_inputs(&name) else {
             return false;
         };
         if c.args.len() != n + 1

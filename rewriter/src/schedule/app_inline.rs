@@ -290,15 +290,7 @@ impl Lowerer<'_> {
                 );
             }
         }
-        if matches!(
-            e,
-            ast::Expr::ListComp(_)
-                | ast::Expr::SetComp(_)
-                | ast::Expr::DictComp(_)
-                | ast::Expr::GeneratorExp(_)
-                | ast::Expr::Lambda(_)
-        ) && self.expr_calls_app(e)
-        {
+        if crate::pyast::opens_scope(e) && self.expr_calls_app(e) {
             return refuse(
                 NAME,
                 self.src.line(e),
