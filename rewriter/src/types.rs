@@ -238,6 +238,54 @@ pub fn parse_signature(sig: &str) -> Result<Vec<ArgType>, RewriteError> {
     Ok(out)
 }
 
+/// Why a profiled call gives no type for parameter `index`: it was not
+/// captured (`error` is `None`), or captured as a value no kernel takes.
+#[derive(Debug)]
+pub struct CapturedGap {
+    pub index: usize,
+    pub error: Option<RewriteError>,
+}
+
+/// The types a profiled call gives `params`, in order, each found by name
+/// (else by position) among `captured`. Trailing parameters with defaults
+/// (`defaulted`, a flag per parameter) that were not captured, or captured
+/// as values no kernel takes (a tuple, a function), keep their defaults:
+/// the list stops before them, as a `--signature` shorter than the
+/// parameters does, and the migrated function runs the original on a call
+/// that passes others. `port analyze` and `port migrate` plan with these.
+pub fn from_captured_call(
+    captured: &[port_analyzer::ArgType],
+    params: &[String],
+    defaulted: &[bool],
+) -> Result<Vec<ArgType>, CapturedGap> {
+    let keeps_default =
+        |k: usize| k > 0 && defaulted.len() == params.len() && defaulted[k..].iter().all(|d| *d);
+    let mut out = Vec::new();
+    for (k, p) in params.iter().enumerate() {
+        let t = captured
+            .iter()
+            .find(|t| t.name == *p)
+            .or_else(|| captured.get(k));
+        match t.map(from_captured) {
+            Some(Ok(t)) => out.push(t),
+            _ if keeps_default(k) => break,
+            Some(Err(e)) => {
+                return Err(CapturedGap {
+                    index: k,
+                    error: Some(e),
+                })
+            }
+            None => {
+                return Err(CapturedGap {
+                    index: k,
+                    error: None,
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The type the profiler saw for an argument, as the analysis stores it.
 pub fn from_captured(t: &port_analyzer::ArgType) -> Result<ArgType, RewriteError> {
     match t.kind.as_str() {

@@ -347,9 +347,6 @@ fn types_of<'s>(
     if captured.is_empty() {
         return Ok((assumed, from));
     }
-    // Which parameters have defaults: trailing ones whose captured values
-    // kernels do not take (a tuple, a function) keep them, as `port
-    // migrate` plans them.
     let defaulted: Vec<bool> = crate::source::find(src, name)
         .map(|d| {
             d.def
@@ -360,25 +357,12 @@ fn types_of<'s>(
                 .collect()
         })
         .unwrap_or_default();
-    let mut out = Vec::new();
-    for (k, p) in params.iter().enumerate() {
-        let t = captured
-            .iter()
-            .find(|t| t.name == *p)
-            .or_else(|| captured.get(k))
-            .and_then(|t| crate::types::from_captured(t).ok());
-        match t {
-            Some(t) => out.push(t),
-            None if k > 0
-                && defaulted.len() == params.len()
-                && defaulted[k..].iter().all(|d| *d) =>
-            {
-                break
-            }
-            None => return Ok((assumed, from)),
-        }
-    }
-    Ok((out, "captured"))
+    Ok(
+        match crate::types::from_captured_call(&captured, &params, &defaulted) {
+            Ok(out) => (out, "captured"),
+            Err(_) => (assumed, from),
+        },
+    )
 }
 
 /// The function as the planner's answer leaves it.

@@ -310,43 +310,29 @@ fn arg_types(
     if captured.is_empty() {
         return types_unprofiled(f, source, local_name, params, analysis);
     }
-    // Trailing arguments with defaults whose captured values kernels do not
-    // take (a tuple, a function) keep their defaults, as a --signature
-    // shorter than the parameter list does: the wrapper runs the original
-    // on a call that passes others.
     let defaulted: Vec<bool> = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
         .map(|d| d.into_iter().map(|(_, has)| has).collect())
         .unwrap_or_default();
-    let keeps_default =
-        |k: usize| k > 0 && defaulted.len() == params.len() && defaulted[k..].iter().all(|d| *d);
-    let mut out = Vec::new();
-    for (k, p) in params.iter().enumerate() {
-        let t = captured
-            .iter()
-            .find(|t| t.name == *p)
-            .or_else(|| captured.get(k));
-        match t.map(port_rewriter::types::from_captured) {
-            Some(Ok(t)) => out.push(t),
-            _ if keeps_default(k) => break,
-            Some(Err(e)) => {
-                return Err(UserError::coded("unsupported_captured_type", e.to_string()).into())
-            }
-            None => {
-                return Err(UserError::coded(
-                    "no_types",
-                    format!(
-                        "no type for argument `{p}` of `{}`: the profiled run captured {} of its {} arguments; pass --signature or --inputs",
-                        f.name,
-                        captured.len(),
-                        params.len()
-                    ),
-                )
-                .into())
-            }
+    match port_rewriter::types::from_captured_call(&captured, params, &defaulted) {
+        Ok(out) => {
+            let n = out.len();
+            Ok((out, vec![TypeSource::Capture; n]))
         }
+        Err(port_rewriter::types::CapturedGap {
+            error: Some(e), ..
+        }) => Err(UserError::coded("unsupported_captured_type", e.to_string()).into()),
+        Err(port_rewriter::types::CapturedGap { index, error: None }) => Err(UserError::coded(
+            "no_types",
+            format!(
+                "no type for argument `{}` of `{}`: the profiled run captured {} of its {} arguments; pass --signature or --inputs",
+                params[index],
+                f.name,
+                captured.len(),
+                params.len()
+            ),
+        )
+        .into()),
     }
-    let n = out.len();
-    Ok((out, vec![TypeSource::Capture; n]))
 }
 
 /// With no capture, no --signature and no --inputs: each argument's type at
