@@ -574,6 +574,18 @@ fn shape_rank(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usi
     }
 }
 
+/// The type of the constant `full` names ([`SourceFile::imported_const`]:
+/// `numpy.pi`, `consts.G`), or nothing known.
+fn constant(src: &SourceFile, full: &str) -> Val {
+    match src.imported_const(full) {
+        Some(crate::source::Const::Int(_)) => scalar(ScalarType::I64),
+        Some(crate::source::Const::Float(_)) => scalar(ScalarType::F64),
+        Some(crate::source::Const::Float32(_)) => scalar(ScalarType::F32),
+        Some(crate::source::Const::Bool(_)) => scalar(ScalarType::Bool),
+        None => Val::Unknown,
+    }
+}
+
 /// NumPy's functions of one array applied element by element, and whether
 /// they keep the element type (`abs`, `negative`) or give a float
 /// (`sqrt` of integers is float64).
@@ -663,17 +675,9 @@ fn value(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -
         // A name bound here, else a constant (`pi` from numpy, `G` from a
         // module beside the file).
         Expr::Name(n) => env.get(n.id.as_str()).cloned().unwrap_or_else(|| {
-            match src
-                .imports
+            src.imports
                 .get(n.id.as_str())
-                .and_then(|f| src.imported_const(f))
-            {
-                Some(crate::source::Const::Int(_)) => scalar(ScalarType::I64),
-                Some(crate::source::Const::Float(_)) => scalar(ScalarType::F64),
-                Some(crate::source::Const::Float32(_)) => scalar(ScalarType::F32),
-                Some(crate::source::Const::Bool(_)) => scalar(ScalarType::Bool),
-                None => Val::Unknown,
-            }
+                .map_or(Val::Unknown, |f| constant(src, f))
         }),
         Expr::Tuple(t) => Val::Tuple(t.elts.iter().map(|x| value(src, x, env, depth)).collect()),
         Expr::UnaryOp(u) => match u.op {
@@ -695,12 +699,9 @@ fn value(src: &SourceFile, e: &Expr, env: &HashMap<String, Val>, depth: usize) -
             _ => Val::Unknown,
         },
         Expr::Attribute(a) if a.attr.as_str() == "size" => scalar(ScalarType::I64),
-        // `np.pi`, `math.e`: floats.
-        Expr::Attribute(a)
-            if matches!(a.attr.as_str(), "pi" | "e" | "inf" | "nan" | "tau")
-                && matches!(src.resolve(&a.value).as_deref(), Some("numpy" | "math")) =>
-        {
-            scalar(ScalarType::F64)
+        // A constant of an imported module: `np.pi`, `math.e`, `consts.G`.
+        Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(m) if src.imports.contains_key(m.id.as_str())) => {
+            src.resolve(e).map_or(Val::Unknown, |f| constant(src, &f))
         }
         // `x < 0.25`: booleans, an array of them when an operand is one.
         Expr::Compare(c) => {
