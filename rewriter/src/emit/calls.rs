@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use crate::plan::{KernelPlan, PlanKind};
+use crate::pyast::py_str;
 use crate::types::{numpy_dtype, ArgType};
 
 /// The guards, indented for the wrapper's body; `original_and_args` is what
@@ -44,12 +45,10 @@ pub(super) fn original_runs(plan: &KernelPlan, name: &str, original_and_args: &s
                 .iter()
                 .map(|p| format!("{}: {}", p.name, p.ty.numba()))
                 .collect();
-            let why = format!("{name}: its kernels take {}", built.join(", "))
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
+            let why = py_str(&format!("{name}: its kernels take {}; ", built.join(", ")));
             let _ = writeln!(
                 out,
-                "{ind}_port_called = _port_differs(({},))\n{ind}if _port_called:\n{ind}{ind}return _port_run_original(f\"{why}; {{_port_called}}\", {original_and_args})",
+                "{ind}_port_called = _port_differs(({},))\n{ind}if _port_called:\n{ind}{ind}return _port_run_original({why} + _port_called, {original_and_args})",
                 checks.join(", ")
             );
         }
@@ -67,12 +66,10 @@ pub(super) fn original_runs(plan: &KernelPlan, name: &str, original_and_args: &s
         } else {
             format!("{n} != {d}")
         };
-        let why = format!("{name}: migrated for {n}={d}, its default")
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"");
+        let why = py_str(&format!("{name}: migrated for {n}={d}, its default"));
         let _ = writeln!(
             out,
-            "{ind}if {differs}:\n{ind}{ind}return _port_run_original(\"{why}\", {original_and_args})"
+            "{ind}if {differs}:\n{ind}{ind}return _port_run_original({why}, {original_and_args})"
         );
     }
     // Arguments that share memory where one is written: the kernels read
