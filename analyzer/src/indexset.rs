@@ -225,6 +225,14 @@ fn from_end(l: Lin) -> Lin {
     }
 }
 
+/// The one position `lo`: `[lo, lo + 1)`.
+fn point(lo: Lin) -> Dim {
+    match lo.plus(&Lin::constant(1), 1) {
+        Some(hi) => Dim::Range { lo, hi },
+        None => Dim::Unknown,
+    }
+}
+
 fn dim(c: &Expr, ctx: &Ctx) -> Dim {
     match c {
         Expr::Slice(s) => {
@@ -248,13 +256,7 @@ fn dim(c: &Expr, ctx: &Ctx) -> Dim {
                 _ => Dim::Unknown,
             }
         }
-        e => match lin(e, ctx).map(from_end) {
-            Some(lo) => {
-                let hi = lo.plus(&Lin::constant(1), 1);
-                hi.map_or(Dim::Unknown, |hi| Dim::Range { lo, hi })
-            }
-            None => Dim::Unknown,
-        },
+        e => lin(e, ctx).map_or(Dim::Unknown, |l| point(from_end(l))),
     }
 }
 
@@ -289,8 +291,8 @@ fn terms<'e>(e: &'e Expr, sign: i64, out: &mut Vec<(&'e Expr, i64)>) {
 
 /// A one-dimensional index `p * S + q` (in any order) with `q` a loop
 /// variable ranging over `range(S)`, `S` an invariant and `p` a loop
-/// variable or an invariant, as
-/// the position `(p, q)` it names: `[Flat(S), p, q]`. Distinct iterations
+/// variable or an invariant, as the position `(p, q)` it names:
+/// `[Flat(S), p, q]`. Distinct iterations
 /// name distinct elements, which the index's own arithmetic cannot show
 /// (`p * S` is not linear).
 fn delinearize(e: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
@@ -303,7 +305,7 @@ fn delinearize(e: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
             if b.op == ast::Operator::Mult && sign == 1 {
                 // The row: a loop variable, or an integer the same in
                 // every iteration.
-                let loop_var = |x: &Expr| match x {
+                let row_of = |x: &Expr| match x {
                     Expr::Name(n) => match (ctx.name)(n.id.as_str()) {
                         NameKind::Loop => Some(Lin::var(n.id.as_str())),
                         NameKind::Invariant => Some(Lin::sym(n.id.as_str())),
@@ -320,9 +322,9 @@ fn delinearize(e: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
                     })
                 };
                 // `p * S` or `S * p`.
-                let pair = loop_var(&b.left)
+                let pair = row_of(&b.left)
                     .zip(stride(&b.right))
-                    .or_else(|| loop_var(&b.right).zip(stride(&b.left)));
+                    .or_else(|| row_of(&b.right).zip(stride(&b.left)));
                 if let Some(pair) = pair {
                     if row.is_some() {
                         return None;
@@ -343,10 +345,6 @@ fn delinearize(e: &Expr, ctx: &Ctx) -> Option<Vec<Dim>> {
     if *k != 1 || p.vars.contains_key(q) || (ctx.bounds)(q)? != (Lin::constant(0), stride.clone()) {
         return None;
     }
-    let point = |l: Lin| Dim::Range {
-        hi: l.plus(&Lin::constant(1), 1).expect("no overflow"),
-        lo: l,
-    };
     let s = stride.syms.keys().next()?.clone();
     Some(vec![Dim::Flat(s), point(p), point(Lin::var(q))])
 }
