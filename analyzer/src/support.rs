@@ -860,6 +860,10 @@ pub const NUMPY_REFUSED_KEYWORDS: &[(&str, &[&str])] = &[
     ("linspace", &["dtype", "endpoint", "retstep", "axis"]),
 ];
 
+/// The `scipy.special` functions `port migrate` lowers (PORT122; the
+/// rewriter's `math_calls::special` takes each, which its tests check).
+pub const SCIPY_SPECIAL: &[&str] = &["erf", "erfc", "expit", "gamma", "gammaln"];
+
 /// Ufuncs: nopython mode accepts no keyword argument when calling them.
 pub const NUMPY_UFUNCS: &[&str] = &[
     "add",

@@ -108,8 +108,7 @@ pub enum StaticSource {
     /// the first such call).
     Calls(u32),
     /// Some from the calls (the line of the first), the rest read from the
-    /// body: `port migrate`, which takes calls only when they type every
-    /// argument, has no types for it.
+    /// body.
     Partly(u32),
     /// All read from how the body uses each parameter.
     Body,
@@ -123,11 +122,6 @@ impl StaticSource {
             StaticSource::Partly(_) => "calls+assumed",
             StaticSource::Body => "assumed",
         }
-    }
-
-    /// Whether any type was read from the body.
-    pub fn assumed(self) -> bool {
-        !matches!(self, StaticSource::Calls(_))
     }
 }
 

@@ -14,9 +14,6 @@ use crate::support;
 use crate::symbols::Binding;
 use crate::ty::Ty;
 
-/// The `scipy.special` functions port maps to CUDA (see PORT122).
-const SCIPY_SPECIAL: &[&str] = &["erf", "erfc", "expit", "gamma", "gammaln"];
-
 impl<'a> Checker<'a> {
     /// `module.attr`, for a module by dotted name.
     pub(super) fn module_attr(&mut self, m: &str, attr: &str, line: u32, called: bool) -> Ty {
@@ -80,7 +77,7 @@ impl<'a> Checker<'a> {
         if full == "scipy.special" {
             return Ty::Module(full);
         }
-        if m == "scipy.special" && SCIPY_SPECIAL.contains(&attr) {
+        if m == "scipy.special" && support::SCIPY_SPECIAL.contains(&attr) {
             return Ty::External(full);
         }
         self.add(
@@ -217,7 +214,7 @@ impl<'a> Checker<'a> {
         // `scipy.special.erf` (however imported): Numba needs numba-scipy;
         // port has an equivalent. Typed as NumPy's float ufuncs are.
         if let Some(name) = full.strip_prefix("scipy.special.") {
-            if SCIPY_SPECIAL.contains(&name) {
+            if support::SCIPY_SPECIAL.contains(&name) {
                 self.add(
                     "PORT122",
                     line,

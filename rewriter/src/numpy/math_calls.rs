@@ -580,6 +580,19 @@ mod tests {
         assert_eq!(math_fn("os.sqrt"), None);
     }
 
+    /// Every scipy.special function the analysis lets the planner take
+    /// (PORT122) lowers, keeping float32.
+    #[test]
+    fn the_analysis_scipy_special_list_lowers() {
+        for f in port_analyzer::support::SCIPY_SPECIAL {
+            let x = Val::scalar(var("x"), ScalarType::F32);
+            let Some(Val::Scalar(_, t, _)) = call(&format!("scipy.special.{f}"), &[x]) else {
+                panic!("scipy.special.{f} does not lower")
+            };
+            assert_eq!(t, ScalarType::F32, "{f}");
+        }
+    }
+
     #[test]
     fn math_keeps_python_float_numpy_keeps_f32() {
         let x = Val::scalar(var("x"), ScalarType::F32);
