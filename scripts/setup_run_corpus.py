@@ -45,12 +45,14 @@ def program(src):
         setup.group(1).strip(), run.group(1).strip())
 
 
-def port_json(cmd, cwd, timeout):
+def port_json(what, cmd, cwd, timeout):
+    """port's one JSON document; RuntimeError with its last line of stderr
+    when there is none."""
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     try:
-        return json.loads(p.stdout), p
+        return json.loads(p.stdout)
     except json.JSONDecodeError:
-        return None, p
+        raise RuntimeError("%s: %s" % (what, (p.stderr.strip().splitlines() or ["?"])[-1]))
 
 
 def main():
@@ -70,7 +72,6 @@ def main():
     work.mkdir(parents=True)
     only = set(a.only.split(",")) if a.only else None
     counts = {"verified": 0, "refused": 0, "mismatch": 0, "failed": 0}
-    n = 0
     for f in sorted(folder.glob("*.py")):
         name = f.stem
         if only and name not in only:
@@ -78,36 +79,28 @@ def main():
         prog = program(f.read_text())
         if prog is None:
             continue
-        n += 0 if a.all else 1
         w = work / name
         w.mkdir()
         (w / f.name).write_text(prog)
+        analyze = [a.port, "analyze", f.name, "--json", "--python", sys.executable]
         names = [name]
         if a.all:
-            j, p = port_json([a.port, "analyze", f.name, "--json", "--python", sys.executable],
-                             w, a.timeout)
-            if j is None:
-                names = []
-                n += 1
+            try:
+                fns = port_json("analyze", analyze, w, a.timeout)["functions"]
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
                 counts["failed"] += 1
-                print("%-26s failed    analyze: %s" % (name, (p.stderr.strip().splitlines() or ["?"])[-1]))
-            else:
-                names = [fn["qualname"] for fn in j["functions"]
-                         if fn.get("migration_plan") and "." not in fn["qualname"].split(fn["module"] + ".", 1)[-1]]
+                print("%-26s failed    %s" % (name, e))
+                continue
+            names = [fn["qualname"] for fn in fns
+                     if fn.get("migration_plan") and "." not in fn["qualname"].split(fn["module"] + ".", 1)[-1]]
         for fname in names:
-            n += 1 if a.all else 0
             started = time.time()
             from_, why = "", ""
             try:
                 if not a.calls and not a.all:
-                    j, p = port_json([a.port, "analyze", f.name, "--json", "--python", sys.executable],
-                                     w, a.timeout)
-                    if j is None:
-                        raise RuntimeError("analyze: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-                j, p = port_json([a.port, "migrate", "--function", fname, f.name, "--json",
-                                  "--python", sys.executable], w, a.timeout)
-                if j is None:
-                    raise RuntimeError("migrate: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+                    port_json("analyze", analyze, w, a.timeout)
+                j = port_json("migrate", [a.port, "migrate", "--function", fname, f.name, "--json",
+                                          "--python", sys.executable], w, a.timeout)
                 status = j.get("status", "failed")
                 if status == "failed" and (j.get("verification") or {}).get("mismatch"):
                     status = "mismatch"
@@ -124,7 +117,7 @@ def main():
                                                   time.time() - started,
                                                   why.replace("\n", " ")[:160]), flush=True)
     print("%s %d, verified %d, refused %d, mismatch %d, failed %d" % (
-        "functions" if a.all else "benchmarks", n,
+        "functions" if a.all else "benchmarks", sum(counts.values()),
         counts["verified"], counts["refused"], counts["mismatch"], counts["failed"]))
 
 
