@@ -2256,3 +2256,121 @@ mod linalg {
         );
     }
 }
+
+/// Rules found broken by differential fuzzing (scripts/fuzz_diff.py),
+/// each a function of fixtures/migrate/fuzz_found.py verified on inputs
+/// that hold the values where the rule matters, on port's simulator and
+/// under Numba's CUDA simulator.
+mod fuzz_found {
+    use super::{fixture, migrate_in, precision, stdout, verified_in};
+
+    const NAN_INF: &str = "np.array([1.0, np.nan, -0.5, np.inf, -np.inf, 12.0, -0.0, 3.0])";
+
+    fn given(function: &str, signature: &str, values: &str) {
+        let tmp = tempfile::tempdir().unwrap();
+        precision::make_inputs(tmp.path(), &format!("np.savez('inputs.npz', {values})"));
+        let j = verified_in(
+            &tmp,
+            "migrate/fuzz_found.py",
+            function,
+            signature,
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["status"], "verified", "{j}");
+    }
+
+    #[test]
+    fn python_min_keeps_its_first_argument() {
+        given(
+            "python_min_keeps_first",
+            "float64[:], float64",
+            &format!("a={NAN_INF}, s=np.float64(1.5)"),
+        );
+    }
+
+    #[test]
+    fn numpy_minimum_propagates_nan_from_either_side() {
+        given(
+            "numpy_minimum_propagates_nan",
+            "float64[:], float64[:]",
+            &format!("a={NAN_INF}, b={NAN_INF}[::-1].copy()"),
+        );
+    }
+
+    #[test]
+    fn floor_division_of_floats_is_numpys() {
+        given(
+            "floor_quotients",
+            "float64[:], float64[:]",
+            "a=np.array([1.0, np.inf, -np.inf, 7.5, -7.5, 5.0, -0.0, np.nan, 1e300]), \
+             d=np.array([0.1, 3.0, 3.0, -2.0, 2.0, 0.0, -3.0, 1.0, 1e-300])",
+        );
+    }
+
+    #[test]
+    fn unsigned_values_compare_with_python_ints_by_value() {
+        given(
+            "unsigned_against_python_ints",
+            "uint16[:], int64",
+            "levels=np.array([0, 1, 7, 65535, 300], dtype=np.uint16), step=np.int64(-3)",
+        );
+    }
+
+    #[test]
+    fn uint64_values_stay_unsigned_beside_python_ints() {
+        given(
+            "huge_unsigned_floor",
+            "uint64[:]",
+            "b=np.array([0, 5, 2**64 - 1, 2**63, 7], dtype=np.uint64)",
+        );
+    }
+
+    #[test]
+    fn bools_are_ordered_floored_and_reduced() {
+        given(
+            "ordered_bools",
+            "float64[:], float64[:]",
+            "a=rng.standard_normal(1000), b=rng.standard_normal(1000)",
+        );
+    }
+
+    #[test]
+    fn int16_sines_are_float32() {
+        given(
+            "sine_of_shorts",
+            "int16[:]",
+            "x=np.arange(-300, 300, dtype=np.int16)",
+        );
+    }
+
+    #[test]
+    fn uint8_sines_are_refused_as_float16() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture("migrate/fuzz_found.py"),
+            tmp.path().join("fuzz_found.py"),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "fuzz_found.py",
+                "--function",
+                "sine_of_bytes",
+                "--signature",
+                "uint8[:]",
+                "--json",
+            ],
+        );
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused", "{j}");
+        assert!(
+            j["reasons"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("float16"),
+            "{j}"
+        );
+    }
+}

@@ -122,9 +122,6 @@ pub fn verify_module(m: &Module) -> Result<(), VerifyError> {
                     "a shared array has 1 to 3 dimensions, each at least 1",
                 ));
             }
-            if s.elem == ScalarType::Bool {
-                return Err(cx.err_at(construct, "shared arrays of bool are not supported"));
-            }
             total += s.len() * s.elem.size_bytes() as u64;
             cx.declare_array(&s.name, s.array_type())
                 .map_err(|m| cx.err_at(construct.clone(), &m))?;
@@ -311,7 +308,13 @@ impl<'m> FnChecker<'m> {
                 "`{name}` is already declared in this scope; pick another name"
             ));
         }
-        if ScalarType::from_name(name).is_some() || MathFn::from_name(name).is_some() {
+        // An array is only ever indexed (`floor[i]`) or measured
+        // (`floor.shape[0]`), never called, so it may share a math
+        // function's name (a program's `floor` array keeps its name); a
+        // scalar may not (`floor(x)` would read as a call).
+        let math = MathFn::from_name(name).is_some()
+            && (!matches!(kind, VarKind::Array { .. }) || name == "pow");
+        if ScalarType::from_name(name).is_some() || math {
             return Err(format!("`{name}` is a built-in name; pick another name"));
         }
         if let Some(scope) = self.scopes.last_mut() {
@@ -631,9 +634,8 @@ impl<'m> FnChecker<'m> {
                 }
                 let ok = match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => ta != Bool,
-                    BinOp::FloorDiv | BinOp::Rem | BinOp::Min | BinOp::Max => {
-                        ta != Bool && !ta.is_complex()
-                    }
+                    BinOp::FloorDiv | BinOp::Rem => ta != Bool && !ta.is_complex(),
+                    BinOp::Min | BinOp::Max => !ta.is_complex(),
                     BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => ta.is_int() || ta == Bool,
                     BinOp::Shl | BinOp::Shr => ta.is_int(),
                     BinOp::And | BinOp::Or => ta == Bool,

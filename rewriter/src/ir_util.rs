@@ -324,6 +324,53 @@ pub fn match_py_mod(e: &Expr) -> Option<(&Expr, &Expr)> {
     (r.as_ref() == f.as_ref() && b2 == b).then_some((a, b))
 }
 
+/// `x op y` for two scalars, as NumPy 2 compares them: in their promoted
+/// type, except that bools are ordered as the integers 0 and 1 (`False <
+/// True`), and that an integer is compared with a Python int by value, in
+/// its range or not (NEP 50: `uint16_array > -1` is all true, where
+/// promoting the `-1` to uint16 would make it 65535; a uint64 beside a
+/// negative Python int is greater whatever its value).
+pub fn compare(op: CmpOp, x: (Expr, ScalarType, bool), y: (Expr, ScalarType, bool)) -> Expr {
+    let ((x, tx, wx), (y, ty, wy)) = (x, y);
+    let int = |t: ScalarType| t.is_int() || t == ScalarType::Bool;
+    if !wx && wy && int(tx) && ty.is_int() && tx.bits() < 64
+        || wx && !wy && int(ty) && tx.is_int() && ty.bits() < 64
+    {
+        let t = ScalarType::I64;
+        return cmp(op, cast_to(x, tx, t), cast_to(y, ty, t));
+    }
+    // uint64 against a Python int that may be negative.
+    let unsigned_side = if !wx && wy && tx == ScalarType::U64 && ty.is_signed() {
+        Some(false)
+    } else if wx && !wy && ty == ScalarType::U64 && tx.is_signed() {
+        Some(true)
+    } else {
+        None
+    };
+    if let Some(weak_left) = unsigned_side {
+        let (weak, wt) = if weak_left { (&x, tx) } else { (&y, ty) };
+        let negative = cmp(CmpOp::Lt, weak.clone(), lit(wt, 0.0));
+        // The negative Python int is the smaller side.
+        let weak_is_less = match op {
+            CmpOp::Ne => true,
+            CmpOp::Eq => false,
+            CmpOp::Lt | CmpOp::Le => weak_left,
+            CmpOp::Gt | CmpOp::Ge => !weak_left,
+        };
+        let t = ScalarType::U64;
+        return select(
+            negative,
+            bool(weak_is_less),
+            cmp(op, cast_to(x, tx, t), cast_to(y, ty, t)),
+        );
+    }
+    let t = match promote(tx, wx, ty, wy) {
+        ScalarType::Bool if !matches!(op, CmpOp::Eq | CmpOp::Ne) => ScalarType::I64,
+        t => t,
+    };
+    cmp(op, cast_to(x, tx, t), cast_to(y, ty, t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

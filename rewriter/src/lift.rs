@@ -293,10 +293,10 @@ impl<'a> Lowerer<'a> {
                     self.assume_broadcast(r, &[&left, &rv], line)?;
                     let mut ordered_complex = false;
                     let one = array_expr::map2(&left, &rv, &mut |(x, tx, wx), (y, ty, wy)| {
-                        let t = promote(tx, wx, ty, wy);
-                        ordered_complex |= t.is_complex() && !matches!(cop, CmpOp::Eq | CmpOp::Ne);
+                        ordered_complex |= (tx.is_complex() || ty.is_complex())
+                            && !matches!(cop, CmpOp::Eq | CmpOp::Ne);
                         (
-                            cmp(cop, cast_to(x, tx, t), cast_to(y, ty, t)),
+                            crate::ir_util::compare(cop, (x, tx, wx), (y, ty, wy)),
                             ScalarType::Bool,
                         )
                     })

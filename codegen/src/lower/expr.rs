@@ -5,7 +5,8 @@
 //! with the fast-math flags the options ask for.
 
 use inkwell::values::{
-    AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, IntValue, PointerValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, IntValue,
+    PointerValue,
 };
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, FloatPredicate, IntPredicate};
 
@@ -253,12 +254,109 @@ impl<'ctx> Lowerer<'ctx, '_> {
         })
     }
 
+    /// `x // y` on floats as NumPy and Python compute it (`npy_floor_divide`,
+    /// from `fmod`): not `floor(x / y)`, which gives 10 for `1 // 0.1` where
+    /// they give 9, and inf for `inf // 3` where they give NaN.
+    fn float_floordiv(
+        &mut self,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+        ty: ScalarType,
+    ) -> Result<FloatValue<'ctx>, CodegenError> {
+        let ft = x.get_type();
+        let suffix = if ty == ScalarType::F32 { "f32" } else { "f64" };
+        let floor = self.intrinsic_fn(
+            &format!("llvm.floor.{suffix}"),
+            Some(ft.into()),
+            &[ft.into()],
+        )?;
+        let copysign = self.intrinsic_fn(
+            &format!("llvm.copysign.{suffix}"),
+            Some(ft.into()),
+            &[ft.into(), ft.into()],
+        )?;
+        let bld = &self.builder;
+        let zero = ft.const_zero();
+        let quotient = bld.build_float_div(x, y, "q").ll()?;
+        let m = bld.build_float_rem(x, y, "mod").ll()?;
+        let div = bld.build_float_sub(x, m, "xm").ll()?;
+        let div = bld.build_float_div(div, y, "div").ll()?;
+        // A remainder whose sign differs from the divisor's: one less.
+        let m_nz = bld
+            .build_float_compare(FloatPredicate::UNE, m, zero, "mnz")
+            .ll()?;
+        let y_neg = bld
+            .build_float_compare(FloatPredicate::OLT, y, zero, "yneg")
+            .ll()?;
+        let m_neg = bld
+            .build_float_compare(FloatPredicate::OLT, m, zero, "mneg")
+            .ll()?;
+        let differ = bld.build_xor(y_neg, m_neg, "differ").ll()?;
+        let fix = bld.build_and(m_nz, differ, "fix").ll()?;
+        let less = bld.build_float_sub(div, ft.const_float(1.0), "less").ll()?;
+        let div = bld
+            .build_select(fix, less, div, "div1")
+            .ll()?
+            .into_float_value();
+        // Rounded to the integer it is meant to be.
+        let fl = bld
+            .build_call(floor, &[div.into()], "fl")
+            .ll()?
+            .try_as_basic_value()
+            .basic()
+            .ok_or_else(|| missing("floor result"))?
+            .into_float_value();
+        let frac = bld.build_float_sub(div, fl, "frac").ll()?;
+        let up = bld
+            .build_float_compare(FloatPredicate::OGT, frac, ft.const_float(0.5), "up")
+            .ll()?;
+        let fl1 = bld.build_float_add(fl, ft.const_float(1.0), "fl1").ll()?;
+        let fl = bld
+            .build_select(up, fl1, fl, "fl2")
+            .ll()?
+            .into_float_value();
+        // A zero quotient takes the sign of x / y.
+        let signed_zero = bld
+            .build_call(copysign, &[zero.into(), quotient.into()], "sz")
+            .ll()?
+            .try_as_basic_value()
+            .basic()
+            .ok_or_else(|| missing("copysign result"))?
+            .into_float_value();
+        let div_nz = bld
+            .build_float_compare(FloatPredicate::UNE, div, zero, "dnz")
+            .ll()?;
+        let r = bld
+            .build_select(div_nz, fl, signed_zero, "r")
+            .ll()?
+            .into_float_value();
+        // Division by zero: x / y (±inf, or NaN for 0 / 0).
+        let y_zero = bld
+            .build_float_compare(FloatPredicate::OEQ, y, zero, "y0")
+            .ll()?;
+        Ok(bld
+            .build_select(y_zero, quotient, r, "floordiv")
+            .ll()?
+            .into_float_value())
+    }
+
     fn binary(&mut self, op: BinOp, a: Val<'ctx>, b: Val<'ctx>) -> Result<Val<'ctx>, CodegenError> {
         let ty = a.ty;
         if ty.is_complex() {
             return self.complex_binary(op, a, b);
         }
         let bld = &self.builder;
+        if ty == ScalarType::Bool && matches!(op, BinOp::Min | BinOp::Max) {
+            // False < True: the minimum of bools is their `and`, the
+            // maximum their `or`.
+            let (x, y) = (a.int(), b.int());
+            let v = if op == BinOp::Min {
+                bld.build_and(x, y, "min").ll()?
+            } else {
+                bld.build_or(x, y, "max").ll()?
+            };
+            return Ok(Val { v: v.into(), ty });
+        }
         let v: BasicValueEnum<'ctx> = if ty.is_float() {
             let (x, y) = (a.float(), b.float());
             match op {
@@ -267,30 +365,20 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 BinOp::Mul => bld.build_float_mul(x, y, "mul").ll()?.into(),
                 BinOp::Div => bld.build_float_div(x, y, "div").ll()?.into(),
                 BinOp::Rem => bld.build_float_rem(x, y, "rem").ll()?.into(),
-                BinOp::FloorDiv => {
-                    let q = bld.build_float_div(x, y, "div").ll()?;
-                    self.fast(q.into());
-                    let name = if ty == ScalarType::F32 {
-                        "llvm.floor.f32"
-                    } else {
-                        "llvm.floor.f64"
-                    };
-                    let ft = self.value_type(ty);
-                    let f = self.intrinsic_fn(name, Some(ft), &[ft.into()])?;
-                    self.builder
-                        .build_call(f, &[q.into()], "floor")
-                        .ll()?
-                        .try_as_basic_value()
-                        .basic()
-                        .ok_or_else(|| missing("floor result"))?
-                }
+                BinOp::FloorDiv => self.float_floordiv(x, y, ty)?.into(),
                 BinOp::Min | BinOp::Max => {
+                    // NumPy's minimum/maximum: a NaN on either side is the
+                    // result (`(x <= y || isnan(x)) ? x : y`).
                     let p = if op == BinOp::Min {
-                        FloatPredicate::OLT
+                        FloatPredicate::OLE
                     } else {
-                        FloatPredicate::OGT
+                        FloatPredicate::OGE
                     };
                     let c = bld.build_float_compare(p, x, y, "c").ll()?;
+                    let nan = bld
+                        .build_float_compare(FloatPredicate::UNO, x, x, "xnan")
+                        .ll()?;
+                    let c = bld.build_or(c, nan, "keepx").ll()?;
                     bld.build_select(c, x, y, "m").ll()?
                 }
                 _ => return Err(missing("float operator")),

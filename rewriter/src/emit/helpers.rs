@@ -322,6 +322,24 @@ def _port_fill(flat, value):
     _port_linalg(lambda xp, a, b: xp.matmul(a.T if ta else a, b.T if tb else b), out, a, b)
 "#,
     },
+    // The IR's `min`/`max` of floats are NumPy's minimum/maximum: a NaN on
+    // either side is the result, where Python's `min(5.0, nan)` is 5.0.
+    Helper {
+        name: "_port_minimum",
+        source: r#"@cuda.jit(device=True)
+def _port_minimum(x, y):
+    """NumPy's `minimum` of two floats: NaN when either is NaN."""
+    return x if x <= y or x != x else y
+"#,
+    },
+    Helper {
+        name: "_port_maximum",
+        source: r#"@cuda.jit(device=True)
+def _port_maximum(x, y):
+    """NumPy's `maximum` of two floats: NaN when either is NaN."""
+    return x if x >= y or x != x else y
+"#,
+    },
     // `np.rint` inside kernels: Python's `math` has no `rint`, and `round`
     // and `math.floor` give integers, which overflow on large floats.
     Helper {

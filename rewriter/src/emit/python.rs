@@ -419,17 +419,21 @@ impl Printer {
                             ATOM,
                         )
                     }
-                    BinOp::Min => {
+                    BinOp::Min | BinOp::Max => {
+                        // On the host (a wrapper's Python), NumPy's own.
+                        let float = self.ty(a).is_float();
+                        let f = match (op, float) {
+                            (BinOp::Min, true) if self.host => "np.minimum",
+                            (BinOp::Max, true) if self.host => "np.maximum",
+                            (BinOp::Min, true) => "_port_minimum",
+                            (BinOp::Max, true) => "_port_maximum",
+                            (BinOp::Min, false) => "min",
+                            _ => "max",
+                        };
                         return (
-                            format!("min({}, {})", self.expr(a, 0), self.expr(b, 0)),
+                            format!("{f}({}, {})", self.expr(a, 0), self.expr(b, 0)),
                             ATOM,
-                        )
-                    }
-                    BinOp::Max => {
-                        return (
-                            format!("max({}, {})", self.expr(a, 0), self.expr(b, 0)),
-                            ATOM,
-                        )
+                        );
                     }
                     BinOp::BitAnd => ("&", 7),
                     BinOp::BitOr => ("|", 5),

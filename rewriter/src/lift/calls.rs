@@ -290,6 +290,18 @@ impl<'a> Lowerer<'a> {
         for a in &c.args {
             args.push(self.expr(r, a)?);
         }
+        if math_calls::float16_result(&name, &args) {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!(
+                    "`{}`: NumPy computes `{}` of bool, int8 and uint8 values in float16, \
+                     which port does not support; convert first (`.astype(np.float32)`)",
+                    self.src.text_of(c),
+                    name.replace("numpy.", "np.")
+                ),
+            );
+        }
         if let Some(v) = math_calls::call(&name, &args) {
             // A ufunc of several arrays broadcasts them together.
             let vals: Vec<&Val> = args.iter().collect();

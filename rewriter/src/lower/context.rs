@@ -944,6 +944,7 @@ pub fn identity(op: RedOp, t: ScalarType) -> Expr {
         RedOp::Sum => lit(t, 0.0),
         RedOp::Prod => lit(t, 1.0),
         RedOp::Max => match t {
+            ScalarType::Bool => bool(false),
             ScalarType::I32 => i32(i32::MIN),
             ScalarType::I64 => i64(i64::MIN),
             t if t.is_unsigned() => lit(t, 0.0),
@@ -951,6 +952,7 @@ pub fn identity(op: RedOp, t: ScalarType) -> Expr {
             _ => lit(t, f64::NEG_INFINITY),
         },
         RedOp::Min => match t {
+            ScalarType::Bool => bool(true),
             ScalarType::I32 => i32(i32::MAX),
             ScalarType::I64 => i64(i64::MAX),
             // All ones: the largest unsigned value.

@@ -97,12 +97,14 @@ pub fn special(f: &str, args: &[Val]) -> Option<Val> {
 }
 
 /// The float type a math function computes in for an argument of type `t`:
-/// `math.*` always float64 (Python floats), `np.*` keeps float32.
+/// `math.*` always float64 (Python floats), `np.*` keeps float32 and, as
+/// NumPy's type resolution does, computes int16/uint16 in float32 (bool,
+/// int8 and uint8 would be float16: see [`float16_result`]).
 fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
     if t.is_complex() {
         // Only NumPy's ufuncs with a complex form get here (see `call`).
         t
-    } else if numpy && t == ScalarType::F32 {
+    } else if numpy && matches!(t, ScalarType::F32 | ScalarType::I16 | ScalarType::U16) {
         ScalarType::F32
     } else {
         ScalarType::F64
@@ -124,7 +126,12 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
     if !numpy && matches!(name, "math.floor" | "math.ceil" | "math.trunc") && args.len() == 1 {
         let f = math_fn(name)?;
         return map1(&args[0], &mut |e, t| {
-            if t.is_int() {
+            // An int (a bool is one: `math.floor(True)` is 1) is its own
+            // floor.
+            if t == ScalarType::U64 {
+                // Python's int holds any value, a uint64's above 2**63 too.
+                (e, t)
+            } else if t.is_int() || t == ScalarType::Bool {
                 (cast_to(e, t, ScalarType::I64), ScalarType::I64)
             } else {
                 (cast(ScalarType::I64, math(f, vec![e])), ScalarType::I64)
@@ -162,7 +169,15 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 )
             })
         }
-        ("abs" | "absolute", [a], true) => map1(a, &mut |e, t| abs(e, t)),
+        // NumPy's absolute value of a bool is the bool; Python's `abs(True)`
+        // is the int 1.
+        ("abs" | "absolute", [a], true) => map1(a, &mut |e, t| {
+            if numpy && t == ScalarType::Bool {
+                (e, t)
+            } else {
+                abs(e, t)
+            }
+        }),
         ("logical_not", [a], true) if numpy => map1(a, &mut |e, t| {
             (
                 Expr::Unary(UnaryOp::Not, Box::new(truthy(e, t))),
@@ -225,7 +240,15 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
                 )
             }
         }),
-        ("square", [a], true) if numpy => map1(a, &mut |e, t| (mul(e.clone(), e), t)),
+        // NumPy squares bools as int8.
+        ("square", [a], true) if numpy => map1(a, &mut |e, t| {
+            let (e, t) = if t == ScalarType::Bool {
+                (cast_to(e, t, ScalarType::I8), ScalarType::I8)
+            } else {
+                (e, t)
+            };
+            (mul(e.clone(), e), t)
+        }),
         ("positive", [a], true) if numpy => map1(a, &mut |e, t| (e, t)),
         ("invert" | "bitwise_not" | "bitwise_invert", [a], true)
             if numpy && elem_type(a).is_some_and(|t| t.is_int() || t == ScalarType::Bool) =>
@@ -340,11 +363,28 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             } else {
                 BinOp::Max
             };
+            let builtin = !numpy;
             let mut acc = a.clone();
             for b in rest {
                 acc = map2(&acc, b, &mut |(x, tx, wx), (y, ty, wy)| {
                     let t = promote(tx, wx, ty, wy);
-                    (binary(op, cast_to(x, tx, t), cast_to(y, ty, t)), t)
+                    let (x, y) = (cast_to(x, tx, t), cast_to(y, ty, t));
+                    if builtin {
+                        // Python's `min(x, y)` is `y if y < x else x`: it
+                        // keeps `x` when either is NaN (`min(nan, 5.0)` is
+                        // nan, `min(5.0, nan)` is 5.0), unlike NumPy's.
+                        let better = crate::ir_util::compare(
+                            if op == BinOp::Min {
+                                CmpOp::Lt
+                            } else {
+                                CmpOp::Gt
+                            },
+                            (y.clone(), t, false),
+                            (x.clone(), t, false),
+                        );
+                        return (select(better, y, x), t);
+                    }
+                    (binary(op, x, y), t)
                 })?;
             }
             Some(acc)
@@ -392,6 +432,39 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
         }
         _ => None,
     }
+}
+
+/// Whether NumPy computes the float ufunc `name` (`np.sin`, `np.sqrt`,
+/// `np.arctan2`…) of these arguments in float16: their types are all bool,
+/// int8 or uint8, none a Python float (`np.sin(img_u8)` is float16, which
+/// port has no type for).
+pub fn float16_result(name: &str, args: &[Val]) -> bool {
+    use ScalarType::*;
+    if !name.starts_with("numpy.") {
+        return false;
+    }
+    let Some(f) = math_fn(name) else {
+        return false;
+    };
+    if matches!(
+        f,
+        MathFn::Floor | MathFn::Ceil | MathFn::Trunc | MathFn::Fabs
+    ) {
+        return false;
+    }
+    // A Python int beside them takes their type; a Python float makes the
+    // result float64.
+    let small = |t: &ScalarType| matches!(t, Bool | I8 | U8);
+    args.iter().all(|a| match a {
+        Val::Scalar(_, t, true) => t.is_int() || *t == Bool,
+        Val::Scalar(_, t, false) => small(t),
+        Val::Array(a) => small(&a.elem),
+        Val::Tuple(_) => false,
+    }) && args.iter().any(|a| match a {
+        Val::Scalar(_, t, false) => small(t),
+        Val::Array(a) => small(&a.elem),
+        _ => false,
+    })
 }
 
 /// The element type of a scalar or array value.
