@@ -2336,6 +2336,24 @@ mod fuzz_found {
     }
 
     #[test]
+    fn a_rebound_helper_parameter_takes_the_wider_type() {
+        given(
+            "rebound_parameter_widens",
+            "int64[:], float64[:]",
+            "a=np.array([1, 2, 3, 0, 1, -4]), b=np.array([0.3, 0.6, 0.9, 1.2, 1.5, 2.0])",
+        );
+    }
+
+    #[test]
+    fn complex_values_stored_as_real_keep_the_real_part() {
+        given(
+            "real_part_of_complex",
+            "complex128[:]",
+            "z=np.array([1 + 2j, -0.5j, 0j, 3.5 + 0j, np.nan + 1j])",
+        );
+    }
+
+    #[test]
     fn int16_sines_are_float32() {
         given(
             "sine_of_shorts",

@@ -176,6 +176,16 @@ pub fn cast_to(e: Expr, from: ScalarType, to: ScalarType) -> Expr {
     if from == to {
         return e;
     }
+    if from.is_complex() && !to.is_complex() {
+        // As NumPy stores a complex number in a real array (`astype`, an
+        // element assignment): a bool is whether it is non-zero, any
+        // other type takes the real part (NumPy warns, ComplexWarning).
+        if to == ScalarType::Bool {
+            return cmp(CmpOp::Ne, e, lit(from, 0.0));
+        }
+        let re = Expr::Part(port_codegen::ir::Part::Re, Box::new(e));
+        return cast_to(re, from.component(), to);
+    }
     if let Expr::Lit(l) = &e {
         let v = match *l {
             Literal::Bool(b) => f64::from(u8::from(b)),

@@ -256,21 +256,38 @@ impl<'a> Lowerer<'a> {
         if let (Some(a), Some(b)) = (def.body.first(), def.body.last()) {
             r.blocks[0].1 = (a.start(), b.end());
         }
-        for (p, prm) in def.args.args.iter().zip(&params) {
+        let mut prologue = Vec::new();
+        for (p, prm) in def.args.args.iter().zip(params.iter_mut()) {
             let py = p.def.arg.to_string();
             self.used.insert(prm.name.clone());
             r.declare_in(0, &prm.name);
             match prm.ty {
                 Type::Scalar(t) => {
+                    // A parameter the body rebinds to a wider value (`x =
+                    // x * 0.75` of an int `x`) is a local of the joined
+                    // type, as in Python, which the argument initialises.
+                    let ty = self.declare_type(&format!("{scope}{py}"), t);
+                    if ty != t {
+                        let local = prm.name.clone();
+                        prm.name = self.fresh(&format!("{local}_arg"));
+                        r.declare_in(0, &prm.name);
+                        prologue.push(let_(
+                            &local,
+                            ty,
+                            crate::ir_util::cast_to(var(&prm.name), t, ty),
+                        ));
+                    }
                     r.locals.insert(
                         py.clone(),
                         Local::Scalar {
-                            ir: prm.name.clone(),
-                            ty: t,
+                            ir: if ty == t {
+                                prm.name.clone()
+                            } else {
+                                sanitize(&py)
+                            },
+                            ty,
                         },
                     );
-                    // A reassigned parameter keeps its type.
-                    self.declare_type(&format!("{scope}{py}"), t);
                 }
                 Type::Array(at) => {
                     r.locals.insert(
@@ -295,7 +312,8 @@ impl<'a> Lowerer<'a> {
             ret = Some(ret.map_or(t, |a| join(a, t)));
         }
         let ret = r.ret_ty.or(ret);
-        let body = std::mem::take(&mut r.blocks[0].0);
+        let mut body = prologue;
+        body.append(&mut r.blocks[0].0);
         self.module.device_functions.push(DeviceFunction {
             name: dname.clone(),
             params,
