@@ -6,7 +6,7 @@ CARGO ?= cargo
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export CARGO_TERM_PROGRESS_WHEN ?= never
 
-.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle fuzz
+.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle fuzz fuzz-diff
 
 setup:
 	@bash scripts/setup.sh
@@ -47,3 +47,11 @@ gpu-bundle: setup
 ## make fuzz: run the parse → analyse → classify fuzz target (nightly, cargo-fuzz)
 fuzz:
 	@bash scripts/fuzz.sh
+
+## make fuzz-diff N=300 [SEED=1] [JOBS=2]: N random NumPy programs migrated on the simulator and checked against CPython (every 10th also under Numba's CUDA simulator); ends with "programs N, verified V, refused R, mismatch M, failed F"
+N ?= 300
+SEED ?= 1
+JOBS ?= $(shell nproc)
+fuzz-diff: setup-test
+	@$(CARGO) build --release --quiet
+	@.venv/bin/python scripts/fuzz_diff.py $(N) --seed $(SEED) --jobs $(JOBS) --numba-every 10 --out target/fuzz-diff
