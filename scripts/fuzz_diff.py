@@ -130,9 +130,9 @@ class Gen:
         r = self.rng
         self.ndim = 1 if r.random() < 0.7 else 2
         if self.ndim == 1:
-            self.shape = (r.choice([1, 2, 3, 5, 8, 16, 31, 64, 100]),)
+            self.shape = (r.choice([0, 1, 2, 3, 5, 8, 16, 31, 64, 100]),)
         else:
-            self.shape = (r.choice([1, 2, 3, 5, 8, 12]), r.choice([1, 2, 4, 7, 9]))
+            self.shape = (r.choice([0, 1, 2, 3, 5, 8, 12]), r.choice([1, 2, 4, 7, 9]))
         edges = r.random() < 0.4
         self.params = []
         self.inputs = {}
@@ -145,7 +145,12 @@ class Gen:
             self.params.append(("row", dt, 1))
             self.inputs["row"] = values(r, dt, self.shape[1:], edges)
         for name in ["s", "t"][: r.choice([0, 1, 1, 2])]:
-            if r.random() < 0.6:
+            if r.random() < 0.15:
+                # A NumPy scalar: strong in NumPy 2's promotion.
+                dt = r.choice(["float32", "int32", "float64"])
+                self.params.append((name, dt, 0))
+                self.inputs[name] = np.dtype(dt).type(r.choice([0.5, 2.0, -1.0, 3.0]))
+            elif r.random() < 0.6:
                 self.params.append((name, "float64", 0))
                 self.inputs[name] = float(r.choice([0.5, -1.25, 2.0, 3.0, 0.0, -0.0]))
             else:
@@ -271,15 +276,17 @@ class Gen:
         k = r.random()
         if k < 0.45:
             op = r.choice(["+", "-", "*", "*", "/", "//", "%", "**", "&", "|", "^",
-                           "<", ">", "==", "!=", "<=", ">="])
+                           "<<", ">>", "<", ">", "==", "!=", "<=", ">="])
             left = self.arr_expr(env, depth + 1)
             if op in ("//", "%"):
                 right = self.rng.choice(["3", "2", "-2", "1.5"])
             elif op == "**":
                 right = "2"
+            elif op in ("<<", ">>"):
+                right = self.rng.choice(["1", "2", "3"])
             else:
                 right = self.operand(env, depth)
-            if r.random() < 0.3 and op not in ("//", "%", "**"):
+            if r.random() < 0.3 and op not in ("//", "%", "**", "<<", ">>"):
                 left, right = right, left
             return "(%s %s %s)" % (left, op, right)
         if k < 0.7:
@@ -343,7 +350,7 @@ class Gen:
         r = self.rng
         kinds = ["assign", "assign", "reduce", "loop", "acc", "inplace"]
         if self.ndim == 1 and self.shape[0] >= 3:
-            kinds += ["stencil", "sweep"]
+            kinds += ["stencil", "sweep", "strided"]
         if self.ndim == 2:
             kinds += ["axis", "loop2"]
             if self.shape[0] >= 3 and self.shape[1] >= 3:
@@ -438,9 +445,10 @@ class Gen:
         r = self.rng
         name = self.fresh("acc")
         x = self.arrays(env)[0]
-        init = r.choice(["0", "0.0", "1.0"])
+        first = "%s[0]" % x if self.ndim == 1 else "%s[0, 0]" % x
+        init = r.choice(["0", "0.0", "1.0", first])
         e = self.scalar_expr(env, "i" if self.ndim == 1 else "i, j")
-        op = r.choice(["+=", "+=", "-=", "*="]) if init != "0" else "+="
+        op = r.choice(["+=", "+=", "-=", "*=", "max", "min"]) if init != "0" else "+="
         if self.ndim == 1:
             head = "for i in range(%s.shape[0]):\n" % x
             ind = "    "
@@ -448,12 +456,15 @@ class Gen:
             head = ("for i in range(%s.shape[0]):\n    for j in range(%s.shape[1]):\n"
                     % (x, x))
             ind = "        "
+        # `acc = max(acc, e)`: Python's max, NaN kept only from `acc`.
+        update = ("%s = %s(%s, %s)" % (name, op, name, e) if op in ("max", "min")
+                  else "%s %s %s" % (name, op, e))
         if r.random() < 0.4:
-            body = "%sif %s > %s:\n%s    %s %s %s\n" % (
+            body = "%sif %s > %s:\n%s    %s\n" % (
                 ind, self.scalar_expr(env, "i" if self.ndim == 1 else "i, j", 2),
-                self.literal(), ind, name, op, e)
+                self.literal(), ind, update)
         else:
-            body = "%s%s %s %s\n" % (ind, name, op, e)
+            body = "%s%s\n" % (ind, update)
         code = "%s = %s\n%s%s" % (name, init, head, body)
         return self.unit(env, code, [name])
 
@@ -488,6 +499,15 @@ class Gen:
         code = ("%s = %s\n%s[1:-1, 1:-1] = %s * (%s[:-2, 1:-1] + %s[2:, 1:-1]"
                 " + %s[1:-1, :-2] + %s[1:-1, 2:]) - %s[1:-1, 1:-1]\n"
                 % (name, self.zeros_for(env, x), name, self.literal("f"), x, x, x, x, x))
+        return self.unit(env, code, [name])
+
+    def st_strided(self, env):
+        """Strided slices of one array, odd elements against even ones."""
+        r = self.rng
+        name = self.fresh("r")
+        x = r.choice(self.arrays(env))
+        f = r.choice(["np.sum", "np.max", "np.min"])
+        code = "%s = %s(%s[1::2] %s %s[:-1:2])\n" % (name, f, x, r.choice(["*", "-", "+"]), x)
         return self.unit(env, code, [name])
 
     def st_sweep(self, env):

@@ -2354,6 +2354,15 @@ mod fuzz_found {
     }
 
     #[test]
+    fn numpy_bools_add_as_or_and_multiply_as_and() {
+        given(
+            "bool_arithmetic_is_numpys",
+            "float64[:], float64[:]",
+            "a=rng.standard_normal(300), b=rng.standard_normal(300)",
+        );
+    }
+
+    #[test]
     fn int16_sines_are_float32() {
         given(
             "sine_of_shorts",

@@ -65,6 +65,7 @@ pub fn numba_names(src: &str) -> Vec<&'static str> {
         "uint64",
         "complex64",
         "complex128",
+        "boolean",
     ] {
         // Not `int8(` inside `uint8(`.
         let called = src.match_indices(&format!("{n}(")).any(|(k, _)| {

@@ -24,14 +24,35 @@ impl<'a> Lowerer<'a> {
         let mut failed: Option<&'static str> = None;
         let out = array_expr::map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
             let t = promote(tx, wx, ty, wy);
-            let t = if t == ScalarType::Bool
-                && matches!(
-                    op,
-                    O::Add | O::Sub | O::Mult | O::FloorDiv | O::Mod | O::Pow
-                ) {
-                ScalarType::I64
-            } else {
-                t
+            // Arithmetic on bools: NumPy's when either is a NumPy bool (an
+            // array's element, a comparison of them): `+` is `or`, `*` is
+            // `and`, `-` raises, `//`, `%` and `**` give int8. Python's on
+            // two Python bools (`True + True` is 2).
+            let numpy_bools = t == ScalarType::Bool && !(wx && wy);
+            if numpy_bools {
+                match op {
+                    O::Add => return (binary(BinOp::Or, x, y), t),
+                    O::Mult => return (binary(BinOp::And, x, y), t),
+                    O::Sub => {
+                        failed = Some("`-` on NumPy bools (NumPy raises a TypeError)");
+                        return (x, t);
+                    }
+                    _ => {}
+                }
+            }
+            let t = match t {
+                ScalarType::Bool if numpy_bools && matches!(op, O::FloorDiv | O::Mod | O::Pow) => {
+                    ScalarType::I8
+                }
+                ScalarType::Bool
+                    if matches!(
+                        op,
+                        O::Add | O::Sub | O::Mult | O::FloorDiv | O::Mod | O::Pow
+                    ) =>
+                {
+                    ScalarType::I64
+                }
+                t => t,
             };
             let (cx, cy) = (cast_to(x.clone(), tx, t), cast_to(y.clone(), ty, t));
             if t.is_complex() && !matches!(op, O::Add | O::Sub | O::Mult | O::Div | O::Pow) {
@@ -124,10 +145,11 @@ fn pow(
     failed: &mut Option<&'static str>,
 ) -> (Expr, ScalarType) {
     let t = promote(tx, wx, ty, wy);
-    let t = if t == ScalarType::Bool {
-        ScalarType::I64
-    } else {
-        t
+    // NumPy's bools to a power are int8; two Python bools, a Python int.
+    let t = match t {
+        ScalarType::Bool if !(wx && wy) => ScalarType::I8,
+        ScalarType::Bool => ScalarType::I64,
+        t => t,
     };
     // Small integer powers: repeated products (exact, like Python).
     if let Expr::Lit(Literal::I64(k)) = y {

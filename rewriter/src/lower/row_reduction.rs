@@ -26,9 +26,9 @@ pub fn acc_type(op: Reduce, t: ScalarType) -> ScalarType {
         // NumPy sums and multiplies integers in 64 bits (uint64 for
         // unsigned ones).
         _ if t.is_unsigned() && op != Reduce::Max && op != Reduce::Min => ScalarType::U64,
-        _ if t == ScalarType::Bool || t.is_int() && op != Reduce::Max && op != Reduce::Min => {
-            ScalarType::I64
-        }
+        // The max and min of bools are bools (their `any` and `all`).
+        Reduce::Max | Reduce::Min => t,
+        _ if t == ScalarType::Bool || t.is_int() => ScalarType::I64,
         _ => t,
     }
 }
