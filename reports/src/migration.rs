@@ -1,8 +1,9 @@
 //! What `port migrate` and `port verify` leave in `.port/migrations/`: one
 //! `<function>.json` per migrated function. Reports only read these files;
 //! the figures in them (`Timing`, `Repeats`, `CpythonCall`, `Projection`,
-//! `Bandwidth`) are defined here once, and `port-verify` writes these same
-//! types. Every field is optional on read, so older records still load.
+//! `Bandwidth`, `ExactCheck`, `HostCall`) are defined here once, and
+//! `port-verify` writes these same types. Every field is optional on read,
+//! so older records still load.
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,141 @@ pub struct Verification {
     pub passed: bool,
     pub max_abs_err: Option<f64>,
     pub max_rel_err: Option<f64>,
+}
+
+/// The precision of the runs a more exact run judges (the original's and
+/// the kernels'), which says what the original reruns in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// float32 (and complex64): judged against a float64 run.
+    Float32,
+    /// float64 (and complex128): judged against an `np.longdouble` run.
+    #[default]
+    Float64,
+}
+
+impl Precision {
+    /// The precision's name, as NumPy spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Float32 => "float32",
+            Precision::Float64 => "float64",
+        }
+    }
+
+    /// What the original reruns in, for a sentence.
+    pub fn rerun(self) -> &'static str {
+        match self {
+            Precision::Float32 => "a float64 run",
+            Precision::Float64 => "an extended-precision run",
+        }
+    }
+}
+
+/// What the more exact run says about the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The kernels are as close to the more exact answer as the original.
+    Passed,
+    /// They are not: the elementwise mismatch stands.
+    Failed,
+    /// The original's own answer is not reproducible: nothing can be told.
+    Inconclusive,
+    /// There is no more exact run: the elementwise mismatch stands.
+    #[default]
+    Unavailable,
+}
+
+/// The comparison of both runs with a more exact run of the original
+/// (`port_verify::exact` decides it). Every field is optional on read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExactCheck {
+    /// Said by the key the check is stored under (`float32_exact`,
+    /// `float64_exact`).
+    #[serde(skip)]
+    pub precision: Precision,
+    pub verdict: Verdict,
+    /// `verdict` is `passed`.
+    pub passed: bool,
+    /// What the original reran in: `float64`, `np.longdouble (64-bit
+    /// significand)`.
+    pub reference: String,
+    /// The kernels' normwise error against the more exact run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours_err: Option<f64>,
+    /// The original's own normwise error against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_err: Option<f64>,
+    /// The original's largest elementwise distance from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_abs_err: Option<f64>,
+    /// How many times the original's own error the kernels' may be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// Under this error the kernels pass whatever the original's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// Past this error of its own the original's answer has lost its
+    /// meaning, and the check is inconclusive (float64 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unstable: Option<f64>,
+    /// The first elementwise difference from the original's results, which
+    /// this check overrules (passed) or cannot settle (inconclusive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elementwise: Option<String>,
+    /// Inconclusive: why, and what to do; unavailable: why there is no
+    /// more exact run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl ExactCheck {
+    /// No second opinion was possible, for this reason.
+    pub fn unavailable(precision: Precision, why: impl Into<String>) -> ExactCheck {
+        ExactCheck {
+            precision,
+            verdict: Verdict::Unavailable,
+            why: Some(why.into()),
+            ..ExactCheck::default()
+        }
+    }
+
+    /// One line for people, after `float32: ` / `float64: `.
+    pub fn describe(&self) -> String {
+        let errors = || {
+            let allowed = match (self.factor, self.floor) {
+                (Some(factor), Some(floor)) => {
+                    format!(" (allowed: {factor}x the original's, or {floor:.0e})")
+                }
+                _ => String::new(),
+            };
+            format!(
+                "against {} of the original: the kernels' error {:.2e}, the original's own {} error {:.2e}{allowed}",
+                self.precision.rerun(),
+                self.ours_err.unwrap_or(f64::INFINITY),
+                self.precision.name(),
+                self.original_err.unwrap_or(f64::INFINITY),
+            )
+        };
+        let why = self.why.as_deref().unwrap_or_default();
+        match self.verdict {
+            Verdict::Passed => format!("passed {}", errors()),
+            Verdict::Failed => format!("failed too {}", errors()),
+            Verdict::Inconclusive => {
+                let past = self.unstable.map_or(String::new(), |u| {
+                    format!(
+                        "past the {u:.0e} at which a {} answer still means something: ",
+                        self.precision.name()
+                    )
+                });
+                format!("inconclusive {} ({past}see the reason)", errors())
+            }
+            Verdict::Unavailable => format!("no second opinion: {why}"),
+        }
+    }
 }
 
 /// What `port verify` timed, in seconds: medians of repeated runs, except
@@ -244,6 +380,38 @@ pub struct Bandwidth {
     /// The kernels are limited by memory bandwidth, so `pct_of_peak` says
     /// how close to the hardware they are.
     pub memory_bound: Option<bool>,
+}
+
+/// A library step computed on the host (the simulator; `lstsq`, complex
+/// types, or a GPU without libcublas/libcusolver), once per call site.
+/// Every field is optional on read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostCall {
+    /// `np.linalg.cholesky`.
+    pub call: String,
+    pub line: u32,
+    pub count: usize,
+    /// Bytes copied back (operands) and over (the result), in all.
+    pub bytes_to_host: usize,
+    pub bytes_to_device: usize,
+    /// Host seconds, in all (transfers included).
+    pub seconds: f64,
+}
+
+impl std::fmt::Display for HostCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = if self.call == "np.matmul" {
+            "on the host (cuBLAS computes it on a GPU that has libcublas)"
+        } else {
+            "on the host (cuSOLVER computes float32/float64 cholesky, solve, inv and det on a GPU that has libcusolver)"
+        };
+        write!(f, "`{}` at line {}: {why}", self.call, self.line)?;
+        if self.count > 1 {
+            write!(f, " (×{})", self.count)?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
