@@ -5,7 +5,7 @@
 //! `port-verify` writes these same types. Every field is optional on read,
 //! so older records still load.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Version tag of `.port/migrations/*.json`.
 pub const MIGRATION_SCHEMA: &str = "port.migration/1";
@@ -55,16 +55,73 @@ pub struct Kernel {
     pub ptx: String,
 }
 
-/// The comparison of the kernels' results with the original function's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The comparison of the kernels' results with the original function's:
+/// what the reports show of it (the record holds more, `compared`,
+/// `in_place`, `same_array` among them). Every field after `passed` is
+/// optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     /// `"gpu"` (cudarc on a real device) or `"simulator"` (the host JIT).
     pub backend: String,
-    /// `"captured"` (real inputs from the profiled run) or `"generated"`.
+    /// `"captured"` (real inputs from the profiled run), `"given"` or
+    /// `"generated"`.
     pub inputs: String,
     pub passed: bool,
+    /// Null when infinite: the errors are finite or infinite (another
+    /// shape, or a value infinite in one result only), never NaN.
     pub max_abs_err: Option<f64>,
     pub max_rel_err: Option<f64>,
+    /// The tolerance the results were compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    /// The first difference, with the kernels that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<String>,
+    /// float32 results that differed elementwise, judged against a float64
+    /// run of the original.
+    #[serde(
+        default,
+        deserialize_with = "float32_check",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub float32_exact: Option<ExactCheck>,
+    /// float64 and complex128 results that differed elementwise, judged
+    /// against an extended-precision run of the original.
+    #[serde(
+        default,
+        deserialize_with = "float64_check",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub float64_exact: Option<ExactCheck>,
+    /// How generated inputs were sized, when they had to be made smaller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_how: Option<String>,
+}
+
+impl Verification {
+    /// The more exact run's check, when there was one.
+    pub fn exact(&self) -> Option<&ExactCheck> {
+        self.float32_exact.as_ref().or(self.float64_exact.as_ref())
+    }
+}
+
+/// A check read from `float32_exact`: its key says its precision.
+fn float32_check<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExactCheck>, D::Error> {
+    check_in(d, Precision::Float32)
+}
+
+/// A check read from `float64_exact`.
+fn float64_check<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExactCheck>, D::Error> {
+    check_in(d, Precision::Float64)
+}
+
+fn check_in<'de, D: Deserializer<'de>>(
+    d: D,
+    precision: Precision,
+) -> Result<Option<ExactCheck>, D::Error> {
+    Ok(Option::<ExactCheck>::deserialize(d)?.map(|c| ExactCheck { precision, ..c }))
 }
 
 /// The precision of the runs a more exact run judges (the original's and
@@ -414,6 +471,17 @@ impl std::fmt::Display for HostCall {
     }
 }
 
+/// One named rewrite of the migration and what it did. Every field is
+/// optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Rewrite {
+    pub rewrite: String,
+    pub applied: bool,
+    /// Where it applied, or why it did not.
+    pub note: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Migration {
     pub schema: String,
@@ -438,6 +506,20 @@ pub struct Migration {
     pub device: Option<Device>,
     #[serde(default)]
     pub bandwidth: Option<Bandwidth>,
+    /// The library steps the verified run computed on the host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_calls: Vec<HostCall>,
+    /// The function's file and line (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The rewrites the planner tried, applied or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<Rewrite>,
+    /// What else port said about the migration, one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Why a migration was refused or failed: `port migrate` writes the line
@@ -449,8 +531,21 @@ pub enum Reason {
         #[serde(default)]
         line: Option<u32>,
         message: String,
+        /// The rewrite that refused (`dependences`, …), `analysis`,
+        /// `codegen` or `verify`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rewrite: Option<String>,
     },
     Text(String),
+}
+
+impl Reason {
+    /// The message alone, without its line.
+    pub fn message(&self) -> &str {
+        match self {
+            Reason::Located { message, .. } | Reason::Text(message) => message,
+        }
+    }
 }
 
 impl std::fmt::Display for Reason {
@@ -459,6 +554,7 @@ impl std::fmt::Display for Reason {
             Reason::Located {
                 line: Some(line),
                 message,
+                ..
             } => write!(f, "line {line}: {message}"),
             Reason::Located { message, .. } | Reason::Text(message) => f.write_str(message),
         }
@@ -488,5 +584,55 @@ impl Migration {
     pub fn is_verified(&self) -> bool {
         self.status == MigrationStatus::Verified
             && self.verification.as_ref().is_some_and(|v| v.passed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_check_takes_its_precision_from_its_key() {
+        let v: Verification = serde_json::from_value(json!({
+            "backend": "gpu", "inputs": "captured", "passed": true,
+            "max_abs_err": null, "max_rel_err": null,
+            "float32_exact": {"verdict": "passed", "passed": true, "reference": "float64"},
+        }))
+        .unwrap();
+        let c = v.exact().unwrap();
+        assert_eq!(c.precision, Precision::Float32);
+        assert_eq!(c.verdict, Verdict::Passed);
+        // Without the allowance (an older record) the sentence leaves it out.
+        assert_eq!(
+            c.describe(),
+            "passed against a float64 run of the original: the kernels' error inf, the original's own float32 error inf"
+        );
+    }
+
+    #[test]
+    fn a_check_reads_back_as_written() {
+        let c = ExactCheck {
+            precision: Precision::Float64,
+            verdict: Verdict::Inconclusive,
+            ours_err: Some(0.3),
+            original_err: Some(3e-2),
+            factor: Some(10.0),
+            floor: Some(2e-15),
+            unstable: Some(1e-4),
+            why: Some("not reproducible".into()),
+            ..ExactCheck::default()
+        };
+        let v: Verification = serde_json::from_value(json!({
+            "backend": "gpu", "inputs": "given", "passed": false,
+            "max_abs_err": 1.0, "max_rel_err": 1.0,
+            "float64_exact": c,
+        }))
+        .unwrap();
+        assert_eq!(v.float64_exact.as_ref(), Some(&c));
+        assert_eq!(
+            c.describe(),
+            "inconclusive against an extended-precision run of the original: the kernels' error 3.00e-1, the original's own float64 error 3.00e-2 (allowed: 10x the original's, or 2e-15) (past the 1e-4 at which a float64 answer still means something: see the reason)"
+        );
     }
 }
