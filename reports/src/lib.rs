@@ -1,7 +1,9 @@
 //! Reports: every way port shows its results to people and machines —
 //! terminal tables (comfy-table), JSON, Markdown for pull requests, one
 //! self-contained annotated HTML page, SARIF for code scanning, Graphviz DOT
-//! — and the CI gate on GPU-eligible coverage.
+//! — and the CI gate on GPU-eligible coverage; and the text `port migrate`
+//! and `port verify` print, read from the migration record they write
+//! ([`outcome`]).
 //!
 //! A report is made in three steps: [`state::PortState::load`] reads
 //! `.port/` (the analysis and the migrations, each checked for its schema
@@ -21,6 +23,7 @@ pub mod gate;
 pub mod html;
 pub mod markdown;
 pub mod migration;
+pub mod outcome;
 pub mod profile;
 pub mod report;
 pub mod sarif;

@@ -1,10 +1,11 @@
 //! What `port migrate` and `port verify` leave in `.port/migrations/`: one
 //! `<function>.json` per migrated function. Reports only read these files;
 //! the figures in them (`Timing`, `Repeats`, `CpythonCall`, `Projection`,
-//! `Bandwidth`) are defined here once, and `port-verify` writes these same
-//! types. Every field is optional on read, so older records still load.
+//! `Bandwidth`, `ExactCheck`, `HostCall`) are defined here once, and
+//! `port-verify` writes these same types. Every field is optional on read,
+//! so older records still load.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Version tag of `.port/migrations/*.json`.
 pub const MIGRATION_SCHEMA: &str = "port.migration/1";
@@ -54,16 +55,208 @@ pub struct Kernel {
     pub ptx: String,
 }
 
-/// The comparison of the kernels' results with the original function's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The comparison of the kernels' results with the original function's:
+/// what the reports show of it (the record holds more, `compared`,
+/// `in_place`, `same_array` among them). Every field after `passed` is
+/// optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     /// `"gpu"` (cudarc on a real device) or `"simulator"` (the host JIT).
     pub backend: String,
-    /// `"captured"` (real inputs from the profiled run) or `"generated"`.
+    /// `"captured"` (real inputs from the profiled run), `"given"` or
+    /// `"generated"`.
     pub inputs: String,
     pub passed: bool,
+    /// Null when infinite: the errors are finite or infinite (another
+    /// shape, or a value infinite in one result only), never NaN.
     pub max_abs_err: Option<f64>,
     pub max_rel_err: Option<f64>,
+    /// The tolerance the results were compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    /// The first difference, with the kernels that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<String>,
+    /// float32 results that differed elementwise, judged against a float64
+    /// run of the original.
+    #[serde(
+        default,
+        deserialize_with = "float32_check",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub float32_exact: Option<ExactCheck>,
+    /// float64 and complex128 results that differed elementwise, judged
+    /// against an extended-precision run of the original.
+    #[serde(
+        default,
+        deserialize_with = "float64_check",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub float64_exact: Option<ExactCheck>,
+    /// How generated inputs were sized, when they had to be made smaller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_how: Option<String>,
+}
+
+impl Verification {
+    /// The more exact run's check, when there was one.
+    pub fn exact(&self) -> Option<&ExactCheck> {
+        self.float32_exact.as_ref().or(self.float64_exact.as_ref())
+    }
+}
+
+/// A check read from `float32_exact`: its key says its precision.
+fn float32_check<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExactCheck>, D::Error> {
+    check_in(d, Precision::Float32)
+}
+
+/// A check read from `float64_exact`.
+fn float64_check<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExactCheck>, D::Error> {
+    check_in(d, Precision::Float64)
+}
+
+fn check_in<'de, D: Deserializer<'de>>(
+    d: D,
+    precision: Precision,
+) -> Result<Option<ExactCheck>, D::Error> {
+    Ok(Option::<ExactCheck>::deserialize(d)?.map(|c| ExactCheck { precision, ..c }))
+}
+
+/// The precision of the runs a more exact run judges (the original's and
+/// the kernels'), which says what the original reruns in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// float32 (and complex64): judged against a float64 run.
+    Float32,
+    /// float64 (and complex128): judged against an `np.longdouble` run.
+    #[default]
+    Float64,
+}
+
+impl Precision {
+    /// The precision's name, as NumPy spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Float32 => "float32",
+            Precision::Float64 => "float64",
+        }
+    }
+
+    /// What the original reruns in, for a sentence.
+    pub fn rerun(self) -> &'static str {
+        match self {
+            Precision::Float32 => "a float64 run",
+            Precision::Float64 => "an extended-precision run",
+        }
+    }
+}
+
+/// What the more exact run says about the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The kernels are as close to the more exact answer as the original.
+    Passed,
+    /// They are not: the elementwise mismatch stands.
+    Failed,
+    /// The original's own answer is not reproducible: nothing can be told.
+    Inconclusive,
+    /// There is no more exact run: the elementwise mismatch stands.
+    #[default]
+    Unavailable,
+}
+
+/// The comparison of both runs with a more exact run of the original
+/// (`port_verify::exact` decides it). Every field is optional on read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExactCheck {
+    /// Said by the key the check is stored under (`float32_exact`,
+    /// `float64_exact`).
+    #[serde(skip)]
+    pub precision: Precision,
+    pub verdict: Verdict,
+    /// `verdict` is `passed`.
+    pub passed: bool,
+    /// What the original reran in: `float64`, `np.longdouble (64-bit
+    /// significand)`.
+    pub reference: String,
+    /// The kernels' normwise error against the more exact run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours_err: Option<f64>,
+    /// The original's own normwise error against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_err: Option<f64>,
+    /// The original's largest elementwise distance from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_abs_err: Option<f64>,
+    /// How many times the original's own error the kernels' may be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// Under this error the kernels pass whatever the original's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// Past this error of its own the original's answer has lost its
+    /// meaning, and the check is inconclusive (float64 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unstable: Option<f64>,
+    /// The first elementwise difference from the original's results, which
+    /// this check overrules (passed) or cannot settle (inconclusive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elementwise: Option<String>,
+    /// Inconclusive: why, and what to do; unavailable: why there is no
+    /// more exact run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl ExactCheck {
+    /// No second opinion was possible, for this reason.
+    pub fn unavailable(precision: Precision, why: impl Into<String>) -> ExactCheck {
+        ExactCheck {
+            precision,
+            verdict: Verdict::Unavailable,
+            why: Some(why.into()),
+            ..ExactCheck::default()
+        }
+    }
+
+    /// One line for people, after `float32: ` / `float64: `.
+    pub fn describe(&self) -> String {
+        let errors = || {
+            let allowed = match (self.factor, self.floor) {
+                (Some(factor), Some(floor)) => {
+                    format!(" (allowed: {factor}x the original's, or {floor:.0e})")
+                }
+                _ => String::new(),
+            };
+            format!(
+                "against {} of the original: the kernels' error {:.2e}, the original's own {} error {:.2e}{allowed}",
+                self.precision.rerun(),
+                self.ours_err.unwrap_or(f64::INFINITY),
+                self.precision.name(),
+                self.original_err.unwrap_or(f64::INFINITY),
+            )
+        };
+        let why = self.why.as_deref().unwrap_or_default();
+        match self.verdict {
+            Verdict::Passed => format!("passed {}", errors()),
+            Verdict::Failed => format!("failed too {}", errors()),
+            Verdict::Inconclusive => {
+                let past = self.unstable.map_or(String::new(), |u| {
+                    format!(
+                        "past the {u:.0e} at which a {} answer still means something: ",
+                        self.precision.name()
+                    )
+                });
+                format!("inconclusive {} ({past}see the reason)", errors())
+            }
+            Verdict::Unavailable => format!("no second opinion: {why}"),
+        }
+    }
 }
 
 /// What `port verify` timed, in seconds: medians of repeated runs, except
@@ -246,6 +439,49 @@ pub struct Bandwidth {
     pub memory_bound: Option<bool>,
 }
 
+/// A library step computed on the host (the simulator; `lstsq`, complex
+/// types, or a GPU without libcublas/libcusolver), once per call site.
+/// Every field is optional on read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostCall {
+    /// `np.linalg.cholesky`.
+    pub call: String,
+    pub line: u32,
+    pub count: usize,
+    /// Bytes copied back (operands) and over (the result), in all.
+    pub bytes_to_host: usize,
+    pub bytes_to_device: usize,
+    /// Host seconds, in all (transfers included).
+    pub seconds: f64,
+}
+
+impl std::fmt::Display for HostCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = if self.call == "np.matmul" {
+            "on the host (cuBLAS computes it on a GPU that has libcublas)"
+        } else {
+            "on the host (cuSOLVER computes float32/float64 cholesky, solve, inv and det on a GPU that has libcusolver)"
+        };
+        write!(f, "`{}` at line {}: {why}", self.call, self.line)?;
+        if self.count > 1 {
+            write!(f, " (×{})", self.count)?;
+        }
+        Ok(())
+    }
+}
+
+/// One named rewrite of the migration and what it did. Every field is
+/// optional on read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Rewrite {
+    pub rewrite: String,
+    pub applied: bool,
+    /// Where it applied, or why it did not.
+    pub note: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Migration {
     pub schema: String,
@@ -270,6 +506,20 @@ pub struct Migration {
     pub device: Option<Device>,
     #[serde(default)]
     pub bandwidth: Option<Bandwidth>,
+    /// The library steps the verified run computed on the host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_calls: Vec<HostCall>,
+    /// The function's file and line (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The rewrites the planner tried, applied or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<Rewrite>,
+    /// What else port said about the migration, one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Why a migration was refused or failed: `port migrate` writes the line
@@ -281,8 +531,21 @@ pub enum Reason {
         #[serde(default)]
         line: Option<u32>,
         message: String,
+        /// The rewrite that refused (`dependences`, …), `analysis`,
+        /// `codegen` or `verify`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rewrite: Option<String>,
     },
     Text(String),
+}
+
+impl Reason {
+    /// The message alone, without its line.
+    pub fn message(&self) -> &str {
+        match self {
+            Reason::Located { message, .. } | Reason::Text(message) => message,
+        }
+    }
 }
 
 impl std::fmt::Display for Reason {
@@ -291,6 +554,7 @@ impl std::fmt::Display for Reason {
             Reason::Located {
                 line: Some(line),
                 message,
+                ..
             } => write!(f, "line {line}: {message}"),
             Reason::Located { message, .. } | Reason::Text(message) => f.write_str(message),
         }
@@ -320,5 +584,55 @@ impl Migration {
     pub fn is_verified(&self) -> bool {
         self.status == MigrationStatus::Verified
             && self.verification.as_ref().is_some_and(|v| v.passed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_check_takes_its_precision_from_its_key() {
+        let v: Verification = serde_json::from_value(json!({
+            "backend": "gpu", "inputs": "captured", "passed": true,
+            "max_abs_err": null, "max_rel_err": null,
+            "float32_exact": {"verdict": "passed", "passed": true, "reference": "float64"},
+        }))
+        .unwrap();
+        let c = v.exact().unwrap();
+        assert_eq!(c.precision, Precision::Float32);
+        assert_eq!(c.verdict, Verdict::Passed);
+        // Without the allowance (an older record) the sentence leaves it out.
+        assert_eq!(
+            c.describe(),
+            "passed against a float64 run of the original: the kernels' error inf, the original's own float32 error inf"
+        );
+    }
+
+    #[test]
+    fn a_check_reads_back_as_written() {
+        let c = ExactCheck {
+            precision: Precision::Float64,
+            verdict: Verdict::Inconclusive,
+            ours_err: Some(0.3),
+            original_err: Some(3e-2),
+            factor: Some(10.0),
+            floor: Some(2e-15),
+            unstable: Some(1e-4),
+            why: Some("not reproducible".into()),
+            ..ExactCheck::default()
+        };
+        let v: Verification = serde_json::from_value(json!({
+            "backend": "gpu", "inputs": "given", "passed": false,
+            "max_abs_err": 1.0, "max_rel_err": 1.0,
+            "float64_exact": c,
+        }))
+        .unwrap();
+        assert_eq!(v.float64_exact.as_ref(), Some(&c));
+        assert_eq!(
+            c.describe(),
+            "inconclusive against an extended-precision run of the original: the kernels' error 3.00e-1, the original's own float64 error 3.00e-2 (allowed: 10x the original's, or 2e-15) (past the 1e-4 at which a float64 answer still means something: see the reason)"
+        );
     }
 }

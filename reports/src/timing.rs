@@ -39,6 +39,18 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
+/// Seconds as `port migrate` and `port verify` print them, two decimals:
+/// `1.23 s`, `4.56 ms`, `7.8 µs` (the report's tables use [`seconds`]).
+pub fn secs(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
 /// The speedups a migration can show.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Speedups {

@@ -32,7 +32,7 @@ use port_verify::{Status, VerifyError, VerifyOptions};
 use serde_json::json;
 
 use crate::commands::analyze::{analysis_path, load_or_analyze, reanalyze_keeping_profile, Source};
-use crate::commands::verify::{outcome_json, outcome_text, say_fallback, NotVerified, RunArgs};
+use crate::commands::verify::{outcome_json, say_fallback, NotVerified, RunArgs};
 use crate::state;
 use crate::UserError;
 
@@ -462,14 +462,17 @@ fn reason_json(r: &Reason) -> serde_json::Value {
 
 struct Report {
     function: String,
-    location: String,
+    /// Where the function is: its file and line.
+    file: String,
+    line: u32,
     status: &'static str,
     reasons: Vec<Reason>,
     kernels: Vec<(String, String)>,
     patch: Option<String>,
     outcome: Option<port_verify::Outcome>,
-    /// Where `port verify` finds what it needs: the file, the function, the
-    /// file to import the original from, the saved plan, the inputs.
+    /// Where `port verify` finds what it needs besides the file: the
+    /// function, the file to import the original from, the saved plan, the
+    /// inputs.
     origin: serde_json::Map<String, serde_json::Value>,
     rewrites: Vec<port_rewriter::plan::RewriteRecord>,
     notes: Vec<String>,
@@ -489,6 +492,8 @@ impl Report {
         let mut j = json!({
             "schema": MIGRATION_SCHEMA,
             "function": self.function,
+            "file": self.file,
+            "line": self.line,
             "status": self.status,
             "reasons": self.reasons.iter().map(reason_json).collect::<Vec<_>>(),
             "kernels": self.kernels.iter().map(|(n, p)| json!({
@@ -510,85 +515,6 @@ impl Report {
             obj.extend(self.origin.clone());
         }
         j
-    }
-
-    fn text(&self) -> String {
-        let mut out = format!(
-            "port migrate: {} ({}) → {}\n",
-            self.function, self.location, self.status
-        );
-        for r in &self.reasons {
-            let label = if self.status == "refused" {
-                "refused"
-            } else {
-                "reason"
-            };
-            out.push_str(&format!(
-                "  {label}: line {}: {} [{}]\n",
-                r.line, r.message, r.rewrite
-            ));
-        }
-        if !self.kernels.is_empty() {
-            let names: Vec<&str> = self.kernels.iter().map(|(n, _)| n.as_str()).collect();
-            out.push_str(&format!(
-                "  kernels: {} → {}\n",
-                names.join(", "),
-                self.kernels[0].1
-            ));
-        }
-        let applied: Vec<String> = self
-            .rewrites
-            .iter()
-            .filter(|r| r.applied)
-            .map(|r| format!("{} ({})", r.rewrite, r.note))
-            .collect();
-        if !applied.is_empty() {
-            out.push_str("  rewrites:\n");
-            for a in applied {
-                out.push_str(&format!("    {a}\n"));
-            }
-        }
-        if let Some(o) = &self.outcome {
-            let v = &o.verification;
-            out.push_str(&format!(
-                "  verification: {} on {} inputs: {} (max abs err {:.3e}, max rel err {:.3e}; rtol {:e}, atol {:e})\n",
-                v.backend,
-                v.inputs,
-                match (v.status(), v.exact()) {
-                    (Status::Verified, Some(c)) => format!("passed against {}", c.precision.rerun()),
-                    (Status::Verified, None) => "passed".into(),
-                    (Status::Mismatch, _) => "MISMATCH".into(),
-                    (Status::Inconclusive, _) => "INCONCLUSIVE".into(),
-                },
-                v.max_abs_err,
-                v.max_rel_err,
-                v.tolerance.rtol,
-                v.tolerance.atol
-            ));
-            if let Some(m) = &v.mismatch {
-                out.push_str(&format!("    first difference: {m}\n"));
-            }
-            if let Some(h) = &v.inputs_how {
-                out.push_str(&format!("    inputs: {h}\n"));
-            }
-            if let Some(c) = v.exact() {
-                let name = c.precision.name();
-                out.push_str(&format!("    {name}: {}\n", c.describe()));
-                if let Some(m) = &c.elementwise {
-                    out.push_str(&format!(
-                        "    (elementwise against the original's {name} results: {m})\n"
-                    ));
-                }
-            }
-            out.push_str(&outcome_text(o));
-        }
-        if let Some(p) = &self.patch {
-            out.push_str(&format!("  patch: {p}\n"));
-        }
-        for n in &self.notes {
-            out.push_str(&format!("  {n}\n"));
-        }
-        out
     }
 }
 
@@ -662,7 +588,8 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
 
     let mut report = Report {
         function: local_name.clone(),
-        location: format!("{}:{}", report_fn.file, report_fn.line),
+        file: report_fn.file.clone(),
+        line: report_fn.line,
         status: "refused",
         reasons: Vec::new(),
         kernels: Vec::new(),
@@ -794,8 +721,6 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             let captured = captured_inputs(&analysis, report_fn);
             let aliases = captured_aliases(&analysis, report_fn);
             report.origin = json!({
-                "file": report_fn.file,
-                "line": report_fn.line,
                 "qualname": local_name,
                 "original": report_fn.file,
                 "plan_file": plan_path.display().to_string(),
@@ -920,6 +845,10 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
 
     let j = report.json();
     state::write_json(&migrations_dir().join(format!("{stem}.json")), &j)?;
+    // The text is read from the record just written, as `port report` reads it.
+    let record: port_reports::Migration =
+        serde_json::from_value(j.clone()).context("the migration record does not read back")?;
+    let text = port_reports::outcome::migration_text(&record);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&j)?);
         crate::json_printed();
@@ -932,9 +861,9 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         if let Some(a) = artifact {
             print!("{a}");
         }
-        eprint!("{}", report.text());
+        eprint!("{text}");
     } else {
-        print!("{}", report.text());
+        print!("{text}");
     }
     if report.status == "verified" {
         Ok(())

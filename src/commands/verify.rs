@@ -9,7 +9,8 @@
 //! projection and device, so that `port report` shows the latest figures.
 //!
 //! Also home of what `port migrate` shares with it: the backend and timing
-//! flags, backend selection, and how an outcome reads as JSON and text.
+//! flags, backend selection, and how an outcome reads as JSON (its text is
+//! `port_reports::outcome`'s, read from that JSON).
 //!
 //! Exit codes: 0 every function verified · 1 a mismatch or a failure (each
 //! reported with its kernel and launch configuration) · 2 bad input (no
@@ -22,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use port_codegen::{Arch, PtxOptions};
+use port_reports::outcome::Checked;
 use port_rewriter::KernelPlan;
 use port_verify::toolchain::Libdevice;
 use port_verify::{
@@ -220,71 +221,6 @@ pub fn finite(x: f64) -> Value {
     } else {
         Value::Null
     }
-}
-
-/// Seconds for people (`port_verify::timing::secs`); `—` when not measured.
-pub fn secs(s: Option<f64>) -> String {
-    s.map_or_else(|| "—".into(), port_verify::timing::secs)
-}
-
-fn times(x: Option<f64>) -> String {
-    x.map_or("—".into(), |x| format!("{x:.1}x"))
-}
-
-/// The timing lines of `port migrate`'s text report.
-pub fn outcome_text(o: &Outcome) -> String {
-    let t = &o.timing;
-    let mut out = String::new();
-    let device = match &o.device.compute_capability {
-        Some(cc) => format!("{} (compute capability {cc})", o.device.name),
-        None => o.device.name.clone(),
-    };
-    out.push_str(&format!("  device: {device}\n"));
-    for c in &o.host_calls {
-        out.push_str(&format!("  library call: {c}\n"));
-    }
-    let n = |r: Option<u64>| r.map_or(String::new(), |r| format!(", median of {r}"));
-    let repeats = t.repeats.clone().unwrap_or_default();
-    let simulator = t
-        .simulator_s
-        .map_or(String::new(), |s| format!(" · simulator {}", secs(Some(s))));
-    out.push_str(&format!(
-        "  timing: compile {}{simulator} · kernel {}{} · end-to-end {}{} · CPython {}{}\n",
-        secs(t.compile_s),
-        secs(t.kernel_s),
-        n(repeats.kernel),
-        secs(t.end_to_end_s),
-        n(repeats.end_to_end),
-        secs(t.cpython_s),
-        n(repeats.cpython)
-    ));
-    if t.cpython_s.is_some() {
-        let call = t.cpython_call.clone().unwrap_or_default();
-        out.push_str(&format!("  CPython time: {}\n", call.describe()));
-    }
-    if t.speedup_kernel.is_some() {
-        out.push_str(&format!(
-            "  speedup over CPython: kernel {} · end-to-end {}\n",
-            times(t.speedup_kernel),
-            times(t.speedup_end_to_end)
-        ));
-    }
-    if let Some(b) = &o.bandwidth {
-        let peak = match (b.pct_of_peak, b.peak_gb_s) {
-            (Some(pct), Some(p)) => format!(" = {pct:.0}% of the {p:.0} GB/s peak"),
-            _ => " (not memory-bound: not compared with the peak)".into(),
-        };
-        let achieved = b.achieved_gb_s.unwrap_or(0.0);
-        out.push_str(&format!("  bandwidth: {achieved:.0} GB/s{peak}\n"));
-    }
-    let p = &o.projection;
-    if let (Some(pct), Some(s)) = (p.hotspot_pct, p.program_speedup) {
-        out.push_str(&format!(
-            "  program: {pct:.1}% of the profile → {s:.2}x overall (Amdahl)\n"
-        ));
-    }
-    out.push_str(&format!("  {}\n", p.why.as_deref().unwrap_or_default()));
-    out
 }
 
 /// `port verify`.
@@ -528,67 +464,18 @@ fn progress(n: usize, json: bool) -> Option<ProgressBar> {
     Some(p)
 }
 
-fn results_table(rows: &[(String, Result1)]) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    // Eleven columns of figures: wrapped to a terminal's width they split
-    // words and numbers, so this table keeps its natural width.
-    if !crate::tty::style(true).color {
-        t.force_no_tty();
-    }
-    t.set_header(vec![
-        "function",
-        "backend",
-        "result",
-        "max rel err",
-        "compile",
-        "kernel",
-        "end-to-end",
-        "CPython",
-        "speedup kernel",
-        "speedup e2e",
-        "program",
-    ]);
-    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-    for (name, res) in rows {
-        let mut row = vec![Cell::new(name)];
-        match res {
-            Result1::Done(o) => {
-                let t = &o.timing;
-                row.push(Cell::new(&o.verification.backend));
-                row.push(Cell::new(match o.verification.status() {
-                    Status::Verified => "verified",
-                    Status::Mismatch => "MISMATCH",
-                    Status::Inconclusive => "INCONCLUSIVE",
-                }));
-                row.push(right(format!("{:.1e}", o.verification.max_rel_err)));
-                row.push(right(secs(t.compile_s)));
-                row.push(right(secs(t.kernel_s)));
-                row.push(right(secs(t.end_to_end_s)));
-                row.push(right(secs(t.cpython_s)));
-                row.push(right(times(t.speedup_kernel)));
-                row.push(right(times(t.speedup_end_to_end)));
-                row.push(right(
-                    match (o.projection.program_speedup, o.projection.profitable) {
-                        (_, Some(false)) => "not profitable".into(),
-                        (Some(s), _) => format!("{s:.2}x"),
-                        _ => "—".into(),
-                    },
-                ));
-            }
-            Result1::Skipped(why) => {
-                row.push(Cell::new("—"));
-                row.push(Cell::new(format!("skipped: {why}")));
-            }
-            Result1::Failed(_) => {
-                row.push(Cell::new("—"));
-                row.push(Cell::new("FAILED"));
-            }
+/// What `port verify` says of one function: a run's figures as its record
+/// now holds them.
+fn checked(r: &Record, res: &Result1) -> Result<Checked> {
+    Ok(match res {
+        Result1::Done(_) => {
+            Checked::Done(Box::new(serde_json::from_value(r.value.clone()).map_err(
+                |e| UserError::new(format!("{}: not a migration record: {e}", r.path.display())),
+            )?))
         }
-        t.add_row(row);
-    }
-    t.to_string()
+        Result1::Skipped(why) => Checked::Skipped(why.clone()),
+        Result1::Failed(m) => Checked::Failed(m.clone()),
+    })
 }
 
 pub fn run(args: &VerifyArgs) -> Result<()> {
@@ -645,30 +532,13 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
         );
         crate::json_printed();
     } else {
-        println!("{}", results_table(&results));
-        for (name, res) in &results {
-            match res {
-                Result1::Done(o) => {
-                    match o.verification.reason() {
-                        Some(why) => println!("{name}: {why}"),
-                        None => println!(
-                            "{name}: {}",
-                            o.projection.why.as_deref().unwrap_or_default()
-                        ),
-                    }
-                    if let Some(b) = &o.bandwidth {
-                        if let (Some(pct), Some(p)) = (b.pct_of_peak, b.peak_gb_s) {
-                            println!(
-                                "{name}: {:.0} GB/s = {pct:.0}% of the device's {p:.0} GB/s peak",
-                                b.achieved_gb_s.unwrap_or(0.0)
-                            );
-                        }
-                    }
-                }
-                Result1::Failed(m) => println!("{name}: {m}"),
-                Result1::Skipped(_) => {}
-            }
-        }
+        let rows = records
+            .iter()
+            .zip(&results)
+            .map(|(r, (name, res))| Ok((name.clone(), checked(r, res)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let tty = crate::tty::style(true).color;
+        print!("{}", port_reports::outcome::verify_text(&rows, tty));
     }
     if bad > 0 {
         return Err(NotVerified::new(if bad == 1 {

@@ -13,7 +13,7 @@
 //! error against that run ([`judge`]):
 //!
 //! - **passed**: the kernels' error is at most [`FACTOR`] times the
-//!   original's own (or under [`Precision::floor`]);
+//!   original's own (or under [`floor`]);
 //! - **inconclusive** (float64): the original's own error is past
 //!   [`UNSTABLE`]: its float64 answer has lost its meaning, and so would
 //!   any verdict on the kernels; nothing is verified;
@@ -32,7 +32,6 @@
 //! answer means something — which is what [`UNSTABLE`] checks.
 
 use port_codegen::ir::ScalarType;
-use serde::Serialize;
 
 use crate::compare::FLOAT32;
 use crate::inputs::{InputValue, Inputs};
@@ -58,142 +57,28 @@ pub const FACTOR: f64 = 10.0;
 /// converges, is at 7e-6 after 3 iterations and 3e-2 after 100.
 pub const UNSTABLE: f64 = 1e-4;
 
-/// The precision of the runs being judged (the original's and the
-/// kernels'), which says what the original reruns in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// float32 (and complex64): judged against a float64 run.
-    Float32,
-    /// float64 (and complex128): judged against an `np.longdouble` run.
-    Float64,
-}
+pub use port_reports::migration::{ExactCheck, Precision, Verdict};
 
-impl Precision {
-    /// The precision's name, as NumPy spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::Float32 => "float32",
-            Precision::Float64 => "float64",
-        }
-    }
-
-    /// What the original reruns in, for a sentence.
-    pub fn rerun(self) -> &'static str {
-        match self {
-            Precision::Float32 => "a float64 run",
-            Precision::Float64 => "an extended-precision run",
-        }
-    }
-
-    /// Under this normwise error the kernels pass whatever the original's
-    /// own error: float32's tolerance (1e-4); for float64 ten times the
-    /// rounding that narrowing the extended results back to float64 costs
-    /// (half a unit in the last place, 1.1e-16): a difference no
-    /// elementwise check at rtol 1e-5 fails on but where elements cancel.
-    pub fn floor(self) -> f64 {
-        match self {
-            Precision::Float32 => FLOAT32.rtol,
-            Precision::Float64 => FACTOR * f64::EPSILON,
-        }
-    }
-
-    /// Past this, the original's own answer has lost its meaning
-    /// ([`UNSTABLE`]). float32 has none: its check stays as it was, the
-    /// float64 run is trusted as the exact answer whatever the float32 one
-    /// did.
-    pub fn unstable(self) -> Option<f64> {
-        match self {
-            Precision::Float32 => None,
-            Precision::Float64 => Some(UNSTABLE),
-        }
+/// Under this normwise error the kernels pass whatever the original's own
+/// error: float32's tolerance (1e-4); for float64 ten times the rounding
+/// that narrowing the extended results back to float64 costs (half a unit
+/// in the last place, 1.1e-16): a difference no elementwise check at rtol
+/// 1e-5 fails on but where elements cancel.
+pub fn floor(precision: Precision) -> f64 {
+    match precision {
+        Precision::Float32 => FLOAT32.rtol,
+        Precision::Float64 => FACTOR * f64::EPSILON,
     }
 }
 
-/// What the more exact run says about the kernels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// The kernels are as close to the more exact answer as the original.
-    Passed,
-    /// They are not: the elementwise mismatch stands.
-    Failed,
-    /// The original's own answer is not reproducible: nothing can be told.
-    Inconclusive,
-    /// There is no more exact run: the elementwise mismatch stands.
-    Unavailable,
-}
-
-/// The comparison of both runs with a more exact run of the original.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ExactCheck {
-    #[serde(skip)]
-    pub precision: Precision,
-    pub verdict: Verdict,
-    /// `verdict` is `passed`.
-    pub passed: bool,
-    /// What the original reran in: `float64`, `np.longdouble (64-bit
-    /// significand)`.
-    pub reference: String,
-    /// The kernels' normwise error against the more exact run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ours_err: Option<f64>,
-    /// The original's own normwise error against it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub original_err: Option<f64>,
-    /// The original's largest elementwise distance from it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub original_abs_err: Option<f64>,
-    /// The first elementwise difference from the original's results, which
-    /// this check overrules (passed) or cannot settle (inconclusive).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub elementwise: Option<String>,
-    /// Inconclusive: why, and what to do; unavailable: why there is no
-    /// more exact run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
-
-impl ExactCheck {
-    /// No second opinion was possible, for this reason.
-    pub fn unavailable(precision: Precision, why: impl Into<String>) -> ExactCheck {
-        ExactCheck {
-            precision,
-            verdict: Verdict::Unavailable,
-            passed: false,
-            reference: String::new(),
-            ours_err: None,
-            original_err: None,
-            original_abs_err: None,
-            elementwise: None,
-            why: Some(why.into()),
-        }
-    }
-
-    /// One line for people, after `float32: ` / `float64: `.
-    pub fn describe(&self) -> String {
-        let errors = || {
-            format!(
-                "against {} of the original: the kernels' error {:.2e}, the original's own {} error {:.2e} (allowed: {FACTOR}x the original's, or {:.0e})",
-                self.precision.rerun(),
-                self.ours_err.unwrap_or(f64::INFINITY),
-                self.precision.name(),
-                self.original_err.unwrap_or(f64::INFINITY),
-                self.precision.floor()
-            )
-        };
-        let why = self.why.as_deref().unwrap_or_default();
-        match self.verdict {
-            Verdict::Passed => format!("passed {}", errors()),
-            Verdict::Failed => format!("failed too {}", errors()),
-            Verdict::Inconclusive => format!(
-                "inconclusive {} (past the {:.0e} at which a {} answer still means something: see the reason)",
-                errors(),
-                self.precision.unstable().unwrap_or(UNSTABLE),
-                self.precision.name()
-            ),
-            Verdict::Unavailable => format!("no second opinion: {why}"),
-        }
+/// Past this, the original's own answer has lost its meaning
+/// ([`UNSTABLE`]). float32 has none: its check stays as it was, the
+/// float64 run is trusted as the exact answer whatever the float32 one
+/// did.
+pub fn unstable(precision: Precision) -> Option<f64> {
+    match precision {
+        Precision::Float32 => None,
+        Precision::Float64 => Some(UNSTABLE),
     }
 }
 
@@ -290,14 +175,12 @@ pub fn judge(
     if !any {
         return None;
     }
-    let within = ours_err <= (FACTOR * original_err).max(precision.floor());
+    let within = ours_err <= (FACTOR * original_err).max(floor(precision));
     // A kernel giving NaN, infinities or another shape where the original
     // gives numbers is wrong however unstable the original is.
     let broken = ours_err.is_infinite() && original_err.is_finite();
-    let unstable = precision
-        .unstable()
-        .filter(|&limit| original_err > limit && !broken);
-    let (verdict, why) = match unstable {
+    let past = unstable(precision).filter(|&limit| original_err > limit && !broken);
+    let (verdict, why) = match past {
         Some(limit) => (
             Verdict::Inconclusive,
             Some(format!(
@@ -317,6 +200,9 @@ pub fn judge(
         ours_err: Some(ours_err),
         original_err: Some(original_err),
         original_abs_err: Some(original_abs),
+        factor: Some(FACTOR),
+        floor: Some(floor(precision)),
+        unstable: unstable(precision),
         elementwise: None,
         why,
     })

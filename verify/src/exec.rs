@@ -216,33 +216,7 @@ pub struct KernelRun {
 /// The runs of one library step ([`HostStep::Library`]): port computes it
 /// on the host, its operands copied back and its result over (no cuSOLVER
 /// yet), so its time is in the end-to-end figure and not the kernels'.
-#[derive(Clone, Debug, Serialize)]
-pub struct HostCall {
-    /// `np.linalg.cholesky`.
-    pub call: String,
-    pub line: u32,
-    pub count: usize,
-    /// Bytes copied back (operands) and over (the result), in all.
-    pub bytes_to_host: usize,
-    pub bytes_to_device: usize,
-    /// Host seconds, in all (transfers included).
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for HostCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let why = if self.call == "np.matmul" {
-            "on the host (cuBLAS computes it on a GPU that has libcublas)"
-        } else {
-            "on the host (cuSOLVER computes float32/float64 cholesky, solve, inv and det on a GPU that has libcusolver)"
-        };
-        write!(f, "`{}` at line {}: {why}", self.call, self.line)?;
-        if self.count > 1 {
-            write!(f, " (×{})", self.count)?;
-        }
-        Ok(())
-    }
-}
+pub use port_reports::migration::HostCall;
 
 impl KernelRun {
     /// Counts one launch of `kernel` with `config`.

@@ -19,6 +19,9 @@ pub fn median(xs: &mut [f64]) -> Option<f64> {
 }
 
 pub use port_reports::migration::{Bandwidth, CpythonCall, Projection, Repeats, Timing, Via};
+/// Seconds for people: `1.23 s`, `4.56 ms`, `7.8 µs` (the wording of the
+/// projection's reasons is the text's).
+pub use port_reports::timing::secs;
 
 /// What a run moved and launched, for the projection's reasons.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,17 +45,6 @@ pub const LAUNCH_FLOOR_S: f64 = 3e-6;
 pub fn amdahl(pct: f64, speedup: f64) -> f64 {
     let p = (pct / 100.0).clamp(0.0, 1.0);
     1.0 / ((1.0 - p) + p / speedup)
-}
-
-/// Seconds for people: `1.23 s`, `4.56 ms`, `7.8 µs`.
-pub fn secs(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2} s")
-    } else if s >= 1e-3 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{:.1} µs", s * 1e6)
-    }
 }
 
 fn megabytes(b: usize) -> String {
