@@ -2363,6 +2363,25 @@ mod fuzz_found {
     }
 
     #[test]
+    fn reduction_starting_values_keep_every_part_and_bit() {
+        given(
+            "reductions_started_from_an_element",
+            "complex128[:], int64[:]",
+            "z=np.array([1 + 2j, -0.5j, 3 - 1j, 0.25 + 0j]), \
+             big=np.array([2**62 + 1, 5, 2**61 + 3], dtype=np.int64)",
+        );
+    }
+
+    #[test]
+    fn numpy_floor_of_integers_keeps_their_type() {
+        given(
+            "floor_of_unsigned_wraps",
+            "uint32[:]",
+            "a=np.array([13, 40, 0, 4294967295], dtype=np.uint32)",
+        );
+    }
+
+    #[test]
     fn int16_sines_are_float32() {
         given(
             "sine_of_shorts",

@@ -50,29 +50,38 @@ impl<B> DevArray<B> {
 
 pub use crate::dtype::{array_bytes, elem_size};
 
-/// `n` elements of type `t`, each `fill`; `None` when the host cannot hold
-/// them (reserved fallibly: too large an array is an error, not an abort).
-pub fn filled(t: ScalarType, n: usize, fill: f64) -> Option<ArrayData> {
+/// `n` elements of type `t`, each `fill` (converted to `t` as a store
+/// converts it: an integer keeps all 64 bits, a complex number both
+/// parts); `None` when the host cannot hold them (reserved fallibly: too
+/// large an array is an error, not an abort).
+pub fn filled(t: ScalarType, n: usize, fill: HVal) -> Option<ArrayData> {
     fn rep<T: Clone>(x: T, n: usize) -> Option<Vec<T>> {
         let mut v = Vec::new();
         v.try_reserve_exact(n).ok()?;
         v.resize(n, x);
         Some(v)
     }
+    let v = fill.cast(t);
     Some(match t {
-        ScalarType::Bool => ArrayData::Bool(rep(fill != 0.0, n)?),
-        ScalarType::I32 => ArrayData::I32(rep(fill as i32, n)?),
-        ScalarType::I64 => ArrayData::I64(rep(fill as i64, n)?),
-        ScalarType::F32 => ArrayData::F32(rep(fill as f32, n)?),
-        ScalarType::F64 => ArrayData::F64(rep(fill, n)?),
-        ScalarType::I8 => ArrayData::I8(rep(fill as i64 as i8, n)?),
-        ScalarType::I16 => ArrayData::I16(rep(fill as i64 as i16, n)?),
-        ScalarType::U8 => ArrayData::U8(rep(fill as i64 as u8, n)?),
-        ScalarType::U16 => ArrayData::U16(rep(fill as i64 as u16, n)?),
-        ScalarType::U32 => ArrayData::U32(rep(fill as i64 as u32, n)?),
-        ScalarType::U64 => ArrayData::U64(rep(fill as u64, n)?),
-        ScalarType::C64 => ArrayData::C64(rep([fill as f32, 0.0], n)?),
-        ScalarType::C128 => ArrayData::C128(rep([fill, 0.0], n)?),
+        ScalarType::Bool => ArrayData::Bool(rep(v.b(), n)?),
+        ScalarType::I32 => ArrayData::I32(rep(v.i() as i32, n)?),
+        ScalarType::I64 => ArrayData::I64(rep(v.i(), n)?),
+        ScalarType::F32 => ArrayData::F32(rep(v.f() as f32, n)?),
+        ScalarType::F64 => ArrayData::F64(rep(v.f(), n)?),
+        ScalarType::I8 => ArrayData::I8(rep(v.i() as i8, n)?),
+        ScalarType::I16 => ArrayData::I16(rep(v.i() as i16, n)?),
+        ScalarType::U8 => ArrayData::U8(rep(v.i() as u8, n)?),
+        ScalarType::U16 => ArrayData::U16(rep(v.i() as u16, n)?),
+        ScalarType::U32 => ArrayData::U32(rep(v.i() as u32, n)?),
+        ScalarType::U64 => ArrayData::U64(rep(v.i() as u64, n)?),
+        ScalarType::C64 => {
+            let (re, im) = v.c();
+            ArrayData::C64(rep([re as f32, im as f32], n)?)
+        }
+        ScalarType::C128 => {
+            let (re, im) = v.c();
+            ArrayData::C128(rep([re, im], n)?)
+        }
     })
 }
 
@@ -137,7 +146,7 @@ pub trait Device {
         &mut self,
         elem: ScalarType,
         shape: &[usize],
-        fill: f64,
+        fill: HVal,
     ) -> Result<Self::Buf, VerifyError>;
     /// Element `k` (flat) of an array, read back to the host.
     fn element(&mut self, a: &DevArray<Self::Buf>, k: usize) -> Result<HVal, VerifyError>;
@@ -812,7 +821,7 @@ pub fn run_plan<D: Device>(
                         }
                         .convert(at.elem),
                     )?,
-                    InputValue::Scalar(_, x) => dev.alloc(at.elem, &[1], x)?,
+                    InputValue::Scalar(_, x) => dev.alloc(at.elem, &[1], HVal::F(x))?,
                     InputValue::Array(_) => unreachable!("matched by the arm above"),
                 };
                 run.bytes_to_device += elem_size(at.elem);
@@ -952,8 +961,8 @@ fn exec_steps<D: Device>(
                     dims.push(st.eval(dev, d)?.i().max(0) as usize);
                 }
                 let v = match fill {
-                    Fill::Empty => 0.0,
-                    Fill::Value(e) => st.eval(dev, e)?.f(),
+                    Fill::Empty => HVal::I(0),
+                    Fill::Value(e) => st.eval(dev, e)?,
                 };
                 let buf = dev.alloc(*elem, &dims, v).map_err(|e| {
                     let bytes = array_bytes(*elem, &dims)

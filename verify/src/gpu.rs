@@ -513,7 +513,7 @@ impl Device for GpuDevice {
         &mut self,
         elem: ScalarType,
         shape: &[usize],
-        fill: f64,
+        fill: HVal,
     ) -> Result<CudaSlice<u8>, VerifyError> {
         let Some(bytes) = array_bytes(elem, shape) else {
             return Err(out_of_memory("more bytes than a 64-bit size holds".into()));
@@ -529,7 +529,10 @@ impl Device for GpuDevice {
             )));
         }
         let mut buf = self.stream.alloc_zeros::<u8>(len).map_err(cuda)?;
-        if fill != 0.0 && bytes > 0 {
+        let zero = matches!(fill, HVal::B(false) | HVal::I(0) | HVal::N(0, _))
+            || matches!(fill, HVal::F(f) if f == 0.0 && f.is_sign_positive())
+            || matches!(fill, HVal::C(re, im) if re == 0.0 && im == 0.0 && re.is_sign_positive() && im.is_sign_positive());
+        if !zero && bytes > 0 {
             let data = filled(elem, shape.iter().product(), fill).ok_or_else(|| {
                 VerifyError::Cuda(format!(
                     "filling {bytes} bytes: the host has too little free memory"
@@ -803,7 +806,7 @@ impl Device for GpuDevice {
 
     fn download(&mut self, a: &DevArray<CudaSlice<u8>>) -> Result<NdArray, VerifyError> {
         let bytes = a.bytes();
-        let mut data = filled(a.elem, a.len(), 0.0).ok_or_else(|| {
+        let mut data = filled(a.elem, a.len(), HVal::I(0)).ok_or_else(|| {
             VerifyError::Cuda(format!(
                 "copying {bytes} bytes back: the host has too little free memory"
             ))
@@ -933,7 +936,7 @@ mod tests {
         fn upload(&mut self, a: &NdArray) -> Result<Self::Buf, VerifyError> {
             self.sim.upload(a)
         }
-        fn alloc(&mut self, e: ScalarType, s: &[usize], f: f64) -> Result<Self::Buf, VerifyError> {
+        fn alloc(&mut self, e: ScalarType, s: &[usize], f: HVal) -> Result<Self::Buf, VerifyError> {
             self.sim.alloc(e, s, f)
         }
         fn element(&mut self, a: &DevArray<Self::Buf>, k: usize) -> Result<HVal, VerifyError> {
@@ -1038,7 +1041,7 @@ mod tests {
             assert_eq!(b.len(), 3 * elem_size(a.elem()));
             assert_eq!(from_bytes(a.elem(), &b), data);
             // And written back in place, where every bit pattern is a value.
-            let mut back = filled(a.elem(), 3, 0.0).unwrap();
+            let mut back = filled(a.elem(), 3, HVal::I(0)).unwrap();
             if let Some(dst) = back.as_bytes_mut() {
                 dst.copy_from_slice(&b);
                 assert_eq!(back, data);

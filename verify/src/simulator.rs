@@ -67,7 +67,7 @@ impl Device for SimDevice {
         &mut self,
         elem: ScalarType,
         shape: &[usize],
-        fill: f64,
+        fill: HVal,
     ) -> Result<SimArray, VerifyError> {
         // `array_bytes` first: the element count cannot overflow then.
         let bytes = array_bytes(elem, shape);

@@ -141,9 +141,13 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
     if let Some(f) = math_fn(name) {
         return match (f.arity(), args) {
             (1, [a]) => map1(a, &mut |e, t| {
-                if t.is_int() && matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc) && numpy
+                // NumPy (2.3 on) gives integers and bools back unchanged
+                // from floor, ceil and trunc, in their own type.
+                if (t.is_int() || t == ScalarType::Bool)
+                    && matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc)
+                    && numpy
                 {
-                    return (cast_to(e, t, ScalarType::F64), ScalarType::F64);
+                    return (e, t);
                 }
                 let ft = float_of(t, numpy);
                 (math(f, vec![cast_to(e, t, ft)]), ft)
