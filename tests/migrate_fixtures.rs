@@ -2382,6 +2382,28 @@ mod fuzz_found {
     }
 
     #[test]
+    fn accumulators_from_python_literals_take_the_added_type() {
+        given(
+            "python_literal_accumulators",
+            "uint8[:], float32[:]",
+            "img=np.arange(200, 250, dtype=np.uint8), \
+             x32=(rng.standard_normal(50) * 1000).astype(np.float32)",
+        );
+    }
+
+    #[test]
+    fn sign_of_nan_any_of_empty_and_dot_of_bools() {
+        given(
+            "sign_any_and_bool_dot",
+            "float64[:], boolean[:], boolean[:]",
+            &format!(
+                "a={NAN_INF}, flags=np.array([True, False, True, False]), \
+                 other=np.array([False, False, True, True])"
+            ),
+        );
+    }
+
+    #[test]
     fn int16_sines_are_float32() {
         given(
             "sine_of_shorts",

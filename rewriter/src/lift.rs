@@ -107,7 +107,8 @@ impl<'a> Lowerer<'a> {
             );
         }
         if let Some((_, ty)) = r.reductions.get(name) {
-            return Ok(Val::scalar(var(&sanitize(name)), *ty));
+            let weak = r.weak_reductions.contains(name);
+            return Ok(Val::Scalar(var(&sanitize(name)), *ty, weak));
         }
         if let Some(l) = r.locals.get(name) {
             return match l {

@@ -545,7 +545,14 @@ impl<'a> Lowerer<'a> {
         match (&a, &b) {
             (Val::Array(x), Val::Array(y)) if x.ndim() == 1 && y.ndim() == 1 => {
                 let prod = self.binop(ast::Operator::Mult, &a, &b, line)?;
-                self.reduce(r, Reduce::Sum, prod, line)
+                // NumPy's dot of two bool vectors is a bool: whether any
+                // pair is true (products `and`, summed by `or`).
+                let sum = if x.elem == ScalarType::Bool && y.elem == ScalarType::Bool {
+                    Reduce::Max
+                } else {
+                    Reduce::Sum
+                };
+                self.reduce(r, sum, prod, line)
             }
             (Val::Array(x), Val::Array(y)) if x.ndim() <= 2 && y.ndim() <= 2 => {
                 self.matmul(r, a, b, line)

@@ -462,24 +462,17 @@ impl Lowerer<'_> {
         match op {
             AxisOp::Plain(p) => self.reduce(r, p, Val::Array(av), line),
             AxisOp::Any | AxisOp::All => {
-                let truth = av.map(ScalarType::I64, |e| {
-                    cast(
-                        ScalarType::I64,
-                        crate::numpy::math_calls::truthy(e, av.elem),
-                    )
+                // The max of the truths (false for an empty array), or
+                // their min (true for an empty one), as bools.
+                let truth = av.map(ScalarType::Bool, |e| {
+                    crate::numpy::math_calls::truthy(e, av.elem)
                 });
                 let p = if op == AxisOp::Any {
                     Reduce::Max
                 } else {
                     Reduce::Min
                 };
-                match self.reduce(r, p, Val::Array(truth), line)? {
-                    Val::Scalar(e, _, _) => Ok(Val::scalar(
-                        cmp(CmpOp::Ne, e, i64(0)),
-                        ScalarType::Bool,
-                    )),
-                    other => Ok(other),
-                }
+                self.reduce(r, p, Val::Array(truth), line)
             }
             AxisOp::Var | AxisOp::Std => {
                 let n = av.size();

@@ -188,6 +188,10 @@ pub(crate) struct Region {
     pub occurrences: HashMap<String, Vec<TextSize>>,
     /// Reduction variables of a parallel loop: Python name → (op, type).
     pub reductions: HashMap<String, (RedOp, ScalarType)>,
+    /// Reduction variables started from a Python literal (`s = 0`) whose
+    /// type is not settled yet: weak in NumPy 2's promotion, so the first
+    /// array element added decides it (`s += img_u8[i]` makes `s` uint8).
+    pub weak_reductions: HashSet<String>,
     pub atomic_stores: HashSet<TextSize>,
     /// Stores per array so far (for stale array locals).
     pub writes: HashMap<String, u32>,
@@ -210,6 +214,7 @@ impl Region {
             blocks: vec![(Vec::new(), (TextSize::from(0), TextSize::from(u32::MAX)))],
             occurrences: HashMap::new(),
             reductions: HashMap::new(),
+            weak_reductions: HashSet::new(),
             atomic_stores: HashSet::new(),
             writes: HashMap::new(),
             inlining: false,

@@ -127,7 +127,15 @@ impl Lowerer<'_> {
                 }
             };
             let key = red.name.clone();
-            let t = self.declare_type(&key, t);
+            // Started from a Python literal only (`s = 0`): weak, until the
+            // fixed point has settled its type from the loop's updates.
+            let weak = self.observed_weak.contains_key(&key)
+                && !self.observed.contains_key(&key)
+                && !self.types.contains_key(&key);
+            let t = self.declare_type_weak(&key, t, weak);
+            if weak {
+                r.weak_reductions.insert(red.name.clone());
+            }
             if t == ScalarType::Bool {
                 return refuse(
                     dependences::NAME,

@@ -158,8 +158,8 @@ impl Lowerer<'_> {
             let atomic = match s.op {
                 // numba-cuda has no complex atomic: complex sums go
                 // through per-block partials.
-                RedOp::Sum if !s.ty.is_complex() => Some(AtomicOp::Add),
                 // GPUs have no 8- or 16-bit atomics.
+                RedOp::Sum if !s.ty.is_complex() && s.ty.bits() >= 32 => Some(AtomicOp::Add),
                 RedOp::Max if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Max),
                 RedOp::Min if s.ty.is_int() && s.ty.bits() >= 32 => Some(AtomicOp::Min),
                 _ => None,

@@ -269,11 +269,17 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
         }
         ("sign", [a], true) if numpy => map1(a, &mut |e, t| {
             let z = lit(t, 0.0);
+            // Zero for ±0, and NaN for NaN (the value itself): NumPy's.
+            let rest = if t.is_float() {
+                select(cmp(CmpOp::Eq, e.clone(), z.clone()), z.clone(), e.clone())
+            } else {
+                z.clone()
+            };
             (
                 select(
                     cmp(CmpOp::Gt, e.clone(), z.clone()),
                     lit(t, 1.0),
-                    select(cmp(CmpOp::Lt, e.clone(), z.clone()), lit(t, -1.0), z),
+                    select(cmp(CmpOp::Lt, e.clone(), z), lit(t, -1.0), rest),
                 ),
                 t,
             )
