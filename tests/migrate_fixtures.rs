@@ -2404,6 +2404,15 @@ mod fuzz_found {
     }
 
     #[test]
+    fn math_results_are_weak_python_numbers() {
+        given(
+            "math_results_are_python_numbers",
+            "uint8[:]",
+            "img=np.array([6, 16, 38, 3, 7], dtype=np.uint8)",
+        );
+    }
+
+    #[test]
     fn int16_sines_are_float32() {
         given(
             "sine_of_shorts",

@@ -327,6 +327,13 @@ impl<'a> Lowerer<'a> {
                     format!("ufunc `np.{short}` element by element (line {line})"),
                 );
             }
+            // `math.*` gives a Python float or int: weak in NumPy 2's
+            // promotion (`acc_u8 *= math.floor(x)` stays uint8).
+            if name.starts_with("math.") {
+                if let Val::Scalar(e, t, _) = v {
+                    return Ok(Val::Scalar(e, t, true));
+                }
+            }
             return Ok(v);
         }
         let shown = if name.is_empty() {
