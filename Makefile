@@ -44,9 +44,11 @@ bench-gpu: setup-test
 gpu-bundle: setup
 	@bash scripts/gpu-bundle.sh $(ARGS)
 
-## make fuzz: run the parse → analyse → classify fuzz target (nightly, cargo-fuzz)
+## make fuzz [RUNS=1000000] [TARGET=analyze|plan]: crash-fuzz parse → analyse → classify, or the static pass with the planner (nightly, cargo-fuzz)
+RUNS ?= 1000000
+TARGET ?= analyze
 fuzz:
-	@bash scripts/fuzz.sh
+	@bash scripts/fuzz.sh $(RUNS) $(TARGET)
 
 ## make fuzz-diff N=300 [SEED=1] [JOBS=2]: N random NumPy programs migrated on the simulator and checked against CPython (every 10th also under Numba's CUDA simulator); ends with "programs N, verified V, refused R, mismatch M, failed F"
 N ?= 300
