@@ -529,9 +529,9 @@ impl Device for GpuDevice {
             )));
         }
         let mut buf = self.stream.alloc_zeros::<u8>(len).map_err(cuda)?;
-        let zero = matches!(fill, HVal::B(false) | HVal::I(0) | HVal::N(0, _))
-            || matches!(fill, HVal::F(f) if f == 0.0 && f.is_sign_positive())
-            || matches!(fill, HVal::C(re, im) if re == 0.0 && im == 0.0 && re.is_sign_positive() && im.is_sign_positive());
+        // The memory is zeroed already: copy only when one element of the
+        // fill, as `filled` converts it, has a bit set (-0.0 does).
+        let zero = filled(elem, 1, fill).is_some_and(|one| one.as_bytes().iter().all(|&b| b == 0));
         if !zero && bytes > 0 {
             let data = filled(elem, shape.iter().product(), fill).ok_or_else(|| {
                 VerifyError::Cuda(format!(

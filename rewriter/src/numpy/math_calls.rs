@@ -464,17 +464,13 @@ pub fn float16_result(name: &str, args: &[Val]) -> bool {
     }
     // A Python int beside them takes their type; a Python float makes the
     // result float64.
-    let small = |t: &ScalarType| matches!(t, Bool | I8 | U8);
-    args.iter().all(|a| match a {
-        Val::Scalar(_, t, true) => t.is_int() || *t == Bool,
-        Val::Scalar(_, t, false) => small(t),
-        Val::Array(a) => small(&a.elem),
-        Val::Tuple(_) => false,
-    }) && args.iter().any(|a| match a {
-        Val::Scalar(_, t, false) => small(t),
-        Val::Array(a) => small(&a.elem),
+    let small = |a: &Val| match a {
+        Val::Scalar(_, t, false) => matches!(t, Bool | I8 | U8),
+        Val::Array(a) => matches!(a.elem, Bool | I8 | U8),
         _ => false,
-    })
+    };
+    let python_int = |a: &Val| matches!(a, Val::Scalar(_, t, true) if t.is_int() || *t == Bool);
+    args.iter().all(|a| small(a) || python_int(a)) && args.iter().any(small)
 }
 
 /// The element type of a scalar or array value.
