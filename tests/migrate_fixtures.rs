@@ -2281,6 +2281,45 @@ mod fuzz_found {
     }
 
     #[test]
+    fn python_ints_in_kernels_wrap_beside_unsigned_arrays() {
+        given(
+            "python_ints_in_kernels_are_weak",
+            "uint16[:]",
+            "a=np.array([5, 3, 9, 65535, 4, 7], dtype=np.uint16)",
+        );
+    }
+
+    #[test]
+    fn builtin_max_of_two_types_is_refused_with_its_reason() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture("migrate/fuzz_found.py"),
+            tmp.path().join("fuzz_found.py"),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "builtin_max_of_two_types",
+                "fuzz_found.py",
+                "--signature",
+                "float32[:], uint16",
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused", "{j}");
+        let why = j.to_string();
+        assert!(
+            why.contains("returns the winning argument with its own type")
+                && why.contains("a Python float, uint16"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn python_min_keeps_its_first_argument() {
         given(
             "python_min_keeps_first",

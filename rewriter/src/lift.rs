@@ -112,7 +112,7 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(l) = r.locals.get(name) {
             return match l {
-                Local::Scalar { ir, ty } => Ok(Val::scalar(var(ir), *ty)),
+                Local::Scalar { ir, ty, weak } => Ok(Val::Scalar(var(ir), *ty, *weak)),
                 Local::Array { val, snapshot } => {
                     for (arr, count) in snapshot {
                         if r.writes.get(arr).copied().unwrap_or(0) != *count {

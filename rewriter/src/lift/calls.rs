@@ -302,6 +302,34 @@ impl<'a> Lowerer<'a> {
                 ),
             );
         }
+        if math_calls::builtin_choice_untyped(&name, &args) {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!(
+                    "`{}`: Python's `{name}` returns the winning argument with its own type, \
+                     and these differ ({}); give them one type (`float(…)`, `.astype(…)`)",
+                    self.src.text_of(c),
+                    args.iter()
+                        .filter_map(|a| match a {
+                            Val::Scalar(_, t, w) => Some(if *w {
+                                let kind = match t {
+                                    ScalarType::Bool => "bool",
+                                    t if t.is_complex() => "complex",
+                                    t if t.is_float() => "float",
+                                    _ => "int",
+                                };
+                                format!("a Python {kind}")
+                            } else {
+                                crate::types::numba_scalar(*t).to_string()
+                            }),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
         if let Some(v) = math_calls::call(&name, &args) {
             // A ufunc of several arrays broadcasts them together.
             let vals: Vec<&Val> = args.iter().collect();

@@ -22,13 +22,15 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    /// Declares or assigns the scalar local `name`.
+    /// Declares or assigns the scalar local `name`; `weak` when the value
+    /// is a Python number (the local stays weak while every binding of it
+    /// is, this pass and the last).
     pub fn set_scalar(
         &mut self,
         r: &mut Region,
         name: &str,
         value: Expr,
-        vt: ScalarType,
+        (vt, weak): (ScalarType, bool),
         at: TextSize,
     ) {
         if let Some((_, ty)) = r.reductions.get(name).copied() {
@@ -39,12 +41,16 @@ impl<'a> Lowerer<'a> {
             return;
         }
         let key = format!("{}{name}", r.scope);
-        if let Some(Local::Scalar { ir, ty }) = r.locals.get(name).cloned() {
-            self.declare_type(&key, vt);
+        if let Some(Local::Scalar { ir, ty, .. }) = r.locals.get(name).cloned() {
+            self.declare_type_weak(&key, vt, weak);
+            let weak = self.weak_local(&key);
             r.push(assign(&ir, cast_to(value, vt, ty)));
+            r.locals
+                .insert(name.to_string(), Local::Scalar { ir, ty, weak });
             return;
         }
-        let ty = self.declare_type(&key, vt);
+        let ty = self.declare_type_weak(&key, vt, weak);
+        let weak = weak && self.weak_local(&key);
         let ir = if r.inlining {
             self.local_temp(r, name)
         } else {
@@ -52,8 +58,14 @@ impl<'a> Lowerer<'a> {
             self.used.insert(s.clone());
             s
         };
-        r.locals
-            .insert(name.to_string(), Local::Scalar { ir: ir.clone(), ty });
+        r.locals.insert(
+            name.to_string(),
+            Local::Scalar {
+                ir: ir.clone(),
+                ty,
+                weak,
+            },
+        );
         // Declare in the innermost block that holds every use of the name.
         let occ = r.occurrences.get(name).cloned().unwrap_or_default();
         let top = r.blocks.len() - 1;
@@ -85,8 +97,8 @@ impl<'a> Lowerer<'a> {
         line: u32,
     ) -> Lower<()> {
         match v {
-            Val::Scalar(e, t, _) => {
-                self.set_scalar(r, name, e, t, at);
+            Val::Scalar(e, t, weak) => {
+                self.set_scalar(r, name, e, (t, weak), at);
                 Ok(())
             }
             Val::Array(val) => {
@@ -185,8 +197,14 @@ impl<'a> Lowerer<'a> {
                         Ok(())
                     }
                     Some(v) => {
-                        let (e, t) = self.scalar(r, v)?;
-                        r.returns.push(t);
+                        let Val::Scalar(e, t, weak) = self.expr(r, v)? else {
+                            return refuse(
+                                "frontend",
+                                line,
+                                format!("`{}` must be a number here", self.src.text_of(v.as_ref())),
+                            );
+                        };
+                        r.returns.push((t, weak));
                         let rt = r.ret_ty.unwrap_or(t);
                         r.push(Stmt::Return(Some(cast_to(e, t, rt))));
                         Ok(())
@@ -474,8 +492,8 @@ impl<'a> Lowerer<'a> {
         let new = self.binop(a.op, &cur, &rhs, line)?;
         match a.target.as_ref() {
             ast::Expr::Name(n) => match new {
-                Val::Scalar(e, t, _) => {
-                    self.set_scalar(r, n.id.as_str(), e, t, at);
+                Val::Scalar(e, t, weak) => {
+                    self.set_scalar(r, n.id.as_str(), e, (t, weak), at);
                     Ok(())
                 }
                 Val::Array(_) => {
@@ -520,6 +538,7 @@ impl<'a> Lowerer<'a> {
             Local::Scalar {
                 ir: ir.clone(),
                 ty: ScalarType::I64,
+                weak: true,
             },
         );
         r.open(&f.body);

@@ -187,7 +187,7 @@ impl<'a> Lowerer<'a> {
                     .collect();
                 let call = Expr::Call(dname, call_args);
                 Ok(Some(match ret {
-                    Some(t) => Val::scalar(call, t),
+                    Some((t, weak)) => Val::Scalar(call, t, weak),
                     None => Val::Scalar(call, ScalarType::Bool, false),
                 }))
             }
@@ -214,7 +214,9 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    /// Lowers `callee` for these argument types as a device function (once).
+    /// Lowers `callee` for these argument types as a device function
+    /// (once): its name, and the type of what it returns, weak when every
+    /// `return` gives a Python number.
     pub(crate) fn device_function(
         &mut self,
         callee: &str,
@@ -222,17 +224,19 @@ impl<'a> Lowerer<'a> {
         args: &[Val],
         arrays: &[Option<(String, ArrayType)>],
         line: u32,
-    ) -> Lower<(String, Option<ScalarType>)> {
+    ) -> Lower<(String, Option<(ScalarType, bool)>)> {
         let mut params = Vec::new();
+        let mut weak_params = Vec::new();
         let mut key = format!("{callee}(");
         for ((a, arr), p) in args.iter().zip(arrays).zip(&def.args.args) {
-            let ty = match (a, arr) {
-                (_, Some((_, t))) => Type::Array(*t),
-                (Val::Scalar(_, t, _), None) => Type::Scalar(*t),
+            let (ty, weak) = match (a, arr) {
+                (_, Some((_, t))) => (Type::Array(*t), false),
+                (Val::Scalar(_, t, weak), None) => (Type::Scalar(*t), *weak),
                 _ => return refuse(NAME, line, format!("`{callee}`: unsupported argument")),
             };
             key.push_str(&port_codegen::text::type_text(ty));
-            key.push(',');
+            key.push_str(if weak { " weak," } else { "," });
+            weak_params.push(weak);
             params.push(Param {
                 name: sanitize(p.def.arg.as_str()),
                 ty,
@@ -246,7 +250,8 @@ impl<'a> Lowerer<'a> {
                 .device_function(&name)
                 .and_then(|f| f.ret)
                 .or_else(|| self.types.get(&format!("{name}/return")).copied());
-            return Ok((name, ret));
+            let weak = self.weak_returns.contains(&name);
+            return Ok((name, ret.map(|t| (t, weak))));
         }
         let dname = self.fresh(&format!("{callee}_device"));
         self.device_fns.insert(key, dname.clone());
@@ -257,7 +262,7 @@ impl<'a> Lowerer<'a> {
             r.blocks[0].1 = (a.start(), b.end());
         }
         let mut prologue = Vec::new();
-        for (p, prm) in def.args.args.iter().zip(params.iter_mut()) {
+        for ((p, prm), weak) in def.args.args.iter().zip(params.iter_mut()).zip(weak_params) {
             let py = p.def.arg.to_string();
             self.used.insert(prm.name.clone());
             r.declare_in(0, &prm.name);
@@ -266,7 +271,9 @@ impl<'a> Lowerer<'a> {
                     // A parameter the body rebinds to a wider value (`x =
                     // x * 0.75` of an int `x`) is a local of the joined
                     // type, as in Python, which the argument initialises.
-                    let ty = self.declare_type(&format!("{scope}{py}"), t);
+                    let key = format!("{scope}{py}");
+                    let ty = self.declare_type_weak(&key, t, weak);
+                    let weak = weak && self.weak_local(&key);
                     if ty != t {
                         let local = prm.name.clone();
                         prm.name = self.fresh(&format!("{local}_arg"));
@@ -286,6 +293,7 @@ impl<'a> Lowerer<'a> {
                                 sanitize(&py)
                             },
                             ty,
+                            weak,
                         },
                     );
                 }
@@ -307,11 +315,15 @@ impl<'a> Lowerer<'a> {
         self.call_depth -= 1;
         res?;
         let mut ret: Option<ScalarType> = None;
-        for t in r.returns.clone() {
-            self.declare_type(&ret_key, t);
+        for &(t, weak) in &r.returns {
+            self.declare_type_weak(&ret_key, t, weak);
             ret = Some(ret.map_or(t, |a| join(a, t)));
         }
         let ret = r.ret_ty.or(ret);
+        let weak = !r.returns.is_empty() && self.weak_local(&ret_key);
+        if weak {
+            self.weak_returns.insert(dname.clone());
+        }
         let mut body = prologue;
         body.append(&mut r.blocks[0].0);
         self.module.device_functions.push(DeviceFunction {
@@ -324,7 +336,7 @@ impl<'a> Lowerer<'a> {
             NAME,
             format!("`{callee}` as the device function `{dname}` (line {line})"),
         );
-        Ok((dname, ret))
+        Ok((dname, ret.map(|t| (t, weak))))
     }
 
     /// Inlines a straight-line callee (one that returns a tuple, or is given
@@ -390,13 +402,13 @@ impl<'a> Lowerer<'a> {
                     hit
                 });
                 match a {
-                    Val::Scalar(Expr::Var(v), t, _) if !reassigned => {
-                        r.locals.insert(py, Local::Scalar { ir: v, ty: t });
+                    Val::Scalar(Expr::Var(v), t, weak) if !reassigned => {
+                        r.locals.insert(py, Local::Scalar { ir: v, ty: t, weak });
                     }
-                    Val::Scalar(e, t, _) => {
+                    Val::Scalar(e, t, weak) => {
                         let ir = self.local_temp(r, &py);
                         r.push(let_(&ir, t, e));
-                        r.locals.insert(py, Local::Scalar { ir, ty: t });
+                        r.locals.insert(py, Local::Scalar { ir, ty: t, weak });
                     }
                     Val::Array(val) => {
                         r.locals.insert(

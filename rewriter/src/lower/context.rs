@@ -163,9 +163,13 @@ pub(crate) enum RegionKind {
 /// A local of a kernel or device function.
 #[derive(Clone, Debug)]
 pub(crate) enum Local {
+    /// `weak`: a Python number (a loop index, a literal, a helper's
+    /// Python-number result), weak in NumPy 2's promotion on every path
+    /// that binds the name.
     Scalar {
         ir: String,
         ty: ScalarType,
+        weak: bool,
     },
     /// An array value bound to a name; `snapshot` holds the write counts of
     /// the arrays it reads, to refuse reading it after they change.
@@ -198,7 +202,7 @@ pub(crate) struct Region {
     /// Inlining a callee: locals are declared where they are first assigned.
     pub inlining: bool,
     /// Device functions: types of the values returned.
-    pub returns: Vec<ScalarType>,
+    pub returns: Vec<(ScalarType, bool)>,
     /// Device functions: the return type once known (from the type table).
     pub ret_ty: Option<ScalarType>,
     /// IR names declared in each open block (parallel to `blocks`).
@@ -383,6 +387,10 @@ pub(crate) struct Lowerer<'a> {
     /// Host names whose last binding (in program order) is a weak value:
     /// reading one gives a weak operand, as the Python float does.
     pub weak_bound: HashSet<String>,
+    /// Names bound to a strong value in the fixed point's last pass.
+    pub strong_last: HashSet<String>,
+    /// Device functions whose every `return` gives a Python number.
+    pub weak_returns: HashSet<String>,
     pub module: Module,
     pub steps: Vec<HostStep>,
     pub log: RewriteLog,
@@ -464,6 +472,8 @@ impl<'a> Lowerer<'a> {
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
             weak_bound: HashSet::new(),
+            strong_last: HashSet::new(),
+            weak_returns: HashSet::new(),
             masked: HashMap::new(),
             loop_bound,
             module: Module::default(),
@@ -675,6 +685,13 @@ impl<'a> Lowerer<'a> {
             None => seen,
         };
         self.types.get(key).copied().unwrap_or(now)
+    }
+
+    /// Whether the kernel local `key` is weak where it is read: no binding
+    /// of it was strong, in this pass so far or in the last one (a loop
+    /// may rebind it strong after the read).
+    pub fn weak_local(&self, key: &str) -> bool {
+        !self.observed.contains_key(key) && !self.strong_last.contains(key)
     }
 
     /// Every name's type after this pass: strong values join; weak ones

@@ -207,6 +207,7 @@ impl Lowerer<'_> {
                     Local::Scalar {
                         ir: pyir,
                         ty: ScalarType::I64,
+                        weak: true,
                     },
                 );
             } else {
@@ -215,6 +216,7 @@ impl Lowerer<'_> {
                     Local::Scalar {
                         ir: ir.clone(),
                         ty: ScalarType::I64,
+                        weak: true,
                     },
                 );
             }

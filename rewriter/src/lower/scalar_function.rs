@@ -215,7 +215,7 @@ impl Lowerer<'_> {
         } else {
             let arrays = vec![None; args.len()];
             let (dname, ret) = self.device_function(&fn_name, def, &args, &arrays, line)?;
-            let Some(t) = ret else {
+            let Some((t, _)) = ret else {
                 return refuse(
                     NAME,
                     line,

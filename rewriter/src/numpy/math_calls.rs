@@ -444,6 +444,51 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
     }
 }
 
+/// Whether Python's built-in `min(…)`/`max(…)` of these scalars has no
+/// one type: it returns the winning argument itself, with its own type, so
+/// `-max(-1.0, r_u16)` negates a uint16 (and wraps) when `r_u16` wins. The
+/// result is typed only when the strong arguments share one type and each
+/// Python number beside them takes it without a change of kind or value
+/// (`max(m, 0.0)` of a float32 `m`; `max(n, 1)` of an int32 `n`).
+pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
+    if !matches!(name, "min" | "max") || args.len() < 2 {
+        return false;
+    }
+    let mut strong: Option<ScalarType> = None;
+    let mut weak = Vec::new();
+    for a in args {
+        match a {
+            Val::Scalar(e, t, true) => weak.push((e, *t)),
+            Val::Scalar(_, t, false) => match strong {
+                Some(s) if s != *t => return true,
+                _ => strong = Some(*t),
+            },
+            _ => return false,
+        }
+    }
+    let Some(s) = strong else {
+        return false;
+    };
+    weak.iter().any(|(e, t)| {
+        if promote(*t, true, s, false) != s {
+            return true;
+        }
+        // A Python int literal out of the strong type's range.
+        match e {
+            Expr::Lit(port_codegen::ir::Literal::I64(v)) if s.is_int() => {
+                let bits = s.bits();
+                let (lo, hi): (i128, i128) = if s.is_signed() {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                !(lo..=hi).contains(&(*v as i128))
+            }
+            _ => false,
+        }
+    })
+}
+
 /// Whether NumPy computes the float ufunc `name` (`np.sin`, `np.sqrt`,
 /// `np.arctan2`…) of these arguments in float16: their types are all bool,
 /// int8 or uint8, none a Python float (`np.sin(img_u8)` is float16, which

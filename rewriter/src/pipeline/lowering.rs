@@ -5,7 +5,7 @@
 //! types the last pass observed, joined, until they no longer widen (at
 //! most six passes).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use port_codegen::ir::ScalarType;
 
@@ -41,19 +41,24 @@ pub fn lower(
     let unit_dims = lower::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
     let fixed_point = |ufunc: bool| {
         let mut types: HashMap<String, ScalarType> = HashMap::new();
+        // Names some path binds to a strong value: the others stay weak
+        // (Python numbers) where they are read.
+        let mut strong: HashSet<String> = HashSet::new();
         let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
         for _ in 0..6 {
             let mut l =
                 lower::context::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
             l.unit_dims = unit_dims.clone();
+            l.strong_last = strong.clone();
             let res = run(&mut l, def, names, req.types, ufunc);
             let observed = l.observed_types();
             let widened = observed.iter().any(|(k, t)| {
                 types
                     .get(k)
                     .is_none_or(|g| crate::ir_util::join(*g, *t) != *g)
-            });
+            }) || l.observed.keys().any(|k| !strong.contains(k));
+            strong.extend(l.observed.keys().cloned());
             let mut next = types.clone();
             for (k, t) in &observed {
                 let j = next.get(k).map_or(*t, |g| crate::ir_util::join(*g, *t));
