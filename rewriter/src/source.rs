@@ -24,7 +24,10 @@ pub enum Const {
 pub struct SourceFile {
     pub name: String,
     pub text: String,
-    pub suite: Vec<Stmt>,
+    /// The module's statements, shared by the copies planning makes (a
+    /// function's own imports taken as the module's copy the file, not its
+    /// tree).
+    pub suite: std::sync::Arc<Vec<Stmt>>,
     lines: LineIndex,
     /// Import aliases: local name → dotted module path or object
     /// (`np` → `numpy`, `sqrt` → `math.sqrt`).
@@ -34,8 +37,9 @@ pub struct SourceFile {
     /// function of a file asks for it once per function.
     normal: std::sync::OnceLock<Option<Box<SourceFile>>>,
     /// Constants of the program's modules beside this file, read at the
-    /// first use of one (`consts.G`): by module, by name.
-    siblings: std::sync::Mutex<HashMap<String, HashMap<String, Const>>>,
+    /// first use of one (`consts.G`): by module, by name. Shared with the
+    /// copies planning makes of the file, which read the same siblings.
+    siblings: std::sync::Arc<std::sync::Mutex<HashMap<String, HashMap<String, Const>>>>,
     /// [`SourceFile::functions`] and [`SourceFile::module_names`], made once
     /// per file: planning each of a file's functions asks for them several
     /// times, and rebuilding them each time made planning a file quadratic
@@ -73,14 +77,14 @@ impl SourceFile {
     /// functions of a migrated function that capture nothing, planned as
     /// the program's own helpers). Lines stay where the code is.
     pub fn with_functions(&self, defs: Vec<ast::StmtFunctionDef>) -> SourceFile {
-        let mut suite = self.suite.clone();
+        let mut suite = (*self.suite).clone();
         suite.extend(defs.into_iter().map(Stmt::FunctionDef));
-        self.with_suite(suite)
+        self.with_suite(suite.into())
     }
 
     /// The same file (text, lines, imports, constants) with `suite` as its
     /// statements.
-    fn with_suite(&self, suite: Vec<Stmt>) -> SourceFile {
+    fn with_suite(&self, suite: std::sync::Arc<Vec<Stmt>>) -> SourceFile {
         SourceFile {
             name: self.name.clone(),
             text: self.text.clone(),
@@ -89,7 +93,7 @@ impl SourceFile {
             imports: self.imports.clone(),
             consts: self.consts.clone(),
             normal: std::sync::OnceLock::new(),
-            siblings: Default::default(),
+            siblings: std::sync::Arc::clone(&self.siblings),
             index: std::sync::OnceLock::new(),
             names: std::sync::OnceLock::new(),
         }
@@ -125,9 +129,9 @@ impl SourceFile {
         if !bodies(&self.suite) {
             return None;
         }
-        let mut suite = self.suite.clone();
+        let mut suite = (*self.suite).clone();
         apply(&mut suite);
-        Some(self.with_suite(suite))
+        Some(self.with_suite(suite.into()))
     }
 
     /// The constant `full` names: one of NumPy's or `math`'s (`numpy.pi`),
@@ -181,7 +185,7 @@ impl SourceFile {
         if !new {
             return None;
         }
-        let mut f = self.with_suite(self.suite.clone());
+        let mut f = self.with_suite(std::sync::Arc::clone(&self.suite));
         for s in stmts {
             f.add_import(s);
         }
@@ -219,7 +223,7 @@ impl SourceFile {
         let mut f = SourceFile {
             name,
             text,
-            suite,
+            suite: suite.into(),
             lines,
             imports: HashMap::new(),
             consts: HashMap::new(),
@@ -269,7 +273,7 @@ impl SourceFile {
 
     fn scan_module(&mut self) {
         let suite = std::mem::take(&mut self.suite);
-        for s in &suite {
+        for s in suite.iter() {
             self.add_import(s);
         }
         self.suite = suite;
@@ -279,7 +283,7 @@ impl SourceFile {
         // like the dtype itself, as long as nothing at module level binds
         // them to anything else.
         let mut dtype_aliases: Vec<String> = Vec::new();
-        for s in &suite {
+        for s in suite.iter() {
             let (target, value) = match s {
                 Stmt::Assign(a) => match a.targets.as_slice() {
                     [Expr::Name(n)] => (n.id.to_string(), a.value.as_ref()),
@@ -531,7 +535,7 @@ impl SourceFile {
 
     fn make_module_names(&self) -> std::collections::HashSet<String> {
         let mut names: std::collections::HashSet<String> = self.imports.keys().cloned().collect();
-        for s in &self.suite {
+        for s in self.suite.iter() {
             match s {
                 Stmt::FunctionDef(d) => {
                     names.insert(d.name.to_string());
@@ -550,6 +554,35 @@ impl SourceFile {
             }
         }
         names
+    }
+}
+
+/// How many of a file's functions an error about a missing one names.
+const NAMED_IN_HINT: usize = 8;
+
+/// ` (it defines a, b, …)`: the file's functions, those sharing the asked
+/// name's last part first, at most [`NAMED_IN_HINT`] (a test module defines
+/// hundreds; listing them all made one message 25 kB).
+fn defines_hint(names: &[String], asked: &str) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let bare = asked.rsplit('.').next().unwrap_or(asked);
+    let mut order: Vec<&String> = names.iter().collect();
+    order.sort_by_key(|n| n.rsplit('.').next() != Some(bare));
+    let shown: Vec<&str> = order
+        .iter()
+        .take(NAMED_IN_HINT)
+        .map(|n| n.as_str())
+        .collect();
+    let more = names.len().saturating_sub(NAMED_IN_HINT);
+    if more == 0 {
+        format!(" (it defines {})", shown.join(", "))
+    } else {
+        format!(
+            " (it defines {}, and {more} more; `port analyze` lists them all)",
+            shown.join(", ")
+        )
     }
 }
 
@@ -577,11 +610,7 @@ pub fn find<'s>(src: &'s SourceFile, function: &str) -> Result<FoundFunction<'s>
             Err(RewriteError::NoSuchFunction {
                 file: src.name.clone(),
                 name: function.to_string(),
-                hint: if names.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it defines {})", names.join(", "))
-                },
+                hint: defines_hint(&names, function),
             })
         }
         many => {
@@ -775,6 +804,26 @@ mod tests {
         assert_eq!(resolved("by_global").as_deref(), Some("by_global"));
         // Only dtypes: a function bound to a name is not an alias.
         assert_eq!(resolved("sqrt").as_deref(), Some("sqrt"));
+    }
+
+    #[test]
+    fn a_missing_function_names_a_few_of_the_files_and_its_namesakes_first() {
+        let mut text = String::new();
+        for k in 0..30 {
+            text.push_str(&format!("def f{k}(x):\n    return x\n"));
+        }
+        text.push_str("class C:\n    def solve(self, x):\n        return x\n");
+        let f = SourceFile::parse("m.py", &text).unwrap();
+        let e = find(&f, "solve_it").err().unwrap().to_string();
+        assert!(
+            e.ends_with("and 23 more; `port analyze` lists them all)"),
+            "{e}"
+        );
+        let e = find(&f, "D.solve").err().unwrap().to_string();
+        assert!(e.contains("(it defines C.solve, f0, "), "{e}");
+        let small = SourceFile::parse("s.py", "def a():\n    pass\n").unwrap();
+        let e = find(&small, "b").err().unwrap().to_string();
+        assert!(e.ends_with("no function named `b` (it defines a)"), "{e}");
     }
 
     #[test]
