@@ -245,6 +245,70 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The analysis as compact JSON: the bytes `serde_json::to_vec` gives,
+    /// with the function reports and the call graph (nearly all of a large
+    /// program's tens of megabytes) serialised in parallel. A test holds
+    /// the two to the same bytes, so a field added to `Analysis` must be
+    /// added here too.
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        use rayon::prelude::*;
+        let (functions, call_graph) = rayon::join(
+            || {
+                self.functions
+                    .par_chunks(256)
+                    .map(|chunk| {
+                        let mut out = Vec::new();
+                        for (k, f) in chunk.iter().enumerate() {
+                            if k > 0 {
+                                out.push(b',');
+                            }
+                            serde_json::to_writer(&mut out, f)?;
+                        }
+                        Ok(out)
+                    })
+                    .collect::<serde_json::Result<Vec<Vec<u8>>>>()
+            },
+            || serde_json::to_vec(&self.call_graph),
+        );
+        let (functions, call_graph) = (functions?, call_graph?);
+        let size = functions.iter().map(Vec::len).sum::<usize>() + call_graph.len();
+        let mut out = Vec::with_capacity(size + 4096);
+        let field = |out: &mut Vec<u8>, name: &str| {
+            out.extend_from_slice(if out.is_empty() { b"{\"" } else { b",\"" });
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+        };
+        field(&mut out, "schema");
+        serde_json::to_writer(&mut out, &self.schema)?;
+        field(&mut out, "root");
+        serde_json::to_writer(&mut out, &self.root)?;
+        field(&mut out, "profiled");
+        serde_json::to_writer(&mut out, &self.profiled)?;
+        field(&mut out, "files");
+        serde_json::to_writer(&mut out, &self.files)?;
+        field(&mut out, "functions");
+        out.push(b'[');
+        for (k, chunk) in functions.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(chunk);
+        }
+        out.push(b']');
+        field(&mut out, "call_graph");
+        out.extend_from_slice(&call_graph);
+        field(&mut out, "coverage");
+        serde_json::to_writer(&mut out, &self.coverage)?;
+        field(&mut out, "parse_errors");
+        serde_json::to_writer(&mut out, &self.parse_errors)?;
+        if let Some(p) = &self.profile {
+            field(&mut out, "profile");
+            serde_json::to_writer(&mut out, p)?;
+        }
+        out.push(b'}');
+        Ok(out)
+    }
+
     /// Coverage by share of functions: what `--static` reports.
     pub fn static_coverage(functions: &[FunctionReport]) -> Coverage {
         let n = functions.len() as f64;

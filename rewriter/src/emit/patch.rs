@@ -101,7 +101,7 @@ fn add_imports(src: &SourceFile, new: &str, code: &str, eol: &str) -> String {
     }
     // After the last top-level import that precedes any function.
     let mut insert_after = 0usize;
-    for s in &src.suite {
+    for s in src.suite.iter() {
         match s {
             ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => {
                 insert_after = src.end_line(s) as usize;
