@@ -626,6 +626,11 @@ def run_port(args, prog, units, folder, write=False):
     status = j.get("status", "failed")
     reasons = j.get("reasons") or []
     why = "; ".join("line %s: %s" % (r.get("line"), r.get("message")) for r in reasons)
+    if j.get("schema") == "port.error/1":
+        # port itself could not run (port.error/1): its one-line reason.
+        why = j.get("reason", "")
+        if j.get("code") == "installation":
+            sys.exit("fuzz_diff: port is not installed whole: " + why)
     if status == "verified" and o.returncode != 0:
         return "failed", "verified with exit %d" % o.returncode, j
     if status in ("inconclusive",):

@@ -2320,6 +2320,39 @@ mod fuzz_found {
     }
 
     #[test]
+    fn scattered_adds_into_16_bit_counts_are_refused_32_bit_ones_verify() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture("migrate/fuzz_found.py"),
+            tmp.path().join("fuzz_found.py"),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "small_int_histogram",
+                "fuzz_found.py",
+                "--signature",
+                "int64[:], int16[:]",
+                "--json",
+            ],
+        );
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused", "{j}");
+        assert!(
+            j.to_string()
+                .contains("atomic update of int16 elements (numba-cuda has no atomic for them"),
+            "{j}"
+        );
+        given(
+            "small_int_histogram",
+            "int64[:], int32[:]",
+            "keys=np.array([3, 1, 3, 0, 3, 2], dtype=np.int64), counts=np.zeros(4, dtype=np.int32)",
+        );
+    }
+
+    #[test]
     fn python_min_keeps_its_first_argument() {
         given(
             "python_min_keeps_first",

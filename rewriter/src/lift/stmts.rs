@@ -463,12 +463,14 @@ impl<'a> Lowerer<'a> {
                     "atomic update with an array",
                 );
             };
-            if et == ScalarType::Bool || et.is_complex() {
+            // numba-cuda and the GPU's atomics take 32- and 64-bit
+            // elements only.
+            if et == ScalarType::Bool || et.is_complex() || et.bits() < 32 {
                 return refuse(
                     crate::dependences::NAME,
                     line,
                     format!(
-                        "atomic update of a {} array (numba-cuda has no atomic for it)",
+                        "atomic update of {} elements (numba-cuda has no atomic for them; accumulate into an int32 or wider array)",
                         crate::types::numba_scalar(et)
                     ),
                 );
