@@ -2280,6 +2280,31 @@ mod fuzz_found {
         assert_eq!(j["status"], "verified", "{j}");
     }
 
+    /// `port migrate --json` of `function` in the fixture: refused (exit 1).
+    fn refused(function: &str, signature: &str) -> serde_json::Value {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture("migrate/fuzz_found.py"),
+            tmp.path().join("fuzz_found.py"),
+        )
+        .unwrap();
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "fuzz_found.py",
+                "--function",
+                function,
+                "--signature",
+                signature,
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(j["status"], "refused", "{j}");
+        j
+    }
+
     #[test]
     fn python_ints_in_kernels_wrap_beside_unsigned_arrays() {
         given(
@@ -2291,26 +2316,7 @@ mod fuzz_found {
 
     #[test]
     fn builtin_max_of_two_types_is_refused_with_its_reason() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            fixture("migrate/fuzz_found.py"),
-            tmp.path().join("fuzz_found.py"),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "--function",
-                "builtin_max_of_two_types",
-                "fuzz_found.py",
-                "--signature",
-                "float32[:], uint16",
-                "--json",
-            ],
-        );
-        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-        assert_eq!(j["status"], "refused", "{j}");
+        let j = refused("builtin_max_of_two_types", "float32[:], uint16");
         let why = j.to_string();
         assert!(
             why.contains("returns the winning argument with its own type")
@@ -2321,25 +2327,7 @@ mod fuzz_found {
 
     #[test]
     fn scattered_adds_into_16_bit_counts_are_refused_32_bit_ones_verify() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            fixture("migrate/fuzz_found.py"),
-            tmp.path().join("fuzz_found.py"),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "--function",
-                "small_int_histogram",
-                "fuzz_found.py",
-                "--signature",
-                "int64[:], int16[:]",
-                "--json",
-            ],
-        );
-        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-        assert_eq!(j["status"], "refused", "{j}");
+        let j = refused("small_int_histogram", "int64[:], int16[:]");
         assert!(
             j.to_string()
                 .contains("atomic update of int16 elements (numba-cuda has no atomic for them"),
@@ -2495,25 +2483,7 @@ mod fuzz_found {
 
     #[test]
     fn uint8_sines_are_refused_as_float16() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            fixture("migrate/fuzz_found.py"),
-            tmp.path().join("fuzz_found.py"),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "fuzz_found.py",
-                "--function",
-                "sine_of_bytes",
-                "--signature",
-                "uint8[:]",
-                "--json",
-            ],
-        );
-        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-        assert_eq!(j["status"], "refused", "{j}");
+        let j = refused("sine_of_bytes", "uint8[:]");
         assert!(
             j["reasons"][0]["message"]
                 .as_str()
