@@ -8,7 +8,8 @@ having types, does not refuse.
 
     python scripts/static_vs_migrate.py FOLDER PORT WORKDIR [--timeout S]
 
-It runs in WORKDIR/program/ (a copy of FOLDER, with its .port/); nothing
+It runs in WORKDIR/<FOLDER's name>/ (a copy of FOLDER, with its .port/: a
+package keeps its name, so its absolute imports resolve); nothing
 is written elsewhere.
 """
 import argparse
@@ -31,7 +32,7 @@ def main():
     work.mkdir(parents=True)
     rows = []
     # The folder is one program: every file, its calls across modules.
-    w = work / "program"
+    w = work / folder.name
     shutil.copytree(folder, w, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     q = subprocess.run([a.port, "analyze", "--static", "--json", "."], cwd=w,
                        capture_output=True, text=True, timeout=a.timeout)

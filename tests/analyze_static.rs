@@ -364,3 +364,50 @@ fn types_partly_from_calls_say_so() {
         ])
     );
 }
+
+/// A package analysed from inside it (`port analyze --static .` in
+/// `physics/`) names its modules from the folder's own name, and a
+/// function of a module with a relative import (`from . import kernels`)
+/// is migrated and verified: the original runs as a member of its package.
+#[test]
+fn a_package_analysed_from_inside_keeps_its_name_and_its_relative_imports_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("physics");
+    std::fs::create_dir(&pkg).unwrap();
+    for f in ["__init__.py", "integrate.py", "kernels.py", "util.py"] {
+        std::fs::copy(fixture(&format!("multimodule/physics/{f}")), pkg.join(f)).unwrap();
+    }
+    let o = port_in(&pkg, &["analyze", "--static", "--json", "."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mut modules: Vec<&str> = a["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["module"].as_str().unwrap())
+        .collect();
+    modules.sort();
+    modules.dedup();
+    assert_eq!(
+        modules,
+        ["physics.integrate", "physics.kernels", "physics.util"],
+        "{modules:?}"
+    );
+    let venv = repo().join(".venv");
+    let o = port_in(
+        &pkg,
+        &[
+            "migrate",
+            "--function",
+            "euler",
+            "integrate.py",
+            "--signature",
+            "float64[:], float64[:], float64",
+            "--json",
+            "--python",
+            venv.join("bin/python").to_str().unwrap(),
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(j["status"], "verified", "{j}");
+}

@@ -110,15 +110,30 @@ fn load_folder(dir: &Path) -> Result<Program, AnalyzeError> {
         return Err(AnalyzeError::NoPython(dir.to_path_buf()));
     }
     // A folder that is itself a package names its modules from its own name,
-    // so `import pkg.sub` inside it resolves.
-    let base = if dir.join("__init__.py").is_file() {
-        dir.parent().map(Path::to_path_buf).unwrap_or_default()
-    } else {
-        dir.to_path_buf()
-    };
+    // so `import pkg.sub` inside it resolves. The name is the folder's real
+    // one: `port analyze .` inside `pkg/` names `pkg.sub`, not `..sub`.
+    let package = dir
+        .join("__init__.py")
+        .is_file()
+        .then(|| {
+            dir.canonicalize()
+                .ok()?
+                .file_name()?
+                .to_str()
+                .map(String::from)
+        })
+        .flatten();
     let jobs: Vec<(String, PathBuf)> = files
         .into_iter()
-        .map(|f| (module_name(&base, &f), f))
+        .map(|f| {
+            let inner = module_name(dir, &f);
+            let name = match &package {
+                Some(p) if inner == "__init__" => p.clone(),
+                Some(p) => format!("{p}.{inner}"),
+                None => inner,
+            };
+            (name, f)
+        })
         .collect();
     let files_seen = jobs.len();
     let (modules, parse_errors) = parse_all(jobs);

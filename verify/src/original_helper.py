@@ -54,15 +54,41 @@ import traceback
 import numpy as np
 
 
+def package_of(folder):
+    """The dotted package a folder is (each folder up to the root has an
+    `__init__.py`) and the folder above its root; None outside a package."""
+    parts = []
+    root = folder
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        parts.insert(0, os.path.basename(root))
+        root = os.path.dirname(root)
+    return (".".join(parts), root) if parts else None
+
+
 def load_module(path):
     folder = os.path.dirname(os.path.abspath(path))
-    if folder not in sys.path:
+    name = "_port_original"
+    # A module of a package is imported as a member of it, as the program
+    # imports it, so that its relative imports (`from .util import f`)
+    # resolve; the package's own folder is not put on sys.path, where its
+    # modules could hide the standard library's (a package's `random`).
+    pkg = package_of(folder)
+    if pkg is not None:
+        package, root = pkg
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        try:
+            importlib.import_module(package)
+            name = package + "._port_original"
+        except Exception:
+            pkg = None  # its __init__ does not import: as a plain file
+    if pkg is None and folder not in sys.path:
         sys.path.insert(0, folder)
     # A loader named explicitly also imports a backup (`x.py.port-bak`).
-    loader = importlib.machinery.SourceFileLoader("_port_original", path)
-    spec = importlib.util.spec_from_file_location("_port_original", path, loader=loader)
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["_port_original"] = mod
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 
