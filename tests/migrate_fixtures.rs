@@ -2341,6 +2341,20 @@ mod fuzz_found {
     }
 
     #[test]
+    fn dot_of_int16_wraps_and_abs_of_a_python_int_stays_weak() {
+        given(
+            "dot_of_shorts_wraps",
+            "int16[:], boolean[:]",
+            "a=np.array([32000, 700, -5, 90], dtype=np.int16), flags=np.array([True, True, False, True])",
+        );
+        given(
+            "abs_of_a_python_int_is_weak",
+            "uint8[:], int64",
+            "img=np.array([30, 31, 200, 7], dtype=np.uint8), k=np.int64(7)",
+        );
+    }
+
+    #[test]
     fn python_min_keeps_its_first_argument() {
         given(
             "python_min_keeps_first",

@@ -355,9 +355,15 @@ impl<'a> Lowerer<'a> {
                     format!("ufunc `np.{short}` element by element (line {line})"),
                 );
             }
-            // `math.*` gives a Python float or int: weak in NumPy 2's
-            // promotion (`acc_u8 *= math.floor(x)` stays uint8).
-            if name.starts_with("math.") {
+            // `math.*` gives a Python float or int, and so do the
+            // built-ins `float`, `int`, `bool` and `round` always, and
+            // `abs` of a Python number: weak in NumPy 2's promotion
+            // (`acc_u8 *= math.floor(x)` stays uint8, `a_u8 * abs(k)` of
+            // a Python int `k` too).
+            let python_number = name.starts_with("math.")
+                || matches!(name.as_str(), "float" | "int" | "bool" | "round")
+                || (name == "abs" && matches!(args.as_slice(), [Val::Scalar(_, _, true)]));
+            if python_number {
                 if let Val::Scalar(e, t, _) = v {
                     return Ok(Val::Scalar(e, t, true));
                 }
@@ -587,7 +593,20 @@ impl<'a> Lowerer<'a> {
                 } else {
                     Reduce::Sum
                 };
-                self.reduce(r, sum, prod, line)
+                let elem = match &prod {
+                    Val::Array(p) => p.elem,
+                    _ => return self.reduce(r, sum, prod, line),
+                };
+                let total = self.reduce(r, sum, prod, line)?;
+                // np.dot sums in the products' type (int16 wraps), where
+                // np.sum would widen small integers to int64: the low bits
+                // of the wide sum are the narrow one's.
+                match total {
+                    Val::Scalar(e, t, _) if elem.is_int() && elem.bits() < 64 && t != elem => {
+                        Ok(Val::scalar(cast_to(e, t, elem), elem))
+                    }
+                    v => Ok(v),
+                }
             }
             (Val::Array(x), Val::Array(y)) if x.ndim() <= 2 && y.ndim() <= 2 => {
                 self.matmul(r, a, b, line)
