@@ -2355,6 +2355,15 @@ mod fuzz_found {
     }
 
     #[test]
+    fn floor_ceil_and_trunc_of_infinities_stay_floats_in_the_numba_module() {
+        given(
+            "floor_ceil_trunc_of_infinities",
+            "float64[:]",
+            "a=np.array([1.5, -2.5, np.nan, np.inf, -np.inf, -0.0, 3e300, -7.25])",
+        );
+    }
+
+    #[test]
     fn python_min_keeps_its_first_argument() {
         given(
             "python_min_keeps_first",

@@ -358,6 +358,41 @@ def _port_rint(x):
     return r
 "#,
     },
+    // `np.floor`/`np.ceil`/`np.trunc` of floats inside kernels: `math.floor`
+    // gives an integer in Python and Numba, which NaN and ±inf have not
+    // (the CUDA simulator raises) and which overflows past 2**63.
+    Helper {
+        name: "_port_floor",
+        source: r#"@cuda.jit(device=True)
+def _port_floor(x):
+    """`np.floor(x)` of a float: NaN and ±inf are themselves."""
+    if math.isinf(x) or math.isnan(x):
+        return x
+    t = x - math.fmod(x, 1.0)
+    return t - 1.0 if t > x else t
+"#,
+    },
+    Helper {
+        name: "_port_ceil",
+        source: r#"@cuda.jit(device=True)
+def _port_ceil(x):
+    """`np.ceil(x)` of a float: NaN and ±inf are themselves."""
+    if math.isinf(x) or math.isnan(x):
+        return x
+    t = x - math.fmod(x, 1.0)
+    return t + 1.0 if t < x else t
+"#,
+    },
+    Helper {
+        name: "_port_trunc",
+        source: r#"@cuda.jit(device=True)
+def _port_trunc(x):
+    """`np.trunc(x)` of a float: NaN and ±inf are themselves."""
+    if math.isinf(x) or math.isnan(x):
+        return x
+    return x - math.fmod(x, 1.0)
+"#,
+    },
     Helper {
         name: "_port_unbroadcast",
         source: r#"def _port_unbroadcast(flat, shape):

@@ -568,7 +568,7 @@ impl Printer {
                         format!("math.copysign(abs({}) ** (1.0 / 3.0), {})", a[0], a[0])
                     }
                     MathFn::Floor | MathFn::Ceil | MathFn::Trunc => {
-                        format!("{}(math.{}({}))", numba_scalar(t), f.name(), a[0])
+                        format!("{}(_port_{}({}))", numba_scalar(t), f.name(), a[0])
                     }
                     MathFn::Tgamma => format!("math.gamma({})", a[0]),
                     // Python's math has no rint (and `round` gives an int).
