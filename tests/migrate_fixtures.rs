@@ -904,7 +904,7 @@ macro_rules! program_in {
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,
 /// `np.arange` with float bounds, `scipy.special` functions, lists of
-/// known length.
+/// known length, indices computed at run time that go negative.
 mod general_rules {
     use super::verified;
 
@@ -917,6 +917,9 @@ mod general_rules {
         scale_flat_rows: "float64[:], int64, int64, float64",
         damped_ramp: "float64[:], float64, float64",
         rgb_luma: "float64[:, :], float64[:]",
+        periodic_difference: "float64[:], float64[:]",
+        trailing_window: "float64[:], float64[:]",
+        previous_row: "float64[:, :], float64[:, :]",
     }
 
     // scipy.special, however imported (fixtures/migrate/scipy_special.py).

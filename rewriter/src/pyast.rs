@@ -229,6 +229,17 @@ pub fn names_rebound(body: &[Stmt]) -> std::collections::HashSet<String> {
     out
 }
 
+/// Whether `body` binds `name` anew anywhere, `name += …` included.
+pub fn rebinds(body: &[Stmt], name: &str) -> bool {
+    let mut found = names_rebound(body).contains(name);
+    walk_stmts(body, &mut |s| {
+        if let Stmt::AugAssign(a) = s {
+            found |= target_names(&a.target).iter().any(|n| n == name);
+        }
+    });
+    found
+}
+
 /// Whether a call's only keyword is `out=` (`np.add(a, b, out=c)`).
 pub fn out_keyword(c: &ast::ExprCall) -> bool {
     matches!(c.keywords.as_slice(), [k] if k.arg.as_deref() == Some("out"))

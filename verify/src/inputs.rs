@@ -392,6 +392,17 @@ fn eval_int(e: &Expr, shapes: &Shapes, ints: &Ints, plan: &KernelPlan) -> Option
             }
         }
         Expr::Cast(_, a) => eval(a)?,
+        // An index that counts from the end when negative.
+        Expr::Select(c, a, b) => match c.as_ref() {
+            Expr::Cmp(port_codegen::ir::CmpOp::Lt, x, y) => {
+                if eval(x)? < eval(y)? {
+                    eval(a)?
+                } else {
+                    eval(b)?
+                }
+            }
+            _ => return None,
+        },
         _ => return None,
     })
 }

@@ -543,10 +543,29 @@ impl<'a> Lowerer<'a> {
                 weak: true,
             },
         );
+        // The least value the loop variable takes, for its indices.
+        let floor = match &step {
+            _ if pyast::rebinds(&f.body, &pyname) => None,
+            Expr::Lit(port_codegen::ir::Literal::I64(s)) if *s > 0 => {
+                array_expr::least(&start, &self.floors)
+            }
+            Expr::Lit(port_codegen::ir::Literal::I64(s)) if *s < 0 => {
+                array_expr::least(&stop, &self.floors).and_then(|k| k.checked_add(1))
+            }
+            _ => None,
+        };
+        let outer = match floor {
+            Some(k) => self.floors.insert(ir.clone(), k),
+            None => self.floors.remove(&ir),
+        };
         r.open(&f.body);
         r.declare_here(&ir);
         let res = self.block(r, &f.body);
         let body = r.close();
+        match outer {
+            Some(k) => self.floors.insert(ir.clone(), k),
+            None => self.floors.remove(&ir),
+        };
         r.locals.remove(&pyname);
         res?;
         r.push(for_range(&ir, start, stop, step, body));

@@ -189,7 +189,11 @@ impl<'a> Lowerer<'a> {
                     "fancy indexing with an array of indices",
                 );
             }
-            Ok(cast_to(x, t, ScalarType::I64))
+            let x = cast_to(x, t, ScalarType::I64);
+            Ok(match array_expr::least(&x, &this.floors) {
+                Some(k) if k >= 0 => x,
+                _ => array_expr::wrap(x, extent.clone()),
+            })
         };
         match c {
             ast::Expr::Slice(s) => {

@@ -389,6 +389,10 @@ pub(crate) struct Lowerer<'a> {
     pub weak_bound: HashSet<String>,
     /// Names bound to a strong value in the fixed point's last pass.
     pub strong_last: HashSet<String>,
+    /// The least value of each loop variable in scope (IR names): an index
+    /// that cannot go below 0 is used as is, any other counts from the end
+    /// when negative, as Python's does (`array_expr::least`).
+    pub floors: HashMap<String, i64>,
     /// Device functions whose every `return` gives a Python number.
     pub weak_returns: HashSet<String>,
     pub module: Module,
@@ -473,6 +477,7 @@ impl<'a> Lowerer<'a> {
             observed_weak: HashMap::new(),
             weak_bound: HashSet::new(),
             strong_last: HashSet::new(),
+            floors: HashMap::new(),
             weak_returns: HashSet::new(),
             masked: HashMap::new(),
             loop_bound,

@@ -11,11 +11,11 @@
 //! start, one per axis: those are slices written another way.
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{CmpOp, Expr, ScalarType};
+use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
-use crate::ir_util::{cast_to, select};
+use crate::ir_util::cast_to;
 use crate::lower::context::{Lowerer, Recurse, Region};
 use crate::numpy::array_expr::{self, ph, ArrVal, Val};
 
@@ -54,7 +54,7 @@ impl Lowerer<'_> {
                     .enumerate()
                     .map(|(d, x)| {
                         if d < comps.len() {
-                            wrap(x, base.shape[d].clone())
+                            array_expr::wrap(x, base.shape[d].clone())
                         } else {
                             x
                         }
@@ -120,11 +120,7 @@ impl Lowerer<'_> {
         let at: Vec<Expr> = (0..m).map(|k| var(&ph(before + k))).collect();
         let raw = cast_to(idx.element(&at), idx.elem, ScalarType::I64);
         let extent = base.shape[p].clone();
-        let wrapped = select(
-            cmp(CmpOp::Lt, raw.clone(), i64(0)),
-            add(raw.clone(), extent),
-            raw,
-        );
+        let wrapped = array_expr::wrap(raw, extent);
         let mut base_idx = Vec::new();
         for d in 0..base.ndim() {
             if d == p {
@@ -148,15 +144,6 @@ impl Lowerer<'_> {
         );
         Ok(Some(Val::Array(out)))
     }
-}
-
-/// A negative index counts from the end.
-fn wrap(raw: Expr, extent: Expr) -> Expr {
-    select(
-        cmp(CmpOp::Lt, raw.clone(), i64(0)),
-        add(raw.clone(), extent),
-        raw,
-    )
 }
 
 impl Lowerer<'_> {
@@ -340,7 +327,7 @@ impl Lowerer<'_> {
             .enumerate()
             .map(|(d, x)| {
                 if d < comps.len() && !forward[d] {
-                    wrap(x, base.shape[d].clone())
+                    array_expr::wrap(x, base.shape[d].clone())
                 } else {
                     x
                 }

@@ -153,7 +153,17 @@ impl Lowerer<'_> {
         let mut pvars = Vec::new();
         let mut extents = Vec::new();
         let mut prelude = Vec::new();
+        // The least values of the loop variables, for their indices.
+        let floors_outside = self.floors.clone();
         for (py, (start, stop, step)) in pynames.iter().zip(ranges) {
+            let floor = match &step {
+                _ if pyast::rebinds(lowered_body, py) => None,
+                Expr::Lit(Literal::I64(s)) if *s > 0 => array_expr::least(&start, &self.floors),
+                Expr::Lit(Literal::I64(s)) if *s < 0 => {
+                    array_expr::least(&stop, &self.floors).and_then(|k| k.checked_add(1))
+                }
+                _ => None,
+            };
             let unit = start == i64(0) && step == i64(1);
             let ir = if unit {
                 sanitize(py)
@@ -162,6 +172,11 @@ impl Lowerer<'_> {
             };
             self.used.insert(ir.clone());
             r.declare_in(0, &ir);
+            // The grid's own variable (a fresh name unless the range is
+            // `range(n)`, and then the Python name, unless rebound).
+            if !unit || floor.is_some() {
+                self.floors.insert(ir.clone(), 0);
+            }
             let extent = match (&step, unit) {
                 (_, true) => stop.clone(),
                 // A grid-stride loop over a negative extent does nothing, as
@@ -190,6 +205,10 @@ impl Lowerer<'_> {
             };
             if !unit {
                 let pyir = sanitize(py);
+                match floor {
+                    Some(k) => self.floors.insert(pyir.clone(), k),
+                    None => self.floors.remove(&pyir),
+                };
                 self.used.insert(pyir.clone());
                 r.declare_in(0, &pyir);
                 let pos = if step == i64(1) {
@@ -226,7 +245,9 @@ impl Lowerer<'_> {
         for s in prelude {
             r.push(s);
         }
-        self.block(&mut r, lowered_body)?;
+        let lowered = self.block(&mut r, lowered_body);
+        self.floors = floors_outside;
+        lowered?;
         let pbody = std::mem::take(&mut r.blocks[0].0);
 
         // Names assigned in the loop hold the last iteration's value in

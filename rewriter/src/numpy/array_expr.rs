@@ -337,6 +337,11 @@ fn reads_apart_by(target: &ElemRef, value: &Expr, apart: &dyn Fn(&Expr, &Expr) -
 /// constant apart. `p[0, :] = p[1, :]` and `p[-1, :] = p[-2, :]` copy
 /// between rows that do not overlap; a shift along an element variable
 /// (`u[1:] = u[:-1]`) does not qualify.
+///
+/// Or the read differs from the write only in fixed dimensions: then it
+/// is in a plane no write reaches, or it is the very element its
+/// iteration writes (`d[:, k] = d[:, k] - d[:, k - 1]`, where `k - 1`
+/// counts from the end when negative and may be `k` itself).
 pub fn reads_fixed_apart(target: &ElemRef, value: &Expr, vars: &[String]) -> bool {
     let fixed = |e: &Expr| {
         let mut ok = true;
@@ -347,9 +352,20 @@ pub fn reads_fixed_apart(target: &ElemRef, value: &Expr, vars: &[String]) -> boo
         });
         ok
     };
-    reads_apart_by(target, value, &|ri, ti| {
+    let apart = |ri: &Expr, ti: &Expr| {
         fixed(ri) && fixed(ti) && matches!(constant_difference(ri, ti), Some(d) if d != 0)
-    })
+    };
+    let mut ok = true;
+    port_codegen::ir::walk_expr(value, &mut |e| {
+        if let Expr::Load(r) = e {
+            if r.array == target.array && r.indices != target.indices {
+                let pairs = || r.indices.iter().zip(&target.indices);
+                ok &= pairs().any(|(ri, ti)| apart(ri, ti))
+                    || pairs().all(|(ri, ti)| ri == ti || (fixed(ri) && fixed(ti)));
+            }
+        }
+    });
+    ok
 }
 
 /// Whether storing `value` into `target` element by element (NumPy
@@ -429,6 +445,50 @@ pub fn has_placeholders(e: &Expr) -> bool {
         }
     });
     found
+}
+
+/// Python's index `raw` into an axis of `extent`: a negative one counts
+/// from the end (`x[j - 1]` at `j = 0` reads the last element).
+pub fn wrap(raw: Expr, extent: Expr) -> Expr {
+    crate::ir_util::select(
+        cmp(port_codegen::ir::CmpOp::Lt, raw.clone(), i64(0)),
+        tidy(&add(raw.clone(), extent)),
+        raw,
+    )
+}
+
+/// The least value an `i64` index expression can take, where it follows
+/// from literals, extents (never negative) and the least values of the
+/// loop variables in `floors`; `None` when nothing bounds it.
+pub fn least(e: &Expr, floors: &HashMap<String, i64>) -> Option<i64> {
+    match e {
+        Expr::Lit(Literal::I64(v)) => Some(*v),
+        Expr::Lit(Literal::I32(v)) => Some(i64::from(*v)),
+        Expr::Lit(Literal::Bool(b)) => Some(i64::from(*b)),
+        Expr::Shape { .. } | Expr::Special(..) => Some(0),
+        Expr::Var(n) => floors.get(n).copied(),
+        Expr::Cast(t, a) if t.is_int() => least(a, floors),
+        Expr::Binary(op, a, b) => {
+            let (la, lb) = (least(a, floors), least(b, floors));
+            match op {
+                BinOp::Add => la?.checked_add(lb?),
+                BinOp::Sub => match b.as_ref() {
+                    Expr::Lit(Literal::I64(k)) => la?.checked_sub(*k),
+                    _ => None,
+                },
+                BinOp::Mul if la? >= 0 && lb? >= 0 => la?.checked_mul(lb?),
+                BinOp::FloorDiv if la? >= 0 && lb? > 0 => Some(0),
+                BinOp::Min => Some(la?.min(lb?)),
+                BinOp::Max => match (la, lb) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                },
+                _ => None,
+            }
+        }
+        Expr::Select(_, a, b) => Some(least(a, floors)?.min(least(b, floors)?)),
+        _ => None,
+    }
 }
 
 /// `max(0, e)` for a slice length.
@@ -824,6 +884,24 @@ mod tests {
         assert!(!reads_fixed_apart(
             &t,
             &load("x", vec![sub(var("i"), i64(1))]),
+            &vars
+        ));
+        // `d[:, k] = d[:, k] - d[:, k - 1]`: `k - 1` counts from the end
+        // when negative, so the planes may be one (one plane in all), and
+        // then each element reads itself; a reversed read of that plane
+        // would read what other elements wrote.
+        let n = shape("d", 1);
+        let t = elem("d", vec![var("i"), var("k")]);
+        let prev = wrap(sub(var("k"), i64(1)), n.clone());
+        assert!(reads_fixed_apart(
+            &t,
+            &load("d", vec![var("i"), prev.clone()]),
+            &vars
+        ));
+        let reversed = sub(sub(shape("d", 0), i64(1)), var("i"));
+        assert!(!reads_fixed_apart(
+            &t,
+            &load("d", vec![reversed, prev]),
             &vars
         ));
     }

@@ -14,7 +14,7 @@ use crate::ir_util::cast_to;
 use crate::lower::context::{
     stmt_name, whole_array, HostBind, Lowerer, Recurse, Region, RegionKind,
 };
-use crate::numpy::array_expr::{ArrVal, Val};
+use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::plan::{HostStep, HostValue};
 use crate::pyast;
 
@@ -468,6 +468,16 @@ impl Lowerer<'_> {
                     self.weak_bound.remove(name);
                 }
                 self.used.insert(name.to_string());
+                // Its least value, for the indices it computes: known when
+                // this is its one binding in program order (not in a loop
+                // or an `if`, where another may reach a read).
+                let floor = (self.host_depth == 0 && !self.loop_bound.contains(name))
+                    .then(|| array_expr::least(&value, &self.floors))
+                    .flatten();
+                match floor {
+                    Some(k) => self.floors.insert(name.to_string(), k),
+                    None => self.floors.remove(name),
+                };
                 self.steps.push(HostStep::Scalar {
                     name: name.to_string(),
                     ty,

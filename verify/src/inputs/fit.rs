@@ -91,6 +91,14 @@ fn resolve(plan: &KernelPlan, env: &Env, e: &Expr) -> Option<Lin> {
             (Some(extent), Some(stop)) if is_bare(&extent) => Some(stop),
             _ => None,
         },
+        // `v + n if v < 0 else v`: an index or slice bound that counts from
+        // the end when negative; the program's data keeps it as written.
+        Expr::Select(c, _, b)
+            if matches!(c.as_ref(), Expr::Cmp(port_codegen::ir::CmpOp::Lt, x, z)
+                if is_zero(z) && **x == **b) =>
+        {
+            resolve(plan, env, b)
+        }
         _ => None,
     }
 }
