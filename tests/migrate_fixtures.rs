@@ -2318,6 +2318,17 @@ mod fuzz_found {
     }
 
     #[test]
+    fn complex_division_by_zero_is_numpys() {
+        given(
+            "complex_division_by_zero",
+            "complex128[:], complex128[:], uint16[:]",
+            "a=np.array([1+2j, -1+0j, 0j, 1e300+1e300j, 3-4j, 2j, np.nan+1j]), \
+             b=np.array([0j, 0j, 0j, 1e300-1e300j, -0.0+0j, 1e-300+1e-300j, 1+1j]), \
+             k=np.array([0, 3, 0, 7, 65535, 1, 0], dtype=np.uint16)",
+        );
+    }
+
+    #[test]
     fn builtin_max_of_two_types_is_refused_with_its_reason() {
         let j = refused("builtin_max_of_two_types", "float32[:], uint16");
         let why = j.to_string();

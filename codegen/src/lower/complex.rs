@@ -150,7 +150,16 @@ impl<'ctx> Lowerer<'ctx, '_> {
             .builder
             .build_float_compare(FloatPredicate::OGE, abr, abi, "big")
             .ll()?;
-        Ok((self.fsel(first, re1, re2)?, self.fsel(first, im1, im2)?))
+        // By zero, NumPy divides each part by |br| (+0.0): inf, -inf or nan
+        // per part, where the formulas above give nan + nanj.
+        let zero = br.get_type().const_zero();
+        let by_zero = self
+            .builder
+            .build_float_compare(FloatPredicate::OEQ, self.fadd(abr, abi)?, zero, "by_zero")
+            .ll()?;
+        let (re0, im0) = (self.fdiv(ar, abr)?, self.fdiv(ai, abr)?);
+        let (re, im) = (self.fsel(first, re1, re2)?, self.fsel(first, im1, im2)?);
+        Ok((self.fsel(by_zero, re0, re)?, self.fsel(by_zero, im0, im)?))
     }
 
     /// The complex math functions ([`MathFn::takes_complex`]).

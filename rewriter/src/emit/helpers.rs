@@ -393,6 +393,29 @@ def _port_trunc(x):
     return x - math.fmod(x, 1.0)
 "#,
     },
+    // Complex `/` inside kernels: Numba's is CPython's algorithm, which
+    // raises by zero and rounds otherwise than NumPy's.
+    Helper {
+        name: "_port_cdiv",
+        source: r#"@cuda.jit(device=True)
+def _port_cdiv(a, b):
+    """`a / b` of complex numbers as NumPy divides them (Smith's method);
+    by zero, each part of `a` over +0.0: inf, -inf or nan."""
+    br, bi = b.real, b.imag
+    abr, abi = abs(br), abs(bi)
+    if abr == 0.0 and abi == 0.0:
+        re = math.nan if a.real == 0.0 or math.isnan(a.real) else math.copysign(math.inf, a.real)
+        im = math.nan if a.imag == 0.0 or math.isnan(a.imag) else math.copysign(math.inf, a.imag)
+        return complex(re, im)
+    if abr >= abi:
+        r = bi / br
+        s = 1.0 / (br + bi * r)
+        return complex((a.real + a.imag * r) * s, (a.imag - a.real * r) * s)
+    r = br / bi
+    s = 1.0 / (bi + br * r)
+    return complex((a.real * r + a.imag) * s, (a.imag * r - a.real) * s)
+"#,
+    },
     Helper {
         name: "_port_unbroadcast",
         source: r#"def _port_unbroadcast(flat, shape):

@@ -404,6 +404,16 @@ impl Printer {
                             ATOM,
                         );
                     }
+                    // Complex numbers divide in kernels as NumPy divides
+                    // them (Numba's `/` is CPython's, which raises by zero).
+                    BinOp::Div if !self.host && self.ty(a).is_complex() => {
+                        let z = format!("_port_cdiv({}, {})", self.expr(a, 0), self.expr(b, 0));
+                        return if self.ty(a) == ScalarType::C64 {
+                            (format!("complex64({z})"), ATOM)
+                        } else {
+                            (z, ATOM)
+                        };
+                    }
                     BinOp::Div => ("/", 11),
                     BinOp::FloorDiv => ("//", 11),
                     // The IR's remainder truncates, as C's and `math.fmod`;

@@ -113,6 +113,8 @@ pub(super) fn complex_binary(
         BinOp::Add => HVal::C(a + c, b + d),
         BinOp::Sub => HVal::C(a - c, b - d),
         BinOp::Mul => HVal::C(a * c - b * d, a * d + b * c),
+        // By zero: each part over +0.0, as NumPy divides.
+        BinOp::Div if c == 0.0 && d == 0.0 => HVal::C(a / c.abs(), b / c.abs()),
         BinOp::Div if c.abs() >= d.abs() => {
             let r = d / c;
             let s = 1.0 / (c + d * r);
