@@ -1170,6 +1170,34 @@ fn a_long_verification_shows_its_phase_on_a_terminal() {
     assert!(!json.contains("verifying `stencil_2d`"), "{json}");
 }
 
+/// The limit on generated inputs is on the call, not on importing the
+/// module: a module that compiles Numba functions with signatures at
+/// import (PyEMD's jitemd.py: about 25 s here) verifies, at full size.
+#[test]
+fn the_limit_on_generated_inputs_does_not_count_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("slow_import.py"),
+        "import time\n\nimport numpy as np\n\ntime.sleep(3)  # compiling at import\n\n\ndef diff(s):\n    return s[1:] - s[:-1]\n",
+    )
+    .unwrap();
+    let j = json(&migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "diff",
+            "slow_import.py",
+            "--signature",
+            "float64[:]",
+            "--generated-limit",
+            "1",
+            "--json",
+        ],
+    ));
+    assert_eq!(j["status"], "verified", "{j}");
+    assert!(j["verification"]["inputs_how"].is_null(), "{j}");
+}
+
 /// Generated inputs on which the original runs past `--generated-limit`
 /// are made 64 times smaller, and the JSON says so: no verification waits
 /// minutes on a size nobody asked for.

@@ -152,14 +152,24 @@ fn python_cmd(
     })
 }
 
+/// How long importing the user's module may take before the limit on the
+/// call starts: a module that compiles Numba functions with signatures
+/// (`@nb.jit("float64[:](float64[:])")`) compiles them at import, tens of
+/// seconds that no input size changes.
+const IMPORT_ALLOWANCE: Duration = Duration::from_secs(180);
+
 /// [`python_cmd`] stopped after `limit`: stdout and stderr go to files in
 /// `work` (a child writing more than a pipe holds cannot block), and a run
-/// past the limit is killed, a [`VerifyError::TimedOut`].
+/// past the limit is killed, a [`VerifyError::TimedOut`]. With `imported`,
+/// the limit counts from when that file appears (the helper has imported
+/// the module and read the inputs), and the import gets
+/// [`IMPORT_ALLOWANCE`]: past it, a [`VerifyError::OriginalFailed`].
 fn python_cmd_limited(
     python: &Path,
     args: &[&std::ffi::OsStr],
     work: &Path,
     limit: Duration,
+    imported: Option<&Path>,
 ) -> Result<std::process::Output, VerifyError> {
     let file = |name: &str| {
         let p = work.join(name);
@@ -183,12 +193,25 @@ fn python_cmd_limited(
     .spawn()
     .map_err(no_python)?;
     let _registered = port_reaper::child(child.id());
-    let start = Instant::now();
+    let mut start = Instant::now();
+    let mut importing = imported.is_some();
     let status = loop {
         if let Some(status) = child.try_wait().map_err(no_python)? {
             break status;
         }
-        if start.elapsed() > limit {
+        if importing {
+            if imported.is_some_and(|p| p.exists()) {
+                importing = false;
+                start = Instant::now();
+            } else if start.elapsed() > IMPORT_ALLOWANCE {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(VerifyError::OriginalFailed(format!(
+                    "importing the module ran past {:.0} s",
+                    IMPORT_ALLOWANCE.as_secs_f64()
+                )));
+            }
+        } else if start.elapsed() > limit {
             // Only this child, which this function started.
             let _ = child.kill();
             let _ = child.wait();
@@ -343,8 +366,10 @@ fn run_helper(
     if extended {
         argv.push("extended".as_ref());
     }
+    let imported = out.join("imported");
+    let _ = std::fs::remove_file(&imported);
     let o = match timed.limit {
-        Some(limit) => python_cmd_limited(python, &argv, work, limit)?,
+        Some(limit) => python_cmd_limited(python, &argv, work, limit, Some(&imported))?,
         None => python_cmd(python, &argv)?,
     };
     save_app_output(app_output, &o.stdout)?;
@@ -484,6 +509,7 @@ mod tests {
             &["-c".as_ref(), script.as_ref()],
             work.path(),
             limit,
+            None,
         )
     }
 
@@ -493,6 +519,26 @@ mod tests {
         assert_eq!(o.status.code(), Some(3));
         assert_eq!(o.stdout, b"out\n");
         assert_eq!(last_line(&o.stderr), "err");
+    }
+
+    #[test]
+    fn the_limit_counts_from_the_import() {
+        let work = tempfile::tempdir().unwrap();
+        let marker = work.path().join("imported");
+        let run = |script: String| {
+            python_cmd_limited(
+                Path::new("sh"),
+                &["-c".as_ref(), script.as_ref()],
+                work.path(),
+                Duration::from_millis(500),
+                Some(&marker),
+            )
+        };
+        let slow_import = format!("sleep 1; touch {}; echo done", marker.display());
+        assert_eq!(run(slow_import).unwrap().stdout, b"done\n");
+        std::fs::remove_file(&marker).unwrap();
+        let slow_call = format!("touch {}; exec sleep 30", marker.display());
+        assert!(matches!(run(slow_call), Err(VerifyError::TimedOut(_))));
     }
 
     #[test]

@@ -259,6 +259,8 @@ def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
     mod = load_module(path)
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
+    # Imported: the limit on the call starts now (see python_cmd_limited).
+    open(os.path.join(out, "imported"), "w").close()
     if extended:
         args = keep_same(widen, args)
     pristine = fresh(args)
