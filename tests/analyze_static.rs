@@ -411,3 +411,40 @@ fn a_package_analysed_from_inside_keeps_its_name_and_its_relative_imports_run() 
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     assert_eq!(j["status"], "verified", "{j}");
 }
+
+/// A package whose `__init__` needs a module the Python port runs lacks:
+/// migrate says the module does not import and names what is missing,
+/// not the relative import that failed after it, nor the generated inputs.
+#[test]
+fn a_package_that_does_not_import_names_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("physics");
+    std::fs::create_dir(&pkg).unwrap();
+    for f in ["integrate.py", "kernels.py", "util.py"] {
+        std::fs::copy(fixture(&format!("multimodule/physics/{f}")), pkg.join(f)).unwrap();
+    }
+    std::fs::write(pkg.join("__init__.py"), "import skbase_not_installed\n").unwrap();
+    let venv = repo().join(".venv");
+    let o = port_in(
+        &pkg,
+        &[
+            "migrate",
+            "--function",
+            "euler",
+            "integrate.py",
+            "--signature",
+            "float64[:], float64[:], float64",
+            "--json",
+            "--python",
+            venv.join("bin/python").to_str().unwrap(),
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(j["status"], "failed", "{j}");
+    let why = j["reasons"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("the original's module does not import")
+            && why.contains("No module named 'skbase_not_installed' (__init__.py:1 in <module>)"),
+        "{why}"
+    );
+}

@@ -10,6 +10,13 @@ pub enum VerifyError {
     NoPython { python: String, message: String },
     #[error("the original function raised: {0}")]
     OriginalFailed(String),
+    /// The original's module does not import (a dependency missing from
+    /// the Python port runs, an import that raises, one that never ends).
+    #[error(
+        "the original's module does not import: {0}; install what it imports into the \
+         Python port runs it with (--python)"
+    )]
+    OriginalImport(String),
     /// The original raised on every shape of generated inputs tried.
     #[error(
         "the original function raised on generated inputs: {0}; give it real ones with \

@@ -206,7 +206,7 @@ fn python_cmd_limited(
             } else if start.elapsed() > IMPORT_ALLOWANCE {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(VerifyError::OriginalFailed(format!(
+                return Err(VerifyError::OriginalImport(format!(
                     "importing the module ran past {:.0} s",
                     IMPORT_ALLOWANCE.as_secs_f64()
                 )));
@@ -377,6 +377,8 @@ fn run_helper(
         let msg = last_line(&o.stderr);
         return Err(if o.status.code() == Some(3) {
             VerifyError::OriginalFailed(msg)
+        } else if o.status.code() == Some(4) {
+            VerifyError::OriginalImport(msg)
         } else {
             VerifyError::NoPython {
                 python: python.display().to_string(),

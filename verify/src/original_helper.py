@@ -73,6 +73,7 @@ def load_module(path):
     # resolve; the package's own folder is not put on sys.path, where its
     # modules could hide the standard library's (a package's `random`).
     pkg = package_of(folder)
+    package_error = None
     if pkg is not None:
         package, root = pkg
         if root not in sys.path:
@@ -80,8 +81,9 @@ def load_module(path):
         try:
             importlib.import_module(package)
             name = package + "._port_original"
-        except Exception:
+        except Exception as e:
             pkg = None  # its __init__ does not import: as a plain file
+            package_error = e
     if pkg is None and folder not in sys.path:
         sys.path.insert(0, folder)
     # A loader named explicitly also imports a backup (`x.py.port-bak`).
@@ -89,7 +91,14 @@ def load_module(path):
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except ImportError as e:
+        # A relative import needs the package, whose own import failed:
+        # that failure is the one to show (a dependency not installed).
+        if package_error is not None and "relative import" in str(e):
+            raise package_error
+        raise
     return mod
 
 
@@ -256,7 +265,10 @@ def vectorized(fn, manifest, extended=False):
 
 def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
     bits = extended_precision() if extended else None
-    mod = load_module(path)
+    try:
+        mod = load_module(path)
+    except Exception as e:
+        raise ImportFailed(e) from e
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
     # Imported: the limit on the call starts now (see python_cmd_limited).
@@ -447,6 +459,10 @@ def npz_headers(npz):
     json.dump(out, sys.stdout)
 
 
+class ImportFailed(Exception):
+    """The user's module (or its package) raised while importing."""
+
+
 def main():
     try:
         if sys.argv[1] == "npz":
@@ -461,11 +477,14 @@ def main():
             extended = len(sys.argv) > 8 and sys.argv[8] == "extended"
             run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], repeats, budget, extended)
     except Exception as e:  # the user's code failed: say where
-        tb = traceback.extract_tb(sys.exc_info()[2])
-        where = next((f for f in reversed(tb) if f.name != "<module>" and "original_helper" not in f.filename), None)
+        code = 3
+        if isinstance(e, ImportFailed):
+            code, e = 4, e.args[0]
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f for f in reversed(tb) if "original_helper" not in f.filename and not f.filename.startswith("<")), None)
         loc = " (%s:%d in %s)" % (os.path.basename(where.filename), where.lineno, where.name) if where else ""
         sys.stderr.write("%s: %s%s\n" % (type(e).__name__, e, loc))
-        sys.exit(3)
+        sys.exit(code)
 
 
 if __name__ == "__main__":
