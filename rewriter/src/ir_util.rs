@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+pub use crate::dtypes::{join, promote};
 use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, CmpOp, ElemRef, Expr, Literal, ScalarType, Stmt, UnaryOp};
 
@@ -207,86 +208,6 @@ pub fn cast_to(e: Expr, from: ScalarType, to: ScalarType) -> Expr {
         }
     }
     cast(to, e)
-}
-
-/// The common type of two operands, NumPy 2's `np.result_type`. A *weak*
-/// operand (a Python literal) takes the other's type when it is of the same
-/// kind or narrower (NEP 50): `x_f32 * 2.0` stays float32, `u8 + 1` stays
-/// uint8, `i * 0.5` is float64.
-pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> ScalarType {
-    match (a_weak, b_weak) {
-        (true, false) => weak_with(a, b),
-        (false, true) => weak_with(b, a),
-        _ => strong(a, b),
-    }
-}
-
-/// `np.result_type` of two array dtypes.
-fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
-    use ScalarType::*;
-    if a == b {
-        return a;
-    }
-    if a.is_complex() || b.is_complex() {
-        // complex64 holds what float32 holds; anything wider needs complex128.
-        return strong(a.component(), b.component()).complexified();
-    }
-    match (a, b) {
-        (Bool, t) | (t, Bool) => t,
-        (F64, _) | (_, F64) => F64,
-        // float32 holds int8/16 and uint8/16 exactly, not wider integers.
-        (F32, t) | (t, F32) => {
-            if t.bits() <= 16 {
-                F32
-            } else {
-                F64
-            }
-        }
-        _ if a.is_signed() == b.is_signed() => {
-            if a.bits() >= b.bits() {
-                a
-            } else {
-                b
-            }
-        }
-        _ => {
-            // One signed, one unsigned: the smallest signed type holding both.
-            let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
-            match u.bits().max(s.bits() / 2) {
-                8 if s.bits() > 8 => s,
-                8 => I16,
-                16 => I32,
-                32 => I64,
-                _ => F64,
-            }
-        }
-    }
-}
-
-fn weak_with(weak: ScalarType, strong_t: ScalarType) -> ScalarType {
-    use ScalarType::*;
-    match (weak, strong_t) {
-        // `x_f32 * 1j` is complex64, `i * 1j` complex128 (NEP 50).
-        (w, s) if w.is_complex() && s.is_complex() => s,
-        (w, s) if w.is_complex() && s.is_float() => s.complexified(),
-        (w, _) if w.is_complex() => C128,
-        (_, s) if s.is_complex() => s,
-        (w, s) if w.is_float() && !s.is_float() => F64,
-        (w, Bool) if w.is_int() => I64,
-        _ => strong_t,
-    }
-}
-
-/// Joins the types seen for one variable (its declared type).
-pub fn join(a: ScalarType, b: ScalarType) -> ScalarType {
-    use ScalarType::*;
-    if a == b {
-        return a;
-    }
-    match (a, b) {
-        (F32, t) | (t, F32) if !t.is_float() && !t.is_complex() => F32,
-        _ => strong(a, b),
-    }
 }
 
 pub fn not(e: Expr) -> Expr {

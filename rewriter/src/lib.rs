@@ -33,6 +33,7 @@
 
 pub mod call_types;
 pub mod dependences;
+pub mod dtypes;
 pub mod emit;
 pub mod error;
 pub mod ir_util;

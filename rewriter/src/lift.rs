@@ -226,22 +226,37 @@ impl<'a> Lowerer<'a> {
             }
             ast::Expr::UnaryOp(u) => {
                 let v = self.expr(r, &u.operand)?;
-                let out = array_expr::map1(&v, &mut |x, t| match u.op {
-                    ast::UnaryOp::USub => {
-                        let t2 = if t == ScalarType::Bool {
-                            ScalarType::I64
-                        } else {
-                            t
-                        };
-                        (Expr::Unary(UnaryOp::Neg, Box::new(cast_to(x, t, t2))), t2)
+                let weak = matches!(v, Val::Scalar(_, _, true));
+                let mut failed = None;
+                let out = array_expr::map1(&v, &mut |x, t| {
+                    let t2 = match crate::dtypes::unary(u.op, (t, weak)) {
+                        Ok(t2) => t2,
+                        Err(what) => {
+                            failed = Some(what);
+                            return (x, t);
+                        }
+                    };
+                    match u.op {
+                        ast::UnaryOp::USub => {
+                            (Expr::Unary(UnaryOp::Neg, Box::new(cast_to(x, t, t2))), t2)
+                        }
+                        ast::UnaryOp::UAdd => (cast_to(x, t, t2), t2),
+                        ast::UnaryOp::Not => (
+                            Expr::Unary(UnaryOp::Not, Box::new(math_calls::truthy(x, t))),
+                            t2,
+                        ),
+                        ast::UnaryOp::Invert => {
+                            (Expr::Unary(UnaryOp::Not, Box::new(cast_to(x, t, t2))), t2)
+                        }
                     }
-                    ast::UnaryOp::UAdd => (x, t),
-                    ast::UnaryOp::Not => (
-                        Expr::Unary(UnaryOp::Not, Box::new(math_calls::truthy(x, t))),
-                        ScalarType::Bool,
-                    ),
-                    ast::UnaryOp::Invert => (Expr::Unary(UnaryOp::Not, Box::new(x)), t),
                 });
+                if let Some(what) = failed {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!("`{}`: {what}", self.src.text_of(e)),
+                    );
+                }
                 match (out, &v) {
                     (Some(Val::Scalar(x, t, _)), Val::Scalar(_, _, w)) => Ok(Val::Scalar(x, t, *w)),
                     (Some(v), _) => Ok(v),

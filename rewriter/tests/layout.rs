@@ -26,6 +26,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "source",
             "pyast",
             "types",
+            "dtypes",
             "signature",
             "call_types",
             "ir_util",

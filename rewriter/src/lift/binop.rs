@@ -7,8 +7,9 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, CmpOp, Expr, Literal, ScalarType};
 use rustpython_parser::ast;
 
+use crate::dtypes::{self, BinForm};
 use crate::error::{refuse, Lower};
-use crate::ir_util::{cast_to, lit, promote, py_mod};
+use crate::ir_util::{cast_to, lit, py_mod};
 use crate::lower::context::Lowerer;
 use crate::numpy::array_expr::{self, Val};
 
@@ -23,85 +24,35 @@ impl<'a> Lowerer<'a> {
         use ast::Operator as O;
         let mut failed: Option<&'static str> = None;
         let out = array_expr::map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
-            let t = promote(tx, wx, ty, wy);
-            // Arithmetic on bools: NumPy's when either is a NumPy bool (an
-            // array's element, a comparison of them): `+` is `or`, `*` is
-            // `and`, `-` raises, `//`, `%` and `**` give int8. Python's on
-            // two Python bools (`True + True` is 2).
-            let numpy_bools = t == ScalarType::Bool && !(wx && wy);
-            if numpy_bools {
-                match op {
-                    O::Add => return (binary(BinOp::Or, x, y), t),
-                    O::Mult => return (binary(BinOp::And, x, y), t),
-                    O::Sub => {
-                        failed = Some("`-` on NumPy bools (NumPy raises a TypeError)");
-                        return (x, t);
-                    }
-                    _ => {}
+            let rule = match dtypes::binop(op, (tx, wx), (ty, wy)) {
+                Ok(rule) => rule,
+                Err(what) => {
+                    failed = Some(what);
+                    return (x, tx);
                 }
-            }
-            let t = match t {
-                ScalarType::Bool if numpy_bools && matches!(op, O::FloorDiv | O::Mod | O::Pow) => {
-                    ScalarType::I8
-                }
-                ScalarType::Bool
-                    if matches!(
-                        op,
-                        O::Add | O::Sub | O::Mult | O::FloorDiv | O::Mod | O::Pow
-                    ) =>
-                {
-                    ScalarType::I64
-                }
-                t => t,
             };
+            let t = rule.operands;
             let (cx, cy) = (cast_to(x.clone(), tx, t), cast_to(y.clone(), ty, t));
-            if t.is_complex() && !matches!(op, O::Add | O::Sub | O::Mult | O::Div | O::Pow) {
-                // NumPy raises a TypeError for `//`, `%` and bitwise
-                // operators on complex numbers.
-                failed = Some("this operator on complex numbers (NumPy refuses it too)");
-                return (cx, t);
-            }
-            match op {
-                O::Add => (add(cx, cy), t),
-                O::Sub => (sub(cx, cy), t),
-                O::Mult => (mul(cx, cy), t),
-                O::Div => {
-                    let ft = if t.is_float() || t.is_complex() {
-                        t
-                    } else {
-                        ScalarType::F64
-                    };
+            match (rule.form, op) {
+                (BinForm::Or, _) => (binary(BinOp::Or, cx, cy), t),
+                (BinForm::And, _) => (binary(BinOp::And, cx, cy), t),
+                (BinForm::Xor, _) => (cmp(CmpOp::Ne, cx, cy), t),
+                (_, O::Add) => (add(cx, cy), t),
+                (_, O::Sub) => (sub(cx, cy), t),
+                (_, O::Mult) => (mul(cx, cy), t),
+                (_, O::Div) => {
+                    let ft = rule.result;
                     (div(cast_to(x, tx, ft), cast_to(y, ty, ft)), ft)
                 }
-                O::FloorDiv => (binary(BinOp::FloorDiv, cx, cy), t),
-                O::Mod => (py_mod(cx, cy, t), t),
-                O::Pow => pow(x, tx, wx, y, ty, wy, &mut failed),
-                O::BitAnd | O::BitOr | O::BitXor if t == ScalarType::Bool => (
-                    match op {
-                        O::BitAnd => binary(BinOp::And, cx, cy),
-                        O::BitOr => binary(BinOp::Or, cx, cy),
-                        _ => cmp(CmpOp::Ne, cx, cy),
-                    },
-                    t,
-                ),
-                O::BitAnd | O::BitOr | O::BitXor | O::LShift | O::RShift if t.is_int() => (
-                    binary(
-                        match op {
-                            O::BitAnd => BinOp::BitAnd,
-                            O::BitOr => BinOp::BitOr,
-                            O::BitXor => BinOp::BitXor,
-                            O::LShift => BinOp::Shl,
-                            _ => BinOp::Shr,
-                        },
-                        cx,
-                        cy,
-                    ),
-                    t,
-                ),
-                _ => {
-                    failed = Some("this operator (`@` or a bitwise operator on floats)");
-                    (cx, t)
-                }
+                (_, O::FloorDiv) => (binary(BinOp::FloorDiv, cx, cy), t),
+                (_, O::Mod) => (py_mod(cx, cy, t), t),
+                (_, O::Pow) => pow(x, tx, y, ty, t, &mut failed),
+                (_, O::BitAnd) => (binary(BinOp::BitAnd, cx, cy), t),
+                (_, O::BitOr) => (binary(BinOp::BitOr, cx, cy), t),
+                (_, O::BitXor) => (binary(BinOp::BitXor, cx, cy), t),
+                (_, O::LShift) => (binary(BinOp::Shl, cx, cy), t),
+                (_, O::RShift) => (binary(BinOp::Shr, cx, cy), t),
+                (_, O::MatMult) => (cx, t),
             }
         });
         if let Some(what) = failed {
@@ -135,22 +86,15 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// `x ** y` in type `t` (the rule's, [`dtypes::binop`]).
 fn pow(
     x: Expr,
     tx: ScalarType,
-    wx: bool,
     y: Expr,
     ty: ScalarType,
-    wy: bool,
+    t: ScalarType,
     failed: &mut Option<&'static str>,
 ) -> (Expr, ScalarType) {
-    let t = promote(tx, wx, ty, wy);
-    // NumPy's bools to a power are int8; two Python bools, a Python int.
-    let t = match t {
-        ScalarType::Bool if !(wx && wy) => ScalarType::I8,
-        ScalarType::Bool => ScalarType::I64,
-        t => t,
-    };
     // Small integer powers: repeated products (exact, like Python).
     if let Expr::Lit(Literal::I64(k)) = y {
         if (1..=4).contains(&k) {

@@ -1,0 +1,198 @@
+//! NumPy 2's typing rules for scalar operations, as pure functions of
+//! (dtype, weak): what `np.result_type` gives two operands (NEP 50: a
+//! Python number is *weak* and takes the other operand's type when it is
+//! of the same kind or narrower), and what each binary operator gives and
+//! refuses. The lowering builds its IR from these answers; a typing pass
+//! can ask them without building anything. `rewriter/tests/numpy_typing.rs`
+//! checks every pair of dtypes and every operator against NumPy itself.
+
+use port_codegen::ir::ScalarType;
+use rustpython_parser::ast::{Operator, UnaryOp};
+
+/// The common type of two operands, NumPy 2's `np.result_type`. A *weak*
+/// operand (a Python literal) takes the other's type when it is of the same
+/// kind or narrower (NEP 50): `x_f32 * 2.0` stays float32, `u8 + 1` stays
+/// uint8, `i * 0.5` is float64.
+pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> ScalarType {
+    match (a_weak, b_weak) {
+        (true, false) => weak_with(a, b),
+        (false, true) => weak_with(b, a),
+        _ => strong(a, b),
+    }
+}
+
+/// `np.result_type` of two array dtypes.
+fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
+    use ScalarType::*;
+    if a == b {
+        return a;
+    }
+    if a.is_complex() || b.is_complex() {
+        // complex64 holds what float32 holds; anything wider needs complex128.
+        return strong(a.component(), b.component()).complexified();
+    }
+    match (a, b) {
+        (Bool, t) | (t, Bool) => t,
+        (F64, _) | (_, F64) => F64,
+        // float32 holds int8/16 and uint8/16 exactly, not wider integers.
+        (F32, t) | (t, F32) => {
+            if t.bits() <= 16 {
+                F32
+            } else {
+                F64
+            }
+        }
+        _ if a.is_signed() == b.is_signed() => {
+            if a.bits() >= b.bits() {
+                a
+            } else {
+                b
+            }
+        }
+        _ => {
+            // One signed, one unsigned: the smallest signed type holding both.
+            let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
+            match u.bits().max(s.bits() / 2) {
+                8 if s.bits() > 8 => s,
+                8 => I16,
+                16 => I32,
+                32 => I64,
+                _ => F64,
+            }
+        }
+    }
+}
+
+fn weak_with(weak: ScalarType, strong_t: ScalarType) -> ScalarType {
+    use ScalarType::*;
+    match (weak, strong_t) {
+        // `x_f32 * 1j` is complex64, `i * 1j` complex128 (NEP 50).
+        (w, s) if w.is_complex() && s.is_complex() => s,
+        (w, s) if w.is_complex() && s.is_float() => s.complexified(),
+        (w, _) if w.is_complex() => C128,
+        (_, s) if s.is_complex() => s,
+        (w, s) if w.is_float() && !s.is_float() => F64,
+        (w, Bool) if w.is_int() => I64,
+        _ => strong_t,
+    }
+}
+
+/// Joins the types seen for one variable (its declared type).
+pub fn join(a: ScalarType, b: ScalarType) -> ScalarType {
+    use ScalarType::*;
+    if a == b {
+        return a;
+    }
+    match (a, b) {
+        (F32, t) | (t, F32) if !t.is_float() && !t.is_complex() => F32,
+        _ => strong(a, b),
+    }
+}
+
+/// How a binary operator computes on its operands, once both are cast to
+/// [`BinType::operands`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinForm {
+    /// The operator itself (`+` of numbers, `&` of integers, …).
+    Arith,
+    /// NumPy's bools: `+` is `or`, `|` too.
+    Or,
+    /// NumPy's bools: `*` is `and`, `&` too.
+    And,
+    /// Bools: `^` is `!=`.
+    Xor,
+}
+
+/// What a binary operator gives two operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BinType {
+    /// The type both operands are cast to.
+    pub operands: ScalarType,
+    /// The result's type (`/` of integers is float64).
+    pub result: ScalarType,
+    pub form: BinForm,
+}
+
+/// NumPy 2's (and, for two Python bools, Python's) binary operator `op`
+/// on `a` and `b`, each (dtype, weak); `Err` says what NumPy raises or
+/// port does not compute. `**`'s exponent forms (a literal, a variable
+/// integer) are the lowering's to decide; `@` is not an element operator.
+pub fn binop(
+    op: Operator,
+    (ta, wa): (ScalarType, bool),
+    (tb, wb): (ScalarType, bool),
+) -> Result<BinType, &'static str> {
+    use Operator as O;
+    let t = promote(ta, wa, tb, wb);
+    let plain = |t| {
+        Ok(BinType {
+            operands: t,
+            result: t,
+            form: BinForm::Arith,
+        })
+    };
+    let bools = |form| {
+        Ok(BinType {
+            operands: ScalarType::Bool,
+            result: ScalarType::Bool,
+            form,
+        })
+    };
+    // Arithmetic on bools: NumPy's when either is a NumPy bool (an
+    // array's element, a comparison of them): `+` is `or`, `*` is `and`,
+    // `-` raises, `//`, `%` and `**` give int8. Python's on two Python
+    // bools (`True + True` is 2).
+    let numpy_bools = t == ScalarType::Bool && !(wa && wb);
+    if t == ScalarType::Bool {
+        match op {
+            O::Add if numpy_bools => return bools(BinForm::Or),
+            O::Mult if numpy_bools => return bools(BinForm::And),
+            O::Sub if numpy_bools => return Err("`-` on NumPy bools (NumPy raises a TypeError)"),
+            O::BitAnd => return bools(BinForm::And),
+            O::BitOr => return bools(BinForm::Or),
+            O::BitXor => return bools(BinForm::Xor),
+            O::FloorDiv | O::Mod | O::Pow if numpy_bools => return plain(ScalarType::I8),
+            O::Add | O::Sub | O::Mult | O::FloorDiv | O::Mod | O::Pow => {
+                return plain(ScalarType::I64)
+            }
+            _ => {}
+        }
+    }
+    if t.is_complex() && !matches!(op, O::Add | O::Sub | O::Mult | O::Div | O::Pow) {
+        // NumPy raises a TypeError for `//`, `%` and bitwise operators on
+        // complex numbers.
+        return Err("this operator on complex numbers (NumPy refuses it too)");
+    }
+    match op {
+        O::Add | O::Sub | O::Mult | O::FloorDiv | O::Mod | O::Pow => plain(t),
+        O::Div => {
+            let ft = if t.is_float() || t.is_complex() {
+                t
+            } else {
+                ScalarType::F64
+            };
+            plain(ft)
+        }
+        O::BitAnd | O::BitOr | O::BitXor | O::LShift | O::RShift if t.is_int() => plain(t),
+        _ => Err("this operator (`@` or a bitwise operator on floats)"),
+    }
+}
+
+/// NumPy 2's (and, for a Python number, Python's) unary operator `op` on
+/// `(t, weak)`: the type the operand is cast to, which is also the
+/// result's (`not` gives a bool, whatever it reads); `Err` says what NumPy
+/// raises or port does not compute.
+pub fn unary(op: UnaryOp, (t, weak): (ScalarType, bool)) -> Result<ScalarType, &'static str> {
+    match op {
+        UnaryOp::Not => Ok(ScalarType::Bool),
+        // A Python bool is an int to `-`, `+` and `~` (`~True` is -2).
+        _ if t == ScalarType::Bool && weak => Ok(ScalarType::I64),
+        UnaryOp::USub | UnaryOp::UAdd if t == ScalarType::Bool => {
+            Err("`-` or `+` on NumPy bools (NumPy raises a TypeError)")
+        }
+        UnaryOp::USub | UnaryOp::UAdd => Ok(t),
+        // `~` of NumPy bools is `not`; of integers, their bits.
+        UnaryOp::Invert if t == ScalarType::Bool || t.is_int() => Ok(t),
+        UnaryOp::Invert => Err("`~` of floats or complex numbers (NumPy raises a TypeError)"),
+    }
+}
