@@ -369,6 +369,26 @@ fn types_partly_from_calls_say_so() {
 /// `physics/`) names its modules from the folder's own name, and a
 /// function of a module with a relative import (`from . import kernels`)
 /// is migrated and verified: the original runs as a member of its package.
+/// `port migrate --json` of the physics package's `euler`, run inside it.
+fn migrate_euler(pkg: &std::path::Path) -> serde_json::Value {
+    let venv = repo().join(".venv");
+    let o = port_in(
+        pkg,
+        &[
+            "migrate",
+            "--function",
+            "euler",
+            "integrate.py",
+            "--signature",
+            "float64[:], float64[:], float64",
+            "--json",
+            "--python",
+            venv.join("bin/python").to_str().unwrap(),
+        ],
+    );
+    serde_json::from_str(&stdout(&o)).expect("JSON")
+}
+
 #[test]
 fn a_package_analysed_from_inside_keeps_its_name_and_its_relative_imports_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -393,22 +413,7 @@ fn a_package_analysed_from_inside_keeps_its_name_and_its_relative_imports_run() 
         ["physics.integrate", "physics.kernels", "physics.util"],
         "{modules:?}"
     );
-    let venv = repo().join(".venv");
-    let o = port_in(
-        &pkg,
-        &[
-            "migrate",
-            "--function",
-            "euler",
-            "integrate.py",
-            "--signature",
-            "float64[:], float64[:], float64",
-            "--json",
-            "--python",
-            venv.join("bin/python").to_str().unwrap(),
-        ],
-    );
-    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let j = migrate_euler(&pkg);
     assert_eq!(j["status"], "verified", "{j}");
 }
 
@@ -424,22 +429,7 @@ fn a_package_that_does_not_import_names_what_is_missing() {
         std::fs::copy(fixture(&format!("multimodule/physics/{f}")), pkg.join(f)).unwrap();
     }
     std::fs::write(pkg.join("__init__.py"), "import skbase_not_installed\n").unwrap();
-    let venv = repo().join(".venv");
-    let o = port_in(
-        &pkg,
-        &[
-            "migrate",
-            "--function",
-            "euler",
-            "integrate.py",
-            "--signature",
-            "float64[:], float64[:], float64",
-            "--json",
-            "--python",
-            venv.join("bin/python").to_str().unwrap(),
-        ],
-    );
-    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let j = migrate_euler(&pkg);
     assert_eq!(j["status"], "failed", "{j}");
     let why = j["reasons"][0]["message"].as_str().unwrap_or_default();
     assert!(

@@ -2318,6 +2318,16 @@ mod fuzz_found {
     }
 
     #[test]
+    fn integer_powers_stay_integers_and_float_power_is_float64() {
+        given(
+            "integer_powers_stay_integers",
+            "int64[:], float32[:]",
+            "a=np.array([2**20 + 1, -3, 0, 7, 123457, -2**19 - 3]), \
+             x32=np.array([0.5, 2, 3, 4, 5, 1e-3], dtype=np.float32)",
+        );
+    }
+
+    #[test]
     fn complex_division_by_zero_is_numpys() {
         given(
             "complex_division_by_zero",

@@ -1352,6 +1352,13 @@ fn value<B, D: Device<Buf = B>>(
                 ScalarType::Bool => ArrayData::Bool(vec![x.b()]),
                 ScalarType::I32 => ArrayData::I32(vec![x.i() as i32]),
                 ScalarType::I64 => ArrayData::I64(vec![x.i()]),
+                // In its own dtype, as the original's is compared (an
+                // `--fp32` plan's float32 against the original's float64).
+                ScalarType::F32 if !plan.fp32 => ArrayData::F32(vec![x.f() as f32]),
+                ScalarType::C64 if !plan.fp32 => {
+                    let (re, im) = x.cast(*t).c();
+                    ArrayData::C64(vec![[re as f32, im as f32]])
+                }
                 ScalarType::F32 | ScalarType::F64 => ArrayData::F64(vec![x.f()]),
                 ScalarType::C64 | ScalarType::C128 => {
                     let (re, im) = x.cast(*t).c();

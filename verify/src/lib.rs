@@ -217,6 +217,10 @@ pub struct Verification {
     /// How generated inputs were sized, when they had to be made smaller.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inputs_how: Option<String>,
+    /// A value came back in another dtype than the original's: no more
+    /// exact run can vouch for it (the mismatch says which).
+    #[serde(skip)]
+    pub dtype_differs: bool,
 }
 
 /// What a verification concluded.
@@ -516,6 +520,7 @@ fn compare_runs(
         in_place: None,
         same_array: inputs.same.clone(),
         inputs_how: inputs.how.clone(),
+        dtype_differs: false,
     };
     let check = |what: String, e: &npy::NdArray, a: &npy::NdArray, v: &mut Verification| {
         let c = compare::allclose(e, a, tol);
@@ -535,12 +540,24 @@ fn compare_runs(
     match (&orig.returns, &ours.returns) {
         (None, None) => {}
         (Some(e), Some(a)) if e.len() == a.len() => {
+            let several = e.len() > 1;
             for (k, (e, a)) in e.iter().zip(a).enumerate() {
-                let what = if e.len() > 1 || a.len() > 1 || k > 0 {
+                let what = if several {
                     format!("return value {k}")
                 } else {
                     "return value".to_string()
                 };
+                // A value that is right in another dtype is not the
+                // program's: `np.power` of int64s returned as float64.
+                if e.elem() != a.elem() && v.mismatch.is_none() {
+                    v.passed = false;
+                    v.dtype_differs = true;
+                    v.mismatch = Some(format!(
+                        "{what}: the original gives {}, the kernels {}",
+                        dtype_name(e.elem()),
+                        dtype_name(a.elem())
+                    ));
+                }
                 check(what, e, a, &mut v);
             }
         }
@@ -717,7 +734,7 @@ fn second_opinion(
     ours: &exec::KernelRun,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
-    if v.passed {
+    if v.passed || v.dtype_differs {
         return Ok(());
     }
     let Some(precision) = precision_of(v.tolerance) else {

@@ -368,10 +368,10 @@ fn lstsq<T: Elem>(op: LinalgOp, a: &Operand<T>, b: &Operand<T>) -> Result<NdArra
     let kept: Vec<bool> = s.iter().map(|x| T::real_f64(x.clone()) > cutoff).collect();
     match op {
         LinalgOp::LstsqRank => {
-            let rank = kept.iter().filter(|&&x| x).count() as i64;
+            let rank = kept.iter().filter(|&&x| x).count() as i32;
             return Ok(NdArray {
                 shape: vec![1],
-                data: ArrayData::I64(vec![rank]),
+                data: ArrayData::I32(vec![rank]),
             });
         }
         LinalgOp::LstsqSingular => {
@@ -506,7 +506,7 @@ mod tests {
         assert_eq!(x.shape, vec![2]);
         close(&values(&x), &[1.0, -0.95]);
         let rank = run(LinalgOp::LstsqRank, &[a.clone(), y.clone()]).unwrap();
-        assert_eq!(rank.data, ArrayData::I64(vec![2]));
+        assert_eq!(rank.data, ArrayData::I32(vec![2]));
         let s = run(LinalgOp::LstsqSingular, &[a, y]).unwrap();
         assert_eq!(s.shape, vec![2]);
         let sv = values(&s);
@@ -526,7 +526,7 @@ mod tests {
             &[1., 1.],
         );
         let rank = run(LinalgOp::LstsqRank, &[a, b]).unwrap();
-        assert_eq!(rank.data, ArrayData::I64(vec![1]));
+        assert_eq!(rank.data, ArrayData::I32(vec![1]));
     }
 
     #[test]

@@ -798,6 +798,7 @@ fn arithmetic_ufunc(short: &str) -> Option<ast::Operator> {
         "divide" | "true_divide" => O::Div,
         "floor_divide" => O::FloorDiv,
         "mod" | "remainder" => O::Mod,
+        "power" => O::Pow,
         "bitwise_and" => O::BitAnd,
         "bitwise_or" => O::BitOr,
         "bitwise_xor" => O::BitXor,

@@ -338,7 +338,8 @@ impl Lowerer<'_> {
                 match op {
                     LinalgOp::Lstsq if b.ndim() == 1 => (vec![cols.clone()], t),
                     LinalgOp::Lstsq => (vec![cols.clone(), b.shape[1].clone()], t),
-                    LinalgOp::LstsqRank => (Vec::new(), ScalarType::I64),
+                    // LAPACK's integer: NumPy's rank is an int32.
+                    LinalgOp::LstsqRank => (Vec::new(), ScalarType::I32),
                     _ => (
                         vec![binary(BinOp::Min, rows.clone(), cols.clone())],
                         t.component(),

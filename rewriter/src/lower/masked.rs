@@ -389,6 +389,10 @@ impl Lowerer<'_> {
                 Val::Scalar(e, st, _) => Val::scalar(div(cast_to(e, st, ft), n), ft),
                 Val::Tuple(_) => unreachable!("a reduction gives no tuple"),
             }
+        } else if matches!(op, Op::Max | Op::Min) {
+            // Computed in the wide type (its identities), given back in
+            // the selection's own, as NumPy's max and min are.
+            in_type(reduced, t)
         } else {
             reduced
         };
@@ -462,8 +466,11 @@ impl Lowerer<'_> {
             }
             Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
             Op::Prod => self.reduce(r, Reduce::Prod, fill(one(sum_t), sum_t), line)?,
-            Op::Max => self.reduce(r, Reduce::Max, fill(lowest, wide(t)), line)?,
-            Op::Min => self.reduce(r, Reduce::Min, fill(highest, wide(t)), line)?,
+            Op::Max => in_type(self.reduce(r, Reduce::Max, fill(lowest, wide(t)), line)?, t),
+            Op::Min => in_type(
+                self.reduce(r, Reduce::Min, fill(highest, wide(t)), line)?,
+                t,
+            ),
             Op::Mean => {
                 let total = self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?;
                 let n = self.reduce(r, Reduce::Sum, count(), line)?;
@@ -577,6 +584,18 @@ fn wide(t: ScalarType) -> ScalarType {
         ScalarType::U64
     } else {
         ScalarType::I64
+    }
+}
+
+/// `v` (a reduction's scalar or array) with elements of type `t`.
+fn in_type(v: Val, t: ScalarType) -> Val {
+    match v {
+        Val::Scalar(e, st, w) => Val::Scalar(cast_to(e, st, t), t, w),
+        Val::Array(av) => {
+            let from = av.elem;
+            Val::Array(av.map(t, |e| cast_to(e, from, t)))
+        }
+        tuple => tuple,
     }
 }
 

@@ -50,7 +50,9 @@ pub fn math_fn(name: &str) -> Option<MathFn> {
         "floor" => MathFn::Floor,
         "ceil" => MathFn::Ceil,
         "trunc" => MathFn::Trunc,
-        "pow" | "power" | "float_power" => MathFn::Pow,
+        // `np.power` is `**` (integers stay integers): see lift's
+        // `arithmetic_ufunc`.
+        "pow" | "float_power" => MathFn::Pow,
         "atan2" | "arctan2" => MathFn::Atan2,
         "hypot" => MathFn::Hypot,
         "fmod" => MathFn::Fmod,
@@ -97,6 +99,42 @@ pub fn special(f: &str, args: &[Val]) -> Option<Val> {
 }
 
 /// The float type a math function computes in for an argument of type `t`:
+/// The float type NumPy's float ufunc of two arguments computes in: the
+/// smallest both cast to safely (`np.hypot(i8, u16)` is float32, though
+/// `np.result_type(i8, u16)` is int32), Python numbers beside a NumPy
+/// operand promoting as NEP 50 says; `np.float_power` always float64.
+fn float_of2(name: &str, (tx, wx): (ScalarType, bool), (ty, wy): (ScalarType, bool)) -> ScalarType {
+    let numpy = name.starts_with("numpy.");
+    let common = promote(tx, wx, ty, wy);
+    let ft = if !numpy || wx || wy {
+        float_of(common, numpy)
+    } else {
+        let rank = |t: ScalarType| match float_of(t.component(), true) {
+            ScalarType::F32 => 1,
+            _ if matches!(t, ScalarType::Bool | ScalarType::I8 | ScalarType::U8) => 0,
+            _ => 2,
+        };
+        let f = if rank(tx).max(rank(ty)) <= 1 {
+            ScalarType::F32
+        } else {
+            ScalarType::F64
+        };
+        if common.is_complex() {
+            f.complexified()
+        } else {
+            f
+        }
+    };
+    if name == "numpy.float_power" {
+        return if ft.is_complex() {
+            ScalarType::C128
+        } else {
+            ScalarType::F64
+        };
+    }
+    ft
+}
+
 /// `math.*` always float64 (Python floats), `np.*` keeps float32 and, as
 /// NumPy's type resolution does, computes int16/uint16 in float32 (bool,
 /// int8 and uint8 would be float16: see [`float16_result`]).
@@ -154,7 +192,35 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             }),
             (2, [a, b]) => map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
                 let common = promote(tx, wx, ty, wy);
-                let ft = float_of(common, numpy);
+                // NumPy's fmin, fmax and fmod of integers (and bools)
+                // compute in integers: `fmod` is C's remainder, 0 by zero.
+                if numpy
+                    && (common.is_int() || common == ScalarType::Bool)
+                    && matches!(f, MathFn::Fmin | MathFn::Fmax | MathFn::Fmod)
+                {
+                    let t = match (f, common) {
+                        (MathFn::Fmod, ScalarType::Bool) => ScalarType::I8,
+                        _ => common,
+                    };
+                    let (cx, cy) = (cast_to(x, tx, t), cast_to(y, ty, t));
+                    match f {
+                        MathFn::Fmin => return (binary(BinOp::Min, cx, cy), t),
+                        MathFn::Fmax => return (binary(BinOp::Max, cx, cy), t),
+                        MathFn::Fmod => {
+                            let zero = lit(t, 0.0);
+                            return (
+                                select(
+                                    cmp(CmpOp::Eq, cy.clone(), zero.clone()),
+                                    zero,
+                                    binary(BinOp::Rem, cx, cy),
+                                ),
+                                t,
+                            );
+                        }
+                        _ => unreachable!("fmin, fmax or fmod"),
+                    }
+                }
+                let ft = float_of2(name, (tx, wx), (ty, wy));
                 (math(f, vec![cast_to(x, tx, ft), cast_to(y, ty, ft)]), ft)
             }),
             _ => None,
@@ -253,6 +319,13 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             };
             (mul(e.clone(), e), t)
         }),
+        // NumPy raises a TypeError for `np.positive`, `np.negative` and
+        // `np.sign` of bools.
+        ("positive" | "negative" | "sign", [a], true)
+            if numpy && elem_type(a) == Some(ScalarType::Bool) =>
+        {
+            None
+        }
         ("positive", [a], true) if numpy => map1(a, &mut |e, t| (e, t)),
         ("invert" | "bitwise_not" | "bitwise_invert", [a], true)
             if numpy && elem_type(a).is_some_and(|t| t.is_int() || t == ScalarType::Bool) =>
@@ -498,23 +571,29 @@ pub fn float16_result(name: &str, args: &[Val]) -> bool {
     if !name.starts_with("numpy.") {
         return false;
     }
-    let Some(f) = math_fn(name) else {
-        return false;
+    let short = name.rsplit('.').next().unwrap_or(name);
+    let float_ufunc = match math_fn(name) {
+        Some(f) => !matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc),
+        None => matches!(
+            short,
+            "rint" | "radians" | "degrees" | "deg2rad" | "rad2deg" | "angle"
+        ),
     };
-    if matches!(
-        f,
-        MathFn::Floor | MathFn::Ceil | MathFn::Trunc | MathFn::Fabs
-    ) {
+    // `np.round` of bools is float16 too (of integers, themselves).
+    let rounded_bools = matches!(short, "round" | "around" | "round_")
+        && matches!(args.first().and_then(elem_type), Some(Bool));
+    if !float_ufunc && !rounded_bools {
         return false;
     }
     // A Python int beside them takes their type; a Python float makes the
-    // result float64.
+    // result float64. A Python bool is NumPy's bool.
     let small = |a: &Val| match a {
         Val::Scalar(_, t, false) => matches!(t, Bool | I8 | U8),
+        Val::Scalar(_, Bool, true) => true,
         Val::Array(a) => matches!(a.elem, Bool | I8 | U8),
         _ => false,
     };
-    let python_int = |a: &Val| matches!(a, Val::Scalar(_, t, true) if t.is_int() || *t == Bool);
+    let python_int = |a: &Val| matches!(a, Val::Scalar(_, t, true) if t.is_int());
     args.iter().all(|a| small(a) || python_int(a)) && args.iter().any(small)
 }
 
@@ -539,17 +618,28 @@ fn complex_call(name: &str, short: &str, numpy: bool, args: &[Val]) -> Option<Op
     match (short, args, numpy) {
         ("real" | "imag", [a], true) => {
             let p = if short == "real" { Part::Re } else { Part::Im };
-            return Some(map1(a, &mut |e, t| real_or_imag(p, e, t)));
+            // A Python bool's parts are ints (`True.real` is 1).
+            let python_bool = matches!(a, Val::Scalar(_, ScalarType::Bool, true));
+            return Some(map1(a, &mut |e, t| {
+                if python_bool {
+                    real_or_imag(p, cast_to(e, t, ScalarType::I64), ScalarType::I64)
+                } else {
+                    real_or_imag(p, e, t)
+                }
+            }));
         }
         ("conj" | "conjugate", [a], true) => {
             return Some(map1(a, &mut |e, t| {
-                if t.is_complex() {
+                if t == ScalarType::Bool {
+                    // NumPy conjugates bools as int8.
+                    (cast_to(e, t, ScalarType::I8), ScalarType::I8)
+                } else if t.is_complex() {
                     let im = Expr::Unary(UnaryOp::Neg, Box::new(part(Part::Im, e.clone())));
                     (Expr::Complex(Box::new(part(Part::Re, e)), Box::new(im)), t)
                 } else {
                     (e, t)
                 }
-            }))
+            }));
         }
         ("angle", [a], true) => {
             return Some(map1(a, &mut |e, t| {
@@ -590,7 +680,7 @@ fn complex_call(name: &str, short: &str, numpy: bool, args: &[Val]) -> Option<Op
         return None;
     }
     if let Some(f) = math_fn(name) {
-        return (!(numpy && f.takes_complex())).then_some(None);
+        return (!(numpy && f.takes_complex()) || f == MathFn::Fabs).then_some(None);
     }
     match (short, numpy || !name.contains('.')) {
         (
