@@ -2328,6 +2328,15 @@ mod fuzz_found {
     }
 
     #[test]
+    fn bool_arrays_squared_are_int8_and_their_power_int64() {
+        given(
+            "bool_arrays_squared",
+            "float64[:], float64[:]",
+            "a=np.array([1.0, 2, 3, -1]), b=np.array([2.0, 1, 3, 0])",
+        );
+    }
+
+    #[test]
     fn complex_division_by_zero_is_numpys() {
         given(
             "complex_division_by_zero",

@@ -216,6 +216,20 @@ impl<'a> Lowerer<'a> {
                 if b.op == ast::Operator::MatMult {
                     return self.matmul(r, a, c, line);
                 }
+                // An array of NumPy bools `** 2` takes NumPy's fast path,
+                // `np.square`: int8 (`np.power(b, 2)` and an element's
+                // `b[i] ** 2` are int64). Fuzz seed 110.
+                if b.op == ast::Operator::Pow
+                    && matches!(&a, Val::Array(av) if av.elem == ScalarType::Bool)
+                    && matches!(
+                        &c,
+                        Val::Scalar(Expr::Lit(port_codegen::ir::Literal::I64(2)), _, true)
+                    )
+                {
+                    if let Some(v) = math_calls::call("numpy.square", std::slice::from_ref(&a)) {
+                        return Ok(v);
+                    }
+                }
                 if b.op == ast::Operator::Pow && r.kind == RegionKind::Host {
                     if let Some(v) = self.host_int_power(&a, &c) {
                         return Ok(v);
