@@ -920,6 +920,7 @@ mod general_rules {
         periodic_difference: "float64[:], float64[:]",
         trailing_window: "float64[:], float64[:]",
         previous_row: "float64[:, :], float64[:, :]",
+        squared_distance: "float64[:], float64[:], float64[:]",
     }
 
     // scipy.special, however imported (fixtures/migrate/scipy_special.py).

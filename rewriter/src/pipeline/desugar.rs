@@ -10,6 +10,7 @@
 //! - returns from inside `if`s as one return at the end;
 //! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
 //! - `np.copyto(dst, src)` as `dst[:] = src`;
+//! - the built-in `pow(a, b)` as `a ** b`, Python's own definition;
 //! - a list comprehension over a constant `range` of at most
 //!   [`MAX_UNROLLED`] items as the list literal it makes;
 //! - a list bound once and only read by index as the tuple it stands for;
@@ -121,6 +122,8 @@ pub fn body(
     positional_out(src, &mut desugared.body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
+    // `pow(a, b)` as `a ** b`.
+    builtin_pow_as_operator(src, &mut desugared.body);
     // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
     unroll_constant_comprehensions(src, &mut desugared.body);
     // A list only read by index (`w = [0.25, 0.5, 0.25]`) as the tuple it
@@ -537,6 +540,36 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
             range: out.range(),
             arg: Some(ast::Identifier::new("out")),
             value: out,
+        });
+        false
+    });
+}
+
+/// The built-in `pow(a, b)` (two arguments, not a function of the module
+/// or an import of that name) as `a ** b`, which Python defines it to be.
+/// PyEMD's `energy` squares with it.
+fn builtin_pow_as_operator(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+    use rustpython_parser::ast::{self, Expr};
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::Call(c) = e else { return false };
+        let builtin = matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "pow")
+            && src.resolve(&c.func).as_deref() == Some("pow")
+            && src.module_function("pow").is_none();
+        if !builtin
+            || c.args.len() != 2
+            || !c.keywords.is_empty()
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+        {
+            return false;
+        }
+        let range = c.range;
+        let right = c.args.pop().expect("two arguments");
+        let left = c.args.pop().expect("two arguments");
+        *e = Expr::BinOp(ast::ExprBinOp {
+            range,
+            left: Box::new(left),
+            op: ast::Operator::Pow,
+            right: Box::new(right),
         });
         false
     });
