@@ -1,8 +1,10 @@
-//! `dtypes::binop` against NumPy itself: every binary operator on every
-//! pair of dtypes, each operand an array element (strong) or a Python
-//! number (weak, NEP 50). Where NumPy gives a result, port must give the
-//! same dtype or refuse; where NumPy (or Python, for two Python numbers)
-//! raises, port must refuse.
+//! port's typing rules against NumPy itself: every binary and unary
+//! operator (`dtypes`), NumPy's functions of one or two numbers
+//! (`math_calls`) and the reductions (`acc_type`), on every dtype, each
+//! operand an array element (strong) or a Python number (weak, NEP 50).
+//! Where NumPy gives a result, port must give the same dtype or refuse;
+//! where NumPy (or Python, for two Python numbers) raises, port must
+//! refuse.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,16 +24,58 @@ fn venv_python() -> PathBuf {
     py
 }
 
-/// What NumPy says: runs `script` with `arg` (JSON) as its argument and
-/// reads the JSON object it prints, a dtype name (or None) per key.
+/// What every script starts from: its argument as `args`, `value(name)`
+/// (an operand: a Python number, or a one-element array of that dtype),
+/// `dtype(r)` (a result's dtype name; a Python number's as NumPy would
+/// convert it) and `out`, the object printed at the end.
+const PRELUDE: &str = r#"
+import json, sys, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+args = json.loads(sys.argv[1])
+def value(name):
+    return eval(name) if name in ("True", "1", "1.0", "1j") else np.ones(1, dtype=name)
+def dtype(r):
+    return str(np.asarray(r).dtype)
+out = {}
+"#;
+
+/// What NumPy says: runs [`PRELUDE`] and `script` with `arg` (JSON) as its
+/// argument and reads `out`, a dtype name (or None, when NumPy or Python
+/// raised) per key.
 fn numpy_says(script: &str, arg: &impl serde::Serialize) -> HashMap<String, Option<String>> {
     let arg = serde_json::to_string(arg).unwrap();
+    let program = format!("{PRELUDE}{script}\nprint(json.dumps(out))\n");
     let o = Command::new(venv_python())
-        .args(["-c", script, &arg])
+        .args(["-c", &program, &arg])
         .output()
         .expect("python runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Where port's type for `key` (`None`: port refuses) breaks NumPy's: a
+/// dtype NumPy does not give, or any dtype where NumPy raises.
+fn disagreement(
+    key: &str,
+    ours: Option<ScalarType>,
+    numpy: &HashMap<String, Option<String>>,
+) -> Option<String> {
+    let ours = name(ours?);
+    match numpy[key].as_deref() {
+        Some(theirs) if theirs == ours => None,
+        Some(theirs) => Some(format!("{key}: NumPy {theirs}, port {ours}")),
+        None => Some(format!("{key}: NumPy raises, port computes {ours}")),
+    }
+}
+
+fn assert_none_wrong(wrong: &[String]) {
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 const OPS: &[(&str, Operator)] = &[
@@ -70,29 +114,16 @@ const OPERANDS: &[(&str, ScalarType, bool)] = &[
     ("1j", ScalarType::C128, true),
 ];
 
-/// What NumPy (or Python) gives each `a op b`: the result's dtype name,
-/// or None when it raises. Python numbers give Python's types, named as
-/// port names a Python number's type.
+/// What NumPy (or Python, for two Python numbers) gives each `a op b`.
 const SCRIPT: &str = r#"
-import json, sys, warnings
-import numpy as np
-warnings.simplefilter("ignore")
-ops, operands = json.loads(sys.argv[1])
-py = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
-def value(name):
-    if name in ("True", "1", "1.0", "1j"):
-        return eval(name)
-    return np.ones(1, dtype=name)
-out = {}
+ops, operands = args
 for op in ops:
     for a in operands:
         for b in operands:
             try:
-                r = eval("x %s y" % op, {"x": value(a), "y": value(b)})
-                out["%s %s %s" % (a, op, b)] = py[type(r)] if type(r) in py else str(r.dtype)
+                out["%s %s %s" % (a, op, b)] = dtype(eval("x %s y" % op, {"x": value(a), "y": value(b)}))
             except Exception:
                 out["%s %s %s" % (a, op, b)] = None
-print(json.dumps(out))
 "#;
 
 fn name(t: ScalarType) -> &'static str {
@@ -112,27 +143,15 @@ fn binary_operators_type_as_numpy_2_does() {
         for (an, at, aw) in OPERANDS {
             for (bn, bt, bw) in OPERANDS {
                 let key = format!("{an} {sym} {bn}");
-                let theirs = numpy[&key].as_deref();
-                match (binop(*op, (*at, *aw), (*bt, *bw)), theirs) {
-                    (Ok(r), Some(t)) if name(r.result) != t => {
-                        wrong.push(format!("{key}: NumPy {t}, port {}", name(r.result)))
-                    }
-                    (Ok(r), None) => wrong.push(format!(
-                        "{key}: NumPy raises, port computes {}",
-                        name(r.result)
-                    )),
-                    (Err(_), Some(_)) => refused += 1,
-                    _ => {}
+                let ours = binop(*op, (*at, *aw), (*bt, *bw)).ok().map(|r| r.result);
+                if ours.is_none() && numpy[&key].is_some() {
+                    refused += 1;
                 }
+                wrong.extend(disagreement(&key, ours, &numpy));
             }
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} wrong:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
+    assert_none_wrong(&wrong);
     // What port refuses that NumPy computes: bool shifts, and nothing else
     // grows unnoticed.
     assert!(
@@ -152,21 +171,15 @@ fn unary_operators_type_as_numpy_2_does() {
         ("not ", UnaryOp::Not),
     ];
     let script = r#"
-import json, sys, warnings
-import numpy as np
-warnings.simplefilter("ignore")
-ops, operands = json.loads(sys.argv[1])
-py = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
-out = {}
+ops, operands = args
 for op in ops:
     for a in operands:
-        x = eval(a) if a in ("True", "1", "1.0", "1j") else np.ones(1, dtype=a)
+        x = value(a)
         try:
             r = eval(op + "x") if op != "not " else (not x[0] if hasattr(x, "shape") else not x)
-            out[op + a] = py[type(r)] if type(r) in py else str(r.dtype)
+            out[op + a] = dtype(r)
         except Exception:
             out[op + a] = None
-print(json.dumps(out))
 "#;
     let ops: Vec<&str> = UNARY.iter().map(|o| o.0).collect();
     let operands: Vec<&str> = OPERANDS.iter().map(|o| o.0).collect();
@@ -175,26 +188,11 @@ print(json.dumps(out))
     for (sym, op) in UNARY {
         for (an, at, aw) in OPERANDS {
             let key = format!("{sym}{an}");
-            match (
-                port_rewriter::dtypes::unary(*op, (*at, *aw)),
-                numpy[&key].as_deref(),
-            ) {
-                (Ok(r), Some(t)) if name(r) != t => {
-                    wrong.push(format!("{key}: NumPy {t}, port {}", name(r)))
-                }
-                (Ok(r), None) => {
-                    wrong.push(format!("{key}: NumPy raises, port computes {}", name(r)))
-                }
-                _ => {}
-            }
+            let ours = port_rewriter::dtypes::unary(*op, (*at, *aw)).ok();
+            wrong.extend(disagreement(&key, ours, &numpy));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} wrong:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
+    assert_none_wrong(&wrong);
 }
 
 /// NumPy's ufuncs and functions of one or two numbers, as the lowering
@@ -287,15 +285,7 @@ fn numpy_functions_type_as_numpy_2_does() {
         "nextafter",
     ];
     let script = r#"
-import json, sys, warnings
-import numpy as np
-warnings.simplefilter("ignore")
-unary, binary, operands = json.loads(sys.argv[1])
-def value(a):
-    return eval(a) if a in ("True", "1", "1.0", "1j") else np.ones(1, dtype=a)
-def dtype(r):
-    return str(np.asarray(r).dtype)
-out = {}
+unary, binary, operands = args
 for f in unary:
     for a in operands:
         try:
@@ -309,7 +299,6 @@ for f in binary:
                 out["%s(%s, %s)" % (f, a, b)] = dtype(getattr(np, f)(value(a), value(b)))
             except Exception:
                 out["%s(%s, %s)" % (f, a, b)] = None
-print(json.dumps(out))
 "#;
     let operands: Vec<&str> = OPERANDS.iter().map(|o| o.0).collect();
     let numpy = numpy_says(script, &(UNARY, BINARY, operands));
@@ -325,13 +314,7 @@ print(json.dumps(out))
         }
     };
     let mut wrong = Vec::new();
-    let mut check = |key: String, ours: Option<ScalarType>| match (ours, numpy[&key].as_deref()) {
-        (Some(t), Some(n)) if name(t) != n => {
-            wrong.push(format!("{key}: NumPy {n}, port {}", name(t)))
-        }
-        (Some(t), None) => wrong.push(format!("{key}: NumPy raises, port computes {}", name(t))),
-        _ => {}
-    };
+    let mut check = |key: String, ours| wrong.extend(disagreement(&key, ours, &numpy));
     for f in UNARY {
         for a in OPERANDS {
             check(format!("{f}({})", a.0), port(f, &[val(a)]));
@@ -344,12 +327,7 @@ print(json.dumps(out))
             }
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} wrong:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
+    assert_none_wrong(&wrong);
 }
 
 /// The reductions of an array, as `row_reduction::acc_type` types them
@@ -367,18 +345,13 @@ fn reductions_type_as_numpy_2_does() {
         ("min", Reduce::Min),
     ];
     let script = r#"
-import json, sys, warnings
-import numpy as np
-warnings.simplefilter("ignore")
-fs, dtypes = json.loads(sys.argv[1])
-out = {}
+fs, dtypes = args
 for f in fs:
     for d in dtypes:
         try:
-            out["%s(%s)" % (f, d)] = str(np.asarray(getattr(np, f)(np.ones(3, dtype=d))).dtype)
+            out["%s(%s)" % (f, d)] = dtype(getattr(np, f)(np.ones(3, dtype=d)))
         except Exception:
             out["%s(%s)" % (f, d)] = None
-print(json.dumps(out))
 "#;
     let arrays: Vec<&(&str, ScalarType, bool)> = OPERANDS.iter().filter(|o| !o.2).collect();
     let fs: Vec<&str> = reductions.iter().map(|r| r.0).collect();
@@ -388,16 +361,8 @@ print(json.dumps(out))
     for (f, op) in reductions {
         for (d, t, _) in &arrays {
             let key = format!("{f}({d})");
-            let ours = name(acc_type(op, *t));
-            if numpy[&key].as_deref() != Some(ours) {
-                wrong.push(format!("{key}: NumPy {:?}, port {ours}", numpy[&key]));
-            }
+            wrong.extend(disagreement(&key, Some(acc_type(op, *t)), &numpy));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} wrong:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
+    assert_none_wrong(&wrong);
 }
