@@ -544,28 +544,14 @@ impl<'a> Lowerer<'a> {
             },
         );
         // The least value the loop variable takes, for its indices.
-        let floor = match &step {
-            _ if pyast::rebinds(&f.body, &pyname) => None,
-            Expr::Lit(port_codegen::ir::Literal::I64(s)) if *s > 0 => {
-                array_expr::least(&start, &self.floors)
-            }
-            Expr::Lit(port_codegen::ir::Literal::I64(s)) if *s < 0 => {
-                array_expr::least(&stop, &self.floors).and_then(|k| k.checked_add(1))
-            }
-            _ => None,
-        };
-        let outer = match floor {
-            Some(k) => self.floors.insert(ir.clone(), k),
-            None => self.floors.remove(&ir),
-        };
+        let floor = self.range_floor(&f.body, &pyname, (&start, &stop, &step));
+        let outer = self.floors.get(&ir).copied();
+        self.set_floor(&ir, floor);
         r.open(&f.body);
         r.declare_here(&ir);
         let res = self.block(r, &f.body);
         let body = r.close();
-        match outer {
-            Some(k) => self.floors.insert(ir.clone(), k),
-            None => self.floors.remove(&ir),
-        };
+        self.set_floor(&ir, outer);
         r.locals.remove(&pyname);
         res?;
         r.push(for_range(&ir, start, stop, step, body));

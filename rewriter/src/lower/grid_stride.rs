@@ -156,14 +156,7 @@ impl Lowerer<'_> {
         // The least values of the loop variables, for their indices.
         let floors_outside = self.floors.clone();
         for (py, (start, stop, step)) in pynames.iter().zip(ranges) {
-            let floor = match &step {
-                _ if pyast::rebinds(lowered_body, py) => None,
-                Expr::Lit(Literal::I64(s)) if *s > 0 => array_expr::least(&start, &self.floors),
-                Expr::Lit(Literal::I64(s)) if *s < 0 => {
-                    array_expr::least(&stop, &self.floors).and_then(|k| k.checked_add(1))
-                }
-                _ => None,
-            };
+            let floor = self.range_floor(lowered_body, py, (&start, &stop, &step));
             let unit = start == i64(0) && step == i64(1);
             let ir = if unit {
                 sanitize(py)
@@ -205,10 +198,7 @@ impl Lowerer<'_> {
             };
             if !unit {
                 let pyir = sanitize(py);
-                match floor {
-                    Some(k) => self.floors.insert(pyir.clone(), k),
-                    None => self.floors.remove(&pyir),
-                };
+                self.set_floor(&pyir, floor);
                 self.used.insert(pyir.clone());
                 r.declare_in(0, &pyir);
                 let pos = if step == i64(1) {
@@ -334,6 +324,36 @@ impl Lowerer<'_> {
             );
         }
         Ok(())
+    }
+
+    /// The least value a loop variable `py` over `range(start, stop,
+    /// step)` (as [`Self::range_args`] gives them) takes in `body`:
+    /// `start` stepping up, one past `stop` stepping down; `None` when
+    /// unknown or when `body` rebinds `py`.
+    pub(crate) fn range_floor(
+        &self,
+        body: &[ast::Stmt],
+        py: &str,
+        (start, stop, step): (&Expr, &Expr, &Expr),
+    ) -> Option<i64> {
+        if pyast::rebinds(body, py) {
+            return None;
+        }
+        match step {
+            Expr::Lit(Literal::I64(s)) if *s > 0 => array_expr::least(start, &self.floors),
+            Expr::Lit(Literal::I64(s)) if *s < 0 => {
+                array_expr::least(stop, &self.floors)?.checked_add(1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Records (or forgets) the least value of the IR name `name`.
+    pub(crate) fn set_floor(&mut self, name: &str, floor: Option<i64>) {
+        match floor {
+            Some(k) => self.floors.insert(name.to_string(), k),
+            None => self.floors.remove(name),
+        };
     }
 
     /// `range(stop)`, `range(start, stop)`, `range(start, stop, step)` as `i64`.

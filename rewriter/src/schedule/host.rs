@@ -474,10 +474,7 @@ impl Lowerer<'_> {
                 let floor = (self.host_depth == 0 && !self.loop_bound.contains(name))
                     .then(|| array_expr::least(&value, &self.floors))
                     .flatten();
-                match floor {
-                    Some(k) => self.floors.insert(name.to_string(), k),
-                    None => self.floors.remove(name),
-                };
+                self.set_floor(name, floor);
                 self.steps.push(HostStep::Scalar {
                     name: name.to_string(),
                     ty,
