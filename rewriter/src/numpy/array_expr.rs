@@ -313,22 +313,28 @@ pub fn index(a: &ArrVal, items: Vec<IndexItem>) -> Val {
 }
 
 /// Whether every read of the target array in `value`, at another element
-/// than the one written, is apart from the writes in some dimension, as
-/// `apart(read index, written index)` decides.
-fn reads_apart_by(target: &ElemRef, value: &Expr, apart: &dyn Fn(&Expr, &Expr) -> bool) -> bool {
+/// than the one written, is safe, as `safe(read indices)` decides.
+fn reads_safe_by(target: &ElemRef, value: &Expr, safe: &dyn Fn(&[Expr]) -> bool) -> bool {
     let mut ok = true;
     port_codegen::ir::walk_expr(value, &mut |e| {
         if let Expr::Load(r) = e {
             if r.array == target.array && r.indices != target.indices {
-                ok &= r
-                    .indices
-                    .iter()
-                    .zip(&target.indices)
-                    .any(|(ri, ti)| apart(ri, ti));
+                ok &= safe(&r.indices);
             }
         }
     });
     ok
+}
+
+/// Whether every read of the target array in `value`, at another element
+/// than the one written, is apart from the writes in some dimension, as
+/// `apart(read index, written index)` decides.
+fn reads_apart_by(target: &ElemRef, value: &Expr, apart: &dyn Fn(&Expr, &Expr) -> bool) -> bool {
+    reads_safe_by(target, value, &|read| {
+        read.iter()
+            .zip(&target.indices)
+            .any(|(ri, ti)| apart(ri, ti))
+    })
 }
 
 /// Whether every read of the target array is at another element than any
@@ -355,17 +361,11 @@ pub fn reads_fixed_apart(target: &ElemRef, value: &Expr, vars: &[String]) -> boo
     let apart = |ri: &Expr, ti: &Expr| {
         fixed(ri) && fixed(ti) && matches!(constant_difference(ri, ti), Some(d) if d != 0)
     };
-    let mut ok = true;
-    port_codegen::ir::walk_expr(value, &mut |e| {
-        if let Expr::Load(r) = e {
-            if r.array == target.array && r.indices != target.indices {
-                let pairs = || r.indices.iter().zip(&target.indices);
-                ok &= pairs().any(|(ri, ti)| apart(ri, ti))
-                    || pairs().all(|(ri, ti)| ri == ti || (fixed(ri) && fixed(ti)));
-            }
-        }
-    });
-    ok
+    reads_safe_by(target, value, &|read| {
+        let pairs = || read.iter().zip(&target.indices);
+        pairs().any(|(ri, ti)| apart(ri, ti))
+            || pairs().all(|(ri, ti)| ri == ti || (fixed(ri) && fixed(ti)))
+    })
 }
 
 /// Whether storing `value` into `target` element by element (NumPy
