@@ -194,31 +194,36 @@ fn python_cmd_limited(
     .map_err(no_python)?;
     let _registered = port_reaper::child(child.id());
     let mut start = Instant::now();
-    let mut importing = imported.is_some();
+    // The marker to wait for while the import runs; `None` once the call's
+    // limit counts.
+    let mut importing = imported;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(no_python)? {
             break status;
         }
-        if importing {
-            if imported.is_some_and(|p| p.exists()) {
-                importing = false;
+        let stop = match importing {
+            Some(marker) if marker.exists() => {
+                importing = None;
                 start = Instant::now();
-            } else if start.elapsed() > IMPORT_ALLOWANCE {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(VerifyError::OriginalImport(format!(
+                None
+            }
+            Some(_) if start.elapsed() > IMPORT_ALLOWANCE => {
+                Some(VerifyError::OriginalImport(format!(
                     "importing the module ran past {:.0} s",
                     IMPORT_ALLOWANCE.as_secs_f64()
-                )));
+                )))
             }
-        } else if start.elapsed() > limit {
+            None if start.elapsed() > limit => Some(VerifyError::TimedOut(format!(
+                "stopped after {:.0} s",
+                limit.as_secs_f64()
+            ))),
+            _ => None,
+        };
+        if let Some(e) = stop {
             // Only this child, which this function started.
             let _ = child.kill();
             let _ = child.wait();
-            return Err(VerifyError::TimedOut(format!(
-                "stopped after {:.0} s",
-                limit.as_secs_f64()
-            )));
+            return Err(e);
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -98,7 +98,6 @@ pub fn special(f: &str, args: &[Val]) -> Option<Val> {
     })
 }
 
-/// The float type a math function computes in for an argument of type `t`:
 /// The float type NumPy's float ufunc of two arguments computes in: the
 /// smallest both cast to safely (`np.hypot(i8, u16)` is float32, though
 /// `np.result_type(i8, u16)` is int32), Python numbers beside a NumPy
@@ -135,6 +134,7 @@ fn float_of2(name: &str, (tx, wx): (ScalarType, bool), (ty, wy): (ScalarType, bo
     ft
 }
 
+/// The float type a math function computes in for an argument of type `t`:
 /// `math.*` always float64 (Python floats), `np.*` keeps float32 and, as
 /// NumPy's type resolution does, computes int16/uint16 in float32 (bool,
 /// int8 and uint8 would be float16: see [`float16_result`]).
