@@ -94,6 +94,14 @@ pub fn lower(
             return Err(all);
         }
     };
+    if let Some(reason) = path_dependent_return(src, def, &l) {
+        let mut all: Vec<Reason> = nopython
+            .into_iter()
+            .filter(|n| n.line != reason.line)
+            .collect();
+        all.insert(0, reason);
+        return Err(all);
+    }
     let mut l = l;
     l.finish_mutated();
     l.flush_guards();
@@ -167,4 +175,101 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
         unit_dims: Vec::new(),
         same_array_ok: Vec::new(),
     }
+}
+
+/// The kind of a number, as Python's tower orders them: a name bound to
+/// numbers of two kinds has a type that depends on which binding ran.
+fn kind(t: ScalarType) -> u8 {
+    if t == ScalarType::Bool {
+        0
+    } else if t.is_int() {
+        1
+    } else if t.is_float() {
+        2
+    } else {
+        3
+    }
+}
+
+/// A returned name whose type depends on the path taken: bound to a Python
+/// number of one kind (`acc = 0`, an int) and to a value of another kind
+/// (a float) where an `if` or `while` decides whether the binding runs.
+/// CPython returns whichever ran, an int or a float; a kernel's variable has
+/// one type, and the joined one would be a float on every call. A `for`
+/// loop's body alone does not count: it runs on every call with a
+/// non-empty range (fuzz seed 267).
+fn path_dependent_return(
+    src: &source::SourceFile,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    l: &lower::context::Lowerer,
+) -> Option<Reason> {
+    use rustpython_parser::ast::{Expr, Stmt};
+    fn conditional<'a>(body: &'a [Stmt], under: bool, out: &mut Vec<(String, &'a Stmt)>) {
+        for s in body {
+            let targets: Vec<&Expr> = match s {
+                Stmt::Assign(a) => a.targets.iter().collect(),
+                Stmt::AugAssign(a) => vec![&*a.target],
+                Stmt::AnnAssign(a) => vec![&*a.target],
+                _ => Vec::new(),
+            };
+            if under {
+                for t in targets {
+                    out.extend(pyast::target_names(t).into_iter().map(|n| (n, s)));
+                }
+            }
+            let deciding = matches!(s, Stmt::If(_) | Stmt::While(_) | Stmt::Try(_));
+            for b in pyast::child_bodies(s) {
+                conditional(b, under || deciding, out);
+            }
+        }
+    }
+    let mut returned: Vec<(String, &Stmt)> = Vec::new();
+    pyast::walk_stmts(&def.body, &mut |s| {
+        if let Stmt::Return(r) = s {
+            if let Some(v) = r.value.as_deref() {
+                pyast::walk_expr(v, &mut |e| {
+                    if let Expr::Name(n) = e {
+                        returned.push((n.id.to_string(), s));
+                    }
+                });
+            }
+        }
+    });
+    let mut decided = Vec::new();
+    conditional(&def.body, false, &mut decided);
+    for (name, ret) in &returned {
+        let (Some(&weak), Some(&strong)) = (l.observed_weak.get(name), l.observed.get(name)) else {
+            continue;
+        };
+        if kind(weak) == kind(strong) {
+            continue;
+        }
+        let Some((_, at)) = decided.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        let what = |t: ScalarType| match kind(t) {
+            0 => "a bool",
+            1 => "an int",
+            2 => "a float",
+            _ => "a complex number",
+        };
+        let start = match kind(strong) {
+            _ if kind(strong) < kind(weak) => String::new(),
+            1 => format!(": start it as an int (`{name} = 0`)"),
+            2 => format!(": start it as a float (`{name} = 0.0`)"),
+            _ => format!(": start it as a complex number (`{name} = 0j`)"),
+        };
+        return Some(Reason::new(
+            "types",
+            src.line(*ret),
+            format!(
+                "`{name}` is returned as {} or as {}, depending on whether the binding at line {} runs \
+                 (CPython keeps the type of the binding that ran; a kernel's variable has one type){start}",
+                what(weak),
+                what(strong),
+                src.line(*at),
+            ),
+        ));
+    }
+    None
 }
