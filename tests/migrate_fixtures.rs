@@ -904,7 +904,9 @@ macro_rules! program_in {
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,
 /// `np.arange` with float bounds, `scipy.special` functions, lists of
-/// known length, indices computed at run time that go negative.
+/// known length, indices computed at run time that go negative, flags
+/// given as ints, type limits, a name rebound in both branches of an `if`,
+/// helpers that return early, `np.meshgrid`, arrays unpacked into names.
 mod general_rules {
     use super::verified;
 
@@ -921,6 +923,36 @@ mod general_rules {
         trailing_window: "float64[:], float64[:]",
         previous_row: "float64[:, :], float64[:, :]",
         squared_distance: "float64[:], float64[:], float64[:]",
+        column_shares: "float64[:, :]",
+        log_ratio_floor: "float32[:], float64[:], float64[:]",
+        weighted_mean_f32: "float64[:], float64[:]",
+        signed_power: "float64[:], float64",
+        centred_mean: "float64[:], float64",
+        radial_field: "float64[:], float64[:]",
+        pairwise_min: "float32[:], float32[:]",
+        table_ij: "float64[:], float64[:]",
+    }
+
+    // An array unpacked into names has exactly that many rows: the plan's
+    // guard says so, and the generated inputs fit it (Numba's check runs
+    // on them, saved: its own generator knows nothing of the guard).
+    #[test]
+    fn tent() {
+        unpacked("tent", "float64[:], float64[:]");
+    }
+
+    #[test]
+    fn point_radii() {
+        unpacked("point_radii", "float64[:, :], float64[:]");
+    }
+
+    fn unpacked(function: &str, signature: &str) {
+        verified(
+            "migrate/general_rules.py",
+            function,
+            signature,
+            &["--save-inputs", "used.npz"],
+        );
     }
 
     // scipy.special, however imported (fixtures/migrate/scipy_special.py).
@@ -2356,6 +2388,19 @@ mod fuzz_found {
             why.contains("returns the winning argument with its own type")
                 && why.contains("a Python float, uint16"),
             "{why}"
+        );
+    }
+
+    #[test]
+    fn a_returned_type_that_depends_on_a_branch_is_refused() {
+        let j = refused("int_unless_a_branch_runs", "float64[:]");
+        let r = &j["reasons"][0];
+        assert_eq!(r["line"], 256, "{j}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`acc` is returned as an int or as a float, depending on whether the binding at line 255 runs")
+                && msg.ends_with("start it as a float (`acc = 0.0`)"),
+            "{msg}"
         );
     }
 

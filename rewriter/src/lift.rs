@@ -450,6 +450,27 @@ impl<'a> Lowerer<'a> {
                 return Ok(v);
             }
         }
+        if let ast::Expr::Call(c) = &*a.value {
+            if let Some(v) = self.type_info(r, c, attr, line)? {
+                return Ok(v);
+            }
+        }
+        // `np.r_`, `scipy.constants.k`: an attribute of an imported module
+        // that is no constant port knows.
+        if let ast::Expr::Name(m) = &*a.value {
+            if !self.host.contains_key(m.id.as_str()) {
+                if let Some(full) = self.src.imports.get(m.id.as_str()) {
+                    return refuse(
+                        "frontend",
+                        line,
+                        format!(
+                            "`{}` (`{full}.{attr}`) is neither a constant port can freeze nor something it turns into kernel code",
+                            self.src.text_of(whole)
+                        ),
+                    );
+                }
+            }
+        }
         let base = self.expr(r, &a.value)?;
         if matches!(attr, "real" | "imag") && !matches!(base, Val::Tuple(_)) {
             let p = if attr == "real" {

@@ -263,12 +263,13 @@ pub fn out_targets(s: &Stmt) -> Vec<&Expr> {
     out
 }
 
-/// Names bound (`a = …`, `a += …`, `a, b = …`) somewhere inside a `for`
-/// or `while` of `body`.
-pub fn names_bound_in_loops(body: &[Stmt]) -> std::collections::HashSet<String> {
+/// Names bound (`a = …`, `a += …`, `a, b = …`) somewhere inside a `for`,
+/// `while`, `if` or `try` of `body`: where another binding of the name may
+/// be the one a later read sees.
+pub fn names_bound_in_blocks(body: &[Stmt]) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     walk_stmts(body, &mut |s| {
-        if let Stmt::For(_) | Stmt::While(_) = s {
+        if let Stmt::For(_) | Stmt::While(_) | Stmt::If(_) | Stmt::Try(_) = s {
             for b in child_bodies(s) {
                 walk_stmts(b, &mut |x| match x {
                     Stmt::Assign(a) => out.extend(a.targets.iter().flat_map(target_names)),
@@ -1219,6 +1220,21 @@ fn assign_tail_returns(body: &mut [Stmt], names: &[String]) {
         }
         _ => {}
     }
+}
+
+/// `base`, or `base_1`, `base_2`, …: the first not in `used`, which then
+/// holds it.
+pub fn fresh_name(used: &mut std::collections::HashSet<String>, base: &str) -> String {
+    (0..)
+        .map(|k| {
+            if k == 0 {
+                base.to_string()
+            } else {
+                format!("{base}_{k}")
+            }
+        })
+        .find(|n| used.insert(n.clone()))
+        .expect("a fresh name")
 }
 
 /// A function that returns from inside `if`s (`if count == 0: return

@@ -20,6 +20,18 @@ pub enum Const {
     Bool(bool),
 }
 
+impl Const {
+    /// The constant's truth, as a flag NumPy reads with Python's `bool()`
+    /// (`keepdims=1`); `None` for floats, which no flag takes.
+    pub fn truth(self) -> Option<bool> {
+        match self {
+            Const::Bool(b) => Some(b),
+            Const::Int(i) => Some(i != 0),
+            Const::Float(_) | Const::Float32(_) => None,
+        }
+    }
+}
+
 /// A parsed Python file.
 pub struct SourceFile {
     pub name: String,

@@ -33,6 +33,18 @@ impl<'a> Lowerer<'a> {
                 if let Val::Array(av) = base {
                     return self.array_method(r, &av, a.attr.as_str(), c, line);
                 }
+                // A NumPy scalar's `.astype(T)`: a cast, strong as any
+                // NumPy scalar (a Python number has no such method).
+                if let (Val::Scalar(x, t, false), "astype", [arg], true) = (
+                    &base,
+                    a.attr.as_str(),
+                    c.args.as_slice(),
+                    c.keywords.is_empty(),
+                ) {
+                    if let Some(to) = self.dtype_value(r, arg) {
+                        return Ok(Val::scalar(cast_to(x.clone(), *t, to), to));
+                    }
+                }
             }
         }
         let name = self.src.resolve(&c.func).unwrap_or_default();
@@ -261,6 +273,10 @@ impl<'a> Lowerer<'a> {
                     }
                 ),
             );
+        }
+
+        if name == "numpy.meshgrid" {
+            return self.meshgrid(r, c, line);
         }
 
         // App functions.

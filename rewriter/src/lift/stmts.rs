@@ -287,9 +287,11 @@ impl<'a> Lowerer<'a> {
                 self.bind_local(r, n.id.as_str(), v, at, line)
             }
             ast::Expr::Tuple(t) => {
-                let v = self.expr(r, value)?;
-                let Val::Tuple(items) = v else {
-                    return refuse("frontend", line, "unpacking a value that is not a tuple");
+                let items = match self.expr(r, value)? {
+                    Val::Tuple(items) => items,
+                    // `x, y = p[i]`: a row unpacks into its elements.
+                    Val::Array(av) => self.unpack_array(Some(r), &av, t.elts.len(), line)?,
+                    _ => return refuse("frontend", line, "unpacking a value that is not a tuple"),
                 };
                 if items.len() != t.elts.len() {
                     return refuse(

@@ -121,7 +121,9 @@ impl Lowerer<'_> {
             match (*name, self.src.eval_const(e)) {
                 ("dtype" | "out", _) if is_none => {}
                 ("ddof", Some(Const::Int(d))) => out.ddof = d,
-                ("keepdims", Some(Const::Bool(b))) => out.keepdims = b,
+                ("keepdims", Some(b)) if b.truth().is_some() => {
+                    out.keepdims = b.truth().unwrap_or_default()
+                }
                 _ => {
                     return refuse(
                         NAME,
@@ -143,8 +145,8 @@ impl Lowerer<'_> {
         for k in &c.keywords {
             match k.arg.as_ref().map(|a| a.as_str()) {
                 Some("axis") => axis_expr = Some(&k.value),
-                Some("keepdims") => match self.src.eval_const(&k.value) {
-                    Some(Const::Bool(b)) => out.keepdims = b,
+                Some("keepdims") => match self.src.eval_const(&k.value).and_then(Const::truth) {
+                    Some(b) => out.keepdims = b,
                     _ => return refuse(NAME, line, "`keepdims=` must be True or False"),
                 },
                 Some("ddof") if matches!(op, AxisOp::Var | AxisOp::Std) => {

@@ -377,9 +377,10 @@ pub(crate) struct Lowerer<'a> {
     /// same name, as NumPy casts a Python float to float32 when it meets
     /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
     pub observed_weak: HashMap<String, ScalarType>,
-    /// Names the function binds inside a loop: an alias of a whole array
-    /// (`p = r`) bound to one of them before the loop is a run-time
-    /// binding, not a compile-time view, since the loop rebinds it.
+    /// Names the function binds inside a loop, an `if` or a `try`: an
+    /// alias of a whole array (`p = r`) bound to one of them before the
+    /// block is a run-time binding, not a compile-time view, since the
+    /// block may rebind it.
     pub loop_bound: HashSet<String>,
     /// Names bound to a boolean-mask selection (`v = x[m]`), which only
     /// reductions may read (`lower::masked`).
@@ -457,7 +458,7 @@ impl<'a> Lowerer<'a> {
             for a in &f.def.args.args {
                 used.insert(a.def.arg.to_string());
             }
-            loop_bound = pyast::names_bound_in_loops(&f.def.body);
+            loop_bound = pyast::names_bound_in_blocks(&f.def.body);
             pyast::walk_stmts(&f.def.body, &mut |x| {
                 for e in pyast::stmt_exprs(x) {
                     pyast::walk_expr(e, &mut |y| {

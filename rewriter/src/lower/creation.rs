@@ -1171,3 +1171,202 @@ impl Lowerer<'_> {
         }))
     }
 }
+
+impl Lowerer<'_> {
+    /// `np.finfo(T).eps` and the other limits of a float type (`max`,
+    /// `min`, `tiny`, `smallest_normal`, `epsneg`, `resolution`), each a
+    /// NumPy scalar of that type (the real type for a complex `T`), and
+    /// `np.iinfo(T).max`/`.min`, Python ints; `T` a dtype name or an
+    /// array's `x.dtype`. `None` when `c` is neither call.
+    pub(crate) fn type_info(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        attr: &str,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let Some(which) = self.src.resolve(&c.func) else {
+            return Ok(None);
+        };
+        if !matches!(which.as_str(), "numpy.finfo" | "numpy.iinfo") {
+            return Ok(None);
+        }
+        let text = self.src.text_of(&*c.func).to_string();
+        let t = match (c.args.as_slice(), c.keywords.is_empty()) {
+            ([arg], true) => self.dtype_value(r, arg),
+            _ => None,
+        };
+        let Some(t) = t else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!("`{text}` of something that is not a dtype port knows"),
+            );
+        };
+        if which == "numpy.finfo" {
+            let real = match t {
+                ScalarType::C64 => ScalarType::F32,
+                ScalarType::C128 => ScalarType::F64,
+                t => t,
+            };
+            let v = match (real, attr) {
+                (ScalarType::F64, _) => match attr {
+                    "eps" => Some(f64::EPSILON),
+                    "epsneg" => Some(f64::EPSILON / 2.0),
+                    "max" => Some(f64::MAX),
+                    "min" => Some(f64::MIN),
+                    "tiny" | "smallest_normal" => Some(f64::MIN_POSITIVE),
+                    "resolution" => Some(1e-15),
+                    _ => None,
+                },
+                (ScalarType::F32, _) => match attr {
+                    "eps" => Some(f32::EPSILON),
+                    "epsneg" => Some(f32::EPSILON / 2.0),
+                    "max" => Some(f32::MAX),
+                    "min" => Some(f32::MIN),
+                    "tiny" | "smallest_normal" => Some(f32::MIN_POSITIVE),
+                    "resolution" => Some(1e-6),
+                    _ => None,
+                }
+                .map(f64::from),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`{text}` of {}: NumPy gives float limits of float types only",
+                            crate::types::numpy_dtype(t)
+                        ),
+                    )
+                }
+            };
+            return match v {
+                Some(v) if real == ScalarType::F32 => Ok(Some(Val::scalar(f32(v as f32), real))),
+                Some(v) => Ok(Some(Val::scalar(f64(v), real))),
+                None => refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{text}(…).{attr}` is not a limit port knows"),
+                ),
+            };
+        }
+        let range: Option<(i128, i128)> = match t {
+            ScalarType::I8 => Some((i8::MIN.into(), i8::MAX.into())),
+            ScalarType::I16 => Some((i16::MIN.into(), i16::MAX.into())),
+            ScalarType::I32 => Some((i32::MIN.into(), i32::MAX.into())),
+            ScalarType::I64 => Some((i64::MIN.into(), i64::MAX.into())),
+            ScalarType::U8 => Some((0, u8::MAX.into())),
+            ScalarType::U16 => Some((0, u16::MAX.into())),
+            ScalarType::U32 => Some((0, u32::MAX.into())),
+            ScalarType::U64 => Some((0, u64::MAX.into())),
+            _ => None,
+        };
+        let Some((lo, hi)) = range else {
+            return refuse(
+                array_expr::NAME,
+                line,
+                format!(
+                    "`{text}` of {}: NumPy gives integer limits of integer types only",
+                    crate::types::numpy_dtype(t)
+                ),
+            );
+        };
+        let v = match attr {
+            "min" => lo,
+            "max" => hi,
+            _ => {
+                return refuse(
+                    array_expr::NAME,
+                    line,
+                    format!("`{text}(…).{attr}` is not a limit port knows"),
+                )
+            }
+        };
+        // A Python int: weak where it meets an array.
+        match i64::try_from(v) {
+            Ok(v) => Ok(Some(Val::Scalar(i64(v), ScalarType::I64, true))),
+            Err(_) => refuse(
+                array_expr::NAME,
+                line,
+                format!("`{text}(…).{attr}` is past int64, which kernels compute in"),
+            ),
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// `np.meshgrid(x, y, …)` of 1-D arrays, with `indexing='xy'` (the
+    /// default: the first two axes swapped) or `'ij'`, and `sparse=`: a
+    /// tuple of templates, one per argument, each reading its argument
+    /// along its own axis. Sparse ones have extent 1 on every other axis
+    /// and broadcast, as NumPy's do.
+    pub(crate) fn meshgrid(&mut self, r: &mut Region, c: &ast::ExprCall, line: u32) -> Lower<Val> {
+        let mut sparse = false;
+        let mut xy = true;
+        for k in &c.keywords {
+            let key = k.arg.as_ref().map(|a| a.as_str());
+            let text = self.src.text_of(&k.value).to_string();
+            match (key, self.src.eval_const(&k.value).and_then(crate::source::Const::truth)) {
+                (Some("sparse"), Some(b)) => sparse = b,
+                (Some("copy"), Some(_)) => {}
+                (Some("indexing"), _) if matches!(text.as_str(), "'xy'" | "\"xy\"") => xy = true,
+                (Some("indexing"), _) if matches!(text.as_str(), "'ij'" | "\"ij\"") => xy = false,
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`np.meshgrid`: `{}={text}` is not a keyword port takes (`sparse=`, `copy=`, `indexing='xy'` or `'ij'`)",
+                            key.unwrap_or("**")
+                        ),
+                    )
+                }
+            }
+        }
+        let mut axes = Vec::new();
+        for a in &c.args {
+            match self.expr(r, a)? {
+                Val::Array(av) if av.ndim() == 1 => axes.push(av),
+                _ => {
+                    return refuse(
+                        array_expr::NAME,
+                        line,
+                        format!(
+                            "`np.meshgrid`: `{}` is not a 1-D array (NumPy flattens others)",
+                            self.src.text_of(a)
+                        ),
+                    )
+                }
+            }
+        }
+        let n = axes.len();
+        // The output axis that argument `k` runs along.
+        let axis_of = |k: usize| match k {
+            0 if xy && n >= 2 => 1,
+            1 if xy => 0,
+            k => k,
+        };
+        let mut full: Vec<Expr> = vec![i64(1); n];
+        for (k, av) in axes.iter().enumerate() {
+            full[axis_of(k)] = av.shape[0].clone();
+        }
+        let outs = axes
+            .iter()
+            .enumerate()
+            .map(|(k, av)| {
+                let own = axis_of(k);
+                let shape: Vec<Expr> = if sparse {
+                    (0..n)
+                        .map(|d| if d == own { full[d].clone() } else { i64(1) })
+                        .collect()
+                } else {
+                    full.clone()
+                };
+                let mut v = av.reindexed(shape, &[var(&ph(own))]);
+                v.computed = true;
+                Val::Array(v)
+            })
+            .collect();
+        Ok(Val::Tuple(outs))
+    }
+}

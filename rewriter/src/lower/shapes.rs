@@ -209,6 +209,36 @@ impl Lowerer<'_> {
     }
 }
 
+impl Lowerer<'_> {
+    /// `a, b, c = v` of an array: its rows along the first axis, as Python
+    /// iterates it, with the guard that there are exactly `n` of them
+    /// (Python raises ValueError otherwise).
+    pub(crate) fn unpack_array(
+        &mut self,
+        r: Option<&Region>,
+        av: &ArrVal,
+        n: usize,
+        line: u32,
+    ) -> Lower<Vec<Val>> {
+        if av.ndim() == 0 {
+            return refuse(
+                NAME,
+                line,
+                "unpacking a 0-d array (Python raises TypeError)",
+            );
+        }
+        self.assume_equal(
+            r,
+            vec![(av.shape[0].clone(), i64(n as i64))],
+            line,
+            &format!("unpacking an array into {n} names (Python raises ValueError: too many or not enough values to unpack)"),
+        )?;
+        Ok((0..n)
+            .map(|k| array_expr::index(av, vec![array_expr::IndexItem::At(i64(k as i64))]))
+            .collect())
+    }
+}
+
 /// The guards of the specialisation: `p.shape[k] == 1` for each axis the
 /// plan took as a literal 1.
 pub fn specialisation_guards(unit_dims: &[(String, u8)], line: u32) -> Vec<HostStep> {

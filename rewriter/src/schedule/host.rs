@@ -226,15 +226,9 @@ impl Lowerer<'_> {
             ast::Expr::Tuple(t) => {
                 let items = match self.expr(r, value)? {
                     Val::Tuple(items) => items,
-                    // `I, J = np.mgrid[…]`: an array unpacks along its first axis.
-                    Val::Array(av) if av.shape[0] == i64(t.elts.len() as i64) => (0..t.elts.len())
-                        .map(|k| {
-                            crate::numpy::array_expr::index(
-                                &av,
-                                vec![crate::numpy::array_expr::IndexItem::At(i64(k as i64))],
-                            )
-                        })
-                        .collect(),
+                    // `I, J = np.mgrid[…]`, `a, b, c = abc`: an array
+                    // unpacks along its first axis.
+                    Val::Array(av) => self.unpack_array(Some(r), &av, t.elts.len(), line)?,
                     _ => return refuse("frontend", line, "unpacking a value that is not a tuple"),
                 };
                 if items.len() != t.elts.len() {
