@@ -1306,11 +1306,18 @@ impl Lowerer<'_> {
         for k in &c.keywords {
             let key = k.arg.as_ref().map(|a| a.as_str());
             let text = self.src.text_of(&k.value).to_string();
+            let word = match &k.value {
+                ast::Expr::Constant(c) => match &c.value {
+                    ast::Constant::Str(s) => Some(s.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            };
             match (key, self.src.eval_const(&k.value).and_then(crate::source::Const::truth)) {
                 (Some("sparse"), Some(b)) => sparse = b,
                 (Some("copy"), Some(_)) => {}
-                (Some("indexing"), _) if matches!(text.as_str(), "'xy'" | "\"xy\"") => xy = true,
-                (Some("indexing"), _) if matches!(text.as_str(), "'ij'" | "\"ij\"") => xy = false,
+                (Some("indexing"), _) if word == Some("xy") => xy = true,
+                (Some("indexing"), _) if word == Some("ij") => xy = false,
                 _ => {
                     return refuse(
                         array_expr::NAME,
