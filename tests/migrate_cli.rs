@@ -1135,6 +1135,82 @@ fn the_programs_own_calls_give_the_types() {
     );
 }
 
+/// Arguments the program always passes as one constant (`None`, a string),
+/// given or by default, specialise the plan: the static verdict and
+/// `port migrate` agree with no types given, the JSON says which constant
+/// each parameter took, and the wrapper runs the original for any other.
+#[test]
+fn constants_the_calls_pass_specialise_the_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/constants_at_calls.py");
+    let a = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["analyze", "--static", "--json", &f])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    let analysis = json(&a);
+    let blend = analysis["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "blend")
+        .unwrap()
+        .clone();
+    assert_eq!(blend["verdict"], "cuda", "{blend}");
+    let plan = &blend["migration_plan"];
+    assert_eq!(
+        plan["signature"], "float64[:], None, \"wrap\", float64",
+        "{plan}"
+    );
+    assert_eq!(plan["types_from"], "calls", "{plan}");
+
+    let o = migrate_in(
+        tmp.path(),
+        &["--function", "blend", &f, "--json", "--write"],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(
+        j["arg_types"],
+        serde_json::json!([
+            {"name": "a", "type": "float64[:]", "from": "calls"},
+            {"name": "weights", "constant": "None", "from": "calls"},
+            {"name": "mode", "constant": "\"wrap\"", "from": "calls"},
+            {"name": "k", "type": "float64", "from": "calls"},
+        ]),
+        "{j}"
+    );
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert!(
+        patched.contains("    if weights is not None:\n"),
+        "{patched}"
+    );
+    assert!(
+        patched.contains("    if not (isinstance(mode, str) and mode == \"wrap\"):\n"),
+        "{patched}"
+    );
+    // A signature may name the constants too; a constant where the
+    // function has no parameter is one clear line.
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "blend",
+            &f,
+            "--signature",
+            "float64[:], None, 'reflect', float64, None",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("`None` is entry 5 of the signature, but `blend` has 4 parameters"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A verification past 2 s says on the terminal what it is doing; a quick
 /// one, or `--json`, prints no progress. (`script` gives port a terminal.)
 #[test]

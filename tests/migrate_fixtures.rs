@@ -906,7 +906,8 @@ macro_rules! program_in {
 /// `np.arange` with float bounds, `scipy.special` functions, lists of
 /// known length, indices computed at run time that go negative, flags
 /// given as ints, type limits, a name rebound in both branches of an `if`,
-/// helpers that return early, `np.meshgrid`, arrays unpacked into names.
+/// helpers that return early, `np.meshgrid`, arrays unpacked into names,
+/// parameters specialised to the constant a signature gives them.
 mod general_rules {
     use super::verified;
 
@@ -931,6 +932,7 @@ mod general_rules {
         radial_field: "float64[:], float64[:]",
         pairwise_min: "float32[:], float32[:]",
         table_ij: "float64[:], float64[:]",
+        relative_gap: "float64[:], float64[:], 'l2', None",
     }
 
     // An array unpacked into names has exactly that many rows: the plan's

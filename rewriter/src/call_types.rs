@@ -48,6 +48,23 @@ struct Site {
     line: u32,
     args: Vec<Val>,
     keywords: Vec<(String, Val)>,
+    /// The constants among the arguments (`None`, a string), as Python
+    /// writes them: by position, and by keyword.
+    literal_args: Vec<Option<String>>,
+    literal_keywords: Vec<(String, String)>,
+}
+
+/// `None` or a string constant as Python writes it; `None` for any other
+/// expression.
+pub fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Constant(c) => match &c.value {
+            Constant::None => Some("None".into()),
+            Constant::Str(s) => Some(crate::pyast::py_str(s)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Every call of the file's own functions, by the callee's bare name, read
@@ -253,6 +270,51 @@ impl CallSites {
     }
 }
 
+impl CallSites {
+    /// The constant (`None`, a string) each of `params` of the function
+    /// `key` takes at every one of the program's calls of it, passed or
+    /// left to its default (`defaults`, as [`literal_text`] writes them);
+    /// `None` where a call passes something else, or calls disagree, or
+    /// there is no call.
+    pub fn literals(
+        &self,
+        key: &str,
+        params: &[String],
+        defaults: &[Option<String>],
+    ) -> Vec<Option<String>> {
+        let sites: Vec<&Arc<Site>> = self.by_callee.get(key).into_iter().flatten().collect();
+        if sites.is_empty() {
+            return vec![None; params.len()];
+        }
+        params
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let mut seen: Option<String> = None;
+                for site in &sites {
+                    let at = if k < site.args.len() {
+                        site.literal_args[k].clone()
+                    } else if site.keywords.iter().any(|(n, _)| n == p) {
+                        site.literal_keywords
+                            .iter()
+                            .find(|(n, _)| n == p)
+                            .map(|(_, t)| t.clone())
+                    } else {
+                        defaults.get(k).cloned().flatten()
+                    };
+                    match (at, &seen) {
+                        (None, _) => return None,
+                        (Some(t), None) => seen = Some(t),
+                        (Some(t), Some(s)) if &t == s => {}
+                        _ => return None,
+                    }
+                }
+                seen
+            })
+            .collect()
+    }
+}
+
 /// [`CallSites::types`] of one function (the file read for it alone).
 pub fn at_calls(
     src: &SourceFile,
@@ -344,6 +406,14 @@ fn read_scope(
                         .iter()
                         .filter_map(|k| {
                             Some((k.arg.as_deref()?.to_string(), value(src, &k.value, &env, 0)))
+                        })
+                        .collect(),
+                    literal_args: c.args.iter().map(literal_text).collect(),
+                    literal_keywords: c
+                        .keywords
+                        .iter()
+                        .filter_map(|k| {
+                            Some((k.arg.as_deref()?.to_string(), literal_text(&k.value)?))
                         })
                         .collect(),
                 };

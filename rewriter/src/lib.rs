@@ -59,7 +59,7 @@ pub use pipeline::plan_parsed;
 pub use plan::{HostStep, HostValue, KernelPlan, LaunchShape, PlanKind, PlanParam};
 pub use request::{Migration, MigrationRequest, Outcome, PlanOutcome};
 pub use signature::assumed_types;
-pub use types::{parse_signature, ArgType};
+pub use types::{parse_signature, parse_signature_items, ArgType, SigItem};
 
 /// The parameter names of a function in the file (to ask for types).
 pub fn parameters(
@@ -88,6 +88,24 @@ pub fn parameters_with_defaults(
         .args
         .iter()
         .map(|a| (a.def.arg.to_string(), a.default.is_some()))
+        .collect())
+}
+
+/// Each parameter's default when it is `None` or a string, as Python
+/// writes it ([`call_types::literal_text`]).
+pub fn parameter_literal_defaults(
+    source: &str,
+    file_name: &str,
+    function: &str,
+) -> Result<Vec<Option<String>>, RewriteError> {
+    let src = source::SourceFile::parse(file_name, source)?;
+    let found = source::find(&src, function)?;
+    Ok(found
+        .def
+        .args
+        .args
+        .iter()
+        .map(|a| a.default.as_deref().and_then(call_types::literal_text))
         .collect())
 }
 

@@ -450,6 +450,12 @@ pub struct KernelPlan {
     /// value.
     #[serde(default)]
     pub defaults: Vec<(String, String)>,
+    /// Parameters the plan is specialised to a constant for, which every
+    /// call of the program passes (`w=None`, `mode='reflect'`): `(name,
+    /// constant as Python writes it)`. The wrapper runs the original for
+    /// any other value; verification calls the original with them.
+    #[serde(default)]
+    pub literals: Vec<(String, String)>,
     /// Pairs of parameters the program's captured call passed as one array
     /// (`clamp(y, lo, hi, y)`: `("out", "a")`), which the analysis found
     /// safe to run on a copy each (no PORT204) and verification checked so:

@@ -1023,17 +1023,71 @@ fn const_int(e: &Expr) -> Option<i64> {
 
 /// The value of a condition Python can decide without running anything:
 /// `if 0:`, `if True:`, `if not 1:` (debugging switches left in real
-/// code).
+/// code), and comparisons of constants (`"wrap" == "wrap"`, `None is
+/// None`, `"l2" in ("l1", "l2")`), which a parameter specialised to a
+/// constant leaves behind.
 fn constant_truth(e: &Expr) -> Option<bool> {
     match e {
         Expr::Constant(c) => match &c.value {
             ast::Constant::Bool(b) => Some(*b),
             ast::Constant::Int(i) => Some(*i != ast::bigint::BigInt::from(0)),
             ast::Constant::None => Some(false),
+            ast::Constant::Str(s) => Some(!s.is_empty()),
             _ => None,
         },
         Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::Not) => {
             constant_truth(&u.operand).map(|b| !b)
+        }
+        Expr::BoolOp(b) => {
+            let v: Option<Vec<bool>> = b.values.iter().map(constant_truth).collect();
+            let v = v?;
+            Some(match b.op {
+                ast::BoolOp::And => v.iter().all(|x| *x),
+                ast::BoolOp::Or => v.iter().any(|x| *x),
+            })
+        }
+        Expr::Compare(c) if c.ops.len() == 1 => {
+            let (l, r) = (c.left.as_ref(), &c.comparators[0]);
+            let items = |e: &Expr| -> Option<Vec<ast::Constant>> {
+                let elts = match e {
+                    Expr::Tuple(t) => &t.elts,
+                    Expr::List(l) => &l.elts,
+                    _ => return None,
+                };
+                elts.iter().map(plain_constant).collect()
+            };
+            match c.ops[0] {
+                ast::CmpOp::Eq => Some(plain_constant(l)? == plain_constant(r)?),
+                ast::CmpOp::NotEq => Some(plain_constant(l)? != plain_constant(r)?),
+                // `is` decided for None only: identity of other constants
+                // is CPython's business.
+                ast::CmpOp::Is | ast::CmpOp::IsNot => {
+                    let (a, b) = (plain_constant(l)?, plain_constant(r)?);
+                    if a != ast::Constant::None && b != ast::Constant::None {
+                        return None;
+                    }
+                    let same = a == b;
+                    Some(if c.ops[0] == ast::CmpOp::Is {
+                        same
+                    } else {
+                        !same
+                    })
+                }
+                ast::CmpOp::In => Some(items(r)?.contains(&plain_constant(l)?)),
+                ast::CmpOp::NotIn => Some(!items(r)?.contains(&plain_constant(l)?)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A string or `None` constant, the ones equality decides here (numbers
+/// compare across types: `1 == 1.0`).
+fn plain_constant(e: &Expr) -> Option<ast::Constant> {
+    match e {
+        Expr::Constant(c) if matches!(c.value, ast::Constant::Str(_) | ast::Constant::None) => {
+            Some(c.value.clone())
         }
         _ => None,
     }

@@ -29,6 +29,11 @@ pub struct MigrationRequest<'a> {
     /// verified on (captured or given), when known: an axis of extent 1
     /// there is planned as a broadcast axis ([`lower::shapes`]).
     pub input_shapes: &'a [(String, Vec<usize>)],
+    /// Parameters the plan is specialised to a constant for, which every
+    /// call passes (`w=None`, `mode='reflect'`): the name and the constant
+    /// as Python writes it. They have no entry in `types`; the wrapper runs
+    /// the original when a call passes anything else.
+    pub literals: &'a [(String, String)],
 }
 
 /// A migrated function: the plan and everything made from it.

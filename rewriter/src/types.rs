@@ -194,10 +194,43 @@ pub fn parse_type(s: &str) -> Result<ArgType, RewriteError> {
     })
 }
 
+/// One entry of a signature: a type, or a constant the plan is specialised
+/// to (`None`, `'reflect'`), for a parameter every call passes it to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SigItem {
+    Type(ArgType),
+    Literal(String),
+}
+
 /// Parses a comma-separated signature, splitting only at top-level commas
 /// (`float64[:, :]` holds one).
 pub fn parse_signature(sig: &str) -> Result<Vec<ArgType>, RewriteError> {
+    parse_signature_items(sig)?
+        .into_iter()
+        .map(|i| match i {
+            SigItem::Type(t) => Ok(t),
+            SigItem::Literal(c) => Err(RewriteError::BadSignature(format!(
+                "`{c}` is a constant, not a type"
+            ))),
+        })
+        .collect()
+}
+
+/// [`parse_signature`] where an entry may also be `None` or a quoted string:
+/// the constant a parameter is specialised to.
+pub fn parse_signature_items(sig: &str) -> Result<Vec<SigItem>, RewriteError> {
+    let parse_item = |t: &str| -> Result<SigItem, RewriteError> {
+        let w = t.trim();
+        let quoted = w.len() >= 2
+            && ((w.starts_with('\'') && w.ends_with('\''))
+                || (w.starts_with('"') && w.ends_with('"')));
+        if w == "None" || quoted {
+            return Ok(SigItem::Literal(w.to_string()));
+        }
+        parse_type(t).map(SigItem::Type)
+    };
     let mut out = Vec::new();
+    let mut quote: Option<char> = None;
     let mut depth = 0i32;
     let mut cur = String::new();
     // A return type (`float64(float64, float64[:])`) is allowed and ignored.
@@ -215,20 +248,23 @@ pub fn parse_signature(sig: &str) -> Result<Vec<ArgType>, RewriteError> {
         _ => sig.to_string(),
     };
     for c in body.chars() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
+        match (c, quote) {
+            ('\'' | '"', None) => quote = Some(c),
+            (q, Some(open)) if q == open => quote = None,
+            (_, Some(_)) => {}
+            ('[' | '(', None) => depth += 1,
+            (']' | ')', None) => depth -= 1,
             _ => {}
         }
-        if c == ',' && depth == 0 {
-            out.push(parse_type(&cur)?);
+        if c == ',' && depth == 0 && quote.is_none() {
+            out.push(parse_item(&cur)?);
             cur.clear();
         } else {
             cur.push(c);
         }
     }
     if !cur.trim().is_empty() {
-        out.push(parse_type(&cur)?);
+        out.push(parse_item(&cur)?);
     } else if !out.is_empty() || body.trim().is_empty() {
         return Err(RewriteError::BadSignature(format!(
             "`{}`: empty type in the signature",

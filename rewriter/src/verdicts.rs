@@ -300,15 +300,31 @@ fn check<'s>(
         let why = format!("the function is too large to plan ({size} characters; port plans up to {MAX_PLANNED_CHARS})");
         return refused(String::new(), "assumed", why, f.line, "frontend");
     }
-    let (types, types_from) = match types_of(src, f, &name, sites) {
+    let (types, types_from, literals) = match types_of(src, f, &name, sites) {
         Ok(t) => t,
         Err(reason) => return refused(String::new(), "assumed", reason, f.line, "frontend"),
     };
-    let signature = types
-        .iter()
-        .map(|t| t.numba())
-        .collect::<Vec<_>>()
-        .join(", ");
+    // `--signature`'s syntax: a constant stands for the parameter it
+    // specialises.
+    let signature = {
+        let mut typed = types.iter();
+        crate::source::find(src, &name)
+            .map(|d| {
+                d.def
+                    .args
+                    .args
+                    .iter()
+                    .filter_map(
+                        |a| match literals.iter().find(|(n, _)| n == a.def.arg.as_str()) {
+                            Some((_, c)) => Some(c.clone()),
+                            None => typed.next().map(|t| t.numba()),
+                        },
+                    )
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
     // The planner must not stop at the static verdict: it is what decides it.
     let mut report = f.clone();
     report.verdict = Verdict::Cuda;
@@ -321,6 +337,7 @@ fn check<'s>(
         report: Some(&report),
         fp32: false,
         input_shapes: &[],
+        literals: &literals,
     };
     match crate::plan_parsed(src, &req) {
         Ok(PlanOutcome::Planned(_)) => PlanCheck {
@@ -359,14 +376,55 @@ fn types_of<'s>(
     f: &FunctionReport,
     name: &str,
     sites: impl FnOnce() -> (&'s CallSites, String),
-) -> Result<(Vec<ArgType>, &'static str), String> {
+) -> Result<Typed, String> {
     let (sites, key) = sites();
     let (params, assumed, source) =
         crate::signature::static_types_keyed(src, name, sites, &key).map_err(|e| e.to_string())?;
     let from = source.as_str();
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
-        return Ok((assumed, from));
+        // Parameters every call passes one constant (`None`, a string):
+        // specialised to it, as `port migrate` does.
+        let defaults: Vec<Option<String>> = crate::source::find(src, name)
+            .map(|d| {
+                d.def
+                    .args
+                    .args
+                    .iter()
+                    .map(|a| {
+                        a.default
+                            .as_deref()
+                            .and_then(crate::call_types::literal_text)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let literal = sites.literals(&key, &params, &defaults);
+        let literals: Vec<(String, String)> = params
+            .iter()
+            .zip(&literal)
+            .filter_map(|(p, l)| Some((p.clone(), l.clone()?)))
+            .collect();
+        let types = assumed
+            .into_iter()
+            .zip(&literal)
+            .filter(|(_, l)| l.is_none())
+            .map(|(t, _)| t)
+            .collect();
+        // The constants came from the calls too: when the calls type every
+        // other parameter, all of it did.
+        let (at_calls, _) = sites.types(&key, &params);
+        let from = if !literals.is_empty()
+            && at_calls
+                .iter()
+                .zip(&literal)
+                .all(|(t, l)| t.is_some() || l.is_some())
+        {
+            "calls"
+        } else {
+            from
+        };
+        return Ok((types, from, literals));
     }
     let defaulted: Vec<bool> = crate::source::find(src, name)
         .map(|d| {
@@ -380,11 +438,15 @@ fn types_of<'s>(
         .unwrap_or_default();
     Ok(
         match crate::types::from_captured_call(&captured, &params, &defaulted) {
-            Ok(out) => (out, "captured"),
-            Err(_) => (assumed, from),
+            Ok(out) => (out, "captured", Vec::new()),
+            Err(_) => (assumed, from, Vec::new()),
         },
     )
 }
+
+/// A function's argument types, where they came from, and the parameters
+/// specialised to a constant every call passes (which have no type).
+type Typed = (Vec<ArgType>, &'static str, Vec<(String, String)>);
 
 /// The function as the planner's answer leaves it.
 fn adjust(f: &FunctionReport, c: PlanCheck) -> FunctionReport {

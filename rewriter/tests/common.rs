@@ -29,6 +29,7 @@ pub fn run(file: &str, function: &str, sig: &str, fp32: bool) -> Outcome {
         report: None,
         fp32,
         input_shapes: &[],
+        literals: &[],
     })
     .expect("request is valid")
 }

@@ -214,6 +214,7 @@ fn integer_matrices_are_converted_to_float64_as_numpy_does() {
         report: None,
         fp32: false,
         input_shapes: &[],
+        literals: &[],
     })
     .unwrap();
     let port_rewriter::Outcome::Migrated(m) = out else {
@@ -304,6 +305,7 @@ fn other_refusals_upper_rcond_and_mismatched_stacks() {
             report: None,
             fp32: false,
             input_shapes: &[],
+            literals: &[],
         })
         .unwrap();
         let port_rewriter::Outcome::Refused(r) = out else {

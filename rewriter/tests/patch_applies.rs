@@ -152,6 +152,7 @@ fn check(f: &File) -> Result<(), TestCaseError> {
         report: None,
         fp32: false,
         input_shapes: &[],
+        literals: &[],
     })
     .unwrap()
     {

@@ -53,6 +53,7 @@ fn migrate_src(src: &str, function: &str, sig: &str) -> Outcome {
         report: None,
         fp32: false,
         input_shapes: &[],
+        literals: &[],
     })
     .unwrap()
 }
@@ -238,6 +239,7 @@ fn callees_that_are_not_cuda_eligible_are_refused_by_name() {
         report: None,
         fp32: false,
         input_shapes: &[],
+        literals: &[],
     })
     .unwrap();
     let Outcome::Refused(r) = out else { panic!() };
@@ -457,6 +459,7 @@ fn an_inputs_unit_axis_broadcasts() {
         report: None,
         fp32: false,
         input_shapes: &shapes,
+        literals: &[],
     })
     .unwrap();
     let Outcome::Migrated(m) = out else {

@@ -235,14 +235,35 @@ fn arg_types(
     source: &str,
     local_name: &str,
     python: &Path,
-) -> Result<(Vec<ArgType>, Vec<TypeSource>)> {
+) -> Result<Typed> {
     if let Some(sig) = &args.signature {
-        return port_rewriter::parse_signature(sig)
-            .map(|t| {
-                let n = t.len();
-                (t, vec![TypeSource::Signature; n])
-            })
-            .map_err(|e| UserError::coded("bad_signature", e.to_string()).into());
+        // An entry `None` or `'reflect'` specialises its parameter to it.
+        let items = port_rewriter::parse_signature_items(sig)
+            .map_err(|e| UserError::coded("bad_signature", e.to_string()))?;
+        let mut types = Vec::new();
+        let mut literals = Vec::new();
+        for (k, item) in items.into_iter().enumerate() {
+            match item {
+                port_rewriter::SigItem::Type(t) => types.push(t),
+                port_rewriter::SigItem::Literal(c) => match params.get(k) {
+                    Some(p) => literals.push((p.clone(), c, TypeSource::Signature)),
+                    None => {
+                        return Err(UserError::coded(
+                            "bad_signature",
+                            format!(
+                                "`{c}` is entry {} of the signature, but `{}` has {} parameters",
+                                k + 1,
+                                f.name,
+                                params.len()
+                            ),
+                        )
+                        .into())
+                    }
+                },
+            }
+        }
+        let n = types.len();
+        return Ok((types, vec![TypeSource::Signature; n], literals));
     }
     if let Some(npz) = &args.run.inputs {
         let members = port_verify::original::npz_members(python, npz)
@@ -304,7 +325,7 @@ fn arg_types(
             })?);
         }
         let n = out.len();
-        return Ok((out, vec![TypeSource::Inputs; n]));
+        return Ok((out, vec![TypeSource::Inputs; n], Vec::new()));
     }
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
@@ -316,7 +337,7 @@ fn arg_types(
     match port_rewriter::types::from_captured_call(&captured, params, &defaulted) {
         Ok(out) => {
             let n = out.len();
-            Ok((out, vec![TypeSource::Capture; n]))
+            Ok((out, vec![TypeSource::Capture; n], Vec::new()))
         }
         Err(port_rewriter::types::CapturedGap {
             error: Some(e), ..
@@ -346,11 +367,51 @@ fn types_unprofiled(
     local_name: &str,
     params: &[String],
     analysis: &Analysis,
-) -> Result<(Vec<ArgType>, Vec<TypeSource>)> {
-    let at_calls = types_at_calls(analysis, f, source, local_name, params);
-    if let Some(types) = complete_at_calls(&at_calls, f, source, local_name) {
-        let n = types.len();
-        return Ok((types, vec![TypeSource::Calls; n]));
+) -> Result<Typed> {
+    let (at_calls, at_calls_literal) = types_at_calls(analysis, f, source, local_name, params);
+    // Parameters every call passes one constant (`None`, a string), given
+    // or by default, where no call gives them a type: the plan is
+    // specialised to it, as to a default left out.
+    let literal: Vec<Option<String>> = at_calls_literal
+        .into_iter()
+        .zip(&at_calls)
+        .map(|(l, t)| l.filter(|_| t.is_none()))
+        .collect();
+    let literals: Vec<(String, String, TypeSource)> = params
+        .iter()
+        .zip(&literal)
+        .filter_map(|(p, l)| Some((p.clone(), l.clone()?, TypeSource::Calls)))
+        .collect();
+    if literals.is_empty() {
+        if let Some(types) = complete_at_calls(&at_calls, f, source, local_name) {
+            let n = types.len();
+            return Ok((types, vec![TypeSource::Calls; n], literals));
+        }
+    } else {
+        // Every other parameter typed by the calls, or left to a default.
+        let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
+            .unwrap_or_default();
+        let rest: Vec<(Option<ArgType>, bool)> = at_calls
+            .iter()
+            .zip(&literal)
+            .zip(&defaults)
+            .filter(|((_, l), _)| l.is_none())
+            .map(|((t, _), (_, has_default))| (*t, *has_default))
+            .collect();
+        let given = rest
+            .iter()
+            .rposition(|(t, _)| t.is_some())
+            .map_or(0, |k| k + 1);
+        if rest[given..].iter().all(|(_, d)| *d) {
+            if let Some(types) = rest[..given]
+                .iter()
+                .map(|(t, _)| *t)
+                .collect::<Option<Vec<_>>>()
+            {
+                let n = types.len();
+                return Ok((types, vec![TypeSource::Calls; n], literals));
+            }
+        }
     }
     let assumed = port_rewriter::signature::assumed_types(source, &f.file, local_name)
         .ok()
@@ -367,15 +428,25 @@ fn types_unprofiled(
         )
         .into());
     };
-    Ok(assumed
+    let (types, from) = assumed
         .into_iter()
         .enumerate()
+        .filter(|(k, _)| literal.get(*k).is_none_or(Option::is_none))
         .map(|(k, t)| match at_calls.get(k).copied().flatten() {
             Some(c) => (c, TypeSource::Calls),
             None => (t, TypeSource::Assumed),
         })
-        .unzip())
+        .unzip();
+    Ok((types, from, literals))
 }
+
+/// Each argument's type, where it came from, and the parameters specialised
+/// to a constant (name, constant, where it came from), which have no type.
+type Typed = (
+    Vec<ArgType>,
+    Vec<TypeSource>,
+    Vec<(String, String, TypeSource)>,
+);
 
 /// The type the program's own calls give each argument of the function,
 /// read from every file of the analysed program, as the analysis read them.
@@ -385,7 +456,7 @@ fn types_at_calls(
     source: &str,
     local_name: &str,
     params: &[String],
-) -> Vec<Option<ArgType>> {
+) -> (Vec<Option<ArgType>>, Vec<Option<String>>) {
     use port_rewriter::call_types::CallSites;
     use port_rewriter::source::SourceFile;
     // Each file of the program with its module's name (a file with no
@@ -415,8 +486,11 @@ fn types_at_calls(
     let program: Vec<(&str, &SourceFile)> = parsed.iter().map(|(m, s)| (m.as_str(), s)).collect();
     let bare = local_name.rsplit('.').next().unwrap_or(local_name);
     let sites = CallSites::of_program(&program, Some(&[bare].into_iter().collect()));
-    let (types, _) = sites.types(&CallSites::key(&f.module, bare), params);
-    types
+    let key = CallSites::key(&f.module, bare);
+    let (types, _) = sites.types(&key, params);
+    let defaults = port_rewriter::parameter_literal_defaults(source, &f.file, local_name)
+        .unwrap_or_else(|_| vec![None; params.len()]);
+    (types, sites.literals(&key, params, &defaults))
 }
 
 /// The types the calls give when they type every argument they pass and
@@ -454,6 +528,27 @@ fn captured_aliases(a: &Analysis, f: &FunctionReport) -> Vec<(String, String)> {
         .and_then(|c| c.get("aliases"))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default()
+}
+
+/// The JSON's `arg_types`: per parameter, its type (or the constant it is
+/// specialised to) and where it came from, in the parameters' order.
+fn arg_types_json(
+    params: &[String],
+    types: &[ArgType],
+    from: &[TypeSource],
+    literals: &[(String, String, TypeSource)],
+) -> Vec<serde_json::Value> {
+    let mut typed = types.iter().zip(from);
+    params
+        .iter()
+        .filter_map(|p| match literals.iter().find(|(n, _, _)| n == p) {
+            Some((_, c, src)) => Some(json!({"name": p, "constant": c, "from": src.name()})),
+            None => {
+                let (t, src) = typed.next()?;
+                Some(json!({"name": p, "type": t.numba(), "from": src.name()}))
+            }
+        })
+        .collect()
 }
 
 fn reason_json(r: &Reason) -> serde_json::Value {
@@ -554,7 +649,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let local_name = local_qualname(report_fn);
     let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
         .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
-    let (types, types_from) = arg_types(
+    let (types, types_from, literals_from) = arg_types(
         args,
         &analysis,
         report_fn,
@@ -563,6 +658,10 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         &local_name,
         &python,
     )?;
+    let literals: Vec<(String, String)> = literals_from
+        .iter()
+        .map(|(p, c, _)| (p.clone(), c.clone()))
+        .collect();
     let facts = facts_of(&analysis);
     // The inputs the plan will be verified on, when known: an axis of
     // extent 1 there is planned as NumPy broadcasts it. Inputs that cannot
@@ -583,6 +682,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         report: Some(report_fn),
         fp32: args.fp32,
         input_shapes: &input_shapes,
+        literals: &literals,
     })
     .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
 
@@ -603,14 +703,14 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         ptx: None,
         kernel_signatures: HashMap::new(),
         plan: None,
-        arg_types: params
-            .iter()
-            .zip(types.iter().zip(&types_from))
-            .map(|(p, (t, from))| json!({"name": p, "type": t.numba(), "from": from.name()}))
-            .collect(),
+        arg_types: arg_types_json(&params, &types, &types_from, &literals_from),
     };
+    let typed: Vec<&String> = params
+        .iter()
+        .filter(|p| !literals.iter().any(|(n, _)| n == *p))
+        .collect();
     if types_from.contains(&TypeSource::Assumed) {
-        let assumed: Vec<String> = params
+        let assumed: Vec<String> = typed
             .iter()
             .zip(types.iter().zip(&types_from))
             .filter(|(_, (_, from))| **from == TypeSource::Assumed)
@@ -654,6 +754,9 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                 "input_range": [lo, hi],
                 "fp32": m.plan.fp32,
                 "params": m.plan.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+                // Parameters specialised to the constant every call passes:
+                // `[name, constant]`, the constant as Python writes it.
+                "literals": m.plan.literals,
                 // Arguments the function writes into: the wrapper copies
                 // them back, and refuses to run its kernels on them when
                 // they share memory with another argument.

@@ -988,6 +988,7 @@ mod tests {
                 report: None,
                 fp32,
                 input_shapes: &[],
+                literals: &[],
             })
             .unwrap()
             {

@@ -958,8 +958,15 @@ fn type_word(t: ScalarType) -> &'static str {
     }
 }
 
-/// Writes the inputs as `.npy` files and `manifest.json` into `dir`.
-pub fn write(dir: &Path, inputs: &Inputs, otypes: &[&str]) -> Result<(), VerifyError> {
+/// Writes the inputs as `.npy` files and `manifest.json` into `dir`, with
+/// the constants the plan is specialised to (`literals`: the original is
+/// called with them, by keyword).
+pub fn write(
+    dir: &Path,
+    inputs: &Inputs,
+    otypes: &[&str],
+    literals: &[(String, String)],
+) -> Result<(), VerifyError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| VerifyError::Io(dir.display().to_string(), e.to_string()))?;
     let mut args = Vec::new();
@@ -989,7 +996,11 @@ pub fn write(dir: &Path, inputs: &Inputs, otypes: &[&str]) -> Result<(), VerifyE
             }
         });
     }
-    let manifest = serde_json::json!({"args": args, "otypes": otypes});
+    let literals: serde_json::Map<String, serde_json::Value> = literals
+        .iter()
+        .map(|(n, c)| (n.clone(), serde_json::Value::from(c.as_str())))
+        .collect();
+    let manifest = serde_json::json!({"args": args, "otypes": otypes, "literals": literals});
     let p = dir.join("manifest.json");
     std::fs::write(&p, manifest.to_string())
         .map_err(|e| VerifyError::Io(p.display().to_string(), e.to_string()))

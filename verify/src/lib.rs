@@ -444,7 +444,7 @@ fn run_original_on(
                 inputs.origin.as_str()
             ));
             // The ufunc's output types are part of the manifest.
-            inputs::write(input_dir, &inputs, &otypes)?;
+            inputs::write(input_dir, &inputs, &otypes, &plan.literals)?;
             let timed = original::Timed {
                 limit: generated.then_some(opts.generated_limit),
                 ..cpython_timing(opts)
@@ -684,7 +684,7 @@ fn more_exact_run(
                     "its inputs have no float32 value to widen to float64".into()
                 ));
             };
-            inputs::write(&dir, &wide, &otypes)?;
+            inputs::write(&dir, &wide, &otypes, &plan.literals)?;
             original::run_original(
                 &opts.python,
                 &opts.file,
@@ -699,7 +699,7 @@ fn more_exact_run(
             .map_err(|e| failed(e, "on its inputs widened to float64"))
         }
         exact::Precision::Float64 => {
-            inputs::write(&dir, inputs, &otypes)?;
+            inputs::write(&dir, inputs, &otypes, &plan.literals)?;
             let limit = (EXTENDED_TIME_FACTOR * original_seconds).max(EXTENDED_MIN_SECONDS);
             original::run_original_extended(
                 &opts.python,

@@ -109,6 +109,26 @@ def resolve(mod, qualname):
     return obj
 
 
+def with_literals(fn, manifest):
+    """The function with the constants the plan is specialised to
+    (`w=None`, `mode='reflect'`) passed, every argument by keyword: a
+    constant may stand between two arguments."""
+    literals = manifest.get("literals") or {}
+    if not literals:
+        return fn
+    import ast
+    import functools
+
+    names = [a["name"] for a in manifest["args"]]
+    fixed = {n: ast.literal_eval(c) for n, c in literals.items()}
+
+    @functools.wraps(fn)
+    def call(*args):
+        return fn(**dict(zip(names, args)), **fixed)
+
+    return call
+
+
 def load_args(folder):
     with open(os.path.join(folder, "manifest.json")) as f:
         manifest = json.load(f)
@@ -271,6 +291,7 @@ def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
         raise ImportFailed(e) from e
     user_fn = resolve(mod, qualname)
     manifest, args = load_args(inp)
+    user_fn = with_literals(user_fn, manifest)
     # Imported: the limit on the call starts now (see python_cmd_limited).
     open(os.path.join(out, "imported"), "w").close()
     if extended:

@@ -183,6 +183,24 @@ def given_inputs(migration_path, migration, plan):
     return [value(d[n]) for n in migration_params(plan)]
 
 
+def with_literals(fn, plan, args):
+    """`args` (one per planned parameter) with the constants the plan is
+    specialised to put in their parameters' places."""
+    import ast
+    import inspect
+    fixed = {n: ast.literal_eval(c) for n, c in plan["literals"]}
+    given = dict(zip(migration_params(plan), args))
+    out = []
+    for p in inspect.signature(fn).parameters:
+        if p in fixed:
+            out.append(fixed[p])
+        elif p in given:
+            out.append(given[p])
+        else:
+            break  # left to its default, as port planned it
+    return out
+
+
 def check_sim(original, patched, migration, migration_path):
     from numba import config
     if not config.ENABLE_CUDASIM:
@@ -195,6 +213,10 @@ def check_sim(original, patched, migration, migration_path):
     args = given_inputs(migration_path, migration, plan)
     if args is None:
         args = make_inputs(plan, rng)
+    if plan.get("literals"):
+        # Parameters specialised to a constant (`w=None`): both functions
+        # are called with it, in its place among the arguments.
+        args = with_literals(orig, plan, args)
     if plan["kind"] == "ufunc":
         otypes = [np.dtype(t) for t in plan["ufunc_outputs"]]
         orig = np.vectorize(orig, otypes=otypes)

@@ -53,6 +53,21 @@ pub(super) fn original_runs(plan: &KernelPlan, name: &str, original_and_args: &s
             );
         }
     }
+    for (n, c) in &plan.literals {
+        // `None`, or a string: the constant every call passed.
+        let differs = if c == "None" {
+            format!("{n} is not None")
+        } else {
+            format!("not (isinstance({n}, str) and {n} == {c})")
+        };
+        let why = py_str(&format!(
+            "{name}: migrated for {n}={c}, what the program passes"
+        ));
+        let _ = writeln!(
+            out,
+            "{ind}if {differs}:\n{ind}{ind}return _port_run_original({why}, {original_and_args})"
+        );
+    }
     for (n, d) in &plan.defaults {
         let is_name = d.chars().all(|c| c.is_alphanumeric() || c == '_')
             && d.chars()

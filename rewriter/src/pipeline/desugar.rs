@@ -131,29 +131,60 @@ pub fn body(
     read_only_lists_as_tuples(&pyast::param_names(&desugared.args), &mut desugared.body);
     // Names holding a tuple literal (`shape = (n, m)`) as a name per element.
     pyast::split_tuple_names(&pyast::param_names(&desugared.args), &mut desugared.body);
-    let def = &desugared;
-    let names: Vec<String> = def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
-        .collect();
-    // Fewer types than parameters, the rest defaulted (`poly=0x8408`,
-    // `mode="same"`, `axis=-1`): the call the user has in mind leaves them
-    // out. The plan is specialised to the defaults: a parameter never
-    // rebound reads as its default wherever it appears (so `axis=axis` is a
+    // Parameters specialised to a constant: those every call passes as one
+    // (`w=None`, `mode='reflect'`, [`MigrationRequest::literals`]), and,
+    // with fewer types than the other parameters, the rest left to their
+    // defaults (`poly=0x8408`, `mode="same"`, `axis=-1`): the call the user
+    // has in mind leaves them out. A specialised parameter never rebound
+    // reads as its constant wherever it appears (so `axis=axis` is a
     // constant axis), one rebound starts as it; the wrapper keeps them in
-    // its signature and refuses other values ([`KernelPlan::defaults`]).
-    // A default that is not a constant (`w=np.ones(3)`) is refused.
-    let params = def.args.args.clone();
-    let rebound = pyast::names_rebound(&def.body);
-    let def_line = src.line(def);
+    // its signature and runs the original for other values
+    // ([`KernelPlan::defaults`], [`KernelPlan::literals`]). A default that
+    // is not a constant (`w=np.ones(3)`) is refused.
+    let params = desugared.args.args.clone();
+    let def_line = src.line(&desugared);
+    for (name, _) in req.literals {
+        if !params.iter().any(|a| a.def.arg.as_str() == name) {
+            return Ok(Err(vec![Reason::new(
+                "frontend",
+                def_line,
+                format!("no parameter `{name}` to specialise to a constant"),
+            )]));
+        }
+    }
+    let typed: Vec<&rustpython_parser::ast::ArgWithDefault> = params
+        .iter()
+        .filter(|a| !req.literals.iter().any(|(n, _)| n == a.def.arg.as_str()))
+        .collect();
+    let rebound = pyast::names_rebound(&desugared.body);
     let mut defaults: Vec<(String, String)> = Vec::new();
-    let given = req.types.len().min(names.len());
-    if req.types.len() < names.len() && params[given..].iter().all(|a| a.default.is_some()) {
-        let mut prelude: Vec<rustpython_parser::ast::Stmt> = Vec::new();
-        let mut subst: Vec<(String, rustpython_parser::ast::Expr)> = Vec::new();
-        for a in &params[given..] {
+    let given = req.types.len().min(typed.len());
+    // (name, value) of each specialised parameter.
+    let mut constants: Vec<(String, rustpython_parser::ast::Expr)> = Vec::new();
+    for (name, text) in req.literals {
+        let at = params
+            .iter()
+            .find(|a| a.def.arg.as_str() == name)
+            .map(|a| rustpython_parser::ast::Ranged::range(&a.def))
+            .expect("checked");
+        match literal_expr(text, at) {
+            Some(e) => constants.push((name.clone(), e)),
+            None => {
+                return Ok(Err(vec![Reason::new(
+                    "frontend",
+                    def_line,
+                    format!(
+                        "`{name}={text}`: port specialises a parameter to `None` or a string only"
+                    ),
+                )]))
+            }
+        }
+    }
+    // The typed parameters the plan keeps.
+    let mut kept: Vec<String> = typed.iter().map(|a| a.def.arg.to_string()).collect();
+    if req.types.len() < typed.len() && typed[given..].iter().all(|a| a.default.is_some()) {
+        kept.truncate(given);
+        for a in &typed[given..] {
             let d = a.default.as_deref().expect("checked");
             let name = a.def.arg.to_string();
             if !constant_default(src, d) {
@@ -167,23 +198,34 @@ pub fn body(
                 )]));
             }
             defaults.push((name.clone(), src.text_of(d).to_string()));
-            // A list or tuple of numbers reads as the array NumPy makes of
-            // it wherever the function hands it to NumPy (`np.bitwise_and(
-            // mask, v)`, `mask == v`): `np.array([1, 0, 1])`, a constant
-            // template.
-            let numpy = src
-                .imports
-                .iter()
-                .find(|(_, full)| full.as_str() == "numpy")
-                .map(|(local, _)| local.clone());
-            let d = &match (d, numpy) {
+            constants.push((name, d.clone()));
+        }
+    }
+    if !constants.is_empty() {
+        let mut prelude: Vec<rustpython_parser::ast::Stmt> = Vec::new();
+        let mut subst: Vec<(String, rustpython_parser::ast::Expr)> = Vec::new();
+        // A list or tuple of numbers reads as the array NumPy makes of it
+        // wherever the function hands it to NumPy (`np.bitwise_and(mask,
+        // v)`, `mask == v`): `np.array([1, 0, 1])`, a constant template.
+        let numpy = src
+            .imports
+            .iter()
+            .find(|(_, full)| full.as_str() == "numpy")
+            .map(|(local, _)| local.clone());
+        for (name, d) in &constants {
+            let d = &match (d, &numpy) {
                 (
                     rustpython_parser::ast::Expr::List(_) | rustpython_parser::ast::Expr::Tuple(_),
                     Some(np),
-                ) => array_of(d, &np),
+                ) => array_of(d, np),
                 _ => d.clone(),
             };
-            if rebound.contains(&name) {
+            let none = matches!(d, rustpython_parser::ast::Expr::Constant(c)
+                if matches!(c.value, rustpython_parser::ast::Constant::None));
+            if rebound.contains(name) && none {
+                // `if eps is None: eps = 1e-12`: decided below; a read of
+                // the name while it is still None has no kernel value.
+            } else if rebound.contains(name) {
                 prelude.push(rustpython_parser::ast::Stmt::Assign(
                     rustpython_parser::ast::StmtAssign {
                         range: rustpython_parser::ast::Ranged::range(d),
@@ -199,13 +241,15 @@ pub fn body(
                     },
                 ));
             } else {
-                subst.push((name, d.clone()));
+                subst.push((name.clone(), d.clone()));
             }
         }
         // `if nfft is None: nfft = n` before anything else reads `nfft`:
-        // decided now, as the parameter is its default there.
-        for (name, d) in &defaults {
-            if d == "None" {
+        // decided now, as the parameter is `None` there.
+        for (name, d) in &constants {
+            if matches!(d, rustpython_parser::ast::Expr::Constant(c)
+                if matches!(c.value, rustpython_parser::ast::Constant::None))
+            {
                 fold_none_tests(&mut desugared.body, name);
             }
         }
@@ -218,12 +262,17 @@ pub fn body(
             }
             false
         });
+        // `if mode == "wrap":` with `mode` now the constant: the branch
+        // taken.
+        pyast::normalise_statements(&mut desugared.body);
         let at = usize::from(desugared.body.first().is_some_and(pyast::is_docstring));
         desugared.body.splice(at..at, prelude);
-        desugared.args.args.truncate(given);
+        desugared
+            .args
+            .args
+            .retain(|a| kept.iter().any(|k| k == a.def.arg.as_str()));
     }
-    let def = &desugared;
-    let names: Vec<String> = names[..names.len().min(def.args.args.len())].to_vec();
+    let names = kept;
     if req.types.len() != names.len() {
         return Err(RewriteError::SignatureArity {
             function: req.function.to_string(),
@@ -237,6 +286,23 @@ pub fn body(
         names,
         defaults,
     }))
+}
+
+/// A constant given for a parameter (`None`, `'reflect'`) as an expression
+/// placed at the parameter (`at`): messages about it point there. `None`
+/// for anything but `None` or a string.
+fn literal_expr(
+    text: &str,
+    at: rustpython_parser::text_size::TextRange,
+) -> Option<rustpython_parser::ast::Expr> {
+    use rustpython_parser::ast::{self, Constant, Expr};
+    use rustpython_parser::Parse;
+    match Expr::parse(text, "<literal>").ok()? {
+        Expr::Constant(c) if matches!(c.value, Constant::None | Constant::Str(_)) => {
+            Some(Expr::Constant(ast::ExprConstant { range: at, ..c }))
+        }
+        _ => None,
+    }
 }
 
 /// The top-level `def`s of `f`'s body that read no local of `f` (only

@@ -16,6 +16,7 @@ pub fn finish(
     req: &MigrationRequest,
 ) -> KernelPlan {
     plan.defaults = defaults;
+    plan.literals = req.literals.to_vec();
     if plan.kind != PlanKind::Kernels {
         plan.unit_dims = Vec::new();
     } else {

@@ -161,6 +161,7 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
     };
     KernelPlan {
         defaults: Vec::new(),
+        literals: Vec::new(),
         function: l.fn_name.clone(),
         kind,
         params,

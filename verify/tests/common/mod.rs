@@ -40,6 +40,7 @@ pub fn plan_of(file: &Path, function: &str, sig: &str, fp32: bool) -> KernelPlan
         report: None,
         fp32,
         input_shapes: &[],
+        literals: &[],
     })
     .unwrap()
     {
