@@ -907,7 +907,9 @@ macro_rules! program_in {
 /// known length, indices computed at run time that go negative, flags
 /// given as ints, type limits, a name rebound in both branches of an `if`,
 /// helpers that return early, `np.meshgrid`, arrays unpacked into names,
-/// parameters specialised to the constant a signature gives them.
+/// parameters specialised to the constant a signature gives them, a
+/// reduction's `dtype=`, `isinstance` decided by type, `np.shape` and
+/// `np.squeeze`.
 mod general_rules {
     use super::verified;
 
@@ -933,6 +935,41 @@ mod general_rules {
         pairwise_min: "float32[:], float32[:]",
         table_ij: "float64[:], float64[:]",
         relative_gap: "float64[:], float64[:], 'l2', None",
+        column_skill: "float32[:, :], float32[:, :]",
+        as_array_scaled: "float64[:], float64",
+        squeezed_energy: "float64[:], float64",
+    }
+
+    /// `assert isinstance(r, tuple)` of an array fails on every call: a
+    /// refusal that says so, not a plan whose verification the original's
+    /// exception fails.
+    #[test]
+    fn an_assert_that_always_fails_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            super::fixture("migrate/general_rules.py"),
+            tmp.path().join("general_rules.py"),
+        )
+        .unwrap();
+        let o = super::migrate_in(
+            tmp.path(),
+            &[
+                "general_rules.py",
+                "--function",
+                "needs_a_pair",
+                "--signature",
+                "float64[:], float64[:]",
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", super::stdout(&o));
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "refused", "{j}");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`assert isinstance(r, tuple)` fails for arguments of these types"),
+            "{msg}"
+        );
     }
 
     // An array unpacked into names has exactly that many rows: the plan's
@@ -1431,6 +1468,13 @@ mod shapes {
         assert!(
             python.contains("if mass.shape[1] != 1:"),
             "the wrapper checks the specialisation first:\n{python}"
+        );
+        // A call with a full matrix runs the original, which takes it.
+        assert!(
+            python.contains(
+                "leapfrog_masses: line 9: the kernels were built for inputs whose `mass` has extent 1 along axis 1 (it broadcasts); here `mass.shape[1]` differs: the original runs\""
+            ),
+            "{python}"
         );
     }
 

@@ -62,6 +62,9 @@ pub struct MigrateArgs {
 
     /// Argument types in Numba's syntax, e.g.
     /// "float64, float64[:], float64[:, ::1]" (else the captured types).
+    /// An entry `None` or a quoted string ("float64[:], None, 'wrap'")
+    /// specialises that parameter to the constant: calls that pass
+    /// anything else run the original.
     #[arg(long)]
     pub signature: Option<String>,
 

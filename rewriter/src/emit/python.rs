@@ -816,6 +816,10 @@ struct Host<'p> {
     device: BTreeSet<String>,
     /// Names a host loop rebinds to other device arrays.
     rebound: BTreeSet<String>,
+    /// `original, args…` while the wrapper's entry guards are written: a
+    /// guard of the specialisation that fails there runs the original
+    /// (nothing has run yet); elsewhere it raises.
+    fallback: Option<String>,
 }
 
 impl Host<'_> {
@@ -899,6 +903,7 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         plan,
         device: BTreeSet::new(),
         rebound,
+        fallback: None,
     };
     let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
     let mut out = String::new();
@@ -974,7 +979,9 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         .iter()
         .take_while(|s| matches!(s, HostStep::Guard(_)))
         .count();
+    h.fallback = Some(original_and_args.clone());
     emit_steps(&mut h, &plan.steps[..entry], 1, &mut out);
+    h.fallback = None;
     if plan.kind == PlanKind::Ufunc {
         let elementwise: Vec<&crate::plan::PlanParam> =
             plan.params.iter().filter(|p| p.elementwise).collect();
@@ -1227,7 +1234,22 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 let what = py_str(&format!("line {}: {}", g.line, g.what));
                 let lhs = py_str(&g.lhs_text);
                 let _ = writeln!(out, "{ind}if {l} != {r}:");
-                if g.specialised {
+                if let (true, Some(f)) = (g.specialised, &h.fallback) {
+                    // The original takes these shapes: it runs, with one
+                    // warning that says why.
+                    let why = py_str(&format!(
+                        "{}: line {}: {}; here `{}` differs: the original runs",
+                        h.plan
+                            .function
+                            .rsplit('.')
+                            .next()
+                            .unwrap_or(&h.plan.function),
+                        g.line,
+                        g.what,
+                        g.lhs_text
+                    ));
+                    let _ = writeln!(out, "{ind}    return _port_run_original({why}, {f})");
+                } else if g.specialised {
                     let _ = writeln!(out, "{ind}    _port_shape_error({what}, {lhs}, {l})");
                 } else {
                     let _ = writeln!(

@@ -217,6 +217,54 @@ impl<'a> Lowerer<'a> {
             let b = self.expr(r, &c.args[1])?;
             return self.dot(r, a, b, line);
         }
+        // `np.shape(x)`, `np.ndim(x)`, `np.size(x)`: the attributes.
+        if let ("numpy.shape" | "numpy.ndim" | "numpy.size", [x], true) =
+            (name.as_str(), c.args.as_slice(), c.keywords.is_empty())
+        {
+            return match self.expr(r, x)? {
+                Val::Array(av) => Ok(match short.as_str() {
+                    "shape" => Val::Tuple(
+                        av.shape
+                            .iter()
+                            .map(|s| Val::scalar(s.clone(), ScalarType::I64))
+                            .collect(),
+                    ),
+                    "ndim" => Val::Scalar(i64(av.ndim() as i64), ScalarType::I64, true),
+                    _ => Val::scalar(av.size(), ScalarType::I64),
+                }),
+                Val::Scalar(..) => Ok(match short.as_str() {
+                    "shape" => Val::Tuple(Vec::new()),
+                    "ndim" => Val::Scalar(i64(0), ScalarType::I64, true),
+                    _ => Val::Scalar(i64(1), ScalarType::I64, true),
+                }),
+                Val::Tuple(_) => refuse(
+                    "frontend",
+                    line,
+                    format!(
+                        "`{}` of a tuple (NumPy makes an array of it)",
+                        self.src.text_of(c)
+                    ),
+                ),
+            };
+        }
+        if name == "numpy.squeeze" && c.args.len() == 1 && c.keywords.is_empty() {
+            let v = self.expr(r, &c.args[0])?;
+            return self.squeeze(v, line);
+        }
+        if name == "isinstance" && c.args.len() == 2 && c.keywords.is_empty() {
+            let v = self.expr(r, &c.args[0])?;
+            return match isinstance_of(self.src, &v, &c.args[1]) {
+                Some(b) => Ok(Val::Scalar(bool(b), ScalarType::Bool, true)),
+                None => refuse(
+                    "frontend",
+                    line,
+                    format!(
+                        "`{}`: which of these classes a kernel value is an instance of is not known here",
+                        self.src.text_of(c)
+                    ),
+                ),
+            };
+        }
         if name == "len" && c.args.len() == 1 {
             return match self.expr(r, &c.args[0])? {
                 Val::Array(av) => Ok(Val::scalar(av.shape[0].clone(), ScalarType::I64)),
@@ -572,6 +620,7 @@ impl<'a> Lowerer<'a> {
             axes: Some(vec![1]),
             keepdims: true,
             ddof: 0,
+            dtype: None,
         };
         let mean = self.reduce_with(
             r,
@@ -822,4 +871,94 @@ fn arithmetic_ufunc(short: &str) -> Option<ast::Operator> {
         "right_shift" => O::RShift,
         _ => return None,
     })
+}
+
+impl Lowerer<'_> {
+    /// `np.squeeze(x)`: the axes of extent 1 dropped. An axis of literal
+    /// extent 1 goes; one an argument's extent gives stays, planned as
+    /// never 1, with a guard of the specialisation (a call where it is 1
+    /// runs the original, whose result has fewer axes).
+    fn squeeze(&mut self, v: Val, line: u32) -> Lower<Val> {
+        let Val::Array(av) = v else {
+            return Ok(v);
+        };
+        let mut shape = Vec::new();
+        let mut idx = Vec::new();
+        let mut guards = Vec::new();
+        for e in &av.shape {
+            match e {
+                Expr::Lit(port_codegen::ir::Literal::I64(1)) => idx.push(i64(0)),
+                Expr::Lit(_) => {
+                    idx.push(var(&array_expr::ph(shape.len())));
+                    shape.push(e.clone());
+                }
+                Expr::Shape { array, .. }
+                    if self.params.iter().any(|(p, t)| p == array && t.is_array()) =>
+                {
+                    guards.push(e.clone());
+                    idx.push(var(&array_expr::ph(shape.len())));
+                    shape.push(e.clone());
+                }
+                _ => {
+                    return refuse(
+                        "frontend",
+                        line,
+                        format!(
+                            "`np.squeeze` of an array whose extent `{}` is not an argument's: whether it is 1 decides the result's rank",
+                            crate::numpy::extents::extent_text(e)
+                        ),
+                    )
+                }
+            }
+        }
+        for e in guards {
+            let text = crate::numpy::extents::extent_text(&e);
+            self.steps.push(crate::plan::HostStep::Guard(crate::plan::ShapeGuard {
+                lhs: cast(ScalarType::I64, cmp(CmpOp::Eq, e, i64(1))),
+                rhs: i64(0),
+                line,
+                what: format!(
+                    "`np.squeeze` at line {line} was planned for `{text}` other than 1 (an extent of 1 is dropped)"
+                ),
+                lhs_text: format!("({text} == 1)"),
+                rhs_text: "False".into(),
+                specialised: true,
+            }));
+        }
+        let mut out = av.reindexed(shape, &idx);
+        out.computed = av.computed;
+        Ok(Val::Array(out))
+    }
+}
+
+/// `isinstance(v, classes)` decided by `v`'s kind, where it does not depend
+/// on whether a number is a Python or a NumPy one: an array is an
+/// `np.ndarray` and no container, number or string; a number is no
+/// container, string or array. `None` where it depends (`isinstance(x,
+/// int)` of an int64: a Python int is, `np.int64` is not).
+fn isinstance_of(src: &crate::source::SourceFile, v: &Val, classes: &ast::Expr) -> Option<bool> {
+    let names: Vec<&ast::Expr> = match classes {
+        ast::Expr::Tuple(t) => t.elts.iter().collect(),
+        e => vec![e],
+    };
+    let mut any = false;
+    for n in names {
+        let full = src.resolve(n)?;
+        let container = matches!(
+            full.as_str(),
+            "tuple" | "list" | "str" | "dict" | "set" | "frozenset" | "bytes"
+        );
+        let is = match (v, full.as_str()) {
+            (_, "object") => true,
+            (Val::Array(_), "numpy.ndarray") => true,
+            (Val::Array(_), _) if container => false,
+            (Val::Array(_), "int" | "float" | "complex" | "bool") => false,
+            (Val::Array(_), f) if f.starts_with("numpy.") || f.starts_with("numbers.") => false,
+            (Val::Scalar(..), "numpy.ndarray") => false,
+            (Val::Scalar(..), _) if container => false,
+            _ => return None,
+        };
+        any |= is;
+    }
+    Some(any)
 }

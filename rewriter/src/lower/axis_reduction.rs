@@ -81,6 +81,9 @@ pub struct RedArgs {
     pub axes: Option<Vec<usize>>,
     pub keepdims: bool,
     pub ddof: i64,
+    /// `dtype=T`: the elements are cast to `T` and reduced in it (NumPy's
+    /// accumulator and result type), as `x.astype(T)` would be.
+    pub dtype: Option<port_codegen::ir::ScalarType>,
 }
 
 impl Lowerer<'_> {
@@ -118,6 +121,10 @@ impl Lowerer<'_> {
         for (name, e) in after_axis.iter().zip(extra) {
             let is_none =
                 matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None));
+            if *name == "dtype" && !is_none {
+                out.dtype = Some(self.reduction_dtype(c, e, op, line)?);
+                continue;
+            }
             match (*name, self.src.eval_const(e)) {
                 ("dtype" | "out", _) if is_none => {}
                 ("ddof", Some(Const::Int(d))) => out.ddof = d,
@@ -145,6 +152,12 @@ impl Lowerer<'_> {
         for k in &c.keywords {
             match k.arg.as_ref().map(|a| a.as_str()) {
                 Some("axis") => axis_expr = Some(&k.value),
+                Some("dtype") if after_axis.contains(&"dtype") => {
+                    let none = matches!(&k.value, ast::Expr::Constant(k0) if matches!(k0.value, ast::Constant::None));
+                    if !none {
+                        out.dtype = Some(self.reduction_dtype(c, &k.value, op, line)?);
+                    }
+                }
                 Some("keepdims") => match self.src.eval_const(&k.value).and_then(Const::truth) {
                     Some(b) => out.keepdims = b,
                     _ => return refuse(NAME, line, "`keepdims=` must be True or False"),
@@ -354,11 +367,53 @@ impl Lowerer<'_> {
             axes: (!output.is_empty()).then_some(axes),
             keepdims: false,
             ddof: 0,
+            dtype: None,
         };
         self.reduce_with(r, AxisOp::Plain(Reduce::Sum), product, args, "einsum", line)
     }
 
     /// A reduction with its arguments: along axes, or of the whole array.
+    /// The `dtype=` of a reduction: a float or complex type, or for
+    /// `sum`/`prod` a 64-bit integer one, where reducing in it is reducing
+    /// `x.astype(T)` (NumPy's small integer types accumulate in themselves
+    /// with `dtype=`, not in int64 as `astype` then `sum` would).
+    fn reduction_dtype(
+        &self,
+        c: &ast::ExprCall,
+        e: &ast::Expr,
+        op: AxisOp,
+        line: u32,
+    ) -> Lower<port_codegen::ir::ScalarType> {
+        use port_codegen::ir::ScalarType as S;
+        let Some(t) = crate::lower::creation::dtype_of(self.src, e) else {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: `dtype={}` is not a dtype port knows",
+                    self.src.text_of(c),
+                    self.src.text_of(e)
+                ),
+            );
+        };
+        let sums = matches!(op, AxisOp::Plain(Reduce::Sum | Reduce::Prod));
+        let fits = t.is_float() || t.is_complex() || sums && matches!(t, S::I64 | S::U64);
+        if !fits {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`{}`: `{}` with `dtype={}` accumulates in {}, which port's reductions do not",
+                    self.src.text_of(c),
+                    op.word(),
+                    self.src.text_of(e),
+                    crate::types::numpy_dtype(t)
+                ),
+            );
+        }
+        Ok(t)
+    }
+
     pub(crate) fn reduce_with(
         &mut self,
         r: &mut Region,
@@ -368,6 +423,12 @@ impl Lowerer<'_> {
         hint: &str,
         line: u32,
     ) -> Lower<Val> {
+        // `dtype=T`: the reduction of the elements cast to `T`.
+        let v = match (args.dtype, v) {
+            (Some(t), Val::Array(av)) => Val::Array(av.map(t, |e| cast_to(e, av.elem, t))),
+            (Some(t), Val::Scalar(x, from, _)) => Val::scalar(cast_to(x, from, t), t),
+            (_, v) => v,
+        };
         let av = match v {
             Val::Array(av) => av,
             other => {
@@ -1183,6 +1244,13 @@ impl Lowerer<'_> {
         };
         let sum = AxisOp::Plain(Reduce::Sum);
         let args = self.reduction_args(&rest, 1, nd, sum, line)?;
+        if args.dtype.is_some() {
+            return refuse(
+                NAME,
+                line,
+                "`np.linalg.norm` takes no `dtype=` (NumPy raises)",
+            );
+        }
         let squares = self.binop(ast::Operator::Mult, &v, &v, line)?;
         let hint = crate::pyast::subscript_base(first).unwrap_or_else(|| "norm".into());
         let total = self.reduce_with(r, sum, squares, args, &hint, line)?;

@@ -196,6 +196,13 @@ impl Lowerer<'_> {
             Op::Var(_) | Op::Std(_) if !whole => {
                 let nd = sel.values.ndim() - sel.mask.ndim() + 1;
                 let args = self.reduction_args(c, skip, nd, AxisOp::Var, line)?;
+                if args.dtype.is_some() {
+                    return refuse(
+                        NAME,
+                        line,
+                        "`dtype=` of a reduction of a selection through a mask",
+                    );
+                }
                 if args.axes.as_ref().is_some_and(|a| a.len() != nd) || args.keepdims {
                     return refuse(
                         NAME,
@@ -311,6 +318,13 @@ impl Lowerer<'_> {
             _ => unreachable!("only these take an axis here"),
         };
         let args = self.reduction_args(c, skip, nd, AxisOp::Plain(plain), line)?;
+        if args.dtype.is_some() {
+            return refuse(
+                NAME,
+                line,
+                "`dtype=` of a reduction of a selection through a mask",
+            );
+        }
         let axes = args.axes.clone().unwrap_or_else(|| (0..nd).collect());
         if axes.len() == nd && !args.keepdims {
             return self.reduce_selection(r, op, sel, line);
@@ -362,6 +376,7 @@ impl Lowerer<'_> {
                 axes: Some(x_axes.clone()),
                 keepdims: args.keepdims,
                 ddof: 0,
+                dtype: None,
             },
             "masked",
             line,

@@ -15,8 +15,9 @@
 //!   [`MAX_UNROLLED`] items as the list literal it makes;
 //! - a list bound once and only read by index as the tuple it stands for;
 //! - names holding a tuple literal as one name per element;
-//! - parameters left to their defaults specialised to them (`if x is None`
-//!   decided).
+//! - parameters left to their defaults, or given a constant every call
+//!   passes (`None`, a string), specialised to it (`if x is None`,
+//!   `if mode == "wrap"` decided).
 //!
 //! And, for the file: the capture-free nested `def`s (and `f = lambda …`
 //! statements, as the `def`s they mean) that the planner plans as

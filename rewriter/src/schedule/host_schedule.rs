@@ -330,6 +330,17 @@ impl Lowerer<'_> {
     pub(crate) fn host_if(&mut self, r: &mut Region, i: &ast::StmtIf) -> Lower<()> {
         let line = self.src.line(i);
         let cond = self.host_condition(r, &i.test, line)?;
+        // A test the types decide (`isinstance(x, np.ndarray)` of an
+        // array): only the branch it takes, as Python runs it.
+        if let Expr::Lit(port_codegen::ir::Literal::Bool(taken)) = cond {
+            self.log.applied(
+                NAME,
+                format!("`if` at line {line} decided by the types: always {taken}"),
+            );
+            return self
+                .host_block(r, if taken { &i.body } else { &i.orelse })
+                .map(|_| ());
+        }
         self.settle_device_scalars();
         let entry = self.host.clone();
         let outer = std::mem::take(&mut self.steps);
@@ -459,6 +470,18 @@ impl Lowerer<'_> {
                 return Ok(());
             }
         };
+        // An assertion that fails on every call with these types (`assert
+        // isinstance(r, tuple)` of an array): the original raises.
+        if matches!(&cond, Expr::Lit(port_codegen::ir::Literal::Bool(false))) {
+            return refuse(
+                NAME,
+                line,
+                format!(
+                    "`assert {}` fails for arguments of these types: the original raises AssertionError on every such call",
+                    self.src.text_of(&*a.test)
+                ),
+            );
+        }
         self.settle_device_scalars();
         let message = a.msg.as_deref().map(|m| self.message_text(m));
         self.steps.push(HostStep::If {
