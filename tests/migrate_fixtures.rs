@@ -909,7 +909,7 @@ macro_rules! program_in {
 /// helpers that return early, `np.meshgrid`, arrays unpacked into names,
 /// parameters specialised to the constant a signature gives them, a
 /// reduction's `dtype=`, `isinstance` decided by type, `np.shape` and
-/// `np.squeeze`.
+/// `np.squeeze`, elementwise functions of a mask selection.
 mod general_rules {
     use super::verified;
 
@@ -938,6 +938,7 @@ mod general_rules {
         column_skill: "float32[:, :], float32[:, :]",
         as_array_scaled: "float64[:], float64",
         squeezed_energy: "float64[:], float64",
+        pair_energy: "float64[:], float64",
     }
 
     /// `assert isinstance(r, tuple)` of an array fails on every call: a

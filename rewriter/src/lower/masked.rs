@@ -105,6 +105,82 @@ impl Lowerer<'_> {
                 self.assume_equal(Some(r), pairs, line, crate::numpy::extents::MASK)?;
                 Ok(Some(Selection { values, mask, line }))
             }
+            _ => self.elementwise_selection(r, e),
+        }
+    }
+
+    /// An elementwise expression of selections through one mask and of
+    /// numbers (`(1.0 / r) ** 6`, `np.exp(-v) * k`) as the selection of
+    /// the expression of the whole arrays: `f(x[m])` is `f(x)[m]` for an
+    /// elementwise `f`, so what is reduced is the same. `None` when `e`
+    /// reads no selection, or is not elementwise in them.
+    fn elementwise_selection(&mut self, r: &mut Region, e: &ast::Expr) -> Lower<Option<Selection>> {
+        if r.kind != crate::lower::context::RegionKind::Host {
+            return Ok(None);
+        }
+        // The selections `e` reads, and whether it is built only of
+        // operators, NumPy's and math's functions, names and constants.
+        let mut names: Vec<String> = Vec::new();
+        let mut plain = true;
+        crate::pyast::walk_expr(e, &mut |x| match x {
+            ast::Expr::Name(n) if self.masked.contains_key(n.id.as_str()) => {
+                if !names.iter().any(|k| k == n.id.as_str()) {
+                    names.push(n.id.to_string());
+                }
+            }
+            ast::Expr::BinOp(_)
+            | ast::Expr::UnaryOp(_)
+            | ast::Expr::Constant(_)
+            | ast::Expr::Name(_) => {}
+            ast::Expr::Call(c) => {
+                let elementwise = self.src.resolve(&c.func).is_some_and(|f| {
+                    (f.starts_with("numpy.") || f.starts_with("math."))
+                        && crate::numpy::math_calls::is_elementwise(&f)
+                });
+                plain &= elementwise && c.keywords.is_empty();
+            }
+            // `np.pi`: a constant; the function of a call, checked above.
+            ast::Expr::Attribute(_) => {}
+            _ => plain = false,
+        });
+        if names.is_empty() || !plain || matches!(e, ast::Expr::Name(_)) {
+            return Ok(None);
+        }
+        let sels: Vec<Selection> = names.iter().map(|n| self.masked[n].clone()).collect();
+        let first = &sels[0];
+        if sels
+            .iter()
+            .any(|s| s.mask != first.mask || s.values.shape != first.values.shape)
+        {
+            return Ok(None);
+        }
+        // Each selection read as its whole array while `e` is lifted.
+        let saved: Vec<(String, Option<crate::lower::context::HostBind>, Selection)> = names
+            .iter()
+            .zip(&sels)
+            .map(|(n, s)| {
+                let before = self.host.insert(
+                    n.clone(),
+                    crate::lower::context::HostBind::View(s.values.clone()),
+                );
+                self.masked.remove(n);
+                (n.clone(), before, s.clone())
+            })
+            .collect();
+        let lifted = self.expr(r, e);
+        for (n, before, s) in saved {
+            match before {
+                Some(b) => self.host.insert(n.clone(), b),
+                None => self.host.remove(&n),
+            };
+            self.masked.insert(n, s);
+        }
+        match lifted? {
+            Val::Array(values) if values.shape == first.values.shape => Ok(Some(Selection {
+                values,
+                mask: first.mask.clone(),
+                line: first.line,
+            })),
             _ => Ok(None),
         }
     }

@@ -13,6 +13,55 @@ use crate::numpy::array_expr::{map1, map2, map3, Val};
 
 pub const NAME: &str = "math_calls";
 
+/// Whether the NumPy or math function `name` (dotted) maps elements to
+/// elements, one result per element of its broadcast arguments: a math
+/// function or one of NumPy's arithmetic and comparison ufuncs. (Used to
+/// carry a boolean-mask selection through an expression: `f(x[m])` is
+/// `f(x)[m]` only for such `f`.)
+pub fn is_elementwise(name: &str) -> bool {
+    if math_fn(name).is_some() {
+        return true;
+    }
+    let Some(f) = name.strip_prefix("numpy.") else {
+        return false;
+    };
+    matches!(
+        f,
+        "abs"
+            | "absolute"
+            | "square"
+            | "power"
+            | "maximum"
+            | "minimum"
+            | "add"
+            | "subtract"
+            | "multiply"
+            | "divide"
+            | "true_divide"
+            | "negative"
+            | "positive"
+            | "sign"
+            | "reciprocal"
+            | "rint"
+            | "round"
+            | "clip"
+            | "exp"
+            | "log"
+            | "isnan"
+            | "isinf"
+            | "isfinite"
+            | "logical_not"
+            | "logical_and"
+            | "logical_or"
+            | "greater"
+            | "less"
+            | "equal"
+            | "not_equal"
+            | "greater_equal"
+            | "less_equal"
+    )
+}
+
 /// The math function behind a dotted name (`math.sqrt`, `numpy.arcsin`).
 pub fn math_fn(name: &str) -> Option<MathFn> {
     let (module, f) = name.rsplit_once('.')?;
