@@ -177,16 +177,48 @@ def leaves(x):
     return [x]
 
 
-def cupy_case(cp, np, path, function, npz, repeats, limit):
+def signature_constants(signature):
+    """The entries of a --signature that are constants (`None`, a quoted
+    string), by position: {index: value}."""
+    import ast
+    entries, depth, quote, cur = [], 0, None, ""
+    for ch in signature or "":
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0 and not quote:
+            entries.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    entries.append(cur.strip())
+    return {k: ast.literal_eval(e) for k, e in enumerate(entries)
+            if e == "None" or (len(e) >= 2 and e[0] == e[-1] and e[0] in "'\"")}
+
+
+def cupy_case(cp, np, path, function, npz, repeats, limit, signature=None):
     """The function of `path` with its `np` rebound to CuPy, on the inputs in
-    `npz`: checked against the NumPy original, then timed (see the module
-    doc). A dict: `cupy_s`, or `cupy_error`."""
+    `npz` (and the constants the signature gives): checked against the
+    NumPy original, then timed (see the module doc). A dict: `cupy_s`, or
+    `cupy_error`."""
     data = np.load(npz, allow_pickle=False)
     module = load(path, "_sweep_numpy")
     f = getattr(module, function)
     params = list(inspect.signature(f).parameters)
-    names = [n for n in params if n in data.files]
-    host = [data[n] if data[n].ndim else data[n].item() for n in names]
+    constants = signature_constants(signature)
+    host = []
+    for k, n in enumerate(params):
+        if k in constants:
+            host.append(constants[k])
+        elif n in data.files:
+            host.append(data[n] if data[n].ndim else data[n].item())
+        else:
+            break  # left to its default, as port planned it
     fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in host]
     expected_args = fresh()
     expected = f(*expected_args)
@@ -325,7 +357,8 @@ def main():
                 if cupy_spent < args.cupy_budget:
                     t = time.monotonic()
                     r.update(cupy_case(cp, numpy, work / f, function, npz, args.repeats,
-                                       min(args.cupy_timeout, args.cupy_budget - cupy_spent)))
+                                       min(args.cupy_timeout, args.cupy_budget - cupy_spent),
+                                       signature))
                     cupy_spent += time.monotonic() - t
                 else:
                     r["cupy_skipped"] = "past --cupy-budget"
