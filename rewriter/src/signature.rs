@@ -324,6 +324,25 @@ fn param_uses(
             walk_expr(e, &mut |x: &Expr| observe(x, &mut uses));
         }
     });
+    // `assert np.size(r) == 1` (or `np.ndim(r) == 0`, `np.isscalar(r)`):
+    // the function says `r` is a number, whatever NumPy call it is given
+    // to, unless the body indexes it.
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        let Stmt::Assert(a) = s else { return };
+        let mut tests: Vec<&Expr> = vec![a.test.as_ref()];
+        if let Expr::BoolOp(b) = a.test.as_ref() {
+            if b.op == ast::BoolOp::And {
+                tests = b.values.iter().collect();
+            }
+        }
+        for t in tests {
+            if let Some(u) = asserted_scalar(t).and_then(|n| uses.get_mut(n)) {
+                if u.ndim == 0 && !u.index_elems {
+                    u.array = false;
+                }
+            }
+        }
+    });
     // A local bound to a slice of a parameter (`cols = A_col[a:b]`) and
     // used as an index (`x[cols]`) makes the parameter's elements indices.
     let mut slices_of: HashMap<String, &str> = HashMap::new();
@@ -579,6 +598,32 @@ fn mark_int(e: &Expr, uses: &mut HashMap<&str, Use>) {
         }
         _ => {}
     });
+}
+
+/// The parameter a test says is a number: `np.size(p) == 1`,
+/// `np.ndim(p) == 0`, `np.isscalar(p)`.
+fn asserted_scalar(t: &Expr) -> Option<&str> {
+    fn call_of<'e>(e: &'e Expr, f: &str) -> Option<&'e str> {
+        let Expr::Call(c) = e else { return None };
+        let Expr::Attribute(a) = c.func.as_ref() else {
+            return None;
+        };
+        (is_numpy(&a.value) && a.attr.as_str() == f && c.args.len() == 1)
+            .then(|| name_of(&c.args[0]))
+            .flatten()
+    }
+    if let Some(n) = call_of(t, "isscalar") {
+        return Some(n);
+    }
+    let Expr::Compare(c) = t else { return None };
+    let ([ast::CmpOp::Eq], [rhs]) = (c.ops.as_slice(), c.comparators.as_slice()) else {
+        return None;
+    };
+    match const_int(rhs) {
+        Some(1) => call_of(&c.left, "size"),
+        Some(0) => call_of(&c.left, "ndim"),
+        _ => None,
+    }
 }
 
 fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
@@ -900,6 +945,18 @@ mod tests {
         assert_eq!(sig(src, "a"), "float64[:, :, :], float64[:, :]");
         let src = "def n(X):\n    return X / np.linalg.norm(X, axis=1, keepdims=True)\n";
         assert_eq!(sig(src, "n"), "float64[:, :]");
+    }
+
+    /// EntropyHub's membership functions: `assert np.size(r) == 1` says
+    /// `r` is a number, though it is handed to `np.size`.
+    #[test]
+    fn a_parameter_asserted_scalar_is_a_number() {
+        let src = "import numpy as np\ndef t(x, r, w):\n    assert np.size(r)==1, 'r must be a scalar'\n    assert np.isscalar(w) and np.size(x) > 1\n    y = np.zeros(np.shape(x))\n    y[x <= r] = 1\n    return y * w\n";
+        assert_eq!(sig(src, "t"), "float64[:], float64, float64");
+        // Indexed, it stays an array whatever the assertion says.
+        let src =
+            "import numpy as np\ndef u(x, r):\n    assert np.size(r) == 1\n    return x * r[0]\n";
+        assert_eq!(sig(src, "u"), "float64, float64[:]");
     }
 
     #[test]
