@@ -82,25 +82,22 @@ pub fn lower(
             last = fixed_point(false);
         }
     }
+    // The lowering's own reason first, then the analysis's on other lines.
+    let refused = |first: Reason| -> Vec<Reason> {
+        let mut all: Vec<Reason> = nopython
+            .iter()
+            .filter(|n| n.line != first.line)
+            .cloned()
+            .collect();
+        all.insert(0, first);
+        all
+    };
     let l = match last {
         Ok(l) => l,
-        Err(reason) => {
-            let first = *reason;
-            let mut all: Vec<Reason> = nopython
-                .into_iter()
-                .filter(|n| n.line != first.line)
-                .collect();
-            all.insert(0, first);
-            return Err(all);
-        }
+        Err(reason) => return Err(refused(*reason)),
     };
     if let Some(reason) = path_dependent_return(src, def, &l) {
-        let mut all: Vec<Reason> = nopython
-            .into_iter()
-            .filter(|n| n.line != reason.line)
-            .collect();
-        all.insert(0, reason);
-        return Err(all);
+        return Err(refused(reason));
     }
     let mut l = l;
     l.finish_mutated();
