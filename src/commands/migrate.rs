@@ -385,36 +385,9 @@ fn types_unprofiled(
         .zip(&literal)
         .filter_map(|(p, l)| Some((p.clone(), l.clone()?, TypeSource::Calls)))
         .collect();
-    if literals.is_empty() {
-        if let Some(types) = complete_at_calls(&at_calls, f, source, local_name) {
-            let n = types.len();
-            return Ok((types, vec![TypeSource::Calls; n], literals));
-        }
-    } else {
-        // Every other parameter typed by the calls, or left to a default.
-        let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
-            .unwrap_or_default();
-        let rest: Vec<(Option<ArgType>, bool)> = at_calls
-            .iter()
-            .zip(&literal)
-            .zip(&defaults)
-            .filter(|((_, l), _)| l.is_none())
-            .map(|((t, _), (_, has_default))| (*t, *has_default))
-            .collect();
-        let given = rest
-            .iter()
-            .rposition(|(t, _)| t.is_some())
-            .map_or(0, |k| k + 1);
-        if rest[given..].iter().all(|(_, d)| *d) {
-            if let Some(types) = rest[..given]
-                .iter()
-                .map(|(t, _)| *t)
-                .collect::<Option<Vec<_>>>()
-            {
-                let n = types.len();
-                return Ok((types, vec![TypeSource::Calls; n], literals));
-            }
-        }
+    if let Some(types) = complete_at_calls(&at_calls, &literal, f, source, local_name) {
+        let n = types.len();
+        return Ok((types, vec![TypeSource::Calls; n], literals));
     }
     let assumed = port_rewriter::signature::assumed_types(source, &f.file, local_name)
         .ok()
@@ -497,22 +470,33 @@ fn types_at_calls(
 }
 
 /// The types the calls give when they type every argument they pass and
-/// the rest have defaults (those left to them are absent).
+/// the rest have defaults (those left to them are absent), leaving out the
+/// parameters they give a constant (`literal`); `None` when the calls give
+/// nothing.
 fn complete_at_calls(
     at_calls: &[Option<ArgType>],
+    literal: &[Option<String>],
     f: &FunctionReport,
     source: &str,
     local_name: &str,
 ) -> Option<Vec<ArgType>> {
     let defaults = port_rewriter::parameters_with_defaults(source, &f.file, local_name).ok()?;
-    let given = at_calls.iter().rposition(Option::is_some)? + 1;
-    if defaults[given..]
+    let rest: Vec<(Option<ArgType>, bool)> = at_calls
         .iter()
-        .any(|(_, has_default)| !has_default)
-    {
+        .zip(literal)
+        .zip(&defaults)
+        .filter(|((_, l), _)| l.is_none())
+        .map(|((t, _), (_, has_default))| (*t, *has_default))
+        .collect();
+    let given = match rest.iter().rposition(|(t, _)| t.is_some()) {
+        Some(k) => k + 1,
+        None if literal.iter().any(Option::is_some) => 0,
+        None => return None,
+    };
+    if rest[given..].iter().any(|(_, has_default)| !has_default) {
         return None;
     }
-    at_calls[..given].iter().copied().collect()
+    rest[..given].iter().map(|(t, _)| *t).collect()
 }
 
 /// The profiler's captured inputs for this function, when it saved some.
