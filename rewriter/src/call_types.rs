@@ -67,6 +67,16 @@ pub fn literal_text(e: &Expr) -> Option<String> {
     }
 }
 
+/// Each parameter's default of `def` when it is `None` or a string, as
+/// [`literal_text`] writes it.
+pub fn literal_defaults(def: &ast::StmtFunctionDef) -> Vec<Option<String>> {
+    def.args
+        .args
+        .iter()
+        .map(|a| a.default.as_deref().and_then(literal_text))
+        .collect()
+}
+
 /// Every call of the file's own functions, by the callee's bare name, read
 /// once per file (planning each function of a file asks about its calls).
 #[derive(Debug, Default, PartialEq)]
@@ -673,14 +683,7 @@ fn elementwise(name: &str) -> Option<bool> {
 /// The promoted element type of two numbers (NumPy's rules for the kinds
 /// port takes: bool < int < float < complex; widths kept at 64).
 fn promote(a: ScalarType, b: ScalarType) -> ScalarType {
-    fn kind(t: ScalarType) -> u8 {
-        match t {
-            ScalarType::Bool => 0,
-            ScalarType::C64 | ScalarType::C128 => 3,
-            ScalarType::F32 | ScalarType::F64 => 2,
-            _ => 1,
-        }
-    }
+    use crate::dtypes::kind;
     if kind(a) >= kind(b) {
         a
     } else {

@@ -21,6 +21,19 @@ pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> Scal
     }
 }
 
+/// A number's place in Python's tower: bool 0, int 1, float 2, complex 3.
+pub fn kind(t: ScalarType) -> u8 {
+    if t == ScalarType::Bool {
+        0
+    } else if t.is_complex() {
+        3
+    } else if t.is_float() {
+        2
+    } else {
+        1
+    }
+}
+
 /// `np.result_type` of two array dtypes.
 fn strong(a: ScalarType, b: ScalarType) -> ScalarType {
     use ScalarType::*;

@@ -92,21 +92,16 @@ pub fn parameters_with_defaults(
 }
 
 /// Each parameter's default when it is `None` or a string, as Python
-/// writes it ([`call_types::literal_text`]).
+/// writes it ([`call_types::literal_defaults`]).
 pub fn parameter_literal_defaults(
     source: &str,
     file_name: &str,
     function: &str,
 ) -> Result<Vec<Option<String>>, RewriteError> {
     let src = source::SourceFile::parse(file_name, source)?;
-    let found = source::find(&src, function)?;
-    Ok(found
-        .def
-        .args
-        .args
-        .iter()
-        .map(|a| a.default.as_deref().and_then(call_types::literal_text))
-        .collect())
+    Ok(call_types::literal_defaults(
+        source::find(&src, function)?.def,
+    ))
 }
 
 /// Migrates one function: a plan and its patch, or the reasons it cannot be.

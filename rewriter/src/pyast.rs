@@ -1276,9 +1276,9 @@ fn assign_tail_returns(body: &mut [Stmt], names: &[String]) {
     }
 }
 
-/// `base`, or `base_1`, `base_2`, …: the first not in `used`, which then
-/// holds it.
-pub fn fresh_name(used: &mut std::collections::HashSet<String>, base: &str) -> String {
+/// `base`, or `base_1`, `base_2`, …: the first that `take` accepts (a
+/// set of names in use inserting it: `|n| used.insert(n)`).
+pub fn fresh_name(base: &str, take: &mut dyn FnMut(String) -> bool) -> String {
     (0..)
         .map(|k| {
             if k == 0 {
@@ -1287,8 +1287,24 @@ pub fn fresh_name(used: &mut std::collections::HashSet<String>, base: &str) -> S
                 format!("{base}_{k}")
             }
         })
-        .find(|n| used.insert(n.clone()))
+        .find(|n| take(n.clone()))
         .expect("a fresh name")
+}
+
+/// Every name `body`'s statements mention, read or bound (so that a fresh
+/// name captures none).
+pub fn names_in(body: &[Stmt]) -> Vec<String> {
+    let mut out = Vec::new();
+    walk_stmts(body, &mut |s| {
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x| {
+                if let Expr::Name(n) = x {
+                    out.push(n.id.to_string());
+                }
+            });
+        }
+    });
+    out
 }
 
 /// A function that returns from inside `if`s (`if count == 0: return

@@ -385,19 +385,8 @@ fn types_of<'s>(
     if captured.is_empty() {
         // Parameters every call passes one constant (`None`, a string):
         // specialised to it, as `port migrate` does.
-        let defaults: Vec<Option<String>> = crate::source::find(src, name)
-            .map(|d| {
-                d.def
-                    .args
-                    .args
-                    .iter()
-                    .map(|a| {
-                        a.default
-                            .as_deref()
-                            .and_then(crate::call_types::literal_text)
-                    })
-                    .collect()
-            })
+        let defaults = crate::source::find(src, name)
+            .map(|d| crate::call_types::literal_defaults(d.def))
             .unwrap_or_default();
         let literal = sites.literals(&key, &params, &defaults);
         let literals: Vec<(String, String)> = params

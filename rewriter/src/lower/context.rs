@@ -459,15 +459,9 @@ impl<'a> Lowerer<'a> {
                 used.insert(a.def.arg.to_string());
             }
             loop_bound = pyast::names_bound_in_blocks(&f.def.body);
-            pyast::walk_stmts(&f.def.body, &mut |x| {
-                for e in pyast::stmt_exprs(x) {
-                    pyast::walk_expr(e, &mut |y| {
-                        if let ast::Expr::Name(n) = y {
-                            used.insert(n.id.to_string());
-                        }
-                    });
-                }
-            });
+            for n in pyast::names_in(&f.def.body) {
+                used.insert(n);
+            }
         }
         Lowerer {
             src,

@@ -109,6 +109,27 @@ impl Lowerer<'_> {
         }
     }
 
+    /// [`Lowerer::reduction_args`] of a reduction of a selection, which
+    /// takes no `dtype=`.
+    fn selection_reduction_args(
+        &mut self,
+        c: &ast::ExprCall,
+        skip: usize,
+        nd: usize,
+        op: AxisOp,
+        line: u32,
+    ) -> Lower<RedArgs> {
+        let args = self.reduction_args(c, skip, nd, op, line)?;
+        if args.dtype.is_some() {
+            return refuse(
+                NAME,
+                line,
+                "`dtype=` of a reduction of a selection through a mask",
+            );
+        }
+        Ok(args)
+    }
+
     /// An elementwise expression of selections through one mask and of
     /// numbers (`(1.0 / r) ** 6`, `np.exp(-v) * k`) as the selection of
     /// the expression of the whole arrays: `f(x[m])` is `f(x)[m]` for an
@@ -271,14 +292,7 @@ impl Lowerer<'_> {
         let (op, whole) = match op {
             Op::Var(_) | Op::Std(_) if !whole => {
                 let nd = sel.values.ndim() - sel.mask.ndim() + 1;
-                let args = self.reduction_args(c, skip, nd, AxisOp::Var, line)?;
-                if args.dtype.is_some() {
-                    return refuse(
-                        NAME,
-                        line,
-                        "`dtype=` of a reduction of a selection through a mask",
-                    );
-                }
+                let args = self.selection_reduction_args(c, skip, nd, AxisOp::Var, line)?;
                 if args.axes.as_ref().is_some_and(|a| a.len() != nd) || args.keepdims {
                     return refuse(
                         NAME,
@@ -393,14 +407,7 @@ impl Lowerer<'_> {
             Op::Prod => Reduce::Prod,
             _ => unreachable!("only these take an axis here"),
         };
-        let args = self.reduction_args(c, skip, nd, AxisOp::Plain(plain), line)?;
-        if args.dtype.is_some() {
-            return refuse(
-                NAME,
-                line,
-                "`dtype=` of a reduction of a selection through a mask",
-            );
-        }
+        let args = self.selection_reduction_args(c, skip, nd, AxisOp::Plain(plain), line)?;
         let axes = args.axes.clone().unwrap_or_else(|| (0..nd).collect());
         if axes.len() == nd && !args.keepdims {
             return self.reduce_selection(r, op, sel, line);

@@ -92,31 +92,14 @@ pub fn body(
     // Returns from inside `if`s as one return at the end.
     {
         let mut used = lower::context::UsedNames::new(src.module_names());
-        for p in pyast::param_names(&desugared.args) {
-            used.insert(p);
+        for n in pyast::param_names(&desugared.args)
+            .into_iter()
+            .chain(pyast::names_in(&desugared.body))
+        {
+            used.insert(n);
         }
-        pyast::walk_stmts(&desugared.body, &mut |s| {
-            for e in pyast::stmt_exprs(s) {
-                pyast::walk_expr(e, &mut |x| {
-                    if let rustpython_parser::ast::Expr::Name(n) = x {
-                        used.insert(n.id.to_string());
-                    }
-                });
-            }
-        });
         pyast::single_exit(&mut desugared.body, &mut |base| {
-            let mut k = 0;
-            loop {
-                let name = if k == 0 {
-                    base.to_string()
-                } else {
-                    format!("{base}_{k}")
-                };
-                k += 1;
-                if used.insert(name.clone()) {
-                    return name;
-                }
-            }
+            pyast::fresh_name(base, &mut |n| used.insert(n))
         });
     }
     // `np.add(x, y, x)` as `np.add(x, y, out=x)`.

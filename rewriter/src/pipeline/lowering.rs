@@ -175,20 +175,6 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
     }
 }
 
-/// The kind of a number, as Python's tower orders them: a name bound to
-/// numbers of two kinds has a type that depends on which binding ran.
-fn kind(t: ScalarType) -> u8 {
-    if t == ScalarType::Bool {
-        0
-    } else if t.is_int() {
-        1
-    } else if t.is_float() {
-        2
-    } else {
-        3
-    }
-}
-
 /// A returned name whose type depends on the path taken: bound to a Python
 /// number of one kind (`acc = 0`, an int) and to a value of another kind
 /// (a float) where an `if` or `while` decides whether the binding runs.
@@ -201,6 +187,7 @@ fn path_dependent_return(
     def: &rustpython_parser::ast::StmtFunctionDef,
     l: &lower::context::Lowerer,
 ) -> Option<Reason> {
+    use crate::dtypes::kind;
     use rustpython_parser::ast::{Expr, Stmt};
     fn conditional<'a>(body: &'a [Stmt], under: bool, out: &mut Vec<(String, &'a Stmt)>) {
         for s in body {
