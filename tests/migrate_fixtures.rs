@@ -939,6 +939,7 @@ mod general_rules {
         as_array_scaled: "float64[:], float64",
         squeezed_energy: "float64[:], float64",
         pair_energy: "float64[:], float64",
+        bucket_counts: "float64[:], float64",
     }
 
     /// `assert isinstance(r, tuple)` of an array fails on every call: a

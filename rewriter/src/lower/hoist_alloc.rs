@@ -107,6 +107,15 @@ impl Lowerer<'_> {
                 {
                     dtype = self.dtype_value(r, d);
                 }
+                // NumPy's `full` without a dtype takes its fill value's
+                // (`np.full(n, 0)` is int64).
+                if let (None, "full", Some(v)) =
+                    (dtype, short.as_str(), fill_kw.or(call.args.get(1)))
+                {
+                    if let Val::Scalar(_, t, _) = self.expr(r, v)? {
+                        dtype = Some(t);
+                    }
+                }
                 (shape, dtype.unwrap_or(ScalarType::F64), None)
             };
         crate::error::check_rank(NAME, line, shape.len())?;
