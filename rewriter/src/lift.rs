@@ -15,10 +15,11 @@
 //! the context's `Recurse` entry points, wiring each to the stage that
 //! owns it, so that no pass depends on the front end or on a later stage.
 //!
-//! Types are inferred by running the whole lowering to a fixed point: a
-//! variable's declared type is the join of every type assigned to it (`s =
-//! 0` then `s += x[i]` makes `s` a float), so the lowering runs again when a
-//! variable's type widens (at most a few times).
+//! A variable's declared type is the join of every type assigned to it
+//! (`s = 0` then `s += x[i]` makes `s` a float): the typing pass
+//! ([`crate::pipeline::typing`]) decides it before lowering; where it could
+//! not, the lowering observes the bindings and runs again when a type
+//! widens (at most a few times).
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{BinOp, CmpOp, Expr, Literal, ScalarType, UnaryOp};

@@ -10,10 +10,14 @@
 //! 2. **desugar** ([`desugar::body`]): the body rewritten into the forms
 //!    the lowering takes;
 //! 3. **admit** ([`admit::check`]): the analysis's verdict and findings;
-//! 4. **lower** ([`lowering::lower`]): host steps and kernels, types by a
-//!    fixed point of lowerings (the named rewrites of [`crate::rewrites`]
-//!    are the lowering's rules);
-//! 5. **finish** ([`finish::finish`]): guards placed, kernels fused
+//! 4. **infer types** ([`typing::infer`]): the type of every scalar the
+//!    body (and each device function it calls) binds, from NumPy 2's
+//!    rules, or the names it cannot type;
+//! 5. **lower** ([`lowering::lower`]): host steps and kernels, declaring
+//!    the table's types (the named rewrites of [`crate::rewrites`] are the
+//!    lowering's rules); names the table left out are observed, and lowered
+//!    again while one widens;
+//! 6. **finish** ([`finish::finish`]): guards placed, kernels fused
 //!    ([`crate::schedule::fuse`]), dead scalars dropped, fp32.
 //!
 //! Printing the plan as Python and the patch ([`crate::emit`]) comes after,
@@ -23,6 +27,7 @@ pub mod admit;
 pub mod desugar;
 pub mod finish;
 pub mod lowering;
+pub mod typing;
 
 use crate::error::RewriteError;
 use crate::request::{MigrationRequest, PlanOutcome};

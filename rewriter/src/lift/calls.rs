@@ -10,6 +10,7 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, lit, select};
 use crate::lower::context::{Lowerer, Recurse, Reduce, Region, RegionKind};
+use crate::lower::row_reduction::reduce_name;
 use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::numpy::math_calls;
 use crate::pyast;
@@ -721,17 +722,6 @@ impl<'a> Lowerer<'a> {
             self.row_reduction(r, op, &av, line)
         }
     }
-}
-
-fn reduce_name(name: &str) -> Option<Reduce> {
-    Some(match name {
-        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
-        "numpy.mean" | "numpy.average" => Reduce::Mean,
-        "numpy.max" | "numpy.amax" => Reduce::Max,
-        "numpy.min" | "numpy.amin" => Reduce::Min,
-        "numpy.prod" => Reduce::Prod,
-        _ => return None,
-    })
 }
 
 impl Lowerer<'_> {

@@ -228,12 +228,17 @@ impl<'a> Lowerer<'a> {
         let mut params = Vec::new();
         let mut weak_params = Vec::new();
         let mut key = format!("{callee}(");
+        let mut typed = Vec::new();
         for ((a, arr), p) in args.iter().zip(arrays).zip(&def.args.args) {
             let (ty, weak) = match (a, arr) {
                 (_, Some((_, t))) => (Type::Array(*t), false),
                 (Val::Scalar(_, t, weak), None) => (Type::Scalar(*t), *weak),
                 _ => return refuse(NAME, line, format!("`{callee}`: unsupported argument")),
             };
+            typed.push(match ty {
+                Type::Array(t) => ScopeArg::Array(t.elem, t.ndim),
+                Type::Scalar(t) => ScopeArg::Scalar(t, weak),
+            });
             key.push_str(&port_codegen::text::type_text(ty));
             key.push_str(if weak { " weak," } else { "," });
             weak_params.push(weak);
@@ -243,19 +248,21 @@ impl<'a> Lowerer<'a> {
             });
         }
         key.push(')');
+        // Its locals' types are keyed by what decides them (the callee and
+        // its arguments' types), which the typing pass knows too.
+        let scope = type_scope(callee, &typed);
         if let Some(name) = self.device_fns.get(&key) {
             let name = name.clone();
             let ret = self
                 .module
                 .device_function(&name)
                 .and_then(|f| f.ret)
-                .or_else(|| self.types.get(&format!("{name}/return")).copied());
+                .or_else(|| self.types.get(&format!("{scope}return")).copied());
             let weak = self.weak_returns.contains(&name);
             return Ok((name, ret.map(|t| (t, weak))));
         }
         let dname = self.fresh(&format!("{callee}_device"));
         self.device_fns.insert(key, dname.clone());
-        let scope = format!("{dname}/");
         let mut r = Region::new(RegionKind::Device, &scope);
         r.scan(&def.body);
         if let (Some(a), Some(b)) = (def.body.first(), def.body.last()) {
@@ -475,7 +482,7 @@ pub(crate) fn at_call_site(mut why: Box<Reason>, frames: &[Frame]) -> Box<Reason
     why
 }
 
-fn returns_a_tuple(def: &ast::StmtFunctionDef) -> bool {
+pub(crate) fn returns_a_tuple(def: &ast::StmtFunctionDef) -> bool {
     let mut found = false;
     pyast::walk_stmts(&def.body, &mut |s| {
         if let ast::Stmt::Return(r) = s {
@@ -483,4 +490,29 @@ fn returns_a_tuple(def: &ast::StmtFunctionDef) -> bool {
         }
     });
     found
+}
+
+/// An argument of a device function, as far as the types of its locals go
+/// (an array's layout does not change them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScopeArg {
+    Scalar(ScalarType, bool),
+    Array(ScalarType, u8),
+}
+
+/// The prefix of the type keys of a device function's locals (`f(float64
+/// weak, float32[2])/x`): [`crate::pipeline::typing`] computes the same.
+pub fn type_scope(callee: &str, args: &[ScopeArg]) -> String {
+    let items: Vec<String> = args
+        .iter()
+        .map(|a| match a {
+            ScopeArg::Scalar(t, weak) => format!(
+                "{}{}",
+                crate::types::numba_scalar(*t),
+                if *weak { " weak" } else { "" }
+            ),
+            ScopeArg::Array(t, n) => format!("{}[{n}]", crate::types::numba_scalar(*t)),
+        })
+        .collect();
+    format!("{callee}({})/", items.join(", "))
 }

@@ -13,6 +13,18 @@ use crate::numpy::array_expr::{self, ArrVal, Val};
 
 pub const NAME: &str = "row_reduction";
 
+/// The whole-array reduction a NumPy (or built-in) name calls.
+pub fn reduce_name(name: &str) -> Option<Reduce> {
+    Some(match name {
+        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
+        "numpy.mean" | "numpy.average" => Reduce::Mean,
+        "numpy.max" | "numpy.amax" => Reduce::Max,
+        "numpy.min" | "numpy.amin" => Reduce::Min,
+        "numpy.prod" => Reduce::Prod,
+        _ => return None,
+    })
+}
+
 /// The accumulator type of a reduction over elements of type `t`.
 pub fn acc_type(op: Reduce, t: ScalarType) -> ScalarType {
     match op {

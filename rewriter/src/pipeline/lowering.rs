@@ -1,9 +1,10 @@
 //! Lowering: the desugared body into host steps and kernels (the lowering
 //! context of [`crate::lower`], walked by the front end, [`crate::lift`]),
 //! or a ufunc plan for a function of scalars. The scalar types of the
-//! function's locals are not declared: the body is lowered again with the
-//! types the last pass observed, joined, until they no longer widen (at
-//! most six passes).
+//! function's locals are the typing pass's ([`super::typing`]); a name it
+//! left out is observed, and the body is lowered again with the types the
+//! last lowering observed, joined, until they no longer widen (at most six
+//! lowerings; one when the table is complete and right).
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,13 +40,19 @@ pub fn lower(
 
     let ufunc = lower::scalar_function::is_scalar_function(src, def, req.types);
     let unit_dims = lower::shapes::unit_dims_of(req.input_shapes, &pyast::names_rebound(&def.body));
-    let fixed_point = |ufunc: bool| {
-        let mut types: HashMap<String, ScalarType> = HashMap::new();
+    // The types the typing pass decides are declared from the first
+    // lowering on; the lowering observes the names it left out, and
+    // lowers again while a binding widens a type (at most six times).
+    let table = super::typing::infer(src, def, names, req.types, ufunc);
+    let fixed_point = |ufunc: bool, seed: &super::typing::Table| {
+        let mut types: HashMap<String, ScalarType> = seed.types.clone();
         // Names some path binds to a strong value: the others stay weak
         // (Python numbers) where they are read.
-        let mut strong: HashSet<String> = HashSet::new();
+        let mut strong: HashSet<String> = seed.strong.clone();
         let mut last: Option<Result<lower::context::Lowerer, Box<Reason>>> = None;
+        let mut passes = 0;
         for _ in 0..6 {
+            passes += 1;
             let mut l =
                 lower::context::Lowerer::new(src, req.facts, def.name.as_str(), types.clone());
             l.analysis_scans = scans.clone();
@@ -71,15 +78,26 @@ pub fn lower(
                 break;
             }
         }
-        last.expect("at least one pass")
+        (last.expect("at least one pass"), passes, (types, strong))
     };
-    let mut last = fixed_point(ufunc);
+    let checking = std::env::var_os("PORT_TYPING_CHECK").is_some();
+    let lowered = |ufunc: bool| {
+        let (last, passes, settled) = fixed_point(ufunc, &table);
+        if checking {
+            check_typing(def.name.as_str(), &table, (&last, passes, &settled), || {
+                let (l, p, t) = fixed_point(ufunc, &super::typing::Table::default());
+                (l.is_ok(), p, t)
+            });
+        }
+        last
+    };
+    let mut last = lowered(ufunc);
     // Array arguments handed to helpers of the program: when the helpers
     // are no element functions, they are inlined into a host schedule.
     if ufunc && last.is_err() && req.types.iter().any(|t| t.is_array()) {
         let l = lower::context::Lowerer::new(src, req.facts, def.name.as_str(), HashMap::new());
         if l.body_calls_app(&def.body) {
-            last = fixed_point(false);
+            last = lowered(false);
         }
     }
     // The lowering's own reason first, then the analysis's on other lines.
@@ -105,6 +123,84 @@ pub fn lower(
     let mut plan = finish(l, names, req.types);
     plan.unit_dims = unit_dims;
     Ok(plan)
+}
+
+/// The types the lowering settled on: each name's, and those bound strong.
+type Settled = (HashMap<String, ScalarType>, HashSet<String>);
+
+/// `PORT_TYPING_CHECK`: lowers again from no types at all, as before the
+/// typing pass, and says on stderr where the two disagree (the types the
+/// lowering settles on, which names are strong, or whether it refuses),
+/// with how many lowerings each took. The check behind the typing pass's
+/// tests.
+fn check_typing(
+    function: &str,
+    table: &super::typing::Table,
+    (seeded, passes, (types, strong)): (
+        &Result<lower::context::Lowerer, Box<Reason>>,
+        usize,
+        &Settled,
+    ),
+    unseeded: impl Fn() -> (bool, usize, Settled),
+) {
+    let (ok, old_passes, (old, old_strong)) = unseeded();
+    let mut differ: Vec<String> = old
+        .iter()
+        .filter(|(k, t)| types.get(*k) != Some(*t))
+        .map(|(k, t)| format!("{k}: {t:?} before, {:?} now", types.get(k)))
+        .collect();
+    // Strength matters only for names the lowering binds.
+    differ.extend(
+        old.keys()
+            .filter(|k| old_strong.contains(*k) != strong.contains(*k))
+            .map(|k| {
+                format!(
+                    "{k}: strong {} before, {} now",
+                    old_strong.contains(k),
+                    strong.contains(k)
+                )
+            }),
+    );
+    differ.sort();
+    if ok != seeded.is_ok() {
+        differ.push(format!(
+            "lowered {} before, {} now",
+            if ok { "fine" } else { "to a refusal" },
+            if seeded.is_ok() {
+                "fine"
+            } else {
+                "to a refusal"
+            }
+        ));
+    }
+    let mut extra: Vec<String> = types
+        .iter()
+        .filter(|(k, t)| table.types.get(*k) != Some(*t))
+        .map(|(k, t)| format!("{k}={t:?}"))
+        .collect();
+    extra.sort();
+    eprintln!(
+        "port-typing: {function}: {passes} lowerings (before: {old_passes}); observed beyond the table: [{}]; table {}; {}",
+        extra.join(", "),
+        if table.complete() {
+            "complete".to_string()
+        } else {
+            format!(
+                "without {}",
+                table
+                    .untyped
+                    .iter()
+                    .map(|(n, l)| format!("{n} (line {l})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+        if differ.is_empty() {
+            "agrees".to_string()
+        } else {
+            format!("DISAGREES: {}", differ.join("; "))
+        }
+    );
 }
 
 fn run(
