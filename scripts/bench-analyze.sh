@@ -5,7 +5,7 @@
 # graph, the planner's answer on every function it may take, JSON) and, as
 # baselines measured in the same run, `ruff check` of the same files and
 # CPython's own ast.parse.
-# usage: scripts/bench-analyze.sh [SOURCE_DIR] [REPEATS]
+# usage: [PORT=path/to/port] scripts/bench-analyze.sh [SOURCE_DIR] [REPEATS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${2:-5}
@@ -40,8 +40,12 @@ for pkg in (numpy, scipy):
                 shutil.copyfile(os.path.join(d, n), out)
 COPY
 fi
-cargo build --release --quiet
-PORT=$PWD/target/release/port
+# PORT=path/to/port compares another build (an older one) on the same
+# files and baselines.
+if [ -z "${PORT:-}" ]; then
+  cargo build --release --quiet
+  PORT=$PWD/target/release/port
+fi
 RUFF=$PWD/.venv/bin/ruff
 [ -x "$RUFF" ] || RUFF=$(command -v ruff || true)
 
