@@ -940,6 +940,8 @@ mod general_rules {
         squeezed_energy: "float64[:], float64",
         pair_energy: "float64[:], float64",
         bucket_counts: "float64[:], float64",
+        minutes_and_rest: "float64[:], float64",
+        gamma_weighted_total: "float64[:], float64",
     }
 
     /// `assert isinstance(r, tuple)` of an array fails on every call: a

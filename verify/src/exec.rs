@@ -602,12 +602,12 @@ impl<B> State<B> {
                     MathFn::Fmin => x.min(y),
                     MathFn::Fmax => x.max(y),
                     MathFn::Copysign => x.copysign(y),
-                    other => {
-                        return Err(VerifyError::BadPlan(format!(
-                            "host code calls {}",
-                            other.name()
-                        )))
-                    }
+                    // Rust's std has no special functions: musl's, as
+                    // the `libm` crate ports them.
+                    MathFn::Erf => libm::erf(x),
+                    MathFn::Erfc => libm::erfc(x),
+                    MathFn::Tgamma => libm::tgamma(x),
+                    MathFn::Lgamma => libm::lgamma(x),
                 })
             }
             Expr::Load(r) => {

@@ -10,7 +10,8 @@
 //! - returns from inside `if`s as one return at the end;
 //! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
 //! - `np.copyto(dst, src)` as `dst[:] = src`;
-//! - the built-in `pow(a, b)` as `a ** b`, Python's own definition;
+//! - the built-ins `pow(a, b)` and `divmod(a, b)` as `a ** b` and
+//!   `(a // b, a % b)`, Python's own definitions;
 //! - a list comprehension over a constant `range` of at most
 //!   [`MAX_UNROLLED`] items as the list literal it makes;
 //! - a list bound once and only read by index as the tuple it stands for;
@@ -106,7 +107,7 @@ pub fn body(
     positional_out(src, &mut desugared.body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
-    // `pow(a, b)` as `a ** b`.
+    // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
     builtin_pow_as_operator(src, &mut desugared.body);
     // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
     unroll_constant_comprehensions(src, &mut desugared.body);
@@ -595,32 +596,74 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
     });
 }
 
-/// The built-in `pow(a, b)` (two arguments, not a function of the module
-/// or an import of that name) as `a ** b`, which Python defines it to be.
-/// PyEMD's `energy` squares with it.
+/// The built-ins `pow(a, b)` and `divmod(a, b)` (two arguments, not a
+/// function of the module or an import of that name) as `a ** b` and
+/// `(a // b, a % b)`, which Python defines them to be (a float's `//` is
+/// `divmod`'s quotient). PyEMD's `energy` squares with `pow`; sgp4's
+/// calendar splits days with `divmod`. `divmod`'s operands are written
+/// twice, so only names, constants, reads of them (`x[i]`, `t.real`) and
+/// arithmetic on those are taken: nothing that calls anything.
 fn builtin_pow_as_operator(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
     use rustpython_parser::ast::{self, Expr};
+    fn pure(e: &Expr) -> bool {
+        match e {
+            Expr::Name(_) | Expr::Constant(_) => true,
+            Expr::Attribute(a) => pure(&a.value),
+            Expr::Subscript(s) => pure(&s.value) && pure(&s.slice),
+            Expr::Tuple(t) => t.elts.iter().all(pure),
+            Expr::Slice(sl) => [&sl.lower, &sl.upper, &sl.step]
+                .into_iter()
+                .all(|b| b.as_deref().is_none_or(pure)),
+            Expr::UnaryOp(u) => pure(&u.operand),
+            Expr::BinOp(b) => pure(&b.left) && pure(&b.right),
+            Expr::Compare(c) => pure(&c.left) && c.comparators.iter().all(pure),
+            _ => false,
+        }
+    }
     pyast::walk_body_exprs_mut(body, &mut |e| {
         let Expr::Call(c) = e else { return false };
-        let builtin = matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == "pow")
-            && src.resolve(&c.func).as_deref() == Some("pow")
-            && src.module_function("pow").is_none();
-        if !builtin
-            || c.args.len() != 2
+        let builtin = |name: &str| {
+            matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == name)
+                && src.resolve(&c.func).as_deref() == Some(name)
+                && src.module_function(name).is_none()
+        };
+        let which = if builtin("pow") {
+            "pow"
+        } else if builtin("divmod") {
+            "divmod"
+        } else {
+            return false;
+        };
+        if c.args.len() != 2
             || !c.keywords.is_empty()
             || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || (which == "divmod" && !c.args.iter().all(pure))
         {
             return false;
         }
         let range = c.range;
         let right = c.args.pop().expect("two arguments");
         let left = c.args.pop().expect("two arguments");
-        *e = Expr::BinOp(ast::ExprBinOp {
-            range,
-            left: Box::new(left),
-            op: ast::Operator::Pow,
-            right: Box::new(right),
-        });
+        let op = |op, left, right| {
+            Expr::BinOp(ast::ExprBinOp {
+                range,
+                left: Box::new(left),
+                op,
+                right: Box::new(right),
+            })
+        };
+        *e = if which == "pow" {
+            op(ast::Operator::Pow, left, right)
+        } else {
+            Expr::Tuple(ast::ExprTuple {
+                range,
+                elts: vec![
+                    op(ast::Operator::FloorDiv, left.clone(), right.clone()),
+                    op(ast::Operator::Mod, left, right),
+                ],
+                ctx: ast::ExprContext::Load,
+            })
+        };
         false
     });
 }
