@@ -942,6 +942,7 @@ mod general_rules {
         bucket_counts: "float64[:], float64",
         minutes_and_rest: "float64[:], float64",
         gamma_weighted_total: "float64[:], float64",
+        softplus_rows: "float64[:], float64",
     }
 
     /// `assert isinstance(r, tuple)` of an array fails on every call: a

@@ -1481,5 +1481,7 @@ pub fn keyword<'a>(c: &'a ast::ExprCall, name: &str) -> Option<&'a Expr> {
         .map(|k| &k.value)
 }
 
+pub mod keyword_calls;
+
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! The user's file: parsing, finding the function by (qualified) name,
 //! import aliases, module-level constants, and line numbers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use rustpython_parser::source_code::LineIndex;
@@ -121,28 +121,53 @@ impl SourceFile {
             .as_deref()
     }
 
+    /// The file with each function's statements normalised
+    /// ([`crate::pyast::normalise_statements`]) and its calls of the
+    /// module's functions with keywords written positionally
+    /// ([`crate::pyast::keyword_calls`]).
     fn make_normalised(&self) -> Option<SourceFile> {
-        fn bodies(suite: &[Stmt]) -> bool {
-            suite.iter().any(|s| match s {
-                Stmt::FunctionDef(f) => crate::pyast::has_statements_to_normalise(&f.body),
-                Stmt::ClassDef(c) => bodies(&c.body),
-                _ => false,
-            })
+        use crate::pyast::keyword_calls::{self, Signature};
+        fn local_names(f: &ast::StmtFunctionDef) -> HashSet<String> {
+            let mut local = crate::pyast::names_rebound(&f.body);
+            local.extend(crate::pyast::param_names(&f.args));
+            local
         }
-        fn apply(suite: &mut [Stmt]) {
+        fn apply(suite: &mut [Stmt], sigs: &HashMap<String, Signature>) -> bool {
+            let mut changed = false;
             for s in suite {
                 match s {
-                    Stmt::FunctionDef(f) => crate::pyast::normalise_statements(&mut f.body),
-                    Stmt::ClassDef(c) => apply(&mut c.body),
+                    Stmt::FunctionDef(f) => {
+                        if crate::pyast::has_statements_to_normalise(&f.body) {
+                            crate::pyast::normalise_statements(&mut f.body);
+                            changed = true;
+                        }
+                        let local = local_names(f);
+                        changed |= keyword_calls::positional(&mut f.body, sigs, &local);
+                    }
+                    Stmt::ClassDef(c) => changed |= apply(&mut c.body, sigs),
                     _ => {}
                 }
             }
+            changed
         }
-        if !bodies(&self.suite) {
+        fn needed(suite: &[Stmt], sigs: &HashMap<String, Signature>) -> bool {
+            suite.iter().any(|s| match s {
+                Stmt::FunctionDef(f) => {
+                    crate::pyast::has_statements_to_normalise(&f.body)
+                        || keyword_calls::has_keyword_calls(&f.body, sigs)
+                }
+                Stmt::ClassDef(c) => needed(&c.body, sigs),
+                _ => false,
+            })
+        }
+        let sigs = keyword_calls::signatures(&self.suite);
+        if !needed(&self.suite, &sigs) {
             return None;
         }
         let mut suite = (*self.suite).clone();
-        apply(&mut suite);
+        if !apply(&mut suite, &sigs) {
+            return None;
+        }
         Some(self.with_suite(suite.into()))
     }
 
