@@ -943,6 +943,28 @@ mod general_rules {
         minutes_and_rest: "float64[:], float64",
         gamma_weighted_total: "float64[:], float64",
         softplus_rows: "float64[:], float64",
+        radii_and_quadrants: "float64[:], float64[:]",
+    }
+
+    /// Returns from an `if` nested in another `if`'s `else`, followed by
+    /// more statements and a final `return`: each path returns once, the
+    /// early one included (`v == lo` for both 0.5s of these inputs).
+    #[test]
+    fn split_at_bounds_returns_from_a_nested_branch() {
+        let tmp = tempfile::tempdir().unwrap();
+        super::precision::make_inputs(
+            tmp.path(),
+            "np.savez('inputs.npz', v=np.array([0.5, 2.0, -1.0, 0.75, 3.0, 0.5, 1.9]), lo=0.5, hi=2.0)",
+        );
+        let j = super::verified_in(
+            &tmp,
+            "migrate/general_rules.py",
+            "split_at_bounds",
+            "float64[:], float64, float64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["status"], "verified", "{j}");
     }
 
     /// `assert isinstance(r, tuple)` of an array fails on every call: a

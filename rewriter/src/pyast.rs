@@ -1211,29 +1211,52 @@ fn ends_in_return(body: &[Stmt]) -> bool {
     }
 }
 
-/// Moves what follows an `if` one of whose branches returns into its other
-/// branch (`if c: return a` then `return b` is `if c: return a else:
-/// return b`), at every level of `if`s (not inside loops).
+/// Moves what follows an `if` some path of which returns into every path
+/// of it that does not (`if c: return a` then `return b` is `if c: return
+/// a else: return b`; in `if p: (if q: return a) x = 1` then `return x`,
+/// `x = 1; return x` goes to the end of the inner `if`'s other branch and
+/// of `p`'s), at every level of `if`s (not inside loops). What follows is
+/// copied where several paths go on: each runs it, as Python would.
 fn absorb_after_returns(body: &mut Vec<Stmt>) {
+    fn may_return(body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Return(_) => true,
+            Stmt::If(i) => may_return(&i.body) || may_return(&i.orelse),
+            _ => false,
+        })
+    }
+    /// Appends `rest` to every path of `body` that does not return.
+    fn push_tail(body: &mut Vec<Stmt>, rest: &[Stmt]) {
+        if ends_in_return(body) {
+            return;
+        }
+        if let Some(Stmt::If(i)) = body.last_mut() {
+            if may_return(&i.body) || may_return(&i.orelse) {
+                push_tail(&mut i.body, rest);
+                push_tail(&mut i.orelse, rest);
+                return;
+            }
+        }
+        body.extend(rest.iter().cloned());
+    }
     let mut k = 0;
     while k < body.len() {
+        if let Stmt::If(i) = &mut body[k] {
+            absorb_after_returns(&mut i.body);
+            absorb_after_returns(&mut i.orelse);
+        }
         if let Stmt::If(i) = &body[k] {
-            let (then_returns, else_returns) = (ends_in_return(&i.body), ends_in_return(&i.orelse));
-            if k + 1 < body.len() && then_returns != else_returns {
+            if k + 1 < body.len() && (may_return(&i.body) || may_return(&i.orelse)) {
                 let rest: Vec<Stmt> = body.drain(k + 1..).collect();
                 let Stmt::If(i) = &mut body[k] else {
                     unreachable!("matched above")
                 };
-                if then_returns {
-                    i.orelse.extend(rest);
-                } else {
-                    i.body.extend(rest);
-                }
+                push_tail(&mut i.body, &rest);
+                push_tail(&mut i.orelse, &rest);
+                // The moved statements are looked at in their new places.
+                absorb_after_returns(&mut i.body);
+                absorb_after_returns(&mut i.orelse);
             }
-        }
-        if let Stmt::If(i) = &mut body[k] {
-            absorb_after_returns(&mut i.body);
-            absorb_after_returns(&mut i.orelse);
         }
         k += 1;
     }

@@ -70,7 +70,9 @@ impl<'a> Lowerer<'a> {
         let occ = r.occurrences.get(name).cloned().unwrap_or_default();
         let top = r.blocks.len() - 1;
         let mut k = top;
-        if !r.inlining {
+        if r.inlining {
+            k = r.inline_base.min(top);
+        } else {
             while k > 0 {
                 let (lo, hi) = r.blocks[k].1;
                 if occ.iter().all(|&o| o >= lo && o < hi) && at >= lo && at < hi {

@@ -1,9 +1,10 @@
 //! **app_calls**: a call to another function of the program inside a
 //! kernel. A cuda-eligible callee becomes a device function (one per
 //! argument-type signature, `@cuda.jit(device=True)`); a callee that
-//! returns a tuple or takes a slice is inlined when it is straight-line
-//! code. A callee the analysis did not find cuda-eligible is refused,
-//! naming it and its own reason.
+//! returns a tuple or takes a slice is inlined, its `if`s and loops
+//! included, when it returns once (after [`pyast::single_exit`]; its locals
+//! are declared in the block of the call). A callee the analysis did not
+//! find cuda-eligible is refused, naming it and its own reason.
 
 use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, DeviceFunction, Expr, Param, ScalarType, Stmt, Type};
@@ -346,8 +347,10 @@ impl<'a> Lowerer<'a> {
         Ok((dname, ret.map(|t| (t, weak))))
     }
 
-    /// Inlines a straight-line callee (one that returns a tuple, or is given
-    /// a slice) into the current kernel.
+    /// Inlines a callee (one that returns a tuple, or is given a slice)
+    /// into the current kernel: its statements, `if`s and loops included,
+    /// then the value of its one `return` (returns in `if`s made one by
+    /// [`pyast::single_exit`]).
     pub(crate) fn inline_call(
         &mut self,
         r: &mut Region,
@@ -356,12 +359,19 @@ impl<'a> Lowerer<'a> {
         args: Vec<Val>,
         line: u32,
     ) -> Lower<Val> {
-        let body: Vec<&ast::Stmt> = def
+        let mut owned: Vec<ast::Stmt> = def
             .body
             .iter()
             .filter(|s| !pyast::is_docstring(s))
+            .cloned()
             .collect();
-        let Some((last, init)) = body.split_last() else {
+        let mut taken: std::collections::HashSet<String> =
+            pyast::names_in(&owned).into_iter().collect();
+        taken.extend(pyast::param_names(&def.args));
+        pyast::single_exit(&mut owned, &mut |base| {
+            pyast::fresh_name(base, &mut |n| taken.insert(n))
+        });
+        let Some((last, init)) = owned.split_last() else {
             return refuse(NAME, line, format!("`{callee}` is empty"));
         };
         let ast::Stmt::Return(ret) = last else {
@@ -371,24 +381,24 @@ impl<'a> Lowerer<'a> {
                 format!("`{callee}` must end with `return` to be inlined"),
             );
         };
-        let straight = init.iter().all(|s| {
-            matches!(
-                s,
-                ast::Stmt::Assign(_)
-                    | ast::Stmt::AugAssign(_)
-                    | ast::Stmt::AnnAssign(_)
-                    | ast::Stmt::Pass(_)
-            )
+        let mut inner_return = None;
+        pyast::walk_stmts(init, &mut |s| {
+            if matches!(s, ast::Stmt::Return(_)) && inner_return.is_none() {
+                inner_return = Some(self.src.line(s));
+            }
         });
-        if !straight {
+        if let Some(at) = inner_return {
             return refuse(
                 NAME,
-                line,
-                format!("`{callee}` returns a tuple (or is given a slice) and has control flow: port inlines only straight-line callees"),
+                at,
+                format!("`{callee}` is inlined (it returns a tuple, or is given a slice) and returns at line {at} from inside a loop, or from an `if` after which it goes on: port inlines a callee that returns once at its end, or in each branch of its `if`s"),
             );
         }
+        let init: Vec<&ast::Stmt> = init.iter().collect();
         let saved_locals = std::mem::take(&mut r.locals);
         let saved_inlining = r.inlining;
+        let saved_base = r.inline_base;
+        r.inline_base = r.blocks.len() - 1;
         let saved_scope = std::mem::replace(&mut r.scope, format!("{callee}/inline/"));
         r.inlining = true;
         self.call_depth += 1;
@@ -431,7 +441,7 @@ impl<'a> Lowerer<'a> {
                     }
                 }
             }
-            for s in init {
+            for s in &init {
                 self.block(r, std::slice::from_ref(*s))?;
             }
             match &ret.value {
@@ -442,6 +452,7 @@ impl<'a> Lowerer<'a> {
         self.call_depth -= 1;
         r.locals = saved_locals;
         r.inlining = saved_inlining;
+        r.inline_base = saved_base;
         r.scope = saved_scope;
         let v = result?;
         self.log

@@ -199,8 +199,10 @@ pub(crate) struct Region {
     pub atomic_stores: HashSet<TextSize>,
     /// Stores per array so far (for stale array locals).
     pub writes: HashMap<String, u32>,
-    /// Inlining a callee: locals are declared where they are first assigned.
+    /// Inlining a callee: its locals are declared in the block the call is
+    /// in (`inline_base`), where the callee's own `if`s and loops see them.
     pub inlining: bool,
+    pub inline_base: usize,
     /// Device functions: types of the values returned.
     pub returns: Vec<(ScalarType, bool)>,
     /// Device functions: the return type once known (from the type table).
@@ -222,6 +224,7 @@ impl Region {
             atomic_stores: HashSet::new(),
             writes: HashMap::new(),
             inlining: false,
+            inline_base: 0,
             returns: Vec::new(),
             ret_ty: None,
             declared: vec![HashSet::new()],
