@@ -944,6 +944,7 @@ mod general_rules {
         gamma_weighted_total: "float64[:], float64",
         softplus_rows: "float64[:], float64",
         radii_and_quadrants: "float64[:], float64[:]",
+        halved_offsets: "int64, float64[:]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

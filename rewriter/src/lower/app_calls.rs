@@ -11,7 +11,7 @@ use port_codegen::ir::{ArrayType, DeviceFunction, Expr, Param, ScalarType, Stmt,
 use rustpython_parser::ast::{self, Ranged};
 
 use crate::error::{refuse, Lower, Reason};
-use crate::ir_util::join;
+use crate::ir_util::{cast_to, join};
 use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
 use crate::numpy::array_expr::{ArrVal, Val};
 use crate::pyast;
@@ -286,11 +286,7 @@ impl<'a> Lowerer<'a> {
                         let local = prm.name.clone();
                         prm.name = self.fresh(&format!("{local}_arg"));
                         r.declare_in(0, &prm.name);
-                        prologue.push(let_(
-                            &local,
-                            ty,
-                            crate::ir_util::cast_to(var(&prm.name), t, ty),
-                        ));
+                        prologue.push(let_(&local, ty, cast_to(var(&prm.name), t, ty)));
                     }
                     r.locals.insert(
                         py.clone(),
@@ -422,10 +418,16 @@ impl<'a> Lowerer<'a> {
                     Val::Scalar(Expr::Var(v), t, weak) if !reassigned => {
                         r.locals.insert(py, Local::Scalar { ir: v, ty: t, weak });
                     }
+                    // A parameter the body rebinds is a local of the type
+                    // that holds every value bound to it, the argument's
+                    // included (`k = k * 0.5` of an int `k` is a float).
                     Val::Scalar(e, t, weak) => {
+                        let key = format!("{}{py}", r.scope);
+                        let ty = self.declare_type_weak(&key, t, weak);
+                        let weak = weak && self.weak_local(&key);
                         let ir = self.local_temp(r, &py);
-                        r.push(let_(&ir, t, e));
-                        r.locals.insert(py, Local::Scalar { ir, ty: t, weak });
+                        r.push(let_(&ir, ty, cast_to(e, t, ty)));
+                        r.locals.insert(py, Local::Scalar { ir, ty, weak });
                     }
                     Val::Array(val) => {
                         r.locals.insert(
