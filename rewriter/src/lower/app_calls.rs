@@ -364,7 +364,7 @@ impl<'a> Lowerer<'a> {
         let mut taken: std::collections::HashSet<String> =
             pyast::names_in(&owned).into_iter().collect();
         taken.extend(pyast::param_names(&def.args));
-        pyast::single_exit(&mut owned, &mut |base| {
+        pyast::single_exit::single_exit(&mut owned, &mut |base| {
             pyast::fresh_name(base, &mut |n| taken.insert(n))
         });
         let Some((last, init)) = owned.split_last() else {

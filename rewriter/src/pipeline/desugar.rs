@@ -99,7 +99,7 @@ pub fn body(
         {
             used.insert(n);
         }
-        pyast::single_exit(&mut desugared.body, &mut |base| {
+        pyast::single_exit::single_exit(&mut desugared.body, &mut |base| {
             pyast::fresh_name(base, &mut |n| used.insert(n))
         });
     }

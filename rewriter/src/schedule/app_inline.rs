@@ -351,7 +351,7 @@ impl Lowerer<'_> {
             .into_iter()
             .chain(pyast::names_in(&body))
             .collect();
-        pyast::single_exit(&mut body, &mut |base| {
+        pyast::single_exit::single_exit(&mut body, &mut |base| {
             pyast::fresh_name(base, &mut |n| used.insert(n))
         });
         pyast::desugar_element_loops(&mut body);
