@@ -628,10 +628,12 @@ impl Walk<'_> {
                     for &(ty, wy) in &b {
                         let t = dtypes::promote(tx, wx, ty, wy);
                         // In a kernel a branch that loads gives a strong
-                        // temporary; elsewhere the weakness of both.
+                        // temporary; elsewhere the weakness of both. Which
+                        // one depends on where it is lowered.
                         out.push((t, wx && wy));
                         if wx && wy {
                             out.push((t, false));
+                            self.placed.set(true);
                         }
                     }
                 }
@@ -1132,6 +1134,15 @@ mod tests {
         assert_eq!(ty(&t, &format!("{scope}return")), Some(ScalarType::F64));
         assert!(!t.strong.contains(&format!("{scope}return")));
         assert!(t.complete(), "{t:?}");
+    }
+
+    #[test]
+    fn a_choice_of_python_numbers_is_left_to_where_it_is_lowered() {
+        // Weak on the host, a strong temporary in a kernel: the binding's
+        // weakness is the lowering's to decide.
+        let src = "def f(x, flag):\n    for i in range(x.shape[0]):\n        s = 200 if flag > 0 else 100\n        x[i] = s + x[i]\n";
+        let t = table_of(src, "uint8[:], int64");
+        assert!(t.untyped.contains_key("s"), "{t:?}");
     }
 
     #[test]
