@@ -28,12 +28,11 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, lit, promote, select};
 use crate::lower::context::{
-    sanitize, HostBind, Local, Lowerer, Recurse, Reduce, Region, RegionKind,
+    const_val, sanitize, HostBind, Local, Lowerer, Recurse, Reduce, Region, RegionKind,
 };
 use crate::numpy::array_expr::{self, ArrVal, IndexItem, Val};
 use crate::numpy::math_calls;
 use crate::plan::HostValue;
-use crate::source::Const;
 
 mod binop;
 mod calls;
@@ -170,12 +169,7 @@ impl<'a> Lowerer<'a> {
                 .and_then(|f| self.src.imported_const(f))
         });
         if let Some(c) = c {
-            return Ok(match c {
-                Const::Int(i) => Val::Scalar(i64(i), ScalarType::I64, true),
-                Const::Float(f) => Val::Scalar(f64(f), ScalarType::F64, true),
-                Const::Float32(f) => Val::scalar(f32(f), ScalarType::F32),
-                Const::Bool(b) => Val::Scalar(bool(b), ScalarType::Bool, true),
-            });
+            return Ok(const_val(c));
         }
         refuse(
             "frontend",
@@ -439,12 +433,7 @@ impl<'a> Lowerer<'a> {
         let attr = a.attr.as_str();
         // Module constants (math.pi) and dotted names.
         if let Some(c) = self.src.eval_const(whole) {
-            return Ok(match c {
-                Const::Int(i) => Val::Scalar(i64(i), ScalarType::I64, true),
-                Const::Float(f) => Val::Scalar(f64(f), ScalarType::F64, true),
-                Const::Float32(f) => Val::scalar(f32(f), ScalarType::F32),
-                Const::Bool(b) => Val::Scalar(bool(b), ScalarType::Bool, true),
-            });
+            return Ok(const_val(c));
         }
         if attr == "size" {
             if let Some(v) = self.masked_size(r, &a.value, line)? {

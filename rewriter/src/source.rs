@@ -384,6 +384,18 @@ impl SourceFile {
 
     /// The dotted name an expression refers to, with import aliases
     /// resolved: `np.sqrt` → `numpy.sqrt`, `sqrt` → `math.sqrt`.
+    /// Whether `e` names a library module (`np`, `math`, `scipy.special`)
+    /// or a module of the program: `e.f(…)` is then a function of it, not
+    /// a method of a value.
+    pub fn names_a_module(&self, e: &Expr) -> bool {
+        self.resolve(e).is_some_and(|m| {
+            matches!(
+                m.split('.').next(),
+                Some("numpy" | "math" | "numba" | "cmath" | "scipy")
+            ) || self.imports.contains_key(m.as_str())
+        })
+    }
+
     pub fn resolve(&self, e: &Expr) -> Option<String> {
         match e {
             Expr::Name(n) => {

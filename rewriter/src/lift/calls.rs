@@ -23,13 +23,7 @@ impl<'a> Lowerer<'a> {
         }
         // Methods of arrays.
         if let ast::Expr::Attribute(a) = c.func.as_ref() {
-            let is_module = self.src.resolve(&a.value).is_some_and(|m| {
-                matches!(
-                    m.split('.').next(),
-                    Some("numpy" | "math" | "numba" | "cmath" | "scipy")
-                ) || self.src.imports.contains_key(m.as_str())
-            });
-            if !is_module {
+            if !self.src.names_a_module(&a.value) {
                 let base = self.expr(r, &a.value)?;
                 if let Val::Array(av) = base {
                     return self.array_method(r, &av, a.attr.as_str(), c, line);
@@ -420,15 +414,7 @@ impl<'a> Lowerer<'a> {
                     format!("ufunc `np.{short}` element by element (line {line})"),
                 );
             }
-            // `math.*` gives a Python float or int, and so do the
-            // built-ins `float`, `int`, `bool` and `round` always, and
-            // `abs` of a Python number: weak in NumPy 2's promotion
-            // (`acc_u8 *= math.floor(x)` stays uint8, `a_u8 * abs(k)` of
-            // a Python int `k` too).
-            let python_number = name.starts_with("math.")
-                || matches!(name.as_str(), "float" | "int" | "bool" | "round")
-                || (name == "abs" && matches!(args.as_slice(), [Val::Scalar(_, _, true)]));
-            if python_number {
+            if math_calls::gives_python_number(&name, &args) {
                 if let Val::Scalar(e, t, _) = v {
                     return Ok(Val::Scalar(e, t, true));
                 }

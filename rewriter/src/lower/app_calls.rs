@@ -361,12 +361,7 @@ impl<'a> Lowerer<'a> {
             .filter(|s| !pyast::is_docstring(s))
             .cloned()
             .collect();
-        let mut taken: std::collections::HashSet<String> =
-            pyast::names_in(&owned).into_iter().collect();
-        taken.extend(pyast::param_names(&def.args));
-        pyast::single_exit::single_exit(&mut owned, &mut |base| {
-            pyast::fresh_name(base, &mut |n| taken.insert(n))
-        });
+        pyast::single_exit::single_exit_fresh(&mut owned, &def.args);
         let Some((last, init)) = owned.split_last() else {
             return refuse(NAME, line, format!("`{callee}` is empty"));
         };

@@ -662,7 +662,7 @@ impl<'a> Lowerer<'a> {
     /// such a value is *weak* in NumPy's promotion, like a literal
     /// (`img_u8 + delta` stays uint8).
     pub(crate) fn python_scalar_param(&self, name: &str, t: ScalarType) -> bool {
-        matches!(t, ScalarType::I64 | ScalarType::F64 | ScalarType::Bool)
+        python_number_type(t)
             && self
                 .params
                 .iter()
@@ -1128,6 +1128,12 @@ pub fn whole_array(av: &ArrVal) -> Option<String> {
 }
 
 /// A module constant as a value.
+/// Whether a scalar argument of type `t` is one callers pass as a Python
+/// number (`int64`, `float64`, `boolean`), weak in NumPy's promotion.
+pub fn python_number_type(t: ScalarType) -> bool {
+    matches!(t, ScalarType::I64 | ScalarType::F64 | ScalarType::Bool)
+}
+
 pub fn const_val(c: Const) -> Val {
     match c {
         Const::Int(i) => Val::Scalar(i64(i), ScalarType::I64, true),

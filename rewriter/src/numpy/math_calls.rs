@@ -198,6 +198,16 @@ fn float_of(t: ScalarType, numpy: bool) -> ScalarType {
     }
 }
 
+/// Whether `name(args)` gives a Python number, weak in NumPy 2's
+/// promotion: `math.*`, the built-ins `float`, `int`, `bool` and `round`
+/// always, and `abs` of a Python number (`acc_u8 *= math.floor(x)` stays
+/// uint8, `a_u8 * abs(k)` of a Python int `k` too).
+pub fn gives_python_number(name: &str, args: &[Val]) -> bool {
+    name.starts_with("math.")
+        || matches!(name, "float" | "int" | "bool" | "round")
+        || (name == "abs" && matches!(args, [Val::Scalar(_, _, true)]))
+}
+
 /// Lowers a call to a math function or numeric built-in; `None` when `name`
 /// is not one (or the arguments do not fit, e.g. a tuple).
 pub fn call(name: &str, args: &[Val]) -> Option<Val> {

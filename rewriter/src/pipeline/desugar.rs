@@ -108,7 +108,7 @@ pub fn body(
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
     // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
-    builtin_pow_as_operator(src, &mut desugared.body);
+    builtin_pow_and_divmod(src, &mut desugared.body);
     // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
     unroll_constant_comprehensions(src, &mut desugared.body);
     // A list only read by index (`w = [0.25, 0.5, 0.25]`) as the tuple it
@@ -603,7 +603,7 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
 /// calendar splits days with `divmod`. `divmod`'s operands are written
 /// twice, so only names, constants, reads of them (`x[i]`, `t.real`) and
 /// arithmetic on those are taken: nothing that calls anything.
-fn builtin_pow_as_operator(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+fn builtin_pow_and_divmod(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
     use rustpython_parser::ast::{self, Expr};
     fn pure(e: &Expr) -> bool {
         match e {

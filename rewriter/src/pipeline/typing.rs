@@ -28,6 +28,7 @@ use rustpython_parser::ast;
 
 use crate::dtypes;
 use crate::lower::app_calls::{returns_a_tuple, type_scope, ScopeArg};
+use crate::lower::context::{const_val, python_number_type};
 use crate::lower::row_reduction::{acc_type, reduce_name};
 use crate::numpy::array_expr::{ArrVal, Val};
 use crate::numpy::math_calls;
@@ -506,7 +507,7 @@ impl Walk<'_> {
             if let Some(p) = self.params.get(name) {
                 // Read before the body rebinds it.
                 match p {
-                    ArgType::Scalar(t) => alts.push((*t, python_scalar(*t))),
+                    ArgType::Scalar(t) => alts.push((*t, python_number_type(*t))),
                     ArgType::Array(_) => return None,
                 }
             }
@@ -530,7 +531,7 @@ impl Walk<'_> {
         }
         if let Some(p) = self.params.get(name) {
             return Some(match p {
-                ArgType::Scalar(t) => Ty::Num(vec![(*t, python_scalar(*t))]),
+                ArgType::Scalar(t) => Ty::Num(vec![(*t, python_number_type(*t))]),
                 ArgType::Array(a) => Ty::Arr(a.elem, a.ndim as usize),
             });
         }
@@ -726,13 +727,7 @@ impl Walk<'_> {
         }
         // Methods of arrays: the whole reductions.
         if let ast::Expr::Attribute(a) = c.func.as_ref() {
-            let is_module = self.frame.src.resolve(&a.value).is_some_and(|m| {
-                matches!(
-                    m.split('.').next(),
-                    Some("numpy" | "math" | "numba" | "cmath" | "scipy")
-                ) || self.frame.src.imports.contains_key(m.as_str())
-            });
-            if !is_module {
+            if !self.frame.src.names_a_module(&a.value) {
                 let Ty::Arr(t, _) = self.expr(&a.value)? else {
                     return None;
                 };
@@ -794,10 +789,7 @@ impl Walk<'_> {
             }
             match math_calls::call(&name, &combo)? {
                 Val::Scalar(_, t, weak) => {
-                    let python_number = name.starts_with("math.")
-                        || matches!(name.as_str(), "float" | "int" | "bool" | "round")
-                        || (name == "abs" && matches!(combo.as_slice(), [Val::Scalar(_, _, true)]));
-                    out.push((t, weak || python_number));
+                    out.push((t, weak || math_calls::gives_python_number(&name, &combo)));
                 }
                 Val::Array(av) => {
                     let v = Ty::Arr(av.elem, av.ndim());
@@ -1062,19 +1054,12 @@ fn combinations(args: &[Ty]) -> Option<Vec<Vec<Val>>> {
     Some(out)
 }
 
+/// A module constant, as the lowering reads it ([`const_val`]).
 fn constant(c: Const) -> Ty {
-    Ty::Num(vec![match c {
-        Const::Int(_) => (ScalarType::I64, true),
-        Const::Float(_) => (ScalarType::F64, true),
-        Const::Float32(_) => (ScalarType::F32, false),
-        Const::Bool(_) => (ScalarType::Bool, true),
-    }])
-}
-
-/// A scalar argument callers pass as a Python number is weak
-/// ([`crate::lower::context::Lowerer::python_scalar_param`]).
-fn python_scalar(t: ScalarType) -> bool {
-    matches!(t, ScalarType::I64 | ScalarType::F64 | ScalarType::Bool)
+    match const_val(c) {
+        Val::Scalar(_, t, weak) => Ty::Num(vec![(t, weak)]),
+        _ => unreachable!("a constant is a number"),
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,17 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::{names_node, walk_stmts};
+use super::{fresh_name, names_in, names_node, param_names, walk_stmts};
+
+/// [`single_exit`] of a helper's body, its result names fresh to the
+/// helper's own names and parameters (`args`).
+pub fn single_exit_fresh(body: &mut Vec<Stmt>, args: &ast::Arguments) {
+    let mut used: std::collections::HashSet<String> = param_names(args)
+        .into_iter()
+        .chain(names_in(body))
+        .collect();
+    single_exit(body, &mut |base| fresh_name(base, &mut |n| used.insert(n)));
+}
 
 /// A function that returns from inside `if`s (`if count == 0: return
 /// np.nan` then `return total / count`) as one that returns once, at the

@@ -347,13 +347,7 @@ impl Lowerer<'_> {
         fold_returns(&mut body);
         // `if len(x) == 1: return …` before a loop: the helper as one that
         // returns once, at its end, as the function's own body is.
-        let mut used: std::collections::HashSet<String> = pyast::param_names(&def.args)
-            .into_iter()
-            .chain(pyast::names_in(&body))
-            .collect();
-        pyast::single_exit::single_exit(&mut body, &mut |base| {
-            pyast::fresh_name(base, &mut |n| used.insert(n))
-        });
+        pyast::single_exit::single_exit_fresh(&mut body, &def.args);
         pyast::desugar_element_loops(&mut body);
         pyast::split_tuple_names(&pyast::param_names(&def.args), &mut body);
         let mut ret: Option<(ast::Expr, TextRange)> = None;
