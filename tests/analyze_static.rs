@@ -194,12 +194,15 @@ fn local_imports_are_followed_and_verdicts_flow_up_the_call_graph() {
         .collect();
     assert_eq!(files.len(), 5, "{files:?}");
     assert_eq!(function(&a, "checksum")["verdict"], "object");
-    // `util.clamp(...)`: migrate's planner does not call through a module
-    // attribute yet, so `advance` is not `cuda`; the refusal says why.
-    let advance = function(&a, "advance");
-    assert_eq!(advance["verdict"], "nopython");
-    assert!(codes(advance).contains(&"PORT214".to_string()));
+    // `from .util import clamp`: the planner inlines the helper of the
+    // module beside it, so `advance` is `cuda`.
+    assert_eq!(function(&a, "advance")["verdict"], "cuda");
     assert_eq!(function(&a, "clamp")["verdict"], "cuda");
+    // `kernels.advance(…)`: it does not call through a module attribute
+    // yet, so `euler_and_advance` is not `cuda`; the refusal says why.
+    let both = function(&a, "euler_and_advance");
+    assert_eq!(both["verdict"], "nopython");
+    assert!(codes(both).contains(&"PORT214".to_string()));
     let run = function(&a, "run");
     assert_eq!(run["verdict"], "object");
     assert!(codes(run).contains(&"PORT113".to_string()));

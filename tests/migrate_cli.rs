@@ -709,9 +709,21 @@ fn json_errors_are_one_document_naming_the_real_source() {
         "bad_input",
         "no function `nope`",
     );
-    // With no types given, captured or called with, the body's use gives
-    // them (`a[i, i]`: 2-D), and the report says so.
+    // With no types given, the program's call gives them: `a =
+    // rng.random((64, 64))` after `rng = np.random.default_rng(0)`.
     let o = run(&["--function", "go_fast", &f]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(
+        j["arg_types"],
+        serde_json::json!([{"name": "a", "type": "float64[:, :]", "from": "calls"}])
+    );
+    // With no call either, the body's use gives them (`a[i, i]`: 2-D), and
+    // the report says so.
+    let text = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    let alone = tmp.path().join("seeds_alone.py");
+    std::fs::write(&alone, text.split("if __name__").next().unwrap()).unwrap();
+    let o = run(&["--function", "go_fast", "seeds_alone.py"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["status"], "verified", "{j}");
     assert_eq!(

@@ -1980,6 +1980,67 @@ mod corpus_style {
         assert!(j["reasons"].to_string().contains("sim_constants"), "{out}");
     }
 
+    /// Helpers imported from a module beside the file (`from signal_stats
+    /// import slope_and_spread as fit_row`) are inlined as the file's own:
+    /// with their module's constant (`TINY`) and the helper they call in
+    /// turn (`_centred_energy`). The program's calls type the arguments
+    /// (`rng.standard_normal(…)` included). A refusal inside a borrowed
+    /// helper names its line in its own file.
+    #[test]
+    fn helpers_of_a_module_beside_the_file_are_inlined() {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in ["features.py", "signal_stats.py"] {
+            std::fs::copy(fixture(&format!("migrate/sibling/{f}")), tmp.path().join(f)).unwrap();
+        }
+        let o = migrate_in(
+            tmp.path(),
+            &["--function", "row_features", "features.py", "--json"],
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}\n{}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(j["status"], "verified", "{out}");
+        let types: Vec<(&str, &str)> = j["arg_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["type"].as_str().unwrap(), t["from"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("float64[:]", "calls"),
+                ("float64[:, :]", "calls"),
+                ("float64[:, :]", "calls")
+            ],
+            "{out}"
+        );
+        let o = migrate_in(
+            tmp.path(),
+            &[
+                "--function",
+                "first_ratio",
+                "features.py",
+                "--signature",
+                "float64[:]",
+                "--json",
+            ],
+        );
+        let out = stdout(&o);
+        let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(j["status"], "refused", "{out}");
+        let why = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            why.starts_with("in `ratio_list` (called at line 18), line 39 of signal_stats.py:"),
+            "{why}"
+        );
+        // The user's file is as it was.
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("features.py")).unwrap(),
+            std::fs::read_to_string(fixture("migrate/sibling/features.py")).unwrap()
+        );
+    }
+
     /// The input checks of the original stay in the patched wrapper: a
     /// `raise` as written (its f-string reads parameters the wrapper has),
     /// an `assert` as the `raise` it is; an `assert` the host cannot

@@ -8,7 +8,8 @@
 //! "__main__":` included, and every function's body) is read in order:
 //! names bound by assignment get the type of their value, with NumPy's
 //! rules for the creation functions (`zeros`, `ones`, `empty`, `full`,
-//! `arange`, `linspace`, `eye`, `array` of a literal, `random.*`), `dtype=`
+//! `arange`, `linspace`, `eye`, `array` of a literal, `random.*` and a
+//! `default_rng` generator's methods), `dtype=`
 //! and `.astype`, arithmetic, `len`, `int`, `float`, `.shape[k]`, and the
 //! file's own helpers (`A, B = initialize(n)` takes the types of the tuple
 //! `initialize` returns). A parameter takes the type of the first call
@@ -38,6 +39,9 @@ const MAX_HELPER_DEPTH: usize = 3;
 enum Val {
     Known(ArgType),
     Tuple(Vec<Val>),
+    /// A random generator (`np.random.default_rng(seed)`): its methods
+    /// make arrays as `np.random`'s functions do.
+    Generator,
     Unknown,
 }
 
@@ -922,21 +926,32 @@ fn call(src: &SourceFile, c: &ast::ExprCall, env: &HashMap<String, Val>, depth: 
                     _ => Val::Unknown,
                 };
             }
-            if on_random {
+            let generator = !on_random && value(src, &a.value, env, depth) == Val::Generator;
+            if on_random
+                && matches!(
+                    method,
+                    "default_rng" | "RandomState" | "Generator" | "PCG64"
+                )
+            {
+                return Val::Generator;
+            }
+            if on_random || generator {
                 let size = |k: usize| c.args.get(k).or_else(|| keyword(c, "size"));
+                let floats = |k: usize| match size(k) {
+                    Some(s) => array(elem_of(ScalarType::F64), shape_rank(src, s, env, depth)),
+                    None => scalar(ScalarType::F64),
+                };
                 return match method {
-                    "rand" | "randn" | "random_sample" if !c.args.is_empty() => {
+                    "rand" | "randn" | "random_sample" if on_random && !c.args.is_empty() => {
                         array(ScalarType::F64, c.args.len())
                     }
-                    "random" | "random_sample" => match size(0) {
-                        Some(s) => array(ScalarType::F64, shape_rank(src, s, env, depth)),
-                        None => scalar(ScalarType::F64),
-                    },
-                    "uniform" | "normal" => match size(2) {
-                        Some(s) => array(ScalarType::F64, shape_rank(src, s, env, depth)),
-                        None => scalar(ScalarType::F64),
-                    },
-                    "randint" => match size(2) {
+                    "random" | "random_sample" | "standard_normal" | "standard_exponential" => {
+                        floats(0)
+                    }
+                    "exponential" | "rayleigh" | "standard_gamma" => floats(1),
+                    "uniform" | "normal" | "lognormal" | "gamma" | "beta" | "laplace"
+                    | "logistic" => floats(2),
+                    "integers" | "randint" => match size(2) {
                         Some(s) => array(elem_of(ScalarType::I64), shape_rank(src, s, env, depth)),
                         None => scalar(ScalarType::I64),
                     },
@@ -1122,6 +1137,21 @@ mod tests {
                 "complex128[:]",
                 "int64[:, :]",
                 "float64[:]"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_generators_methods_make_arrays() {
+        let text = "import numpy as np\n\ndef f(a, b, c, d, e):\n    pass\n\nrng = np.random.default_rng(7)\nf(rng.standard_normal((4, 5)), rng.random(8, dtype=np.float32), rng.integers(0, 9, size=3), rng.normal(0.0, 1.0, (2, 2, 2)), rng.random())\n";
+        assert_eq!(
+            types(text, "f"),
+            [
+                "float64[:, :]",
+                "float32[:]",
+                "int64[:]",
+                "float64[:, :, :]",
+                "float64"
             ]
         );
     }

@@ -11,7 +11,7 @@
 //! steps of a [`plan::KernelPlan`], and every loop, array expression and
 //! reduction becomes a kernel; then [`emit`] prints it. The modules are the
 //! pipeline's stages, each using only those before it (`tests/layout.rs`
-//! checks it): the foundation (`source`, `pyast`, `types`, `signature`,
+//! checks it): the foundation (`source`, `siblings`, `pyast`, `types`, `signature`,
 //! `error`, `ir_util`, `plan`, `launch`); [`numpy`] (array values with
 //! NumPy's meaning, and the extents it requires equal); [`dependences`]; [`lower`] (the lowering context and
 //! the passes that make kernels); [`schedule`] (the host steps around
@@ -47,6 +47,7 @@ pub mod pyast;
 pub mod request;
 pub mod rewrites;
 pub mod schedule;
+pub mod siblings;
 pub mod signature;
 pub mod source;
 pub mod types;

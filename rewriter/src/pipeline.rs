@@ -2,7 +2,9 @@
 //! a module with one entry point; each may refuse, with its reasons and
 //! their lines; none calls back into this list.
 //!
-//! 1. **file** (here): the file as the function sees it — its own
+//! 1. **file** (here): the file as the function sees it — the helpers
+//!    it imports from modules beside it read as its own
+//!    ([`crate::siblings::with_sibling_helpers`]), its own
 //!    `import numpy as np` taken as the module's, `if 0:` decided and
 //!    constant tuples as ranges ([`crate::source::SourceFile::normalised`]),
 //!    and nested `def`s that capture nothing hoisted to the module level
@@ -39,9 +41,13 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
-    // 1. The file. A function's own `import numpy as np` (Numba refuses
-    // it, PORT112) is planned as the module's import; the patched file
-    // imports it at the top, where kernels see it.
+    // 1. The file. The helpers it imports from the modules beside it
+    // (`from .utils import _log_n`) are read as if it defined them.
+    let joined = crate::siblings::with_sibling_helpers(src, req.function);
+    let src = joined.as_deref().unwrap_or(src);
+    // A function's own `import numpy as np` (Numba refuses it, PORT112) is
+    // planned as the module's import; the patched file imports it at the
+    // top, where kernels see it.
     let found = source::find(src, req.function)?;
     let local: Vec<&rustpython_parser::ast::Stmt> = found
         .def

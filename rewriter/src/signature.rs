@@ -171,6 +171,10 @@ fn body_types(
     src: &crate::source::SourceFile,
     function: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>), RewriteError> {
+    // The helpers it imports from modules beside the file use the
+    // arguments passed to them as the file's own helpers do.
+    let joined = crate::siblings::with_sibling_helpers(src, function);
+    let src = joined.as_deref().unwrap_or(src);
     let found = crate::source::find(src, function)?;
     let def = found.def;
     let names: Vec<String> = def
@@ -195,7 +199,19 @@ fn body_types(
         .iter()
         .map(|n| {
             let u = uses.get(n.as_str()).copied().unwrap_or_default();
-            if u.array {
+            let by_default = defaults.get(n.as_str()).and_then(|d| match d {
+                Expr::Constant(c) => match c.value {
+                    Constant::Int(_) => Some(ScalarType::I64),
+                    Constant::Float(_) => Some(ScalarType::F64),
+                    Constant::Bool(_) => Some(ScalarType::Bool),
+                    _ => None,
+                },
+                _ => None,
+            });
+            // A number as the default (`base=2`) says the parameter is a
+            // number, though the body passes it to NumPy (`np.log(base)`);
+            // only indexing it (`w[i]`, `w.shape[0]`) says otherwise.
+            if u.array && (by_default.is_none() || u.ndim > 0) {
                 let guessed = if n.starts_with(|c: char| c.is_ascii_uppercase()) {
                     2
                 } else {
@@ -218,15 +234,6 @@ fn body_types(
                     contiguous: false,
                 })
             } else {
-                let by_default = defaults.get(n.as_str()).and_then(|d| match d {
-                    Expr::Constant(c) => match c.value {
-                        Constant::Int(_) => Some(ScalarType::I64),
-                        Constant::Float(_) => Some(ScalarType::F64),
-                        Constant::Bool(_) => Some(ScalarType::Bool),
-                        _ => None,
-                    },
-                    _ => None,
-                });
                 ArgType::Scalar(by_default.unwrap_or(if u.int {
                     ScalarType::I64
                 } else {
@@ -431,7 +438,13 @@ fn param_uses(
                             .args
                             .iter()
                             .chain(c.keywords.iter().map(|k| &k.value))
-                            .any(|a| name_of(a).is_some_and(|n| uses.contains_key(n)));
+                            .any(|a| {
+                                let a = match a {
+                                    Expr::Subscript(sub) => sub.value.as_ref(),
+                                    a => a,
+                                };
+                                name_of(a).is_some_and(|n| uses.contains_key(n))
+                            });
                         if matches!(c.func.as_ref(), Expr::Name(_)) && passes_a_parameter {
                             calls.push(c);
                         }
@@ -482,13 +495,26 @@ fn param_uses(
                         .filter_map(|k| Some((k.arg.as_ref()?.as_str(), &k.value))),
                 );
             for (param, arg) in passed {
-                let (Some(t), Some(u)) = (
-                    theirs.get(param),
-                    name_of(arg).and_then(|n| uses.get_mut(n)),
-                ) else {
+                let Some(t) = theirs.get(param) else { continue };
+                if let Some(u) = name_of(arg).and_then(|n| uses.get_mut(n)) {
+                    u.merge(t);
                     continue;
+                }
+                // `fit(rows[r])` with `fit` using its parameter as a
+                // vector: `rows` has one more axis per integer index.
+                let Expr::Subscript(sub) = arg else { continue };
+                let indices = match sub.slice.as_ref() {
+                    Expr::Tuple(t) => t.elts.iter().collect::<Vec<_>>(),
+                    one => vec![one],
                 };
-                u.merge(t);
+                if !t.array || indices.iter().any(|i| matches!(i, Expr::Slice(_))) {
+                    continue;
+                }
+                if let Some(u) = name_of(&sub.value).and_then(|n| uses.get_mut(n)) {
+                    u.array = true;
+                    u.ndim = u.ndim.max(t.ndim.max(1) + indices.len() as u8);
+                    u.complex |= t.complex;
+                }
             }
         }
     }
@@ -957,6 +983,22 @@ mod tests {
         let src =
             "import numpy as np\ndef u(x, r):\n    assert np.size(r) == 1\n    return x * r[0]\n";
         assert_eq!(sig(src, "u"), "float64, float64[:]");
+    }
+
+    /// antropy's `_xlogx(x, base=2)`: a number as the default says the
+    /// parameter is a number, though the body hands it to `np.log`.
+    #[test]
+    fn a_numeric_default_makes_a_number() {
+        let src = "import numpy as np\ndef xlogx(x, base=2):\n    out = np.zeros(x.shape)\n    ok = x > 0\n    out[ok] = x[ok] * np.log(x[ok]) / np.log(base)\n    return out\n";
+        assert_eq!(sig(src, "xlogx"), "float64[:], int64");
+    }
+
+    /// A row passed to a helper that uses its parameter as a vector makes
+    /// the argument a matrix.
+    #[test]
+    fn a_row_passed_to_a_vector_helper_is_a_matrix_row() {
+        let src = "def fit(y):\n    s = 0.0\n    for j in range(y.shape[0]):\n        s += y[j]\n    return s\n\ndef rows(m, out):\n    for r in range(m.shape[0]):\n        out[r] = fit(m[r])\n";
+        assert_eq!(sig(src, "rows"), "float64[:, :], float64[:]");
     }
 
     #[test]

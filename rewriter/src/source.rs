@@ -58,6 +58,32 @@ pub struct SourceFile {
     /// in its functions.
     index: std::sync::OnceLock<FunctionIndex>,
     names: std::sync::OnceLock<std::collections::HashSet<String>>,
+    /// The helpers of modules beside this file appended to its text for
+    /// planning ([`crate::siblings`]): where each one's lines
+    /// came from.
+    pub borrowed: Vec<Borrowed>,
+    /// What [`crate::siblings`] read for this file: the modules
+    /// beside it, parsed, and the file joined with each set of helpers
+    /// (planning a file's functions borrows the same helpers again and
+    /// again). Shared with the copies planning makes of the file.
+    pub borrow_cache: std::sync::Arc<std::sync::Mutex<BorrowCache>>,
+}
+
+/// See [`SourceFile::borrow_cache`].
+#[derive(Default)]
+pub struct BorrowCache {
+    pub modules: HashMap<String, Option<std::sync::Arc<SourceFile>>>,
+    pub joined: HashMap<String, std::sync::Arc<SourceFile>>,
+}
+
+/// Lines `first..=last` of a planned file's text are a helper borrowed
+/// from `file`, whose `def` is at `line` there.
+#[derive(Clone, Debug)]
+pub struct Borrowed {
+    pub first: u32,
+    pub last: u32,
+    pub file: String,
+    pub line: u32,
 }
 
 /// Where each function of a file is: its position in the suite (and in its
@@ -108,6 +134,8 @@ impl SourceFile {
             siblings: std::sync::Arc::clone(&self.siblings),
             index: std::sync::OnceLock::new(),
             names: std::sync::OnceLock::new(),
+            borrowed: self.borrowed.clone(),
+            borrow_cache: std::sync::Arc::clone(&self.borrow_cache),
         }
     }
 
@@ -268,6 +296,8 @@ impl SourceFile {
             siblings: Default::default(),
             index: std::sync::OnceLock::new(),
             names: std::sync::OnceLock::new(),
+            borrowed: Vec::new(),
+            borrow_cache: Default::default(),
         };
         f.scan_module();
         f
@@ -279,6 +309,19 @@ impl SourceFile {
 
     pub fn line(&self, node: &impl Ranged) -> u32 {
         self.line_of(node.start())
+    }
+
+    /// A line as a message names it: `12` in the file itself, `40 of
+    /// utils.py` in a helper borrowed from there.
+    pub fn shown_line(&self, line: u32) -> String {
+        match self
+            .borrowed
+            .iter()
+            .find(|b| (b.first..=b.last).contains(&line))
+        {
+            Some(b) => format!("{} of {}", b.line + (line - b.first), b.file),
+            None => line.to_string(),
+        }
     }
 
     /// The last line of a node.

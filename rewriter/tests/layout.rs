@@ -24,6 +24,7 @@ const STAGES: &[(&str, &[&str])] = &[
         &[
             "error",
             "source",
+            "siblings",
             "pyast",
             "types",
             "dtypes",

@@ -171,7 +171,7 @@ impl<'a> Lowerer<'a> {
             span: (self.src.line(def), self.src.end_line(def)),
             prefix: String::new(),
         }];
-        let at_call = |why| at_call_site(why, &frame);
+        let at_call = |why| at_call_site(why, &frame, self.src);
         match (returns_tuple, arrays_by_name) {
             (false, Some(arrays)) => {
                 let (dname, ret) = self
@@ -471,7 +471,11 @@ pub(crate) struct Frame {
 
 /// A refusal inside a helper, said from the call site: `in `relu` (called
 /// at line 18), line 5: …`. Other refusals are unchanged.
-pub(crate) fn at_call_site(mut why: Box<Reason>, frames: &[Frame]) -> Box<Reason> {
+pub(crate) fn at_call_site(
+    mut why: Box<Reason>,
+    frames: &[Frame],
+    src: &crate::source::SourceFile,
+) -> Box<Reason> {
     if let Some(f) = frames
         .iter()
         .find(|f| why.line >= f.span.0 && why.line <= f.span.1 && why.line != f.call_line)
@@ -483,7 +487,9 @@ pub(crate) fn at_call_site(mut why: Box<Reason>, frames: &[Frame]) -> Box<Reason
         };
         why.message = format!(
             "in `{}` (called at line {}), line {}: {message}",
-            f.callee, f.call_line, why.line
+            f.callee,
+            f.call_line,
+            src.shown_line(why.line)
         );
         why.line = f.call_line;
     }

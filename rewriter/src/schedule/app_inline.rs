@@ -259,7 +259,7 @@ impl Lowerer<'_> {
             }
             self.host_block(r, std::slice::from_ref(&stmt))
         })();
-        res.map_err(|why| at_call_site(why, &cx.frames))
+        res.map_err(|why| at_call_site(why, &cx.frames, self.src))
     }
 
     /// Replaces the calls to helpers in `e` by their values, in evaluation

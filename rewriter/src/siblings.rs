@@ -1,0 +1,331 @@
+//! The planner's file pass, first rule (and the usage reader's,
+//! [`crate::signature`]): the program's helpers defined in a module
+//! beside the file (`from .utils import _linear_regression`), brought in
+//! as if the file defined them, so
+//! that the lowering inlines them as it does the file's own.
+//!
+//! A helper is borrowed with what it reads of its module: the imports it
+//! uses (when the file binds none of those names otherwise), its module's
+//! constants (when the file binds none of those names otherwise), and the
+//! functions of its module it calls in turn. Its text is appended to the
+//! file's (so every node keeps a place in one text, and lines of the
+//! file's own code do not move); [`SourceFile::shown_line`] names a
+//! borrowed line by its own file and line. Nothing here is ever written
+//! out: the patched file is printed from the user's file as it is.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::pyast::{walk_expr, walk_stmts};
+use crate::source::{self, Borrowed, SourceFile};
+
+/// How many functions are borrowed at most (helpers of helpers included).
+const MAX_BORROWED: usize = 16;
+
+/// `src` with the sibling modules' helpers that `function` calls
+/// (directly, or through the helpers themselves) appended; `None` when it
+/// calls none, or none can be borrowed without changing what a name means.
+pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<SourceFile>> {
+    let found = source::find(src, function).ok()?;
+    let dir = Path::new(&src.name)
+        .parent()
+        .unwrap_or_else(|| Path::new(""))
+        .to_path_buf();
+    let own: HashSet<String> = src
+        .functions()
+        .iter()
+        .filter(|f| f.class.is_none())
+        .map(|f| f.qualname.clone())
+        .collect();
+    // Work list: (the name it is called by here, its module, its name there).
+    // The function's calls, and those of the file's functions it calls.
+    let mut queue: Vec<(String, String, String)> = Vec::new();
+    let mut seen: Vec<String> = vec![found.qualname.clone()];
+    let mut bodies: Vec<&[Stmt]> = vec![&found.def.body];
+    while let Some(body) = bodies.pop() {
+        queue.extend(sibling_calls(src, body, &own));
+        walk_stmts(body, &mut |s: &Stmt| {
+            for e in crate::pyast::stmt_exprs(s) {
+                walk_expr(e, &mut |x: &Expr| {
+                    let Expr::Call(c) = x else { return };
+                    let Expr::Name(n) = c.func.as_ref() else {
+                        return;
+                    };
+                    if own.contains(n.id.as_str()) && !seen.iter().any(|s| s == n.id.as_str()) {
+                        seen.push(n.id.to_string());
+                        if let Some(f) = src.module_function(n.id.as_str()) {
+                            bodies.push(&f.def.body);
+                        }
+                    }
+                });
+            }
+        });
+    }
+    let mut taken: Vec<String> = Vec::new();
+    let mut imports: Vec<String> = Vec::new();
+    let mut bound: HashMap<String, String> = src.imports.clone();
+    let mut consts: Vec<String> = Vec::new();
+    let mut const_names: HashSet<String> = src.consts.keys().cloned().collect();
+    let mut defs: Vec<(String, String, u32)> = Vec::new();
+    let module_names = src.module_names().clone();
+    while let Some((local, module, name)) = queue.pop() {
+        if taken.contains(&local) || own.contains(&local) || taken.len() >= MAX_BORROWED {
+            continue;
+        }
+        let Some(sibling) = module_beside(src, &dir, &module) else {
+            continue;
+        };
+        let sibling = sibling.as_ref();
+        let Some(f) = sibling.module_function(&name) else {
+            continue;
+        };
+        let def = f.def;
+        // What the helper reads of its module.
+        let read = free_names(def);
+        let mut new_imports = Vec::new();
+        let mut new_consts = Vec::new();
+        let mut calls = Vec::new();
+        let mut clash = false;
+        for n in &read {
+            if let Some(full) = sibling.imports.get(n) {
+                match bound.get(n) {
+                    Some(ours) if ours == full => {}
+                    Some(_) => clash = true,
+                    None if module_names.contains(n) => clash = true,
+                    None => new_imports.push((n.clone(), full.clone())),
+                }
+            } else if let Some(c) = sibling.consts.get(n) {
+                match src.consts.get(n) {
+                    Some(ours) if ours == c => {}
+                    Some(_) => clash = true,
+                    None if module_names.contains(n) && !const_names.contains(n) => clash = true,
+                    None if const_names.contains(n) => {}
+                    None => new_consts.push(n.clone()),
+                }
+            } else if sibling.module_function(n).is_some() {
+                // A helper of the helper's module, borrowed under its name.
+                let same = bound.get(n).is_some_and(|b| *b == format!("{module}.{n}"));
+                if own.contains(n) || module_names.contains(n) && !taken.contains(n) && !same {
+                    clash = true;
+                } else {
+                    calls.push((n.clone(), module.clone(), n.clone()));
+                }
+            }
+        }
+        if clash {
+            continue;
+        }
+        let Some(text) = def_text(sibling, def, &local) else {
+            continue;
+        };
+        for (alias, full) in new_imports {
+            imports.push(match full.rsplit_once('.') {
+                Some((m, leaf)) if !sibling_module_import(sibling, &alias, &full) => {
+                    format!("from {m} import {leaf} as {alias}")
+                }
+                _ => format!("import {full} as {alias}"),
+            });
+            bound.insert(alias, full);
+        }
+        for n in new_consts {
+            if let Some(s) = constant_statement(sibling, &n) {
+                consts.push(s);
+                const_names.insert(n);
+            }
+        }
+        defs.push((text, sibling.name.clone(), sibling.line(def)));
+        taken.push(local);
+        queue.extend(calls);
+        // Calls of other siblings' helpers, named as the helper's module
+        // names them (`from .entropy import num_zerocross` there).
+        for (l, m, n) in sibling_calls(sibling, &def.body, &HashSet::new()) {
+            if sibling.module_function(&l).is_none()
+                && bound.get(&l).is_none_or(|b| *b == format!("{m}.{n}"))
+            {
+                queue.push((l, m, n));
+            }
+        }
+    }
+    if defs.is_empty() {
+        return None;
+    }
+    let key = format!("{taken:?} {imports:?} {consts:?}");
+    if let Some(j) = src.borrow_cache.lock().ok()?.joined.get(&key) {
+        return Some(Arc::clone(j));
+    }
+    let mut text = src.text.clone();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("\n# port: helpers of the modules beside this file, as the planner reads them\n");
+    for i in &imports {
+        text.push_str(i);
+        text.push('\n');
+    }
+    for c in &consts {
+        text.push_str(c);
+        text.push('\n');
+    }
+    let mut borrowed = Vec::new();
+    for (def, file, line) in defs {
+        text.push('\n');
+        let first = text.lines().count() as u32 + 1;
+        text.push_str(&def);
+        if !def.ends_with('\n') {
+            text.push('\n');
+        }
+        let last = text.lines().count() as u32;
+        borrowed.push(Borrowed {
+            first,
+            last,
+            file: Path::new(&file)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or(file),
+            line,
+        });
+    }
+    let mut joined = SourceFile::parse(&src.name, &text).ok()?;
+    joined.borrowed = borrowed;
+    // The `def`s, last in the text, are what the names mean now.
+    for local in &taken {
+        joined.imports.remove(local);
+    }
+    let joined = Arc::new(joined);
+    src.borrow_cache
+        .lock()
+        .ok()?
+        .joined
+        .insert(key, Arc::clone(&joined));
+    Some(joined)
+}
+
+/// The calls in `body` of functions of modules beside the file: `f(…)`
+/// after `from m import f` (or `from .m import g as f`), as (the name
+/// called here, the module, the name there). (`m.f(…)` after `import m`
+/// is not one: the lowering takes the program's functions by bare name.)
+fn sibling_calls(
+    src: &SourceFile,
+    body: &[Stmt],
+    own: &HashSet<String>,
+) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    walk_stmts(body, &mut |s: &Stmt| {
+        for e in crate::pyast::stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| {
+                let Expr::Call(c) = x else { return };
+                match c.func.as_ref() {
+                    Expr::Name(n) if !own.contains(n.id.as_str()) => {
+                        if let Some((m, name)) = src
+                            .imports
+                            .get(n.id.as_str())
+                            .and_then(|f| f.split_once('.'))
+                        {
+                            if !name.contains('.') {
+                                out.push((n.id.to_string(), m.to_string(), name.to_string()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            });
+        }
+    });
+    out
+}
+
+/// [`read_module`], once per module for the file and its copies.
+fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<SourceFile>> {
+    if let Some(m) = src.borrow_cache.lock().ok()?.modules.get(module) {
+        return m.clone();
+    }
+    let m = read_module(dir, module, &src.name).map(Arc::new);
+    src.borrow_cache
+        .lock()
+        .ok()?
+        .modules
+        .insert(module.to_string(), m.clone());
+    m
+}
+
+/// `module.py` beside the file, parsed; `None` when there is none (NumPy,
+/// the standard library) or it is the file itself.
+fn read_module(dir: &Path, module: &str, file: &str) -> Option<SourceFile> {
+    if module.is_empty() || module.contains('.') {
+        return None;
+    }
+    let path = dir.join(format!("{module}.py"));
+    if path == Path::new(file) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    SourceFile::parse(&path.to_string_lossy(), &text).ok()
+}
+
+/// The names `def` reads that it does not bind (its module's names).
+fn free_names(def: &ast::StmtFunctionDef) -> Vec<String> {
+    let mut bound: HashSet<String> = crate::pyast::names_rebound(&def.body);
+    bound.extend(def.args.args.iter().map(|a| a.def.arg.to_string()));
+    bound.extend(def.args.kwonlyargs.iter().map(|a| a.def.arg.to_string()));
+    let mut read: Vec<String> = Vec::new();
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        for e in crate::pyast::stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| {
+                if let Expr::Name(n) = x {
+                    let n = n.id.to_string();
+                    if !bound.contains(&n) && !read.contains(&n) {
+                        read.push(n);
+                    }
+                }
+            });
+        }
+    });
+    read
+}
+
+/// Whether `alias` is bound in `sibling` by `import full as alias` (a
+/// module), rather than `from … import …`.
+fn sibling_module_import(sibling: &SourceFile, alias: &str, full: &str) -> bool {
+    sibling.suite.iter().any(|s| match s {
+        Stmt::Import(i) => i.names.iter().any(|a| {
+            a.name.as_str() == full
+                && a.asname
+                    .as_deref()
+                    .unwrap_or(full.split('.').next().unwrap_or(full))
+                    == alias
+        }),
+        _ => false,
+    })
+}
+
+/// The statement of the module-level constant `name` in `sibling`, as
+/// written (the last one binding it).
+fn constant_statement(sibling: &SourceFile, name: &str) -> Option<String> {
+    sibling
+        .suite
+        .iter()
+        .rev()
+        .find(|s| match s {
+            Stmt::Assign(a) => {
+                matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == name)
+            }
+            Stmt::AnnAssign(a) => {
+                matches!(a.target.as_ref(), Expr::Name(n) if n.id.as_str() == name)
+            }
+            _ => false,
+        })
+        .map(|s| sibling.text_of(s).to_string())
+}
+
+/// The text of `def` from its `def` keyword (its decorators, `@njit` and
+/// the like, left behind), named `local` as this file calls it.
+fn def_text(sibling: &SourceFile, def: &ast::StmtFunctionDef, local: &str) -> Option<String> {
+    let text = sibling.text_of(def);
+    let head = format!("def {}", def.name);
+    let at = text.find(&head)?;
+    let body = &text[at + head.len()..];
+    Some(format!("def {local}{body}"))
+}
