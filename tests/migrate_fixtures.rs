@@ -909,7 +909,7 @@ macro_rules! program_in {
 /// helpers that return early, `np.meshgrid`, arrays unpacked into names,
 /// parameters specialised to the constant a signature gives them, a
 /// reduction's `dtype=`, `isinstance` decided by type, `np.shape` and
-/// `np.squeeze`, elementwise functions of a mask selection.
+/// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`.
 mod general_rules {
     use super::verified;
 
@@ -945,6 +945,7 @@ mod general_rules {
         softplus_rows: "float64[:], float64",
         radii_and_quadrants: "float64[:], float64[:]",
         halved_offsets: "int64, float64[:]",
+        sign_changes: "float64[:]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

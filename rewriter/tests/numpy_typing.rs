@@ -245,6 +245,7 @@ fn numpy_functions_type_as_numpy_2_does() {
         "isnan",
         "isinf",
         "isfinite",
+        "signbit",
         "logical_not",
         "conj",
         "conjugate",

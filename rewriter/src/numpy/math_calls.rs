@@ -50,6 +50,7 @@ pub fn is_elementwise(name: &str) -> bool {
             | "isnan"
             | "isinf"
             | "isfinite"
+            | "signbit"
             | "logical_not"
             | "logical_and"
             | "logical_or"
@@ -475,6 +476,22 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             } else {
                 (bool(false), ScalarType::Bool)
             }
+        }),
+        // The sign bit, of -0.0 and a negative NaN too: `copysign(1, x)`
+        // carries it; an integer's is its sign; a bool has none.
+        ("signbit", [a], true) => map1(a, &mut |e, t| {
+            let b = if t.is_float() {
+                cmp(
+                    CmpOp::Lt,
+                    math(MathFn::Copysign, vec![lit(t, 1.0), e]),
+                    lit(t, 0.0),
+                )
+            } else if t == ScalarType::Bool {
+                bool(false)
+            } else {
+                cmp(CmpOp::Lt, e, lit(t, 0.0))
+            };
+            (b, ScalarType::Bool)
         }),
         ("isfinite", [a], true) => map1(a, &mut |e, t| {
             if t.is_float() {
