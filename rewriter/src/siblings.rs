@@ -34,12 +34,8 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         .parent()
         .unwrap_or_else(|| Path::new(""))
         .to_path_buf();
-    let own: HashSet<String> = src
-        .functions()
-        .iter()
-        .filter(|f| f.class.is_none())
-        .map(|f| f.qualname.clone())
-        .collect();
+    // (Looked up, not collected: every function of a file is asked.)
+    let own = |n: &str| src.module_function(n).is_some();
     // Work list: (the name it is called by here, its module, its name there).
     // The function's calls, and those of the file's functions it calls.
     let mut queue: Vec<(String, String, String)> = Vec::new();
@@ -54,7 +50,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
                     let Expr::Name(n) = c.func.as_ref() else {
                         return;
                     };
-                    if own.contains(n.id.as_str()) && !seen.iter().any(|s| s == n.id.as_str()) {
+                    if !seen.iter().any(|s| s == n.id.as_str()) && own(n.id.as_str()) {
                         seen.push(n.id.to_string());
                         if let Some(f) = src.module_function(n.id.as_str()) {
                             bodies.push(&f.def.body);
@@ -64,15 +60,19 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
             }
         });
     }
+    if queue.is_empty() {
+        return None;
+    }
     let mut taken: Vec<String> = Vec::new();
     let mut imports: Vec<String> = Vec::new();
-    let mut bound: HashMap<String, String> = src.imports.clone();
+    // Imports and constants added for the helpers, beside the file's own.
+    let mut added: HashMap<String, String> = HashMap::new();
     let mut consts: Vec<String> = Vec::new();
-    let mut const_names: HashSet<String> = src.consts.keys().cloned().collect();
+    let mut added_consts: HashSet<String> = HashSet::new();
     let mut defs: Vec<(String, String, u32)> = Vec::new();
-    let module_names = src.module_names().clone();
+    let module_names = src.module_names();
     while let Some((local, module, name)) = queue.pop() {
-        if taken.contains(&local) || own.contains(&local) || taken.len() >= MAX_BORROWED {
+        if taken.contains(&local) || own(&local) || taken.len() >= MAX_BORROWED {
             continue;
         }
         let Some(sibling) = module_beside(src, &dir, &module) else {
@@ -90,8 +90,9 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         let mut calls = Vec::new();
         let mut clash = false;
         for n in &read {
+            let bound = added.get(n).or_else(|| src.imports.get(n));
             if let Some(full) = sibling.imports.get(n) {
-                match bound.get(n) {
+                match bound {
                     Some(ours) if ours == full => {}
                     Some(_) => clash = true,
                     None if module_names.contains(n) => clash = true,
@@ -101,14 +102,14 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
                 match src.consts.get(n) {
                     Some(ours) if ours == c => {}
                     Some(_) => clash = true,
-                    None if module_names.contains(n) && !const_names.contains(n) => clash = true,
-                    None if const_names.contains(n) => {}
+                    None if added_consts.contains(n) => {}
+                    None if module_names.contains(n) => clash = true,
                     None => new_consts.push(n.clone()),
                 }
             } else if sibling.module_function(n).is_some() {
                 // A helper of the helper's module, borrowed under its name.
-                let same = bound.get(n).is_some_and(|b| *b == format!("{module}.{n}"));
-                if own.contains(n) || module_names.contains(n) && !taken.contains(n) && !same {
+                let same = bound.is_some_and(|b| *b == format!("{module}.{n}"));
+                if own(n) || module_names.contains(n) && !taken.contains(n) && !same {
                     clash = true;
                 } else {
                     calls.push((n.clone(), module.clone(), n.clone()));
@@ -128,12 +129,12 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
                 }
                 _ => format!("import {full} as {alias}"),
             });
-            bound.insert(alias, full);
+            added.insert(alias, full);
         }
         for n in new_consts {
             if let Some(s) = constant_statement(sibling, &n) {
                 consts.push(s);
-                const_names.insert(n);
+                added_consts.insert(n);
             }
         }
         defs.push((text, sibling.name.clone(), sibling.line(def)));
@@ -141,9 +142,10 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         queue.extend(calls);
         // Calls of other siblings' helpers, named as the helper's module
         // names them (`from .entropy import num_zerocross` there).
-        for (l, m, n) in sibling_calls(sibling, &def.body, &HashSet::new()) {
+        for (l, m, n) in sibling_calls(sibling, &def.body, &|_| false) {
+            let bound = added.get(&l).or_else(|| src.imports.get(&l));
             if sibling.module_function(&l).is_none()
-                && bound.get(&l).is_none_or(|b| *b == format!("{m}.{n}"))
+                && bound.is_none_or(|b| *b == format!("{m}.{n}"))
             {
                 queue.push((l, m, n));
             }
@@ -188,7 +190,19 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
             line,
         });
     }
-    let mut joined = SourceFile::parse(&src.name, &text).ok()?;
+    // Only the appended text is parsed (at its offset): the file's own
+    // statements are shared as they are.
+    let own_len = rustpython_parser::text_size::TextSize::try_from(src.text.len()).ok()?;
+    let added = <ast::Suite as rustpython_parser::Parse>::parse_starts_at(
+        &text[src.text.len()..],
+        &src.name,
+        own_len,
+    )
+    .ok()?;
+    let mut suite = (*src.suite).clone();
+    suite.extend(added);
+    let lines = rustpython_parser::source_code::LineIndex::from_source_text(&text);
+    let mut joined = SourceFile::from_parsed(src.name.clone(), text, suite, lines);
     joined.borrowed = borrowed;
     // The `def`s, last in the text, are what the names mean now.
     for local in &taken {
@@ -210,7 +224,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
 fn sibling_calls(
     src: &SourceFile,
     body: &[Stmt],
-    own: &HashSet<String>,
+    own: &dyn Fn(&str) -> bool,
 ) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     walk_stmts(body, &mut |s: &Stmt| {
@@ -218,7 +232,7 @@ fn sibling_calls(
             walk_expr(e, &mut |x: &Expr| {
                 let Expr::Call(c) = x else { return };
                 match c.func.as_ref() {
-                    Expr::Name(n) if !own.contains(n.id.as_str()) => {
+                    Expr::Name(n) if !own(n.id.as_str()) => {
                         if let Some((m, name)) = src
                             .imports
                             .get(n.id.as_str())
@@ -237,12 +251,29 @@ fn sibling_calls(
     out
 }
 
-/// [`read_module`], once per module for the file and its copies.
+/// [`read_module`], once per module for the file and its copies, and once
+/// per path for the process (the static pass plans every function of a
+/// package whose files import the same `_util.py`).
 fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<SourceFile>> {
+    type Parsed = std::sync::Mutex<HashMap<std::path::PathBuf, Option<Arc<SourceFile>>>>;
+    static PARSED: std::sync::OnceLock<Parsed> = std::sync::OnceLock::new();
     if let Some(m) = src.borrow_cache.lock().ok()?.modules.get(module) {
         return m.clone();
     }
-    let m = read_module(dir, module, &src.name).map(Arc::new);
+    let path = dir.join(format!("{module}.py"));
+    if module.is_empty() || module.contains('.') || path == Path::new(&src.name) {
+        return None;
+    }
+    let parsed = PARSED.get_or_init(Default::default);
+    let known = parsed.lock().ok()?.get(&path).cloned();
+    let m = match known {
+        Some(m) => m,
+        None => {
+            let m = read_module(dir, module, &src.name).map(Arc::new);
+            parsed.lock().ok()?.insert(path, m.clone());
+            m
+        }
+    };
     src.borrow_cache
         .lock()
         .ok()?
