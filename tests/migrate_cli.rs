@@ -1147,6 +1147,53 @@ fn the_programs_own_calls_give_the_types() {
     );
 }
 
+/// A parameter with a number as its default that the body uses as an axis
+/// (`axis=-1`), with no call in the program: types read from the body leave
+/// it to its default, as NumPy needs the axis constant. The static verdict
+/// and `port migrate` agree, the JSON and the notes say so, and the wrapper
+/// runs the original for another axis.
+#[test]
+fn an_axis_left_to_its_default_is_a_constant() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/axis_defaults.py");
+    let a = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["analyze", "--static", "--json", &f])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    let analysis = json(&a);
+    let step = &analysis["functions"][0];
+    assert_eq!(step["verdict"], "cuda", "{step}");
+    assert_eq!(
+        step["migration_plan"]["signature"], "float64[:, :]",
+        "{step}"
+    );
+    let o = migrate_in(
+        tmp.path(),
+        &["--function", "mean_abs_step", &f, "--json", "--write"],
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(
+        j["arg_types"],
+        serde_json::json!([
+            {"name": "x", "type": "float64[:, :]", "from": "assumed"},
+            {"name": "axis", "constant": "-1", "from": "default"},
+        ]),
+        "{j}"
+    );
+    assert!(
+        j["notes"]
+            .to_string()
+            .contains("`axis=-1` left to the default"),
+        "{j}"
+    );
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert!(patched.contains("    if axis != -1:\n"), "{patched}");
+}
+
 /// Arguments the program always passes as one constant (`None`, a string),
 /// given or by default, specialise the plan: the static verdict and
 /// `port migrate` agree with no types given, the JSON says which constant

@@ -74,13 +74,14 @@ pub fn parameters(
         .collect())
 }
 
-/// The parameter names of a function in the file, each with whether it
-/// has a default value (the ones a shorter list of types may leave out).
+/// The parameter names of a function in the file, each with its default
+/// value as written, if it has one (the ones a shorter list of types may
+/// leave out).
 pub fn parameters_with_defaults(
     source: &str,
     file_name: &str,
     function: &str,
-) -> Result<Vec<(String, bool)>, RewriteError> {
+) -> Result<Vec<(String, Option<String>)>, RewriteError> {
     let src = source::SourceFile::parse(file_name, source)?;
     let found = source::find(&src, function)?;
     Ok(found
@@ -88,7 +89,10 @@ pub fn parameters_with_defaults(
         .args
         .args
         .iter()
-        .map(|a| (a.def.arg.to_string(), a.default.is_some()))
+        .map(|a| {
+            let default = a.default.as_deref().map(|d| src.text_of(d).to_string());
+            (a.def.arg.to_string(), default)
+        })
         .collect())
 }
 

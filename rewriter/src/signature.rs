@@ -140,6 +140,65 @@ pub fn static_types(
     static_types_keyed(src, function, sites, bare)
 }
 
+/// How many of `function`'s last parameters the types read from its body
+/// leave to their defaults: those with a number as their default that the
+/// body uses where NumPy needs a constant (`axis=axis`, `x.shape[axis]`),
+/// as in `def num_zerocross(x, normalize=False, axis=-1)`. `typed` says
+/// which parameters something better than the body (the program's calls,
+/// a constant they pass) already gives; the count stops at the first of
+/// those from the end. The plan is then specialised to the defaults, and
+/// its wrapper runs the original for other values, as when a signature
+/// leaves them out.
+pub fn axes_left_to_defaults(
+    src: &crate::source::SourceFile,
+    function: &str,
+    typed: &[bool],
+) -> usize {
+    let Ok(found) = crate::source::find(src, function) else {
+        return 0;
+    };
+    let def = found.def;
+    let mut axes: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    walk_stmts(&def.body, &mut |s: &Stmt| {
+        for e in stmt_exprs(s) {
+            walk_expr(e, &mut |x: &Expr| match x {
+                Expr::Call(c) => {
+                    for k in &c.keywords {
+                        if k.arg.as_deref() == Some("axis") {
+                            if let Some(n) = name_of(&k.value) {
+                                axes.insert(n);
+                            }
+                        }
+                    }
+                }
+                Expr::Subscript(sub) => {
+                    if let (Expr::Attribute(a), Some(n)) = (sub.value.as_ref(), name_of(&sub.slice))
+                    {
+                        if a.attr.as_str() == "shape" {
+                            axes.insert(n);
+                        }
+                    }
+                }
+                _ => {}
+            });
+        }
+    });
+    let rebound = crate::pyast::names_rebound(&def.body);
+    def.args
+        .args
+        .iter()
+        .zip(typed)
+        .rev()
+        .take_while(|(a, typed)| {
+            let n = a.def.arg.as_str();
+            !**typed
+                && axes.contains(n)
+                && !rebound.contains(n)
+                && a.default.as_deref().and_then(number_default) == Some(ScalarType::I64)
+        })
+        .count()
+}
+
 /// [`static_types`] with the function's key in `sites` given
 /// ([`crate::call_types::CallSites::key`]: its module and bare name, when
 /// the sites are a whole program's).
@@ -199,15 +258,7 @@ fn body_types(
         .iter()
         .map(|n| {
             let u = uses.get(n.as_str()).copied().unwrap_or_default();
-            let by_default = defaults.get(n.as_str()).and_then(|d| match d {
-                Expr::Constant(c) => match c.value {
-                    Constant::Int(_) => Some(ScalarType::I64),
-                    Constant::Float(_) => Some(ScalarType::F64),
-                    Constant::Bool(_) => Some(ScalarType::Bool),
-                    _ => None,
-                },
-                _ => None,
-            });
+            let by_default = defaults.get(n.as_str()).and_then(|d| number_default(d));
             // A number as the default (`base=2`) says the parameter is a
             // number, though the body passes it to NumPy (`np.log(base)`);
             // only indexing it (`w[i]`, `w.shape[0]`) says otherwise.
@@ -243,6 +294,22 @@ fn body_types(
         })
         .collect();
     Ok((names, types))
+}
+
+/// The type of a default that is a number (`2`, `-1`, `0.5`, `True`).
+fn number_default(d: &Expr) -> Option<ScalarType> {
+    match d {
+        Expr::Constant(c) => match c.value {
+            Constant::Int(_) => Some(ScalarType::I64),
+            Constant::Float(_) => Some(ScalarType::F64),
+            Constant::Bool(_) => Some(ScalarType::Bool),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub | ast::UnaryOp::UAdd) => {
+            number_default(&u.operand).filter(|t| *t != ScalarType::Bool)
+        }
+        _ => None,
+    }
 }
 
 /// How deep calls of the program's own functions are followed.
@@ -777,11 +844,15 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                 };
                 if let Some(op) = operand {
                     // A subscripted name (`mass[None, :]`) has its rank from its indices.
+                    // So has a name given by keyword inside it
+                    // (`np.diff(x, axis=axis).sum(…)`: `axis` is no array).
                     let mut indexed: Vec<&str> = Vec::new();
-                    walk_expr(op, &mut |x: &Expr| {
-                        if let Expr::Subscript(s) = x {
-                            indexed.extend(name_of(&s.value));
+                    walk_expr(op, &mut |x: &Expr| match x {
+                        Expr::Subscript(s) => indexed.extend(name_of(&s.value)),
+                        Expr::Call(inner) => {
+                            indexed.extend(inner.keywords.iter().filter_map(|k| name_of(&k.value)))
                         }
+                        _ => {}
                     });
                     walk_expr(op, &mut |x: &Expr| {
                         if let Some(u) = name_of(x)
@@ -991,6 +1062,18 @@ mod tests {
     fn a_numeric_default_makes_a_number() {
         let src = "import numpy as np\ndef xlogx(x, base=2):\n    out = np.zeros(x.shape)\n    ok = x > 0\n    out[ok] = x[ok] * np.log(x[ok]) / np.log(base)\n    return out\n";
         assert_eq!(sig(src, "xlogx"), "float64[:], int64");
+    }
+
+    /// `axis=-1` used as an axis is left to its default, counted from the
+    /// end and only where nothing better types it; a negative default is
+    /// a number.
+    #[test]
+    fn axes_with_number_defaults_are_left_to_them() {
+        let src = "import numpy as np\ndef f(x, scale=-0.5, axis=-1):\n    return np.diff(x, axis=axis).sum(axis=axis) * scale / x.shape[axis]\n";
+        let file = crate::source::SourceFile::parse("t.py", src).unwrap();
+        assert_eq!(axes_left_to_defaults(&file, "f", &[false; 3]), 1);
+        assert_eq!(axes_left_to_defaults(&file, "f", &[false, false, true]), 0);
+        assert_eq!(sig(src, "f"), "float64[:, :], float64, int64");
     }
 
     /// A row passed to a helper that uses its parameter as a vector makes

@@ -394,15 +394,24 @@ fn types_of<'s>(
             .zip(&literal)
             .filter_map(|(p, l)| Some((p.clone(), l.clone()?)))
             .collect();
+        let (at_calls, _) = sites.types(&key, &params);
+        // Axes with a number as their default that nothing types are left
+        // to it (`axis=-1`), as `port migrate` does.
+        let typed: Vec<bool> = at_calls
+            .iter()
+            .zip(&literal)
+            .map(|(t, l)| t.is_some() || l.is_some())
+            .collect();
+        let axes = crate::signature::axes_left_to_defaults(src, name, &typed);
         let types = assumed
             .into_iter()
+            .take(params.len() - axes)
             .zip(&literal)
             .filter(|(_, l)| l.is_none())
             .map(|(t, _)| t)
             .collect();
         // The constants came from the calls too: when the calls type every
         // other parameter, all of it did.
-        let (at_calls, _) = sites.types(&key, &params);
         let from = if !literals.is_empty()
             && at_calls
                 .iter()

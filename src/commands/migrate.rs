@@ -275,7 +275,7 @@ fn arg_types(
             port_rewriter::parameters_with_defaults(source, &f.file, local_name)
                 .map_err(|e| UserError::coded(e.code(), e.to_string()))?
                 .into_iter()
-                .filter_map(|(name, default)| default.then_some(name))
+                .filter_map(|(name, default)| default.map(|_| name))
                 .collect();
         let mut out = Vec::new();
         for (k, p) in params.iter().enumerate() {
@@ -335,7 +335,7 @@ fn arg_types(
         return types_unprofiled(f, source, local_name, params, analysis);
     }
     let defaulted: Vec<bool> = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
-        .map(|d| d.into_iter().map(|(_, has)| has).collect())
+        .map(|d| d.into_iter().map(|(_, d)| d.is_some()).collect())
         .unwrap_or_default();
     match port_rewriter::types::from_captured_call(&captured, params, &defaulted) {
         Ok(out) => {
@@ -404,9 +404,21 @@ fn types_unprofiled(
         )
         .into());
     };
+    // Axes with a number as their default that nothing types are left to
+    // it (`axis=-1`): NumPy needs them constant.
+    let typed: Vec<bool> = at_calls
+        .iter()
+        .zip(&literal)
+        .map(|(t, l)| t.is_some() || l.is_some())
+        .collect();
+    let parsed = port_rewriter::source::SourceFile::parse(&f.file, source).ok();
+    let axes = parsed.as_ref().map_or(0, |src| {
+        port_rewriter::signature::axes_left_to_defaults(src, local_name, &typed)
+    });
     let (types, from) = assumed
         .into_iter()
         .enumerate()
+        .take(params.len() - axes)
         .filter(|(k, _)| literal.get(*k).is_none_or(Option::is_none))
         .map(|(k, t)| match at_calls.get(k).copied().flatten() {
             Some(c) => (c, TypeSource::Calls),
@@ -486,7 +498,7 @@ fn complete_at_calls(
         .zip(literal)
         .zip(&defaults)
         .filter(|((_, l), _)| l.is_none())
-        .map(|((t, _), (_, has_default))| (*t, *has_default))
+        .map(|((t, _), (_, default))| (*t, default.is_some()))
         .collect();
     let given = match rest.iter().rposition(|(t, _)| t.is_some()) {
         Some(k) => k + 1,
@@ -524,16 +536,22 @@ fn arg_types_json(
     types: &[ArgType],
     from: &[TypeSource],
     literals: &[(String, String, TypeSource)],
+    defaults: &[Option<String>],
 ) -> Vec<serde_json::Value> {
     let mut typed = types.iter().zip(from);
     params
         .iter()
-        .filter_map(|p| match literals.iter().find(|(n, _, _)| n == p) {
+        .enumerate()
+        .filter_map(|(k, p)| match literals.iter().find(|(n, _, _)| n == p) {
             Some((_, c, src)) => Some(json!({"name": p, "constant": c, "from": src.name()})),
-            None => {
-                let (t, src) = typed.next()?;
-                Some(json!({"name": p, "type": t.numba(), "from": src.name()}))
-            }
+            None => match typed.next() {
+                Some((t, src)) => Some(json!({"name": p, "type": t.numba(), "from": src.name()})),
+                // Left to its default: the plan is specialised to it.
+                None => {
+                    let d = defaults.get(k)?.as_ref()?;
+                    Some(json!({"name": p, "constant": d, "from": "default"}))
+                }
+            },
         })
         .collect()
 }
@@ -690,7 +708,15 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         ptx: None,
         kernel_signatures: HashMap::new(),
         plan: None,
-        arg_types: arg_types_json(&params, &types, &types_from, &literals_from),
+        arg_types: arg_types_json(
+            &params,
+            &types,
+            &types_from,
+            &literals_from,
+            &port_rewriter::parameters_with_defaults(&source, &report_fn.file, &local_name)
+                .map(|d| d.into_iter().map(|(_, d)| d).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ),
     };
     let typed: Vec<&String> = params
         .iter()
@@ -707,6 +733,24 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
             "types read from how the body uses each argument ({}), with no call to take them from: calls with other types run the original CPU code (give --signature or --inputs to choose them)",
             assumed.join(", ")
         ));
+        let left: Vec<String> = report
+            .arg_types
+            .iter()
+            .filter(|t| t["from"] == "default")
+            .map(|t| {
+                format!(
+                    "`{}={}`",
+                    t["name"].as_str().unwrap_or("?"),
+                    t["constant"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        if !left.is_empty() {
+            report.notes.push(format!(
+                "{} left to the default: NumPy needs an axis constant; calls with another value run the original",
+                left.join(", ")
+            ));
+        }
     }
     let stem = args.function.replace('.', "_");
     match outcome {
