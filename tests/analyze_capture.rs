@@ -460,6 +460,9 @@ fn a_default_no_kernel_takes_is_kept_not_a_failure() {
     assert_eq!(j["verification"]["inputs"], "captured", "{j}");
     assert_eq!(
         j["arg_types"],
-        serde_json::json!([{"name": "rows", "type": "boolean[:, ::1]", "from": "capture"}])
+        serde_json::json!([
+            {"name": "rows", "type": "boolean[:, ::1]", "from": "capture"},
+            {"name": "mask", "constant": "(1, 0, 1)", "from": "default"}
+        ])
     );
 }

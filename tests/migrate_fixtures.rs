@@ -2016,6 +2016,12 @@ mod corpus_style {
             ],
             "{out}"
         );
+        // The rewrites name the helper's lines in its own file.
+        let rewrites = j["rewrites"].to_string();
+        assert!(
+            rewrites.contains("`math.sqrt` on the device (line 33 of signal_stats.py)"),
+            "{rewrites}"
+        );
         let o = migrate_in(
             tmp.path(),
             &[

@@ -113,7 +113,13 @@ fn plan_function(
         Err(reasons) => return Ok(PlanOutcome::Refused(reasons)),
     };
     let line = src.line(&d.def);
-    Ok(PlanOutcome::Planned(Box::new(finish::finish(
-        plan, d.defaults, line, req,
-    ))))
+    let mut plan = finish::finish(plan, d.defaults, line, req);
+    // Lines of helpers borrowed from modules beside the file, named in
+    // their own files.
+    if !src.borrowed.is_empty() {
+        for r in &mut plan.rewrites {
+            r.note = src.shown_lines_in(&r.note);
+        }
+    }
+    Ok(PlanOutcome::Planned(Box::new(plan)))
 }

@@ -311,6 +311,25 @@ impl SourceFile {
         self.line_of(node.start())
     }
 
+    /// `text` with each `line N` that is a borrowed helper's line named
+    /// as [`SourceFile::shown_line`] names it.
+    pub fn shown_lines_in(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("line ") {
+            let (before, after) = rest.split_at(at + "line ".len());
+            out.push_str(before);
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            match after[..digits].parse::<u32>() {
+                Ok(n) => out.push_str(&self.shown_line(n)),
+                Err(_) => out.push_str(&after[..digits]),
+            }
+            rest = &after[digits..];
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// A line as a message names it: `12` in the file itself, `40 of
     /// utils.py` in a helper borrowed from there.
     pub fn shown_line(&self, line: u32) -> String {
