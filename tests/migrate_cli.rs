@@ -36,6 +36,25 @@ fn json(o: &std::process::Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(o), stderr(o)))
 }
 
+/// What `port analyze --static --json FILE` (run in `dir`) says of the
+/// function `name`.
+fn static_verdict(dir: &std::path::Path, file: &str, name: &str) -> serde_json::Value {
+    let a = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(dir)
+        .args(["analyze", "--static", "--json", file])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    json(&a)["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` in the analysis of {file}"))
+        .clone()
+}
+
 #[test]
 fn a_scan_is_refused_naming_the_variable_and_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1099,21 +1118,7 @@ fn the_kept_module_is_right_on_aliased_calls_and_without_a_gpu() {
 fn the_programs_own_calls_give_the_types() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/called.py");
-    let a = assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(tmp.path())
-        .args(["analyze", "--static", "--json", &f])
-        .output()
-        .unwrap();
-    assert!(a.status.success(), "{}", stderr(&a));
-    let analysis = json(&a);
-    let saxpy = analysis["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "saxpy")
-        .unwrap()
-        .clone();
+    let saxpy = static_verdict(tmp.path(), &f, "saxpy");
     assert_eq!(saxpy["verdict"], "cuda", "{saxpy}");
     let plan = &saxpy["migration_plan"];
     assert_eq!(plan["types_from"], "calls", "{plan}");
@@ -1156,15 +1161,7 @@ fn the_programs_own_calls_give_the_types() {
 fn an_axis_left_to_its_default_is_a_constant() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/axis_defaults.py");
-    let a = assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(tmp.path())
-        .args(["analyze", "--static", "--json", &f])
-        .output()
-        .unwrap();
-    assert!(a.status.success(), "{}", stderr(&a));
-    let analysis = json(&a);
-    let step = &analysis["functions"][0];
+    let step = static_verdict(tmp.path(), &f, "mean_abs_step");
     assert_eq!(step["verdict"], "cuda", "{step}");
     assert_eq!(
         step["migration_plan"]["signature"], "float64[:, :]",
@@ -1202,21 +1199,7 @@ fn an_axis_left_to_its_default_is_a_constant() {
 fn constants_the_calls_pass_specialise_the_plan() {
     let tmp = tempfile::tempdir().unwrap();
     let f = copy_fixture(tmp.path(), "migrate/constants_at_calls.py");
-    let a = assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(tmp.path())
-        .args(["analyze", "--static", "--json", &f])
-        .output()
-        .unwrap();
-    assert!(a.status.success(), "{}", stderr(&a));
-    let analysis = json(&a);
-    let blend = analysis["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "blend")
-        .unwrap()
-        .clone();
+    let blend = static_verdict(tmp.path(), &f, "blend");
     assert_eq!(blend["verdict"], "cuda", "{blend}");
     let plan = &blend["migration_plan"];
     assert_eq!(

@@ -172,14 +172,17 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         text.push('\n');
     }
     let mut borrowed = Vec::new();
+    // Every piece ends with a newline: the lines so far, counted once.
+    let mut lines_so_far = text.lines().count() as u32;
     for (def, file, line) in defs {
         text.push('\n');
-        let first = text.lines().count() as u32 + 1;
+        let first = lines_so_far + 2;
         text.push_str(&def);
         if !def.ends_with('\n') {
             text.push('\n');
         }
-        let last = text.lines().count() as u32;
+        lines_so_far = first - 1 + def.lines().count() as u32;
+        let last = lines_so_far;
         borrowed.push(Borrowed {
             first,
             last,
@@ -251,7 +254,7 @@ fn sibling_calls(
     out
 }
 
-/// [`read_module`], once per module for the file and its copies, and once
+/// `module.py` beside the file, parsed: once per module for the file and its copies, and once
 /// per path for the process (the static pass plans every function of a
 /// package whose files import the same `_util.py`).
 fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<SourceFile>> {
@@ -260,6 +263,8 @@ fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<Sourc
     if let Some(m) = src.borrow_cache.lock().ok()?.modules.get(module) {
         return m.clone();
     }
+    // Not a module beside it (NumPy, the standard library), or the file
+    // itself.
     let path = dir.join(format!("{module}.py"));
     if module.is_empty() || module.contains('.') || path == Path::new(&src.name) {
         return None;
@@ -269,7 +274,10 @@ fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<Sourc
     let m = match known {
         Some(m) => m,
         None => {
-            let m = read_module(dir, module, &src.name).map(Arc::new);
+            let m = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|text| SourceFile::parse(&path.to_string_lossy(), &text).ok())
+                .map(Arc::new);
             parsed.lock().ok()?.insert(path, m.clone());
             m
         }
@@ -282,38 +290,15 @@ fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<Sourc
     m
 }
 
-/// `module.py` beside the file, parsed; `None` when there is none (NumPy,
-/// the standard library) or it is the file itself.
-fn read_module(dir: &Path, module: &str, file: &str) -> Option<SourceFile> {
-    if module.is_empty() || module.contains('.') {
-        return None;
-    }
-    let path = dir.join(format!("{module}.py"));
-    if path == Path::new(file) {
-        return None;
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    SourceFile::parse(&path.to_string_lossy(), &text).ok()
-}
-
 /// The names `def` reads that it does not bind (its module's names).
 fn free_names(def: &ast::StmtFunctionDef) -> Vec<String> {
     let mut bound: HashSet<String> = crate::pyast::names_rebound(&def.body);
     bound.extend(def.args.args.iter().map(|a| a.def.arg.to_string()));
     bound.extend(def.args.kwonlyargs.iter().map(|a| a.def.arg.to_string()));
-    let mut read: Vec<String> = Vec::new();
-    walk_stmts(&def.body, &mut |s: &Stmt| {
-        for e in crate::pyast::stmt_exprs(s) {
-            walk_expr(e, &mut |x: &Expr| {
-                if let Expr::Name(n) = x {
-                    let n = n.id.to_string();
-                    if !bound.contains(&n) && !read.contains(&n) {
-                        read.push(n);
-                    }
-                }
-            });
-        }
-    });
+    let mut read = crate::pyast::names_in(&def.body);
+    read.retain(|n| !bound.contains(n));
+    let mut seen = HashSet::new();
+    read.retain(|n| seen.insert(n.clone()));
     read
 }
 

@@ -162,15 +162,7 @@ pub fn axes_left_to_defaults(
     walk_stmts(&def.body, &mut |s: &Stmt| {
         for e in stmt_exprs(s) {
             walk_expr(e, &mut |x: &Expr| match x {
-                Expr::Call(c) => {
-                    for k in &c.keywords {
-                        if k.arg.as_deref() == Some("axis") {
-                            if let Some(n) = name_of(&k.value) {
-                                axes.insert(n);
-                            }
-                        }
-                    }
-                }
+                Expr::Call(c) => axes.extend(keyword(c, "axis").and_then(name_of)),
                 Expr::Subscript(sub) => {
                     if let (Expr::Attribute(a), Some(n)) = (sub.value.as_ref(), name_of(&sub.slice))
                     {

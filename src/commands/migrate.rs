@@ -652,8 +652,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
     let source = std::fs::read_to_string(&file)
         .map_err(|e| UserError::new(format!("cannot read {}: {e}", file.display())))?;
     let local_name = local_qualname(report_fn);
-    let params = port_rewriter::parameters(&source, &report_fn.file, &local_name)
-        .map_err(|e| UserError::coded(e.code(), e.to_string()))?;
+    let (params, defaults): (Vec<String>, Vec<Option<String>>) =
+        port_rewriter::parameters_with_defaults(&source, &report_fn.file, &local_name)
+            .map_err(|e| UserError::coded(e.code(), e.to_string()))?
+            .into_iter()
+            .unzip();
     let (types, types_from, literals_from) = arg_types(
         args,
         &analysis,
@@ -708,15 +711,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         ptx: None,
         kernel_signatures: HashMap::new(),
         plan: None,
-        arg_types: arg_types_json(
-            &params,
-            &types,
-            &types_from,
-            &literals_from,
-            &port_rewriter::parameters_with_defaults(&source, &report_fn.file, &local_name)
-                .map(|d| d.into_iter().map(|(_, d)| d).collect::<Vec<_>>())
-                .unwrap_or_default(),
-        ),
+        arg_types: arg_types_json(&params, &types, &types_from, &literals_from, &defaults),
     };
     let typed: Vec<&String> = params
         .iter()
