@@ -30,10 +30,6 @@ const MAX_BORROWED: usize = 16;
 /// calls none, or none can be borrowed without changing what a name means.
 pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<SourceFile>> {
     let found = source::find(src, function).ok()?;
-    let dir = Path::new(&src.name)
-        .parent()
-        .unwrap_or_else(|| Path::new(""))
-        .to_path_buf();
     // (Looked up, not collected: every function of a file is asked.)
     let own = |n: &str| src.module_function(n).is_some();
     // Work list: (the name it is called by here, its module, its name there).
@@ -75,7 +71,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         if taken.contains(&local) || own(&local) || taken.len() >= MAX_BORROWED {
             continue;
         }
-        let Some(sibling) = module_beside(src, &dir, &module) else {
+        let Some(sibling) = module_beside(src, &module) else {
             continue;
         };
         let sibling = sibling.as_ref();
@@ -254,34 +250,13 @@ fn sibling_calls(
     out
 }
 
-/// `module.py` beside the file, parsed: once per module for the file and its copies, and once
-/// per path for the process (the static pass plans every function of a
-/// package whose files import the same `_util.py`).
-fn module_beside(src: &SourceFile, dir: &Path, module: &str) -> Option<Arc<SourceFile>> {
-    type Parsed = std::sync::Mutex<HashMap<std::path::PathBuf, Option<Arc<SourceFile>>>>;
-    static PARSED: std::sync::OnceLock<Parsed> = std::sync::OnceLock::new();
+/// `module.py` beside the file ([`crate::source::module_beside`]), kept
+/// per module for the file and its copies.
+fn module_beside(src: &SourceFile, module: &str) -> Option<Arc<SourceFile>> {
     if let Some(m) = src.borrow_cache.lock().ok()?.modules.get(module) {
         return m.clone();
     }
-    // Not a module beside it (NumPy, the standard library), or the file
-    // itself.
-    let path = dir.join(format!("{module}.py"));
-    if module.is_empty() || module.contains('.') || path == Path::new(&src.name) {
-        return None;
-    }
-    let parsed = PARSED.get_or_init(Default::default);
-    let known = parsed.lock().ok()?.get(&path).cloned();
-    let m = match known {
-        Some(m) => m,
-        None => {
-            let m = std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|text| SourceFile::parse(&path.to_string_lossy(), &text).ok())
-                .map(Arc::new);
-            parsed.lock().ok()?.insert(path, m.clone());
-            m
-        }
-    };
+    let m = crate::source::module_beside(&src.name, module);
     src.borrow_cache
         .lock()
         .ok()?

@@ -839,34 +839,57 @@ pub fn import_bindings(s: &Stmt) -> Vec<(String, String)> {
 /// there is one: what a `consts.G` in this file reads. Nothing for modules
 /// that are not files beside it (NumPy, the standard library).
 fn sibling_constants(file: &str, module: &str) -> Vec<(String, Const)> {
-    thread_local! {
-        // A module that imports this one back must not be read again.
-        static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    if module.is_empty() || READING.with(|r| r.get()) {
-        return Vec::new();
-    }
-    let dir = std::path::Path::new(file)
-        .parent()
-        .unwrap_or_else(|| std::path::Path::new(""));
-    let path = dir.join(format!("{module}.py"));
-    if path == std::path::Path::new(file) {
-        return Vec::new();
-    }
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Vec::new();
-    };
-    READING.with(|r| r.set(true));
-    let parsed = SourceFile::parse(&path.to_string_lossy(), &text);
-    READING.with(|r| r.set(false));
-    match parsed {
-        Ok(f) => f
+    match module_beside(file, module) {
+        Some(f) => f
             .consts
-            .into_iter()
+            .iter()
             .filter(|(k, _)| !k.contains('.'))
+            .map(|(k, v)| (k.clone(), *v))
             .collect(),
-        Err(_) => Vec::new(),
+        None => Vec::new(),
     }
+}
+
+/// `module.py` beside `file`, parsed; `None` when there is none (NumPy,
+/// the standard library, a dotted name), when it is `file` itself, when
+/// it does not parse, or when it is being read already (a module that
+/// imports the file back). One reader for the constants a file reads
+/// (`consts.G`) and the helpers it borrows ([`crate::siblings`]).
+///
+/// Parsed once per path for the process (the static pass plans every
+/// function of a package whose files import the same `_util.py`). Only
+/// a module read from outside any other is kept: one read inside
+/// another's reading may lack what the cycle hid from it.
+pub fn module_beside(file: &str, module: &str) -> Option<std::sync::Arc<SourceFile>> {
+    use std::path::{Path, PathBuf};
+    type Parsed = std::sync::Mutex<HashMap<PathBuf, Option<std::sync::Arc<SourceFile>>>>;
+    static PARSED: std::sync::OnceLock<Parsed> = std::sync::OnceLock::new();
+    thread_local! {
+        static READING: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if module.is_empty() || module.contains('.') {
+        return None;
+    }
+    let dir = Path::new(file).parent().unwrap_or_else(|| Path::new(""));
+    let path = dir.join(format!("{module}.py"));
+    if path == Path::new(file) || READING.with(|r| r.borrow().contains(&path)) {
+        return None;
+    }
+    let parsed = PARSED.get_or_init(Default::default);
+    if let Some(m) = parsed.lock().ok()?.get(&path) {
+        return m.clone();
+    }
+    let outermost = READING.with(|r| r.borrow().is_empty());
+    let text = std::fs::read_to_string(&path).ok();
+    READING.with(|r| r.borrow_mut().push(path.clone()));
+    let m = text
+        .and_then(|text| SourceFile::parse(&path.to_string_lossy(), &text).ok())
+        .map(std::sync::Arc::new);
+    READING.with(|r| r.borrow_mut().pop());
+    if outermost {
+        parsed.lock().ok()?.insert(path, m.clone());
+    }
+    m
 }
 
 #[cfg(test)]
