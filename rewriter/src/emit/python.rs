@@ -1249,6 +1249,24 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         g.lhs_text
                     ));
                     let _ = writeln!(out, "{ind}    return _port_run_original({why}, {f})");
+                } else if let Some(f) = &h.fallback {
+                    // At entry nothing is copied yet: the original runs, and
+                    // so does exactly what NumPy does with these shapes (its
+                    // own error, or a broadcast of an extent 1 the kernels
+                    // were not built for).
+                    let why = py_str(&format!(
+                        "{}: line {}: the kernels take `{}` and `{}` to be equal ({}); here they differ: the original runs",
+                        h.plan
+                            .function
+                            .rsplit('.')
+                            .next()
+                            .unwrap_or(&h.plan.function),
+                        g.line,
+                        g.lhs_text,
+                        g.rhs_text,
+                        g.what
+                    ));
+                    let _ = writeln!(out, "{ind}    return _port_run_original({why}, {f})");
                 } else if g.specialised {
                     let _ = writeln!(out, "{ind}    _port_shape_error({what}, {lhs}, {l})");
                 } else {
