@@ -1075,6 +1075,33 @@ mod related_extents {
             "int64, int64, int64, float64[:, :], float64[:, :]",
         );
     }
+
+    /// A reshape's new shape holds as many elements as the array.
+    #[test]
+    fn block_means() {
+        saved("block_means", "float64[:], int64, int64");
+    }
+
+    /// Allocated extents (`len - taps + 1`, twice) are not negative.
+    #[test]
+    fn valid_smooth() {
+        saved("valid_smooth", "float64[:], float64[:]");
+    }
+
+    /// A reshape to powers of an integer argument.
+    #[test]
+    fn radix_passes() {
+        saved("radix_passes", "int64, int64, float64[:]");
+    }
+
+    /// Both branches of an `if` fit the statement after it.
+    #[test]
+    fn solve_or_invert() {
+        saved(
+            "solve_or_invert",
+            "int64, int64, float64[:, :], float64[:, :]",
+        );
+    }
 }
 
 /// Every dtype real programs use: uint8 images, int16 audio, uint32 hashes,

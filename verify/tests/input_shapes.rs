@@ -109,3 +109,58 @@ fn integer_arguments_that_are_extents_take_the_arrays_extents() {
         [100.0, 100.0, 5.0]
     );
 }
+
+/// The first candidate's arrays and integers, by argument.
+fn first(function: &str, sig: &str) -> Vec<(String, InputValue)> {
+    let plan = plan_of(&repo().join(RELATED), function, sig, false);
+    candidates(&plan, Some(10_000))[0].values.clone()
+}
+
+fn extent(v: &[(String, InputValue)], name: &str) -> Vec<usize> {
+    match &v.iter().find(|(n, _)| n == name).unwrap().1 {
+        InputValue::Array(a) => a.shape.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+fn int(v: &[(String, InputValue)], name: &str) -> usize {
+    match &v.iter().find(|(n, _)| n == name).unwrap().1 {
+        InputValue::Scalar(_, x) => *x as usize,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_reshape_makes_the_array_hold_as_many_elements_as_the_new_shape() {
+    // reshape(x, (nblocks, width)): x has nblocks * width elements.
+    let v = first("block_means", "float64[:], int64, int64");
+    assert_eq!(
+        extent(&v, "x"),
+        [int(&v, "nblocks") * int(&v, "width")],
+        "{v:?}"
+    );
+    // reshape(y, (radix**p, radix, radix**(passes - p - 1))): a power.
+    let v = first("radix_passes", "int64, int64, float64[:]");
+    let (r, p) = (int(&v, "radix"), int(&v, "passes"));
+    assert_eq!(extent(&v, "x"), [r.pow(p as u32)], "{v:?}");
+}
+
+#[test]
+fn an_allocated_extent_is_never_negative() {
+    // Two 'valid' passes of len - k + 1: the signal reaches 2k - 1.
+    let v = first("valid_smooth", "float64[:], float64[:]");
+    let (n, k) = (extent(&v, "signal")[0], extent(&v, "taps")[0]);
+    assert!(n + 2 > 2 * k, "{v:?}");
+}
+
+#[test]
+fn both_branches_of_an_if_fit_what_follows_it() {
+    // x = inv(a) or solve(a, b), then acc (n x m) += x: b is n x m, a n x n.
+    let v = first(
+        "solve_or_invert",
+        "int64, int64, float64[:, :], float64[:, :]",
+    );
+    let (n, m) = (int(&v, "n"), int(&v, "m"));
+    assert_eq!(extent(&v, "a"), [n, n], "{v:?}");
+    assert_eq!(extent(&v, "b"), [n, m], "{v:?}");
+}

@@ -464,8 +464,14 @@ impl Lowerer<'_> {
                     .map(|(k, _)| k)
                     .collect();
                 let mut shape = shape;
+                // NumPy raises unless the new shape holds as many elements
+                // as the array; a kernel would read outside it, or compute
+                // on part of it.
                 match unknown.as_slice() {
-                    [] => {}
+                    [] => {
+                        let total = shape.iter().cloned().reduce(mul).unwrap_or(i64(1));
+                        self.assume_equal(Some(r), vec![(total, av.size())], line, RESHAPE)?;
+                    }
                     [k] => {
                         let others = shape
                             .iter()
@@ -474,7 +480,14 @@ impl Lowerer<'_> {
                             .map(|(_, e)| e.clone())
                             .reduce(mul)
                             .unwrap_or(i64(1));
-                        shape[*k] = binary(BinOp::FloorDiv, av.size(), others);
+                        let fill = binary(BinOp::FloorDiv, av.size(), others.clone());
+                        self.assume_equal(
+                            Some(r),
+                            vec![(mul(fill.clone(), others), av.size())],
+                            line,
+                            RESHAPE,
+                        )?;
+                        shape[*k] = fill;
                     }
                     _ => {
                         return refuse(
@@ -552,6 +565,9 @@ impl Lowerer<'_> {
         Ok(Val::Array(out))
     }
 }
+
+/// NumPy's phrase for a reshape to another number of elements.
+const RESHAPE: &str = "cannot reshape the array into a shape of another size";
 
 /// `av` read in C order as an array of `shape` (same number of elements).
 pub(crate) fn reshape(av: &ArrVal, shape: Vec<Expr>) -> ArrVal {

@@ -114,6 +114,33 @@ pub fn extent_text(e: &Expr) -> String {
                 }
             }
             Expr::Cast(_, x) => go(x, outer, right),
+            // `v + n if v < 0 else v`: a bound that counts from the end
+            // when negative, as the program wrote it.
+            Expr::Select(c, _, b)
+                if matches!(c.as_ref(), Expr::Cmp(port_codegen::ir::CmpOp::Lt, x, z)
+                    if **x == **b && **z == Expr::Lit(Literal::I64(0))) =>
+            {
+                go(b, outer, right)
+            }
+            Expr::Select(c, a, b) => format!(
+                "({} if {} else {})",
+                go(a, 0, false),
+                go(c, 0, false),
+                go(b, 0, false)
+            ),
+            Expr::Cmp(op, a, b) => {
+                let sym = op.symbol();
+                format!("{} {sym} {}", go(a, 1, false), go(b, 1, true))
+            }
+            Expr::Unary(port_codegen::ir::UnaryOp::Neg, x) => format!("-{}", go(x, 3, false)),
+            Expr::Math(port_codegen::ir::MathFn::Pow, args) if args.len() == 2 => {
+                let s = format!("{} ** {}", go(&args[0], 3, true), go(&args[1], 3, false));
+                if outer >= 2 {
+                    format!("({s})")
+                } else {
+                    s
+                }
+            }
             other => format!("{other:?}"),
         }
     }
@@ -202,5 +229,25 @@ mod tests {
             extent_text(&mul(add(var("n"), i64(1)), i64(2))),
             "(n + 1) * 2"
         );
+        // A slice bound that counts from the end when negative reads as
+        // written; a power and a choice as Python writes them.
+        let j_k = add(var("j"), var("K"));
+        let from_end = Expr::Select(
+            Box::new(cmp(port_codegen::ir::CmpOp::Lt, j_k.clone(), i64(0))),
+            Box::new(add(j_k.clone(), shape("x", 2))),
+            Box::new(j_k),
+        );
+        assert_eq!(
+            extent_text(&sub(binary(BinOp::Min, from_end, shape("x", 2)), var("j"))),
+            "min(j + K, x.shape[2]) - j"
+        );
+        let pow = Expr::Math(port_codegen::ir::MathFn::Pow, vec![var("R"), var("K")]);
+        assert_eq!(extent_text(&mul(pow, var("R"))), "(R ** K) * R");
+        let pick = Expr::Select(
+            Box::new(cmp(port_codegen::ir::CmpOp::Gt, var("n"), i64(0))),
+            Box::new(var("n")),
+            Box::new(i64(1)),
+        );
+        assert_eq!(extent_text(&pick), "(n if n > 0 else 1)");
     }
 }
