@@ -909,7 +909,8 @@ macro_rules! program_in {
 /// helpers that return early, `np.meshgrid`, arrays unpacked into names,
 /// parameters specialised to the constant a signature gives them, a
 /// reduction's `dtype=`, `isinstance` decided by type, `np.shape` and
-/// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`.
+/// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
+/// a procedure's bare `return`s (one inside its loop).
 mod general_rules {
     use super::verified;
 
@@ -946,6 +947,7 @@ mod general_rules {
         radii_and_quadrants: "float64[:], float64[:]",
         halved_offsets: "int64, float64[:]",
         sign_changes: "float64[:]",
+        relax_until_unstable: "float64[:], float64[:], int64",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

@@ -1,6 +1,8 @@
 //! One exit for a function that returns from inside `if`s: what follows
 //! a returning `if` moved into the paths that go on, then each tail
-//! `return` as an assignment to the same names, returned at the end.
+//! `return` as an assignment to the same names, returned at the end (or,
+//! in a procedure, removed). A procedure's bare `return` inside a loop
+//! first leaves the loop by a flag and `break`.
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
@@ -22,8 +24,12 @@ pub fn single_exit_fresh(body: &mut Vec<Stmt>, args: &ast::Arguments) {
 /// function returns it. Only when every `return` is in tail position
 /// after moving what follows a returning branch into the other one, and
 /// every one returns a value of the same arity (one value, or tuples of
-/// one length). Returns inside loops are left alone.
+/// one length). A procedure (every `return` bare) has its tail returns
+/// removed instead, and its bare returns inside loops leave the loop
+/// first ([`lift_loop_returns`]); a value returned inside a loop is left
+/// alone.
 pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) {
+    lift_loop_returns(body, fresh);
     let mut nested = false;
     walk_stmts(body, &mut |s| {
         if let Stmt::If(i) = s {
@@ -38,8 +44,33 @@ pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) 
         return;
     }
     let mut candidate = body.clone();
+    // A procedure (every `return` bare) falls off its end as a bare
+    // `return` would.
+    let mut bare = true;
+    walk_stmts(&candidate, &mut |s| {
+        bare &= !matches!(s, Stmt::Return(r) if r.value.is_some())
+    });
+    if bare && !ends_in_return(&candidate) {
+        let Some(range) = candidate.last().map(ast::Ranged::range) else {
+            return;
+        };
+        candidate.push(Stmt::Return(ast::StmtReturn { range, value: None }));
+    }
     absorb_after_returns(&mut candidate);
     if !ends_in_return(&candidate) {
+        return;
+    }
+    if bare {
+        let mut tails = Vec::new();
+        tail_returns(&candidate, &mut tails);
+        let mut all = 0;
+        walk_stmts(&candidate, &mut |s| {
+            all += usize::from(matches!(s, Stmt::Return(_)))
+        });
+        if tails.len() == all {
+            drop_tail_returns(&mut candidate);
+            *body = candidate;
+        }
         return;
     }
     // Every return must be a tail one.
@@ -170,4 +201,127 @@ fn assign_tail_returns(body: &mut [Stmt], names: &[String]) {
         }
         _ => {}
     }
+}
+
+/// Removes each tail bare `return` (a branch left empty holds `pass`).
+fn drop_tail_returns(body: &mut Vec<Stmt>) {
+    match body.last_mut() {
+        Some(Stmt::Return(r)) => {
+            let range = r.range;
+            body.pop();
+            if body.is_empty() {
+                body.push(Stmt::Pass(ast::StmtPass { range }));
+            }
+        }
+        Some(Stmt::If(i)) => {
+            drop_tail_returns(&mut i.body);
+            drop_tail_returns(&mut i.orelse);
+        }
+        _ => {}
+    }
+}
+
+/// A bare `return` inside a loop (a procedure that stops early: `if not
+/// np.isfinite(u).all(): return`) as leaving the loop: a flag set, then
+/// `break`; after the loop, `if flag: return`, which [`single_exit`] then
+/// treats as any returning `if`. Innermost loops first, so a loop inside
+/// another leaves both.
+fn lift_loop_returns(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) {
+    let mut k = 0;
+    while k < body.len() {
+        // Inner blocks first (loops in `if`s, loops in loops).
+        for b in crate::pyast::child_bodies_mut(&mut body[k]) {
+            lift_loop_returns(b, fresh);
+        }
+        let loop_body = match &mut body[k] {
+            Stmt::For(f) => &mut f.body,
+            Stmt::While(w) => &mut w.body,
+            _ => {
+                k += 1;
+                continue;
+            }
+        };
+        let mut bare = None;
+        returns_in_loop(loop_body, &mut |r| {
+            let b = r.value.is_none();
+            bare = Some(bare.unwrap_or(true) && b);
+        });
+        // Only bare returns (a procedure's): a value returned from inside
+        // a loop would be bound on one path only, which the host schedule
+        // cannot type.
+        if bare != Some(true) {
+            k += 1;
+            continue;
+        }
+        let range = ast::Ranged::range(&body[k]);
+        let flag = fresh("returned");
+        let loop_body = match &mut body[k] {
+            Stmt::For(f) => &mut f.body,
+            Stmt::While(w) => &mut w.body,
+            _ => unreachable!("matched above"),
+        };
+        replace_loop_returns(loop_body, &flag);
+        let after = Stmt::If(ast::StmtIf {
+            range,
+            test: Box::new(super::name_node(&flag, range, ast::ExprContext::Load)),
+            body: vec![Stmt::Return(ast::StmtReturn { range, value: None })],
+            orelse: vec![],
+        });
+        body.insert(k, set_flag(&flag, false, range));
+        body.insert(k + 2, after);
+        k += 3;
+    }
+}
+
+/// The `return`s of a loop's body, not those of loops inside it (lifted
+/// already) nor of nested `def`s.
+fn returns_in_loop<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a ast::StmtReturn)) {
+    for s in body {
+        match s {
+            Stmt::Return(r) => f(r),
+            Stmt::If(i) => {
+                returns_in_loop(&i.body, f);
+                returns_in_loop(&i.orelse, f);
+            }
+            Stmt::With(w) => returns_in_loop(&w.body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Each bare `return` of [`returns_in_loop`] as `flag = True; break`.
+fn replace_loop_returns(body: &mut Vec<Stmt>, flag: &str) {
+    let mut k = 0;
+    while k < body.len() {
+        match &mut body[k] {
+            Stmt::Return(r) => {
+                let range = r.range;
+                let set = set_flag(flag, true, range);
+                body.splice(k..=k, [set, Stmt::Break(ast::StmtBreak { range })]);
+                k += 2;
+                continue;
+            }
+            Stmt::If(i) => {
+                replace_loop_returns(&mut i.body, flag);
+                replace_loop_returns(&mut i.orelse, flag);
+            }
+            Stmt::With(w) => replace_loop_returns(&mut w.body, flag),
+            _ => {}
+        }
+        k += 1;
+    }
+}
+
+/// `flag = value`.
+fn set_flag(flag: &str, value: bool, range: ast::text_size::TextRange) -> Stmt {
+    Stmt::Assign(ast::StmtAssign {
+        range,
+        targets: vec![super::name_node(flag, range, ast::ExprContext::Store)],
+        value: Box::new(Expr::Constant(ast::ExprConstant {
+            range,
+            value: ast::Constant::Bool(value),
+            kind: None,
+        })),
+        type_comment: None,
+    })
 }
