@@ -908,7 +908,7 @@ macro_rules! program_in {
 /// given as ints, type limits, a name rebound in both branches of an `if`,
 /// helpers that return early, `np.meshgrid`, arrays unpacked into names,
 /// parameters specialised to the constant a signature gives them, a
-/// reduction's `dtype=`, `isinstance` decided by type, `np.shape` and
+/// reduction's `dtype=`, `isinstance` and `np.isscalar` decided by type, `np.shape` and
 /// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
 /// a procedure's bare `return`s (one inside its loop).
 mod general_rules {
@@ -948,6 +948,7 @@ mod general_rules {
         halved_offsets: "int64, float64[:]",
         sign_changes: "float64[:]",
         relax_until_unstable: "float64[:], float64[:], int64",
+        predict_state: "float64[:], float64[:, :], float64[:], float64",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

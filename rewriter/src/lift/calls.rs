@@ -260,6 +260,12 @@ impl<'a> Lowerer<'a> {
                 ),
             };
         }
+        // `np.isscalar(x)` by `x`'s kind: a number (Python or NumPy) is,
+        // an array (0-d too) or a tuple is not.
+        if name == "numpy.isscalar" && c.args.len() == 1 && c.keywords.is_empty() {
+            let is = matches!(self.expr(r, &c.args[0])?, Val::Scalar(..));
+            return Ok(Val::Scalar(bool(is), ScalarType::Bool, true));
+        }
         if name == "len" && c.args.len() == 1 {
             return match self.expr(r, &c.args[0])? {
                 Val::Array(av) => Ok(Val::scalar(av.shape[0].clone(), ScalarType::I64)),

@@ -332,7 +332,7 @@ impl Lowerer<'_> {
         let cond = self.host_condition(r, &i.test, line)?;
         // A test the types decide (`isinstance(x, np.ndarray)` of an
         // array): only the branch it takes, as Python runs it.
-        if let Expr::Lit(port_codegen::ir::Literal::Bool(taken)) = cond {
+        if let Some(taken) = decided(&cond) {
             self.log.applied(
                 NAME,
                 format!("`if` at line {line} decided by the types: always {taken}"),
@@ -1032,5 +1032,26 @@ fn raise_step(line: u32, class: &str, message: Option<&str>) -> HostStep {
             Some(m) => format!("{class}: {m}"),
             None => class.to_string(),
         },
+    }
+}
+
+/// The value of a condition the types decide: a literal, and `not`,
+/// `and`, `or` of such (`not np.isscalar(B)` of a number).
+fn decided(e: &Expr) -> Option<bool> {
+    use port_codegen::ir::{BinOp, Literal, UnaryOp};
+    match e {
+        Expr::Lit(Literal::Bool(b)) => Some(*b),
+        Expr::Unary(UnaryOp::Not, x) => decided(x).map(|b| !b),
+        Expr::Binary(BinOp::And, a, b) => match (decided(a), decided(b)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Expr::Binary(BinOp::Or, a, b) => match (decided(a), decided(b)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        _ => None,
     }
 }
