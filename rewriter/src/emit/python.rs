@@ -1234,37 +1234,30 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 let what = py_str(&format!("line {}: {}", g.line, g.what));
                 let lhs = py_str(&g.lhs_text);
                 let _ = writeln!(out, "{ind}if {l} != {r}:");
-                if let (true, Some(f)) = (g.specialised, &h.fallback) {
-                    // The original takes these shapes: it runs, with one
-                    // warning that says why.
-                    let why = py_str(&format!(
-                        "{}: line {}: {}; here `{}` differs: the original runs",
-                        h.plan
-                            .function
-                            .rsplit('.')
-                            .next()
-                            .unwrap_or(&h.plan.function),
-                        g.line,
-                        g.what,
-                        g.lhs_text
-                    ));
-                    let _ = writeln!(out, "{ind}    return _port_run_original({why}, {f})");
-                } else if let Some(f) = &h.fallback {
-                    // At entry nothing is copied yet: the original runs, and
-                    // so does exactly what NumPy does with these shapes (its
+                if let Some(f) = &h.fallback {
+                    // At entry nothing is copied yet: the original runs, with
+                    // one warning that says why, and so does exactly what
+                    // NumPy does with these shapes (an extent the plan was
+                    // specialised to; or two it takes to be equal: NumPy's
                     // own error, or a broadcast of an extent 1 the kernels
                     // were not built for).
+                    let function = h
+                        .plan
+                        .function
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or(&h.plan.function);
+                    let why = if g.specialised {
+                        format!("{}; here `{}` differs", g.what, g.lhs_text)
+                    } else {
+                        format!(
+                            "the kernels take `{}` and `{}` to be equal ({}); here they differ",
+                            g.lhs_text, g.rhs_text, g.what
+                        )
+                    };
                     let why = py_str(&format!(
-                        "{}: line {}: the kernels take `{}` and `{}` to be equal ({}); here they differ: the original runs",
-                        h.plan
-                            .function
-                            .rsplit('.')
-                            .next()
-                            .unwrap_or(&h.plan.function),
-                        g.line,
-                        g.lhs_text,
-                        g.rhs_text,
-                        g.what
+                        "{function}: line {}: {why}: the original runs",
+                        g.line
                     ));
                     let _ = writeln!(out, "{ind}    return _port_run_original({why}, {f})");
                 } else if g.specialised {
