@@ -60,19 +60,6 @@ pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) 
     if !ends_in_return(&candidate) {
         return;
     }
-    if bare {
-        let mut tails = Vec::new();
-        tail_returns(&candidate, &mut tails);
-        let mut all = 0;
-        walk_stmts(&candidate, &mut |s| {
-            all += usize::from(matches!(s, Stmt::Return(_)))
-        });
-        if tails.len() == all {
-            drop_tail_returns(&mut candidate);
-            *body = candidate;
-        }
-        return;
-    }
     // Every return must be a tail one.
     let mut all = 0;
     walk_stmts(&candidate, &mut |s| {
@@ -80,7 +67,15 @@ pub fn single_exit(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String) 
     });
     let mut tails = Vec::new();
     tail_returns(&candidate, &mut tails);
-    if tails.len() != all || tails.iter().any(|v| v.is_none()) {
+    if tails.len() != all {
+        return;
+    }
+    if bare {
+        drop_tail_returns(&mut candidate);
+        *body = candidate;
+        return;
+    }
+    if tails.iter().any(|v| v.is_none()) {
         return;
     }
     let arity = |v: &Option<Box<Expr>>| match v.as_deref() {
@@ -233,6 +228,7 @@ fn lift_loop_returns(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String
         for b in crate::pyast::child_bodies_mut(&mut body[k]) {
             lift_loop_returns(b, fresh);
         }
+        let range = ast::Ranged::range(&body[k]);
         let loop_body = match &mut body[k] {
             Stmt::For(f) => &mut f.body,
             Stmt::While(w) => &mut w.body,
@@ -253,13 +249,7 @@ fn lift_loop_returns(body: &mut Vec<Stmt>, fresh: &mut dyn FnMut(&str) -> String
             k += 1;
             continue;
         }
-        let range = ast::Ranged::range(&body[k]);
         let flag = fresh("returned");
-        let loop_body = match &mut body[k] {
-            Stmt::For(f) => &mut f.body,
-            Stmt::While(w) => &mut w.body,
-            _ => unreachable!("matched above"),
-        };
         replace_loop_returns(loop_body, &flag);
         let after = Stmt::If(ast::StmtIf {
             range,
