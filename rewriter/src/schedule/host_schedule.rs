@@ -332,7 +332,7 @@ impl Lowerer<'_> {
         let cond = self.host_condition(r, &i.test, line)?;
         // A test the types decide (`isinstance(x, np.ndarray)` of an
         // array): only the branch it takes, as Python runs it.
-        if let Some(taken) = decided(&cond) {
+        if let Expr::Lit(port_codegen::ir::Literal::Bool(taken)) = cond {
             self.log.applied(
                 NAME,
                 format!("`if` at line {line} decided by the types: always {taken}"),
@@ -373,7 +373,9 @@ impl Lowerer<'_> {
         match self.expr(r, e)? {
             Val::Scalar(c, t, _) => {
                 let c = self.host_scalar(c, line)?;
-                Ok(crate::numpy::math_calls::truthy(c, t))
+                let c = crate::numpy::math_calls::truthy(c, t);
+                // A test the types decide, as the literal it is.
+                Ok(decided(&c).map_or(c, |b| Expr::Lit(port_codegen::ir::Literal::Bool(b))))
             }
             Val::Array(_) => refuse(
                 NAME,
