@@ -369,41 +369,15 @@ fn fits_guards(plan: &KernelPlan, shapes: &Shapes, ints: &Ints) -> bool {
         })
 }
 
-/// An integer expression of the arguments' extents and integers.
+/// An integer expression of the arguments' extents and integers
+/// ([`fit::eval`]), an integer argument not in `ints` at its small value.
 fn eval_int(e: &Expr, shapes: &Shapes, ints: &Ints, plan: &KernelPlan) -> Option<i64> {
-    let eval = |e: &Expr| eval_int(e, shapes, ints, plan);
-    Some(match e {
-        Expr::Lit(port_codegen::ir::Literal::I64(v)) => *v,
-        Expr::Shape { array, axis } => *shapes.get(array)?.get(*axis as usize)? as i64,
-        Expr::Var(v) => match plan.params.iter().find(|p| p.name == *v)?.ty {
-            ArgType::Scalar(t) if t.is_int() => ints.get(v).copied().unwrap_or(INT_SCALAR),
-            _ => return None,
+    fit::eval(e, &|t| match t {
+        fit::Term::Extent(array, axis) => shapes.get(array)?.get(*axis).map(|&n| n as i64),
+        fit::Term::Int(v) => match plan.params.iter().find(|p| p.name == *v)?.ty {
+            ArgType::Scalar(t) if t.is_int() => Some(ints.get(v).copied().unwrap_or(INT_SCALAR)),
+            _ => None,
         },
-        Expr::Binary(op, a, b) => {
-            let (a, b) = (eval(a)?, eval(b)?);
-            match op {
-                BinOp::Add => a.wrapping_add(b),
-                BinOp::Sub => a.wrapping_sub(b),
-                BinOp::Mul => a.wrapping_mul(b),
-                BinOp::FloorDiv if b != 0 => a.div_euclid(b),
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                _ => return None,
-            }
-        }
-        Expr::Cast(_, a) => eval(a)?,
-        // An index that counts from the end when negative.
-        Expr::Select(c, a, b) => match c.as_ref() {
-            Expr::Cmp(port_codegen::ir::CmpOp::Lt, x, y) => {
-                if eval(x)? < eval(y)? {
-                    eval(a)?
-                } else {
-                    eval(b)?
-                }
-            }
-            _ => return None,
-        },
-        _ => return None,
     })
 }
 

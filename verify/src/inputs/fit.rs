@@ -204,14 +204,16 @@ fn substitute(plan: &KernelPlan, env: &Env, e: &Expr) -> Expr {
     })
 }
 
-/// The value of a substituted expression, with the unknowns' values.
-fn eval(e: &Expr, get: &dyn Fn(&Term) -> i64) -> Option<i64> {
+/// The value of an integer expression of the arguments (extents and
+/// integer arguments), with the unknowns' values `get` gives; `None` where
+/// it names something else, or overflows.
+pub(super) fn eval(e: &Expr, get: &dyn Fn(&Term) -> Option<i64>) -> Option<i64> {
     let ev = |x: &Expr| eval(x, get);
     Some(match e {
         Expr::Lit(Literal::I64(v)) => *v,
         Expr::Lit(Literal::I32(v)) => i64::from(*v),
-        Expr::Shape { array, axis } => get(&Term::Extent(array.clone(), *axis as usize)),
-        Expr::Var(v) => get(&Term::Int(v.clone())),
+        Expr::Shape { array, axis } => get(&Term::Extent(array.clone(), *axis as usize))?,
+        Expr::Var(v) => get(&Term::Int(v.clone()))?,
         Expr::Cast(_, a) => ev(a)?,
         Expr::Unary(UnaryOp::Neg, a) => ev(a)?.checked_neg()?,
         Expr::Binary(op, a, b) => {
@@ -408,7 +410,10 @@ fn facts(plan: &KernelPlan, steps: &[HostStep], env: &mut Env, f: &mut Facts) {
                         }
                     }
                 }
+                // A scalar the branches bind differently has no one value.
                 env.scalars.retain(|k, v| other.scalars.get(k) == Some(v));
+                env.scalar_exprs
+                    .retain(|k, v| other.scalar_exprs.get(k) == Some(v));
             }
             HostStep::Rebind { targets, sources } => {
                 let dims: Vec<_> = sources.iter().map(|s| dims_of(plan, env, s)).collect();
@@ -514,7 +519,7 @@ impl Solution {
     /// x0 * x1`: `C` takes `x0 * x1 / N`), kept when it then holds.
     fn meet(&mut self, a: &Expr, b: &Expr, pinned: &HashSet<Term>) -> Vec<(Term, i64)> {
         let diff = |s: &Solution| -> Option<i64> {
-            eval(a, &|x| s.get(x))?.checked_sub(eval(b, &|x| s.get(x))?)
+            eval(a, &|x| Some(s.get(x)))?.checked_sub(eval(b, &|x| Some(s.get(x)))?)
         };
         let Some(d0) = diff(self).filter(|d| *d != 0) else {
             return Vec::new();
@@ -539,7 +544,7 @@ impl Solution {
     /// Moves that would make the extent `e` at least 1, each doubling one
     /// unknown's class (up to 64 times its value).
     fn grow(&mut self, e: &Expr, pinned: &HashSet<Term>) -> Vec<(Term, i64)> {
-        let value = |s: &Solution| eval(e, &|x| s.get(x));
+        let value = |s: &Solution| eval(e, &|x| Some(s.get(x)));
         if value(self).is_none_or(|v| v >= 1) {
             return Vec::new();
         }
@@ -574,18 +579,19 @@ impl Rest<'_> {
     /// none: the original decides).
     fn broken(&self, s: &Solution) -> usize {
         let get = |x: &Term| s.get(x);
+        let some = |x: &Term| Some(s.get(x));
         self.wider.iter().filter(|d| d.value(&get) != 0).count()
             + self
                 .computed
                 .iter()
                 .filter(
-                    |(a, b)| matches!((eval(a, &get), eval(b, &get)), (Some(x), Some(y)) if x != y),
+                    |(a, b)| matches!((eval(a, &some), eval(b, &some)), (Some(x), Some(y)) if x != y),
                 )
                 .count()
             + self
                 .positive
                 .iter()
-                .filter(|e| eval(e, &get).is_some_and(|v| v < 1))
+                .filter(|e| eval(e, &some).is_some_and(|v| v < 1))
                 .count()
             + self
                 .at_least
