@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixture, json_error, migrate_in, repo, stderr, stdout, user_error};
+use common::{
+    fixture, function, json_error, migrate_in, port_in, repo, stderr, stdout, user_error,
+};
 
 fn copy_fixture(dir: &Path, rel: &str) -> String {
     let name = Path::new(rel)
@@ -39,20 +41,9 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 /// What `port analyze --static --json FILE` (run in `dir`) says of the
 /// function `name`.
 fn static_verdict(dir: &std::path::Path, file: &str, name: &str) -> serde_json::Value {
-    let a = assert_cmd::Command::cargo_bin("port")
-        .unwrap()
-        .current_dir(dir)
-        .args(["analyze", "--static", "--json", file])
-        .output()
-        .unwrap();
+    let a = port_in(dir, &["analyze", "--static", "--json", file]);
     assert!(a.status.success(), "{}", stderr(&a));
-    json(&a)["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no `{name}` in the analysis of {file}"))
-        .clone()
+    function(&json(&a), name).clone()
 }
 
 #[test]
