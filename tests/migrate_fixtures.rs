@@ -2578,10 +2578,65 @@ mod fuzz_found {
         assert_eq!(r["line"], 256, "{j}");
         let msg = r["message"].as_str().unwrap();
         assert!(
-            msg.starts_with("`acc` is returned as an int or as a float, depending on whether the binding at line 255 runs")
+            msg.starts_with("`acc` is returned as a Python int or as a NumPy float64, depending on whether the binding at line 255 runs")
                 && msg.ends_with("start it as a float (`acc = 0.0`)"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_python_int_that_becomes_int32_only_in_a_branch_is_refused_int64_verifies() {
+        let j = refused("int32_unless_a_branch_runs", "int32[:], int64");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`acc` is returned as a Python int or as a NumPy int32")
+                && msg.ends_with("start it as that type (`acc = np.int32(0)`)"),
+            "{msg}"
+        );
+        // Nothing passes the `if` here: CPython returns the int 0, which
+        // is what an int64 kernel gives too.
+        given(
+            "int32_unless_a_branch_runs",
+            "int64[:], int64",
+            "c=np.array([1, 5, -2, 7]), s=100",
+        );
+    }
+
+    #[test]
+    fn a_returned_winner_of_builtin_max_with_a_python_int_is_refused() {
+        let j = refused("winner_keeps_its_type", "int32[:]");
+        let r = &j["reasons"][0];
+        let msg = r["message"].as_str().unwrap();
+        assert_eq!(r["line"], 280, "{j}");
+        assert!(
+            msg.starts_with("`acc`, returned here, is a Python int or a NumPy int32, depending on which argument of the `min`/`max` at line 279 wins"),
+            "{msg}"
+        );
+        // Negative elements: the Python int 0 wins, so CPython returns an int.
+        given(
+            "winner_keeps_its_type",
+            "int64[:]",
+            "a=np.array([-3, -5, -1, -7])",
+        );
+        given(
+            "winner_stored",
+            "int32[:], int32[:]",
+            "a=np.array([-3, 5, -1, 7], dtype=np.int32), out=np.zeros(4, dtype=np.int32)",
+        );
+    }
+
+    #[test]
+    fn a_reduction_over_an_empty_range_returns_the_python_number_it_started_as() {
+        for values in [
+            "x=np.zeros(0, dtype=np.uint64), y=np.zeros((0, 3), dtype=np.float32)",
+            "x=np.array([3, 2**63, 5], dtype=np.uint64), y=np.ones((2, 3), dtype=np.float32)",
+        ] {
+            given(
+                "sum_of_nothing_is_the_python_start",
+                "uint64[:], float32[:, :]",
+                values,
+            );
+        }
     }
 
     #[test]

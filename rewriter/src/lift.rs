@@ -135,7 +135,7 @@ impl<'a> Lowerer<'a> {
                     HostBind::Scalar(t) => Ok(Val::Scalar(
                         var(name),
                         t,
-                        self.weak_bound.contains(name) || self.python_scalar_param(name, t),
+                        self.weak_bound.contains_key(name) || self.python_scalar_param(name, t),
                     )),
                     HostBind::DeviceScalar { acc, ty } => {
                         Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))

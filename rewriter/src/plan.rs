@@ -397,6 +397,17 @@ pub enum HostValue {
     Array(String),
     /// A host scalar.
     Scalar(String, ScalarType),
+    /// A reduction's result (`name`, of `ty`) or, on a call where its loop
+    /// ran no iteration (the host scalar `trip` is 0), the Python number it
+    /// started as (the host scalar `start`, returned as Python's `python`):
+    /// CPython's `acc = 0` is still the int 0 when no `acc += x_u64[i]` ran.
+    ScalarOrStart {
+        name: String,
+        ty: ScalarType,
+        trip: String,
+        start: String,
+        python: ScalarType,
+    },
     Tuple(Vec<HostValue>),
 }
 
@@ -474,6 +485,9 @@ impl KernelPlan {
                 HostValue::Array(a) | HostValue::Scalar(a, _) => {
                     out.insert(a.clone());
                 }
+                HostValue::ScalarOrStart {
+                    name, trip, start, ..
+                } => out.extend([name.clone(), trip.clone(), start.clone()]),
                 HostValue::Tuple(vs) => vs.iter().for_each(|v| returned(v, out)),
             }
         }

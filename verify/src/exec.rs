@@ -1371,6 +1371,27 @@ fn value<B, D: Device<Buf = B>>(
                 data,
             })
         }
+        HostValue::ScalarOrStart {
+            name,
+            ty,
+            trip,
+            start,
+            python,
+        } => {
+            let ran = st
+                .scalars
+                .get(trip)
+                .copied()
+                .ok_or_else(|| VerifyError::BadPlan(format!("no value `{trip}`")))?
+                .i()
+                > 0;
+            let one = if ran {
+                HostValue::Scalar(name.clone(), *ty)
+            } else {
+                HostValue::Scalar(start.clone(), *python)
+            };
+            value(st, dev, plan, homes, &one, run)
+        }
         HostValue::Tuple(_) => Err(VerifyError::BadPlan("nested tuple result".into())),
     }
 }

@@ -1338,6 +1338,21 @@ fn host_value(h: &Host, v: &HostValue) -> String {
             }
         }
         HostValue::Scalar(n, _) => n.clone(),
+        HostValue::ScalarOrStart {
+            name,
+            trip,
+            start,
+            python,
+            ..
+        } => {
+            let as_python = match crate::dtypes::kind(*python) {
+                0 => "bool",
+                1 => "int",
+                2 => "float",
+                _ => "complex",
+            };
+            format!("({name} if {trip} > 0 else {as_python}({start}))")
+        }
         HostValue::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|x| host_value(h, x)).collect();
             format!("({})", parts.join(", "))

@@ -367,6 +367,10 @@ impl<'a> Lowerer<'a> {
                 ),
             );
         }
+        if let Some(types) = math_calls::builtin_choice_of_python_number(&name, &args) {
+            self.python_choices
+                .insert(c.range.start().to_u32(), (line, types));
+        }
         if math_calls::builtin_choice_untyped(&name, &args) {
             return refuse(
                 math_calls::NAME,

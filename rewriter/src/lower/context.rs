@@ -380,6 +380,13 @@ pub(crate) struct Lowerer<'a> {
     /// same name, as NumPy casts a Python float to float32 when it meets
     /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
     pub observed_weak: HashMap<String, ScalarType>,
+    /// Calls of the built-in `min`/`max` whose result is the Python number
+    /// among its arguments on some calls and a NumPy scalar of another type
+    /// on others (`math_calls::builtin_choice_of_python_number`), by the
+    /// call's offset in the source: its line, and the types
+    /// `builtin_choice_of_python_number` gives. A returned value that comes
+    /// from one has no one type.
+    pub python_choices: HashMap<u32, (u32, (ScalarType, ScalarType, bool))>,
     /// Names the function binds inside a loop, an `if` or a `try`: an
     /// alias of a whole array (`p = r`) bound to one of them before the
     /// block is a run-time binding, not a compile-time view, since the
@@ -390,7 +397,14 @@ pub(crate) struct Lowerer<'a> {
     pub masked: HashMap<String, Selection>,
     /// Host names whose last binding (in program order) is a weak value:
     /// reading one gives a weak operand, as the Python float does.
-    pub weak_bound: HashSet<String>,
+    pub weak_bound: HashMap<String, ScalarType>,
+    /// Whole reductions at the top level of the function whose starting
+    /// value is a Python number of another type than the reduction's
+    /// (`acc = 0`, then `acc += x_u64[i]`): by the reduction's device
+    /// accumulator, the host scalars holding the loop's trip count and
+    /// the starting value, and the Python number's type. A returned
+    /// result read back from one is `HostValue::ScalarOrStart`.
+    pub empty_start: HashMap<String, (String, String, ScalarType)>,
     /// Names bound to a strong value in the fixed point's last pass.
     pub strong_last: HashSet<String>,
     /// The least value of each loop variable in scope (IR names): an index
@@ -473,7 +487,9 @@ impl<'a> Lowerer<'a> {
             types,
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
-            weak_bound: HashSet::new(),
+            python_choices: HashMap::new(),
+            weak_bound: HashMap::new(),
+            empty_start: HashMap::new(),
             strong_last: HashSet::new(),
             floors: HashMap::new(),
             weak_returns: HashSet::new(),

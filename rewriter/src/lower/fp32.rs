@@ -94,7 +94,7 @@ fn stmts(body: &[Stmt]) -> Vec<Stmt> {
 
 fn host_value(v: &mut HostValue) {
     match v {
-        HostValue::Scalar(_, t) => *t = st(*t),
+        HostValue::Scalar(_, t) | HostValue::ScalarOrStart { ty: t, .. } => *t = st(*t),
         HostValue::Tuple(items) => items.iter_mut().for_each(host_value),
         HostValue::Array(_) => {}
     }

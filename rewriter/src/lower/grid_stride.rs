@@ -17,6 +17,7 @@ use crate::ir_util::cast_to;
 use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
 use crate::lower::whole_reduction::RedSpec;
 use crate::numpy::array_expr::{self, ArrVal, Val};
+use crate::plan::HostStep;
 use crate::pyast;
 
 pub const NAME: &str = "grid_stride";
@@ -296,6 +297,39 @@ impl Lowerer<'_> {
         // The reduction's grid is 1-D: a nest goes over its flat index.
         let (pfor, n) = self.flat_loop(&pvars, &extents, pbody);
         let fname = self.fn_name.clone();
+        // Accumulators that start as a Python number of another type than
+        // the reduction's: CPython's stays that Python number when the
+        // loop runs no iteration. At the top level, the trip count and the
+        // starting value are kept for the result (`HostValue::ScalarOrStart`).
+        let mut starts = Vec::new();
+        for ((red, _, t), s) in specs_in.iter().zip(&specs) {
+            let python = match (self.host.get(&red.name), self.weak_bound.get(&red.name)) {
+                (Some(HostBind::Scalar(_)), Some(&w)) if w != *t && self.host_depth == 0 => w,
+                _ => continue,
+            };
+            let start = self.fresh(&format!("{}_start", red.name));
+            self.steps.push(HostStep::Scalar {
+                name: start.clone(),
+                ty: *t,
+                value: var(&red.name),
+            });
+            self.host.insert(start.clone(), HostBind::Scalar(*t));
+            starts.push((s.acc.clone(), start, python));
+        }
+        if !starts.is_empty() {
+            let trip = self.fresh("trip");
+            let value = self.hostify(n.clone());
+            self.steps.push(HostStep::Scalar {
+                name: trip.clone(),
+                ty: ScalarType::I64,
+                value,
+            });
+            self.host
+                .insert(trip.clone(), HostBind::Scalar(ScalarType::I64));
+            for (acc, start, python) in starts {
+                self.empty_start.insert(acc, (trip.clone(), start, python));
+            }
+        }
         self.reduction_kernel(
             kname,
             pfor,

@@ -638,6 +638,43 @@ pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
     })
 }
 
+/// Python's built-in `min(…)`/`max(…)` that port types (not
+/// `builtin_choice_untyped`) but whose result is, on some calls, the Python
+/// number itself rather than a NumPy scalar of the strong arguments' type:
+/// `max(m_i32, 0)` is the Python int `0` when `m_i32 < 0`, an `int32`
+/// otherwise. The value is the same; its type is not, which a caller sees
+/// where the result is returned. Two Python numbers of different kinds
+/// are the same case (`max(0.0, n)` of a Python int `n` is either). Gives
+/// the Python number's type and the other one, with whether that one is a
+/// NumPy scalar (`false`: another Python number).
+pub fn builtin_choice_of_python_number(
+    name: &str,
+    args: &[Val],
+) -> Option<(ScalarType, ScalarType, bool)> {
+    if !matches!(name, "min" | "max") || args.len() < 2 {
+        return None;
+    }
+    let scalars: Vec<(ScalarType, bool)> = args
+        .iter()
+        .filter_map(|a| match a {
+            Val::Scalar(_, t, weak) => Some((*t, *weak)),
+            _ => None,
+        })
+        .collect();
+    let (python, other) = match scalars.iter().find(|(_, weak)| !weak) {
+        Some(&(strong, _)) => (
+            scalars.iter().find(|(t, weak)| *weak && *t != strong)?.0,
+            (strong, true),
+        ),
+        None => {
+            let first = scalars.first()?.0;
+            let differs = scalars.iter().find(|(t, _)| *t != first)?.0;
+            (first, (differs, false))
+        }
+    };
+    Some((python, other.0, other.1))
+}
+
 /// Whether NumPy computes the float ufunc `name` (`np.sin`, `np.sqrt`,
 /// `np.arctan2`…) of these arguments in float16: their types are all bool,
 /// int8 or uint8, none a Python float (`np.sin(img_u8)` is float16, which

@@ -271,6 +271,102 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
     }
 }
 
+/// A returned value that is a built-in `min`/`max` of a Python number and a
+/// NumPy scalar of another type, or a name bound to one: CPython returns the
+/// winning argument itself, the Python number on some calls and the NumPy
+/// scalar on others (fuzz seed 300009: `acc = max(acc, math.floor(d))` of an
+/// int32 `acc` is a Python int when the floor wins). A kernel's value has
+/// one type.
+fn returned_choice(
+    src: &source::SourceFile,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    l: &lower::context::Lowerer,
+    returned: &[(String, &rustpython_parser::ast::Stmt)],
+) -> Option<Reason> {
+    use rustpython_parser::ast::{Expr, Stmt};
+    if l.python_choices.is_empty() {
+        return None;
+    }
+    let choice = |e: &Expr| match e {
+        Expr::Call(c) => l.python_choices.get(&c.range.start().to_u32()).copied(),
+        _ => None,
+    };
+    let refuse = |what: String, at: u32, (weak, other, numpy), ret: &Stmt| {
+        let python = |t: ScalarType| match crate::dtypes::kind(t) {
+            0 => "a Python bool",
+            1 => "a Python int",
+            2 => "a Python float",
+            _ => "a Python complex",
+        };
+        let (other, cast) = if numpy {
+            (
+                format!("a NumPy {}", crate::types::numba_scalar(other)),
+                format!("{}(…)", crate::types::numpy_dtype(other)),
+            )
+        } else {
+            let t = crate::ir_util::promote(weak, true, other, true);
+            let cast = match crate::dtypes::kind(t) {
+                0 => "bool(…)",
+                1 => "int(…)",
+                2 => "float(…)",
+                _ => "complex(…)",
+            };
+            (python(other).to_string(), cast.to_string())
+        };
+        Reason::new(
+            "types",
+            src.line(ret),
+            format!(
+                "{what} is {} or {other}, depending on which argument of the `min`/`max` at \
+                 line {at} wins (Python's built-in returns the winner with its own type; a \
+                 kernel's value has one): give the arguments one type (`{cast}`)",
+                python(weak),
+            ),
+        )
+    };
+    let mut found = None;
+    pyast::walk_stmts(&def.body, &mut |s| {
+        if found.is_some() {
+            return;
+        }
+        if let Stmt::Return(r) = s {
+            if let Some(v) = r.value.as_deref() {
+                let parts: Vec<&Expr> = match v {
+                    Expr::Tuple(t) => t.elts.iter().collect(),
+                    v => vec![v],
+                };
+                if let Some((at, types)) = parts.into_iter().find_map(choice) {
+                    found = Some(refuse("the returned value".into(), at, types, s));
+                }
+            }
+        }
+    });
+    if found.is_some() {
+        return found;
+    }
+    for (name, ret) in returned {
+        pyast::walk_stmts(&def.body, &mut |s| {
+            if found.is_some() {
+                return;
+            }
+            let Stmt::Assign(a) = s else {
+                return;
+            };
+            let binds = a
+                .targets
+                .iter()
+                .any(|t| pyast::target_names(t).iter().any(|n| n == name));
+            if let (true, Some((at, types))) = (binds, choice(&a.value)) {
+                found = Some(refuse(format!("`{name}`, returned here,"), at, types, ret));
+            }
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// A returned name whose type depends on the path taken: bound to a Python
 /// number of one kind (`acc = 0`, an int) and to a value of another kind
 /// (a float) where an `if` or `while` decides whether the binding runs.
@@ -316,26 +412,41 @@ fn path_dependent_return(
             }
         }
     });
+    if let Some(why) = returned_choice(src, def, l, &returned) {
+        return Some(why);
+    }
     let mut decided = Vec::new();
     conditional(&def.body, false, &mut decided);
     for (name, ret) in &returned {
         let (Some(&weak), Some(&strong)) = (l.observed_weak.get(name), l.observed.get(name)) else {
             continue;
         };
-        if kind(weak) == kind(strong) {
+        // The type the strong binding leaves: NumPy 2 promotes the weak
+        // Python number to it (`0 + int32` is int32). Where that is the
+        // Python number's own type (`0 + int64`, `0.0 + int32`), both paths
+        // return the same type.
+        let joined = crate::ir_util::promote(weak, true, strong, false);
+        if joined == weak {
             continue;
         }
         let Some((_, at)) = decided.iter().find(|(n, _)| n == name) else {
             continue;
         };
-        let what = |t: ScalarType| match kind(t) {
-            0 => "a bool",
-            1 => "an int",
-            2 => "a float",
-            _ => "a complex number",
+        let what = |t: ScalarType, python: bool| match (kind(t), python) {
+            (0, _) => "a bool".to_string(),
+            (1, true) => "a Python int".to_string(),
+            (2, true) => "a Python float".to_string(),
+            (3, true) => "a Python complex".to_string(),
+            _ => format!("a NumPy {}", crate::types::numba_scalar(t)),
         };
         let start = match kind(strong) {
             _ if kind(strong) < kind(weak) => String::new(),
+            // Same kind, another width (`0` and an int32 sum): NumPy's
+            // scalar of that type is what both paths then return.
+            k if k == kind(weak) => format!(
+                ": start it as that type (`{name} = {}(0)`)",
+                crate::types::numpy_dtype(joined)
+            ),
             1 => format!(": start it as an int (`{name} = 0`)"),
             2 => format!(": start it as a float (`{name} = 0.0`)"),
             _ => format!(": start it as a complex number (`{name} = 0j`)"),
@@ -346,8 +457,8 @@ fn path_dependent_return(
             format!(
                 "`{name}` is returned as {} or as {}, depending on whether the binding at line {} runs \
                  (CPython keeps the type of the binding that ran; a kernel's variable has one type){start}",
-                what(weak),
-                what(strong),
+                what(weak, true),
+                what(joined, false),
                 src.line(*at),
             ),
         ));

@@ -6,7 +6,7 @@
 //! calls of the program's helpers to [`super::app_inline`].
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::Expr;
+use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
@@ -457,7 +457,7 @@ impl Lowerer<'_> {
                 let ty = self.declare_type_weak(name, t, weak);
                 let value = self.host_scalar(cast_to(e, t, ty), line)?;
                 if weak {
-                    self.weak_bound.insert(name.to_string());
+                    self.weak_bound.insert(name.to_string(), t);
                 } else {
                     self.weak_bound.remove(name);
                 }
@@ -579,12 +579,54 @@ impl Lowerer<'_> {
         self.accs.contains(array)
     }
 
+    /// The returned host scalar `n` as a reduction's result that, on an
+    /// empty loop, is the Python number it started as
+    /// (`Lowerer::empty_start`): when the return is at the top level and
+    /// the last step binding `n` is a top-level read-back of such a
+    /// reduction's accumulator.
+    fn scalar_or_start(&self, n: &str, ty: ScalarType) -> Option<HostValue> {
+        if self.host_depth > 0 {
+            return None;
+        }
+        let mut last: Option<&HostStep> = None;
+        HostStep::walk(&self.steps, &mut |s| {
+            let binds = match s {
+                HostStep::Scalar { name, .. }
+                | HostStep::Alloc { name, .. }
+                | HostStep::ReadBack { name, .. }
+                | HostStep::ReadElement { name, .. } => name == n,
+                HostStep::Loop { var, .. } => var == n,
+                HostStep::Rebind { targets, .. } => targets.iter().any(|t| t == n),
+                _ => false,
+            };
+            if binds {
+                last = Some(s);
+            }
+        });
+        let step = last?;
+        let HostStep::ReadBack { array, .. } = step else {
+            return None;
+        };
+        let top = self.steps.iter().any(|s| std::ptr::eq(s, step));
+        let (trip, start, python) = self.empty_start.get(array).filter(|_| top)?;
+        Some(HostValue::ScalarOrStart {
+            name: n.to_string(),
+            ty,
+            trip: trip.clone(),
+            start: start.clone(),
+            python: *python,
+        })
+    }
+
     /// What `return value` gives the caller.
     pub(crate) fn host_value(&mut self, v: Val, line: u32) -> Lower<HostValue> {
         match v {
             Val::Scalar(e, t, _) => {
                 let e = self.host_scalar(e, line)?;
                 if let Expr::Var(n) = &e {
+                    if let Some(v) = self.scalar_or_start(n, t) {
+                        return Ok(v);
+                    }
                     if matches!(self.host.get(n), Some(HostBind::Scalar(_))) {
                         return Ok(HostValue::Scalar(n.clone(), t));
                     }
