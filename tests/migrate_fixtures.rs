@@ -2640,6 +2640,50 @@ mod fuzz_found {
     }
 
     #[test]
+    fn a_numpy_scalar_widened_only_in_a_branch_is_refused_and_by_a_loop_verifies() {
+        let j = refused("widened_only_where_it_runs", "float32[:], uint64[:]");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`acc` is returned as a NumPy float32 or as a NumPy float64, depending on whether the binding at line"),
+            "{msg}"
+        );
+        for v in [
+            "np.zeros(0, dtype=np.uint64)",
+            "np.array([1, 200, 3], dtype=np.uint64)",
+        ] {
+            given(
+                "widened_by_its_loop",
+                "float32[:], uint64[:]",
+                &format!("a=np.array([0.5, 2], dtype=np.float32), v={v}"),
+            );
+        }
+    }
+
+    #[test]
+    fn values_whose_type_or_order_port_cannot_keep_are_refused_with_their_reason() {
+        for (function, signature, why) in [
+            (
+                "negated_winner_beside_unsigned",
+                "uint32[:], int64, int64[:]",
+                "these differ (uint32, a Python int)",
+            ),
+            (
+                "int64_or_float_helper",
+                "int64[:], bool[:]",
+                "holds such integers exactly only up to 2**53",
+            ),
+            (
+                "complex_product",
+                "complex128[:]",
+                "a product of complex numbers across a parallel loop or a whole array",
+            ),
+        ] {
+            let j = refused(function, signature);
+            assert!(j.to_string().contains(why), "{function}: {j}");
+        }
+    }
+
+    #[test]
     fn scattered_adds_into_16_bit_counts_are_refused_32_bit_ones_verify() {
         let j = refused("small_int_histogram", "int64[:], int16[:]");
         assert!(

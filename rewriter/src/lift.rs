@@ -135,7 +135,8 @@ impl<'a> Lowerer<'a> {
                     HostBind::Scalar(t) => Ok(Val::Scalar(
                         var(name),
                         t,
-                        self.weak_bound.contains_key(name) || self.python_scalar_param(name, t),
+                        self.bound_as.get(name).is_some_and(|&(_, weak)| weak)
+                            || self.python_scalar_param(name, t),
                     )),
                     HostBind::DeviceScalar { acc, ty } => {
                         Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))

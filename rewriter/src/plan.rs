@@ -398,15 +398,18 @@ pub enum HostValue {
     /// A host scalar.
     Scalar(String, ScalarType),
     /// A reduction's result (`name`, of `ty`) or, on a call where its loop
-    /// ran no iteration (the host scalar `trip` is 0), the Python number it
-    /// started as (the host scalar `start`, returned as Python's `python`):
-    /// CPython's `acc = 0` is still the int 0 when no `acc += x_u64[i]` ran.
+    /// ran no iteration (the host scalar `trip` is 0), the value it started
+    /// as (the host scalar `start`, returned as `start_ty`, a Python number
+    /// when `python`): CPython's `acc = 0` is still the int 0 when no
+    /// `acc += x_u64[i]` ran, and `acc = a_f32[0]` a float32 when no
+    /// `acc += x_u64[i]` widened it to float64.
     ScalarOrStart {
         name: String,
         ty: ScalarType,
         trip: String,
         start: String,
-        python: ScalarType,
+        start_ty: ScalarType,
+        python: bool,
     },
     Tuple(Vec<HostValue>),
 }

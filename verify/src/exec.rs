@@ -1376,7 +1376,8 @@ fn value<B, D: Device<Buf = B>>(
             ty,
             trip,
             start,
-            python,
+            start_ty,
+            ..
         } => {
             let ran = st
                 .scalars
@@ -1388,7 +1389,7 @@ fn value<B, D: Device<Buf = B>>(
             let one = if ran {
                 HostValue::Scalar(name.clone(), *ty)
             } else {
-                HostValue::Scalar(start.clone(), *python)
+                HostValue::Scalar(start.clone(), *start_ty)
             };
             value(st, dev, plan, homes, &one, run)
         }

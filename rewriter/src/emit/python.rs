@@ -1342,16 +1342,18 @@ fn host_value(h: &Host, v: &HostValue) -> String {
             name,
             trip,
             start,
+            start_ty,
             python,
             ..
         } => {
-            let as_python = match crate::dtypes::kind(*python) {
-                0 => "bool",
-                1 => "int",
-                2 => "float",
-                _ => "complex",
+            let conv = match (crate::dtypes::kind(*start_ty), python) {
+                (0, true) => "bool",
+                (1, true) => "int",
+                (2, true) => "float",
+                (_, true) => "complex",
+                _ => numpy_dtype(*start_ty),
             };
-            format!("({name} if {trip} > 0 else {as_python}({start}))")
+            format!("({name} if {trip} > 0 else {conv}({start}))")
         }
         HostValue::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|x| host_value(h, x)).collect();

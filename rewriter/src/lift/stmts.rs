@@ -208,6 +208,30 @@ impl<'a> Lowerer<'a> {
                         };
                         r.returns.push((t, weak));
                         let rt = r.ret_ty.unwrap_or(t);
+                        // A NumPy int64 (uint64) on this path, a float on
+                        // another: the kernel's one return type is the
+                        // float, which holds such ints exactly only up to
+                        // 2**53, where CPython returns the int itself
+                        // (fuzz seed 303383: `1 - a[i]` at INT64_MIN).
+                        if matches!(t, ScalarType::I64 | ScalarType::U64)
+                            && !weak
+                            && rt.is_float()
+                            && !matches!(e, Expr::Lit(_))
+                        {
+                            return refuse(
+                                crate::lower::app_calls::NAME,
+                                line,
+                                format!(
+                                    "`{}` is a NumPy {} here, and a float where the function returns elsewhere: \
+                                     the kernel returns one type, {}, which holds such integers exactly only up \
+                                     to 2**53 (CPython returns the integer itself); return one type on every path \
+                                     (`float(…)`)",
+                                    self.src.text_of(v.as_ref()),
+                                    crate::types::numba_scalar(t),
+                                    crate::types::numba_scalar(rt),
+                                ),
+                            );
+                        }
                         r.push(Stmt::Return(Some(cast_to(e, t, rt))));
                         Ok(())
                     }

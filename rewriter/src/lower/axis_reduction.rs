@@ -661,6 +661,14 @@ impl Lowerer<'_> {
             AxisOp::Any | AxisOp::All => ScalarType::I64,
             _ => av.elem,
         };
+        if op == AxisOp::Plain(Reduce::Prod) {
+            crate::lower::whole_reduction::complex_product(
+                RedOp::Prod,
+                acc_t,
+                line,
+                "along an axis",
+            )?;
+        }
         let out_t = match op {
             AxisOp::Any | AxisOp::All => ScalarType::Bool,
             AxisOp::ArgMax | AxisOp::ArgMin => ScalarType::I64,

@@ -395,16 +395,20 @@ pub(crate) struct Lowerer<'a> {
     /// Names bound to a boolean-mask selection (`v = x[m]`), which only
     /// reductions may read (`lower::masked`).
     pub masked: HashMap<String, Selection>,
-    /// Host names whose last binding (in program order) is a weak value:
-    /// reading one gives a weak operand, as the Python float does.
-    pub weak_bound: HashMap<String, ScalarType>,
+    /// Each host scalar's last binding in program order: the value's own
+    /// type (before the cast to the name's joined type) and whether it is
+    /// weak. Reading a weak one gives a weak operand, as the Python float
+    /// does.
+    pub bound_as: HashMap<String, (ScalarType, bool)>,
+    /// The distinct types of the strong values bound to each name.
+    pub bound_types: HashMap<String, Vec<ScalarType>>,
     /// Whole reductions at the top level of the function whose starting
-    /// value is a Python number of another type than the reduction's
-    /// (`acc = 0`, then `acc += x_u64[i]`): by the reduction's device
-    /// accumulator, the host scalars holding the loop's trip count and
-    /// the starting value, and the Python number's type. A returned
+    /// value has another type than the reduction's (`acc = 0`, then
+    /// `acc += x_u64[i]`): by the reduction's device accumulator, the host
+    /// scalars holding the loop's trip count and the starting value, the
+    /// starting value's type and whether it is a Python number. A returned
     /// result read back from one is `HostValue::ScalarOrStart`.
-    pub empty_start: HashMap<String, (String, String, ScalarType)>,
+    pub empty_start: HashMap<String, (String, String, ScalarType, bool)>,
     /// Names bound to a strong value in the fixed point's last pass.
     pub strong_last: HashSet<String>,
     /// The least value of each loop variable in scope (IR names): an index
@@ -488,7 +492,8 @@ impl<'a> Lowerer<'a> {
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
             python_choices: HashMap::new(),
-            weak_bound: HashMap::new(),
+            bound_as: HashMap::new(),
+            bound_types: HashMap::new(),
             empty_start: HashMap::new(),
             strong_last: HashSet::new(),
             floors: HashMap::new(),
@@ -687,6 +692,10 @@ impl<'a> Lowerer<'a> {
 
     /// Records the type a variable is given and returns its declared type.
     pub fn declare_type(&mut self, key: &str, t: ScalarType) -> ScalarType {
+        let types = self.bound_types.entry(key.to_string()).or_default();
+        if !types.contains(&t) {
+            types.push(t);
+        }
         let seen = self.observed.get(key).map_or(t, |&o| join(o, t));
         self.observed.insert(key.to_string(), seen);
         self.types.get(key).copied().unwrap_or(t)
@@ -936,6 +945,7 @@ impl<'a> Lowerer<'a> {
                 array: acc.clone(),
             });
             self.host.insert(host_name.clone(), HostBind::Scalar(ty));
+            self.bound_as.insert(host_name.clone(), (ty, false));
             map.insert(acc, host_name);
         }
         if map.is_empty() {

@@ -297,14 +297,20 @@ impl Lowerer<'_> {
         // The reduction's grid is 1-D: a nest goes over its flat index.
         let (pfor, n) = self.flat_loop(&pvars, &extents, pbody);
         let fname = self.fn_name.clone();
-        // Accumulators that start as a Python number of another type than
-        // the reduction's: CPython's stays that Python number when the
-        // loop runs no iteration. At the top level, the trip count and the
-        // starting value are kept for the result (`HostValue::ScalarOrStart`).
+        // Accumulators that start with a value of another type than the
+        // reduction's (a Python number, or a NumPy scalar the updates
+        // widen): CPython's keeps that value when the loop runs no
+        // iteration. At the top level, the trip count and the starting
+        // value are kept for the result (`HostValue::ScalarOrStart`).
         let mut starts = Vec::new();
         for ((red, _, t), s) in specs_in.iter().zip(&specs) {
-            let python = match (self.host.get(&red.name), self.weak_bound.get(&red.name)) {
-                (Some(HostBind::Scalar(_)), Some(&w)) if w != *t && self.host_depth == 0 => w,
+            let (start_ty, python) = match (self.host.get(&red.name), self.bound_as.get(&red.name))
+            {
+                (Some(HostBind::Scalar(_)), Some(&(w, weak)))
+                    if w != *t && self.host_depth == 0 =>
+                {
+                    (w, weak)
+                }
                 _ => continue,
             };
             let start = self.fresh(&format!("{}_start", red.name));
@@ -314,7 +320,7 @@ impl Lowerer<'_> {
                 value: var(&red.name),
             });
             self.host.insert(start.clone(), HostBind::Scalar(*t));
-            starts.push((s.acc.clone(), start, python));
+            starts.push((s.acc.clone(), start, start_ty, python));
         }
         if !starts.is_empty() {
             let trip = self.fresh("trip");
@@ -326,8 +332,9 @@ impl Lowerer<'_> {
             });
             self.host
                 .insert(trip.clone(), HostBind::Scalar(ScalarType::I64));
-            for (acc, start, python) in starts {
-                self.empty_start.insert(acc, (trip.clone(), start, python));
+            for (acc, start, start_ty, python) in starts {
+                self.empty_start
+                    .insert(acc, (trip.clone(), start, start_ty, python));
             }
         }
         self.reduction_kernel(
@@ -339,6 +346,7 @@ impl Lowerer<'_> {
                 "The loop at line {line} of `{fname}`, reducing `{}`: a grid-stride loop, a tree in shared memory per block, one atomic per block.",
                 what.join("`, `")
             ),
+            line,
         )?;
         for ((red, _, t), s) in specs_in.iter().zip(&specs) {
             self.host.insert(

@@ -58,6 +58,7 @@ impl Lowerer<'_> {
         let Val::Array(av) = subject else {
             return refuse(NAME, line, format!("`{word}` of a scalar"));
         };
+        crate::lower::whole_reduction::complex_product(op, av.elem, line, "in a running product")?;
         let mut axis: Option<&ast::Expr> = c.args.get(skip);
         if c.args.len() > skip + 1 {
             return refuse(

@@ -598,7 +598,8 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
 /// `-max(-1.0, r_u16)` negates a uint16 (and wraps) when `r_u16` wins. The
 /// result is typed only when the strong arguments share one type and each
 /// Python number beside them takes it without a change of kind or value
-/// (`max(m, 0.0)` of a float32 `m`; `max(n, 1)` of an int32 `n`).
+/// (`max(m, 0.0)` of a float32 `m`; `max(n, 1)` of an int32 `n`), and no
+/// Python int stands beside an unsigned value.
 pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
     if !matches!(name, "min" | "max") || args.len() < 2 {
         return false;
@@ -620,6 +621,12 @@ pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
     };
     weak.iter().any(|(e, t)| {
         if promote(*t, true, s, false) != s {
+            return true;
+        }
+        // A Python int beside an unsigned value: when the int wins, what
+        // follows is Python's arithmetic (`-min(a_u32, s)` is -7), when
+        // the unsigned value does, NumPy's, which wraps (fuzz seed 301890).
+        if s.is_int() && !s.is_signed() && t.is_int() {
             return true;
         }
         // A Python int literal out of the strong type's range.

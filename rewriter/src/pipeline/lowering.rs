@@ -418,6 +418,32 @@ fn path_dependent_return(
     let mut decided = Vec::new();
     conditional(&def.body, false, &mut decided);
     for (name, ret) in &returned {
+        // NumPy scalars of different types bound to the name (`acc =
+        // a_f32[0]`, then `acc += v_u64[i]` under an `if`: float32 or
+        // float64; fuzz seeds 304145, 304891).
+        if let (Some(types), Some((_, at))) = (
+            l.bound_types.get(name).filter(|ts| ts.len() > 1),
+            decided.iter().find(|(n, _)| n == name),
+        ) {
+            let names: Vec<String> = types
+                .iter()
+                .map(|&t| match t {
+                    ScalarType::Bool => "a NumPy bool".to_string(),
+                    t => format!("a NumPy {}", crate::types::numba_scalar(t)),
+                })
+                .collect();
+            return Some(Reason::new(
+                "types",
+                src.line(*ret),
+                format!(
+                    "`{name}` is returned as {}, depending on whether the binding at line {} runs \
+                     (CPython keeps the type of the binding that ran; a kernel's variable has one \
+                     type): give its bindings one type (`.astype(…)`, `np.float64(…)`)",
+                    names.join(" or as "),
+                    src.line(*at),
+                ),
+            ));
+        }
         let (Some(&weak), Some(&strong)) = (l.observed_weak.get(name), l.observed.get(name)) else {
             continue;
         };

@@ -451,16 +451,13 @@ impl Lowerer<'_> {
                                 ty: t,
                             },
                         );
+                        self.bound_as.remove(name);
                         return Ok(());
                     }
                 }
                 let ty = self.declare_type_weak(name, t, weak);
                 let value = self.host_scalar(cast_to(e, t, ty), line)?;
-                if weak {
-                    self.weak_bound.insert(name.to_string(), t);
-                } else {
-                    self.weak_bound.remove(name);
-                }
+                self.bound_as.insert(name.to_string(), (t, weak));
                 self.used.insert(name.to_string());
                 // Its least value, for the indices it computes: known when
                 // this is its one binding in program order (not in a loop
@@ -608,12 +605,13 @@ impl Lowerer<'_> {
             return None;
         };
         let top = self.steps.iter().any(|s| std::ptr::eq(s, step));
-        let (trip, start, python) = self.empty_start.get(array).filter(|_| top)?;
+        let (trip, start, start_ty, python) = self.empty_start.get(array).filter(|_| top)?;
         Some(HostValue::ScalarOrStart {
             name: n.to_string(),
             ty,
             trip: trip.clone(),
             start: start.clone(),
+            start_ty: *start_ty,
             python: *python,
         })
     }

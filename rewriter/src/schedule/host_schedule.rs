@@ -544,6 +544,7 @@ impl Lowerer<'_> {
                 array: acc,
             });
             self.host.insert(name.clone(), HostBind::Scalar(ty));
+            self.bound_as.insert(name.clone(), (ty, false));
             self.used.insert(name);
         }
     }
