@@ -2673,6 +2673,11 @@ mod fuzz_found {
                 "holds such integers exactly only up to 2**53",
             ),
             (
+                "python_numbers_of_two_kinds",
+                "int64[:], int64[:]",
+                "these differ (a Python float, a Python int)",
+            ),
+            (
                 "complex_product",
                 "complex128[:]",
                 "a product of complex numbers across a parallel loop or a whole array",

@@ -599,7 +599,8 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
 /// result is typed only when the strong arguments share one type and each
 /// Python number beside them takes it without a change of kind or value
 /// (`max(m, 0.0)` of a float32 `m`; `max(n, 1)` of an int32 `n`), and no
-/// Python int stands beside an unsigned value.
+/// Python int stands beside an unsigned value; Python numbers alone are
+/// typed when they are of one kind.
 pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
     if !matches!(name, "min" | "max") || args.len() < 2 {
         return false;
@@ -617,7 +618,12 @@ pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
         }
     }
     let Some(s) = strong else {
-        return false;
+        // Python numbers of different kinds: `max(math.cos(d), 2)` is the
+        // int 2 or a float, and `acc_i64 += …` stays int64 only with the
+        // first (fuzz seed 306198).
+        return weak
+            .iter()
+            .any(|(_, t)| crate::dtypes::kind(*t) != crate::dtypes::kind(weak[0].1));
     };
     weak.iter().any(|(e, t)| {
         if promote(*t, true, s, false) != s {
