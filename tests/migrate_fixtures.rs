@@ -2689,6 +2689,22 @@ mod fuzz_found {
     }
 
     #[test]
+    fn complex_tanh_and_tan_are_c99s_at_infinite_and_large_parts() {
+        for t in ["complex128", "complex64"] {
+            given(
+                "complex_tanh_at_infinity",
+                &format!("{t}[:], {t}[:]"),
+                &format!(
+                    "z=np.array([np.inf+3.6j, -np.inf-1j, 30+2j, -25+0.5j, 1+30j, 2-40j, \
+                     0.3+0.2j, 19+1j, 23-1j, complex(np.nan, np.inf)], dtype=np.{t}), \
+                     w=np.array([complex(3.6, np.inf), complex(-1, -np.inf), 2+30j, 0.5-25j, \
+                     30+1j, 40-2j, 0.2+0.3j, 1+19j, -1+23j, complex(np.inf, np.nan)], dtype=np.{t})"
+                ),
+            );
+        }
+    }
+
+    #[test]
     fn scattered_adds_into_16_bit_counts_are_refused_32_bit_ones_verify() {
         let j = refused("small_int_histogram", "int64[:], int16[:]");
         assert!(

@@ -259,27 +259,52 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 }
             }
             MathFn::Tan | MathFn::Tanh => {
-                let (a2, b2) = (self.fmul(a, two)?, self.fmul(b, two)?);
+                // tan(a+bi) = -i tanh(-b + ai): one formula, on (x, y) =
+                // (a, b) for tanh and (b, a) for tan.
+                let (x, y) = if f == MathFn::Tan { (b, a) } else { (a, b) };
+                let (x2, y2) = (self.fmul(x, two)?, self.fmul(y, two)?);
+                // tanh(x+yi) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y)
+                let d = self.fadd(
+                    self.rmath(MathFn::Cosh, &[x2])?,
+                    self.rmath(MathFn::Cos, &[y2])?,
+                )?;
+                let re = self.fdiv(self.rmath(MathFn::Sinh, &[x2])?, d)?;
+                let im = self.fdiv(self.rmath(MathFn::Sin, &[y2])?, d)?;
+                // |x| ≥ 22: sinh and cosh overflow (inf / inf is nan); the
+                // value is ±1 + i·4 sin y cos y e^(-2|x|), as C99's ctanh
+                // (and so NumPy) computes it, exact at x = ±inf.
+                let ax = self.rmath(MathFn::Fabs, &[x])?;
+                let far = self
+                    .builder
+                    .build_float_compare(FloatPredicate::OGE, ax, ft.const_float(22.0), "far")
+                    .ll()?;
+                let e = self.rmath(
+                    MathFn::Exp,
+                    &[self.builder.build_float_neg(ax, "neg").ll()?],
+                )?;
+                let sc = self.fmul(
+                    self.rmath(MathFn::Sin, &[y])?,
+                    self.rmath(MathFn::Cos, &[y])?,
+                )?;
+                let far_im = self.fmul(self.fmul(self.fmul(sc, ft.const_float(4.0))?, e)?, e)?;
+                // At x = ±inf a signed zero, whatever y is (nan·0 is nan).
+                let inf = self
+                    .builder
+                    .build_float_compare(
+                        FloatPredicate::OEQ,
+                        ax,
+                        ft.const_float(f64::INFINITY),
+                        "inf",
+                    )
+                    .ll()?;
+                let zero_im = self.rmath(MathFn::Copysign, &[zero, sc])?;
+                let far_im = self.fsel(inf, zero_im, far_im)?;
+                let far_re = self.rmath(MathFn::Copysign, &[ft.const_float(1.0), x])?;
+                let (re, im) = (self.fsel(far, far_re, re)?, self.fsel(far, far_im, im)?);
                 if f == MathFn::Tan {
-                    // tan(a+bi) = (sin 2a + i sinh 2b) / (cos 2a + cosh 2b)
-                    let d = self.fadd(
-                        self.rmath(MathFn::Cos, &[a2])?,
-                        self.rmath(MathFn::Cosh, &[b2])?,
-                    )?;
-                    (
-                        self.fdiv(self.rmath(MathFn::Sin, &[a2])?, d)?,
-                        self.fdiv(self.rmath(MathFn::Sinh, &[b2])?, d)?,
-                    )
+                    (im, re)
                 } else {
-                    // tanh(a+bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b)
-                    let d = self.fadd(
-                        self.rmath(MathFn::Cosh, &[a2])?,
-                        self.rmath(MathFn::Cos, &[b2])?,
-                    )?;
-                    (
-                        self.fdiv(self.rmath(MathFn::Sinh, &[a2])?, d)?,
-                        self.fdiv(self.rmath(MathFn::Sin, &[b2])?, d)?,
-                    )
+                    (re, im)
                 }
             }
             MathFn::Pow => {
