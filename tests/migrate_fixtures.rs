@@ -2678,6 +2678,11 @@ mod fuzz_found {
                 "these differ (a Python float, a Python int)",
             ),
             (
+                "python_bool_beside_a_float",
+                "float32[:], float64",
+                "these differ (float32, a Python bool)",
+            ),
+            (
                 "complex_product",
                 "complex128[:]",
                 "a product of complex numbers across a parallel loop or a whole array",

@@ -635,6 +635,11 @@ pub fn builtin_choice_untyped(name: &str, args: &[Val]) -> bool {
         if s.is_int() && !s.is_signed() && t.is_int() {
             return true;
         }
+        // A Python bool beside a number: when it wins, `-min(x_f32, False)`
+        // is the int 0 (fuzz seed 401845).
+        if *t == ScalarType::Bool && s != ScalarType::Bool {
+            return true;
+        }
         // A Python int literal out of the strong type's range.
         match e {
             Expr::Lit(port_codegen::ir::Literal::I64(v)) if s.is_int() => {
