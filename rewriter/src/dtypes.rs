@@ -21,6 +21,12 @@ pub fn promote(a: ScalarType, a_weak: bool, b: ScalarType, b_weak: bool) -> Scal
     }
 }
 
+/// The Python type of a number of `t`'s kind (`bool`, `int`, `float`,
+/// `complex`): what a Python number of it is called, and its constructor.
+pub fn python_type(t: ScalarType) -> &'static str {
+    ["bool", "int", "float", "complex"][kind(t) as usize]
+}
+
 /// A number's place in Python's tower: bool 0, int 1, float 2, complex 3.
 pub fn kind(t: ScalarType) -> u8 {
     if t == ScalarType::Bool {

@@ -268,6 +268,20 @@ impl ShapeGuard {
 }
 
 impl HostStep {
+    /// The names this step itself binds (not its nested steps'): a host
+    /// scalar, an allocation, a read-back, a loop variable, rebound names.
+    pub fn binds(&self) -> Vec<&str> {
+        match self {
+            HostStep::Scalar { name, .. }
+            | HostStep::Alloc { name, .. }
+            | HostStep::ReadBack { name, .. }
+            | HostStep::ReadElement { name, .. } => vec![name.as_str()],
+            HostStep::Loop { var, .. } => vec![var.as_str()],
+            HostStep::Rebind { targets, .. } => targets.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The names this step reads or writes, not counting its nested steps
     /// nor the name an allocation or a scalar binds: arrays, host scalars,
     /// a launch's arguments, words of the Python a `raise` runs.

@@ -1346,12 +1346,10 @@ fn host_value(h: &Host, v: &HostValue) -> String {
             python,
             ..
         } => {
-            let conv = match (crate::dtypes::kind(*start_ty), python) {
-                (0, true) => "bool",
-                (1, true) => "int",
-                (2, true) => "float",
-                (_, true) => "complex",
-                _ => numpy_dtype(*start_ty),
+            let conv = if *python {
+                crate::dtypes::python_type(*start_ty)
+            } else {
+                numpy_dtype(*start_ty)
             };
             format!("({name} if {trip} > 0 else {conv}({start}))")
         }

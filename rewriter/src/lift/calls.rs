@@ -382,13 +382,7 @@ impl<'a> Lowerer<'a> {
                     args.iter()
                         .filter_map(|a| match a {
                             Val::Scalar(_, t, w) => Some(if *w {
-                                let kind = match t {
-                                    ScalarType::Bool => "bool",
-                                    t if t.is_complex() => "complex",
-                                    t if t.is_float() => "float",
-                                    _ => "int",
-                                };
-                                format!("a Python {kind}")
+                                format!("a Python {}", crate::dtypes::python_type(*t))
                             } else {
                                 crate::types::numba_scalar(*t).to_string()
                             }),

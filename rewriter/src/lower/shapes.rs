@@ -265,18 +265,8 @@ pub fn specialisation_guards(unit_dims: &[(String, u8)], line: u32) -> Vec<HostS
 /// read-backs, loop variables, rebound names).
 fn bound_names(steps: &[HostStep]) -> HashSet<String> {
     let mut out = HashSet::new();
-    HostStep::walk(steps, &mut |s| match s {
-        HostStep::Scalar { name, .. }
-        | HostStep::Alloc { name, .. }
-        | HostStep::ReadBack { name, .. }
-        | HostStep::ReadElement { name, .. } => {
-            out.insert(name.clone());
-        }
-        HostStep::Loop { var, .. } => {
-            out.insert(var.clone());
-        }
-        HostStep::Rebind { targets, .. } => out.extend(targets.iter().cloned()),
-        _ => {}
+    HostStep::walk(steps, &mut |s| {
+        out.extend(s.binds().into_iter().map(str::to_string));
     });
     out
 }

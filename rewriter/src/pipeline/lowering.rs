@@ -292,12 +292,7 @@ fn returned_choice(
         _ => None,
     };
     let refuse = |what: String, at: u32, (weak, other, numpy), ret: &Stmt| {
-        let python = |t: ScalarType| match crate::dtypes::kind(t) {
-            0 => "a Python bool",
-            1 => "a Python int",
-            2 => "a Python float",
-            _ => "a Python complex",
-        };
+        let python = |t: ScalarType| format!("a Python {}", crate::dtypes::python_type(t));
         let (other, cast) = if numpy {
             (
                 format!("a NumPy {}", crate::types::numba_scalar(other)),
@@ -305,13 +300,10 @@ fn returned_choice(
             )
         } else {
             let t = crate::ir_util::promote(weak, true, other, true);
-            let cast = match crate::dtypes::kind(t) {
-                0 => "bool(…)",
-                1 => "int(…)",
-                2 => "float(…)",
-                _ => "complex(…)",
-            };
-            (python(other).to_string(), cast.to_string())
+            (
+                python(other),
+                format!("{}(…)", crate::dtypes::python_type(t)),
+            )
         };
         Reason::new(
             "types",
@@ -460,9 +452,7 @@ fn path_dependent_return(
         };
         let what = |t: ScalarType, python: bool| match (kind(t), python) {
             (0, _) => "a bool".to_string(),
-            (1, true) => "a Python int".to_string(),
-            (2, true) => "a Python float".to_string(),
-            (3, true) => "a Python complex".to_string(),
+            (_, true) => format!("a Python {}", crate::dtypes::python_type(t)),
             _ => format!("a NumPy {}", crate::types::numba_scalar(t)),
         };
         let start = match kind(strong) {

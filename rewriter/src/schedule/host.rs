@@ -587,16 +587,7 @@ impl Lowerer<'_> {
         }
         let mut last: Option<&HostStep> = None;
         HostStep::walk(&self.steps, &mut |s| {
-            let binds = match s {
-                HostStep::Scalar { name, .. }
-                | HostStep::Alloc { name, .. }
-                | HostStep::ReadBack { name, .. }
-                | HostStep::ReadElement { name, .. } => name == n,
-                HostStep::Loop { var, .. } => var == n,
-                HostStep::Rebind { targets, .. } => targets.iter().any(|t| t == n),
-                _ => false,
-            };
-            if binds {
+            if s.binds().contains(&n) {
                 last = Some(s);
             }
         });
