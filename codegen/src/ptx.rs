@@ -171,10 +171,13 @@ fn nvptx_machine(arch: Arch) -> Result<TargetMachine, CodegenError> {
 /// Where [`find_libdevice`] looks, in order:
 /// 1. `$PORT_LIBDEVICE` (a file);
 /// 2. `$CUDA_HOME/nvvm/libdevice/libdevice.10.bc` (also `$CUDA_PATH`);
-/// 3. the `nvidia-cuda-nvcc-cu12` package in `$VIRTUAL_ENV`, then in `./.venv`
+/// 3. `../libdevice/libdevice.10.bc` from the executable's folder: the copy
+///    the wheel carries (`port/bin/port`, or `port/libc/ld-linux…` when
+///    port runs through the wheel's own loader);
+/// 4. the `nvidia-cuda-nvcc-cu12` package in `$VIRTUAL_ENV`, then in `./.venv`
 ///    and in the `.venv` of each parent directory
 ///    (`lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/`);
-/// 4. `/usr/local/cuda/nvvm/libdevice/libdevice.10.bc`.
+/// 5. `/usr/local/cuda/nvvm/libdevice/libdevice.10.bc`.
 pub fn libdevice_candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(p) = std::env::var_os("PORT_LIBDEVICE") {
@@ -184,6 +187,12 @@ pub fn libdevice_candidates() -> Vec<PathBuf> {
         if let Some(p) = std::env::var_os(var) {
             out.push(PathBuf::from(p).join("nvvm/libdevice/libdevice.10.bc"));
         }
+    }
+    if let Some(package) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+    {
+        out.push(package.join("libdevice/libdevice.10.bc"));
     }
     let mut venvs = Vec::new();
     if let Some(v) = std::env::var_os("VIRTUAL_ENV") {

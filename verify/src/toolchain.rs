@@ -129,7 +129,7 @@ fn locate(site: &PythonSite, python: &Path, fallbacks: Vec<PathBuf>) -> Libdevic
     let who = site.executable.as_deref().unwrap_or(python);
     Libdevice::Missing(format!(
         "libdevice (libdevice.10.bc, needed for math functions) not found in the packages of {py} \
-         nor in CUDA_HOME, .venv or /usr/local/cuda: install it into that Python with \
+         nor beside port, in CUDA_HOME, .venv or /usr/local/cuda: install it into that Python with \
          `{py} -m pip install {NVCC_PACKAGE}` (or set PORT_LIBDEVICE to the file)",
         py = who.display()
     ))
