@@ -6,7 +6,7 @@ CARGO ?= cargo
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export CARGO_TERM_PROGRESS_WHEN ?= never
 
-.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle fuzz fuzz-diff
+.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle wheel test-wheel fuzz fuzz-diff
 
 setup:
 	@bash scripts/setup.sh
@@ -23,8 +23,13 @@ demo: setup
 
 ## make test: set up, then every test, formatting and lints
 # CI builds once from clean, so incremental state (gigabytes) only costs disk.
+# The wheel comes first: the GPU bundle's test packs it, and it is then
+# installed and run in a fresh venv and in Debian 11 (scripts/test-wheel.sh).
+WHEEL = target/wheels/port-$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)-py3-none-manylinux_2_17_x86_64.whl
 test: setup-test
-	CARGO_INCREMENTAL=0 $(CARGO) test --workspace --quiet
+	@bash scripts/wheel.sh
+	CARGO_INCREMENTAL=0 PORT_TEST_WHEEL=$(CURDIR)/$(WHEEL) $(CARGO) test --workspace --quiet
+	@bash scripts/test-wheel.sh $(WHEEL) --bullseye
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
 
@@ -43,6 +48,14 @@ bench-gpu: setup-test
 ## make gpu-bundle: one archive (target/gpu-bundle/port-gpu.tar.xz, under 60 MiB) that runs the GPU tests and bench-gpu on a bare GPU machine (scripts/run-gpu.sh)
 gpu-bundle: setup
 	@bash scripts/gpu-bundle.sh $(ARGS)
+
+## make wheel: the wheel users install (target/wheels/port-*.whl, at most 60 MiB): port with LLVM linked in, and the C library it needs for machines whose own is older
+wheel: setup
+	@bash scripts/wheel.sh $(ARGS)
+
+## make test-wheel: make wheel, then install it offline into a fresh venv and into a Debian 11 (glibc 2.31) root file system, and migrate there
+test-wheel: wheel
+	@bash scripts/test-wheel.sh $(WHEEL) --bullseye
 
 ## make fuzz [RUNS=1000000] [TARGET=analyze|plan]: crash-fuzz parse → analyse → classify, or the static pass with the planner (nightly, cargo-fuzz)
 RUNS ?= 1000000

@@ -11,7 +11,12 @@ copy of its fixture:
    kernels plus a host wrapper of the same name;
 3. the harness times, in this process: the emitted numba-cuda kernels (GPU
    time only) and the emitted wrapper (end to end), then the original under
-   @njit on the CPU, then the CPython original.
+   @njit on the CPU, then the CPython original;
+4. on a GPU with CuPy installed, what a user could run instead of port: the
+   original as written with `import cupy as np` (CuPy as a drop-in, timed
+   as scripts/gpu_sweep.py does: checked against NumPy, one warm-up call,
+   the median of device-synchronised calls on device data, and end to end
+   from host arrays). Without a GPU or CuPy its column says why not run.
 
 Timing rules (the Numba maintainers'):
 - compilation is never timed: every JIT contender is called once to compile
@@ -54,6 +59,7 @@ from pathlib import Path
 
 # print_table is also read from here by run-gpu.sh's summary.
 from harness import TimeLimit, load, print_table, time_limit
+from gpu_sweep import cupy_case
 
 import numpy as np
 
@@ -395,9 +401,45 @@ def bench_case(case, opts):
         entry["numba_cuda"] = time_numba_cuda(patched, case.function, kernels, make_args, opts.repeats)
         entry["njit"] = time_njit(njit, make_args, opts.repeats, opts.cpu_budget)
         entry["cpython"] = time_cpython(cpython, make_args, opts.repeats, opts.cpu_budget)
+        entry["cupy"] = time_cupy(Path(str(source) + ".port-bak"), case, Path(tmp) / "inputs.npz", opts)
     entry["ratios"] = ratios(entry)
     entry["pct_of_peak"] = pct_of_peak(entry)
     return entry
+
+
+def cupy_module():
+    """CuPy, or why it does not run here (a string)."""
+    if SIMULATED:
+        return "not run: no GPU (simulated)"
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception as e:  # not installed, or no device it can use
+        return "not run: CuPy unavailable (%s)" % (str(e).splitlines()[0][:80] if str(e) else type(e).__name__)
+
+
+def cupy_version():
+    """The installed CuPy's version (any of its CUDA builds), or None."""
+    for dist in ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def time_cupy(original, case, npz, opts):
+    """The original with `import cupy as np`: {"kernel_s", "end_to_end_s"}
+    (the kernel figure is CuPy's device time of data already on it), or
+    {"not_run": why} / {"error": why}."""
+    cp = cupy_module()
+    if isinstance(cp, str):
+        return {"not_run": cp}
+    got = cupy_case(cp, np, original, case.function, npz, opts.repeats, opts.cpu_budget, case.signature)
+    if "cupy_error" in got:
+        return {"error": got["cupy_error"]}
+    return {"kernel_s": got["cupy_s"], "end_to_end_s": got["cupy_end_to_end_s"]}
 
 
 def ratio(other_s, port_s):
@@ -419,6 +461,7 @@ def ratios(entry):
         "end_to_end_vs_numba_cuda": ratio(entry["numba_cuda"]["end_to_end_s"], port_e2e),
         "vs_njit": ratio(entry["njit"]["s"], port_e2e),
         "vs_cpython": ratio(entry["cpython"]["s"], port_e2e),
+        "end_to_end_vs_cupy": ratio(entry.get("cupy", {}).get("end_to_end_s"), port_e2e),
     }
 
 
@@ -467,6 +510,15 @@ def fmt_pct(x):
     return "n/a" if x is None else "%.0f%%%s" % (x, " *" if x < 80 else "")
 
 
+def fmt_cupy(cupy, key):
+    """A CuPy figure, or in a few words why there is none."""
+    if "not_run" in cupy:
+        return "not run" if key == "end_to_end_s" else cupy["not_run"].removeprefix("not run: ")
+    if "error" in cupy:
+        return "fails: " + cupy["error"][:40]
+    return fmt_time(cupy[key])
+
+
 def print_report(run):
     """The times and the ratios tables, and what they mean."""
     ok = [e for e in run["results"] if "error" not in e]
@@ -482,19 +534,23 @@ def print_report(run):
     print()
     print("Median times (kernel = GPU time of data on the device; e2e = the function called with host arrays)")
     print_table(
-        ["function", "shape", "port kernel", "numba-cuda kernel", "port e2e", "numba-cuda e2e", "njit (1 core)", "CPython"],
+        ["function", "shape", "port kernel", "numba-cuda kernel", "CuPy drop-in", "port e2e", "numba-cuda e2e",
+         "CuPy e2e", "njit (1 core)", "CPython"],
         [[e["function"], "x".join(map(str, e["shape"])),
           fmt_time(dig(e, "port", "timing", "kernel_s")), fmt_time(e["numba_cuda"]["kernel_s"]),
+          fmt_cupy(e.get("cupy", {"not_run": "not run"}), "kernel_s"),
           fmt_time(dig(e, "port", "timing", "end_to_end_s")), fmt_time(e["numba_cuda"]["end_to_end_s"]),
+          fmt_cupy(e.get("cupy", {"not_run": "not run"}), "end_to_end_s"),
           fmt_time(e["njit"]["s"], e["njit"]["timed_out"]), fmt_time(e["cpython"]["s"], e["cpython"]["timed_out"])]
          for e in ok])
     print()
     print("port's speedup over each contender (their time / port's; * = below target)")
     print_table(
-        ["function", "kernel vs numba-cuda (>= 1x)", "e2e vs numba-cuda", "e2e vs njit", "e2e vs CPython",
+        ["function", "kernel vs numba-cuda (>= 1x)", "e2e vs numba-cuda", "e2e vs CuPy", "e2e vs njit", "e2e vs CPython",
          "% of peak BW port (>= 80%)", "% of peak BW numba-cuda"],
         [[e["function"], fmt_ratio(e["ratios"]["kernel_vs_numba_cuda"], 1.0),
-          fmt_ratio(e["ratios"]["end_to_end_vs_numba_cuda"]), fmt_ratio(e["ratios"]["vs_njit"]),
+          fmt_ratio(e["ratios"]["end_to_end_vs_numba_cuda"]), fmt_ratio(e["ratios"].get("end_to_end_vs_cupy")),
+          fmt_ratio(e["ratios"]["vs_njit"]),
           fmt_ratio(e["ratios"]["vs_cpython"], lower_bound=e["cpython"]["timed_out"]),
           "-" if e["pct_of_peak"] is None else fmt_pct(e["pct_of_peak"]["port"]),
           "-" if e["pct_of_peak"] is None else fmt_pct(e["pct_of_peak"]["numba_cuda"])]
@@ -559,7 +615,7 @@ def main(argv):
         return 2
     run = {"schema": "port.bench-gpu/1", "simulated": SIMULATED, "device": device_info(), "cpu": cpu_model(),
            "versions": {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-                        "numba-cuda": importlib.metadata.version("numba-cuda")},
+                        "numba-cuda": importlib.metadata.version("numba-cuda"), "cupy": cupy_version()},
            "size": opts.size, "repeats": opts.repeats, "cpu_budget_s": opts.cpu_budget, "results": []}
     cases = [c for c in CASES if c.function in opts.only]
     for i, case in enumerate(cases, 1):

@@ -1,34 +1,29 @@
 #!/usr/bin/env bash
 # One archive with everything a bare GPU machine (NVIDIA driver, python3 with
 # numpy + numba-cuda; no Rust, no LLVM, no package registry) needs to run
-# port's GPU path: the `port` binary, the gated GPU test binaries, the
-# shared libraries they link that such a machine may lack (libLLVM 19 above
-# all), libdevice, the fixtures, the benchmark harness and run-gpu.sh.
+# port's GPU path: the wheel users install (scripts/wheel.sh: port with
+# LLVM linked in, and the C library it needs where the machine's is older),
+# the gated GPU test binaries, the shared libraries they link that such a
+# machine may lack, libdevice, the fixtures, the benchmark harness and
+# run-gpu.sh, which installs the wheel with the machine's own python3
+# (pip install --no-index --target) before anything else runs.
 #
-#   scripts/gpu-bundle.sh [--debug] [--out FILE] [--level N] [--max-mib N]
-#   scripts/gpu-bundle.sh --port BIN --test BIN [--test BIN ...] [--out FILE] [--level N] [--max-mib N]
+#   scripts/gpu-bundle.sh [--out FILE] [--level N] [--max-mib N]
+#   scripts/gpu-bundle.sh --wheel FILE --test BIN [--test BIN ...] [--out FILE] [--level N] [--max-mib N]
 #
-# By default it builds port and the test binaries (release; --debug: the dev
-# profile) and writes target/gpu-bundle/port-gpu.tar.xz. --port/--test take
-# binaries already built instead (make test's bundle test does that; --port
-# is port-backend, which runs every command: the bundle calls it `port`).
-# --level is xz's preset (default 9; 0 is fast and larger). An archive over
-# --max-mib (default 60: what a device call can carry, with the checkout) is
-# an error.
+# By default it runs scripts/wheel.sh and builds the test binaries the same
+# way (cargo profile `wheel`, LLVM linked statically: they need only glibc
+# and libgcc_s), and writes target/gpu-bundle/port-gpu.tar.xz. --wheel and
+# --test take ones already built instead (make test's bundle test gives the
+# dev-profile test binaries, which link libLLVM.so: those libraries are
+# bundled under lib/, found through an $ORIGIN run path, never through the
+# machine's LLVM nor LD_LIBRARY_PATH). --level is xz's preset (default 9;
+# 0 is fast and larger). An archive over --max-mib (default 60: what a
+# device call can carry, with the checkout) is an error.
 #
-# The binaries find their libraries through an $ORIGIN run path (set with
-# patchelf on every binary and library), never through the machine's own
-# LLVM and never through LD_LIBRARY_PATH, which would leak into the Python
-# that port starts. glibc (libc, libm, libdl, libpthread, librt, the
-# loader) is the machine's; the newest glibc symbol version needed is
-# recorded in MANIFEST and checked by run-gpu.sh.
-#
-# Measured (Debian 12, LLVM 19.1): the release bundle is 44.1 MiB as xz -9
-# (209 MiB extracted; libLLVM.so.19.1 alone is 129 MB, 25.0 MB as xz -9 and
-# 28.6 MB as zstd -19, hence xz). libz3 and libicudata, which LLVM links but
-# port never calls, are 16.5 MB more as zstd -19; replacing them with stubs would
-# save that, but the archive already fits, so the real libraries ship.
-# Static LLVM would put a copy in each of the four binaries.
+# The newest glibc symbol the test binaries need is recorded in MANIFEST;
+# where the machine's glibc is older, run-gpu.sh runs them through the
+# loader and C library the wheel carries.
 # Exit: 0 done (prints the archive's path and size), 1 failed, 2 bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,29 +31,27 @@ REPO=$(pwd)
 
 say() { printf 'gpu-bundle: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
-usage() { say "$* (usage: scripts/gpu-bundle.sh [--debug | --port BIN --test BIN...] [--out FILE] [--level N] [--max-mib N])"; exit 2; }
+usage() { say "$* (usage: scripts/gpu-bundle.sh [--wheel FILE --test BIN...] [--out FILE] [--level N] [--max-mib N])"; exit 2; }
 
 MAX_MIB=60
-PROFILE=release
 OUT=
 LEVEL=9
-PORT=
+WHEEL=
 TESTS=()
 GIVEN=
 while [ $# -gt 0 ]; do
   case "$1" in
-    --debug) PROFILE=debug ;;
     --out) [ $# -ge 2 ] || usage "--out needs a file"; OUT=$2; shift ;;
     --level) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]$ ]] || usage "--level needs a digit 0-9"; LEVEL=$2; shift ;;
     --max-mib) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || usage "--max-mib needs a whole number"; MAX_MIB=$2; shift ;;
-    --port) [ $# -ge 2 ] || usage "--port needs a file"; PORT=$2; shift ;;
+    --wheel) [ $# -ge 2 ] || usage "--wheel needs a file"; WHEEL=$2; shift ;;
     --test) [ $# -ge 2 ] || usage "--test needs a file"; TESTS+=("$2"); shift ;;
     *) usage "unknown argument: $1" ;;
   esac
   shift
 done
-if [ -n "$PORT" ] && [ ${#TESTS[@]} -eq 0 ]; then usage "--port needs the test binaries too (--test BIN)"; fi
-if [ -z "$PORT" ] && [ ${#TESTS[@]} -gt 0 ]; then usage "--test needs --port"; fi
+if [ -n "$WHEEL" ] && [ ${#TESTS[@]} -eq 0 ]; then usage "--wheel needs the test binaries too (--test BIN)"; fi
+if [ -z "$WHEEL" ] && [ ${#TESTS[@]} -gt 0 ]; then usage "--test needs --wheel"; fi
 OUT=${OUT:-target/gpu-bundle/port-gpu.tar.xz}
 
 need_root() {
@@ -75,11 +68,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 fi
 
-# 1. The binaries: built here, or given.
-GIVEN=$PORT
-if [ -z "$PORT" ]; then
-  export LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}
-  flags=(); [ "$PROFILE" = release ] && flags=(--release)
+# 1. The wheel and the test binaries: built here, or given.
+GIVEN=$WHEEL
+if [ -z "$WHEEL" ]; then
+  WHEEL=$(bash scripts/wheel.sh | awk '{print $1}')
   # cargo's JSON messages name each artifact's executable.
   executables() {
     python3 -c '
@@ -91,19 +83,16 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
         print(m["target"]["name"], m["executable"])'
   }
-  say "building port ($PROFILE)"
-  # port-backend runs every command of port, compile, migrate and verify
-  # included: the bundle's `port` is it (the user's `port` execs it for
-  # those, and saves only its start-up, which matters little there).
-  built=$(cargo build "${flags[@]}" --quiet -p port --bin port-backend --message-format=json-render-diagnostics | executables)
-  PORT=$(awk '$1 == "port-backend" {print $2}' <<<"$built")
-  say "building the GPU test binaries ($PROFILE)"
-  built=$(cargo test "${flags[@]}" --quiet --no-run -p port-verify --test gpu_verify --test gpu_codegen \
+  say "building the GPU test binaries (profile wheel, LLVM linked statically)"
+  export LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}
+  built=$(PORT_LLVM_STATIC=1 cargo test --profile wheel --quiet --no-run -p port-verify --test gpu_verify --test gpu_codegen \
     --test plan_runs --message-format=json-render-diagnostics | executables)
   while read -r name path; do TESTS+=("$path"); done <<<"$built"
-  [ -n "$PORT" ] && [ ${#TESTS[@]} -eq 3 ] || die "cargo did not report the port binary and 3 test binaries"
+  [ ${#TESTS[@]} -eq 3 ] || die "cargo did not report 3 test binaries"
 fi
-for f in "$PORT" "${TESTS[@]}"; do [ -x "$f" ] || die "$f is not an executable"; done
+[ -f "$WHEEL" ] || die "$WHEEL is not a file"
+case "$(basename "$WHEEL")" in port-*.whl) ;; *) die "$WHEEL is not port's wheel (port-VERSION-TAG.whl)" ;; esac
+for f in "${TESTS[@]}"; do [ -x "$f" ] || die "$f is not an executable"; done
 
 LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc 2>/dev/null | head -n 1)}
 [ -n "$LIBDEVICE" ] && [ -f "$LIBDEVICE" ] || die "libdevice.10.bc not found in .venv (run scripts/setup.sh) and PORT_LIBDEVICE is not set"
@@ -112,8 +101,8 @@ LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nv
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/port-gpu-bundle.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
 B=$STAGE/port-gpu
-mkdir -p "$B/lib" "$B/tests" "$B/libdevice" "$B/repo/scripts" "$B/repo/codegen/tests" "$B/repo/fixtures"
-strip -o "$B/port" "$PORT"
+mkdir -p "$B/lib" "$B/tests" "$B/wheel" "$B/libdevice" "$B/repo/scripts" "$B/repo/codegen/tests" "$B/repo/fixtures"
+cp "$WHEEL" "$B/wheel/"
 for t in "${TESTS[@]}"; do
   name=$(basename "$t" | sed 's/-[0-9a-f]\{16\}$//')  # cargo's hash suffix
   strip -o "$B/tests/$name" "$t"
@@ -134,7 +123,7 @@ is_glibc() {
   esac
   return 1
 }
-for f in "$B/port" "$B"/tests/*; do
+for f in "$B"/tests/*; do
   if ldd "$f" | grep -q 'not found'; then die "$(basename "$f") links a library this machine lacks: $(ldd "$f" | grep 'not found' | head -n 1 | xargs)"; fi
   while read -r soname path; do
     is_glibc "$soname" && continue
@@ -142,24 +131,23 @@ for f in "$B/port" "$B"/tests/*; do
   done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
 chmod u+w "$B"/lib/*
-patchelf --set-rpath '$ORIGIN/lib' "$B/port"
 for t in "$B"/tests/*; do patchelf --set-rpath '$ORIGIN/../lib' "$t"; done
-for l in "$B"/lib/*; do patchelf --set-rpath '$ORIGIN' "$l"; done
+for l in "$B"/lib/*; do [ -e "$l" ] && patchelf --set-rpath '$ORIGIN' "$l"; done
 
 # Every library must now resolve inside the bundle or to glibc.
-for f in "$B/port" "$B"/tests/* "$B"/lib/*; do
+for f in "$B"/tests/* "$B"/lib/*; do
+  [ -e "$f" ] || continue
   while read -r soname path; do
     is_glibc "$soname" && continue
     case "$(realpath -m "$path")" in "$B"/lib/*) ;; *) die "$(basename "$f"): $soname resolves to $path, outside the bundle" ;; esac
   done < <(env -u LD_LIBRARY_PATH ldd "$f" | awk '$2 == "=>" {print $1, $3}')
 done
-"$B/port" --version >/dev/null || die "the bundled port does not start"
-
-glibc=$(for f in "$B/port" "$B"/tests/* "$B"/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*'; done | sort -uV | tail -n 1)
+glibc=$(for f in "$B"/tests/* "$B"/lib/*; do [ -e "$f" ] || continue; objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*'; done | sort -uV | tail -n 1)
 {
   echo "port GPU bundle"
   echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "profile: $([ -n "$GIVEN" ] && echo "given binaries" || echo "$PROFILE")"
+  echo "profile: $([ -n "$GIVEN" ] && echo "given wheel and test binaries" || echo "wheel (LLVM linked statically)")"
+  echo "wheel: $(basename "$WHEEL")"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $(getconf GNU_LIBC_VERSION)"
   echo "needs: ${glibc/GLIBC_/glibc }"
   echo "files:"

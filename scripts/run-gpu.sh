@@ -108,15 +108,55 @@ print(" ".join(gone))
 EOF
 ) || missing="numpy numba numba-cuda"
 [ -z "$missing" ] || fail "$PY lacks ${missing// /, } (pip install numpy numba numba-cuda; or put a python3 that has them first on PATH)"
+# port itself: the bundle's wheel, installed with this python3 into OUT,
+# run through the `port` console script's own launcher (port/_launch.py:
+# the wheel's C library where this machine's is older).
+SITE=$OUT/port-site
+rm -rf "$SITE"
+whl=$(ls "$B"/wheel/port-*.whl 2>/dev/null | head -n 1)
+[ -n "$whl" ] || fail "the bundle holds no wheel (wheel/port-*.whl): rebuild it with 'make gpu-bundle'"
+if "$PY" -m pip --version >/dev/null 2>&1; then
+  "$PY" -m pip install -q --disable-pip-version-check --no-index --no-deps --target "$SITE" "$whl" > "$OUT/install.log" 2>&1 \
+    || fail "$PY -m pip install --no-index --target $SITE $(basename "$whl") failed: $(grep -v '^\s*$' "$OUT/install.log" | tail -n 1)"
+  installed="pip install --no-index --target"
+else
+  # A venv made without pip (uv makes those): a wheel is a zip, and this
+  # one's files all go to site-packages; unzip it as pip would.
+  "$PY" - "$whl" "$SITE" > "$OUT/install.log" 2>&1 <<'EOF'
+import os, stat, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2])
+    for info in z.infolist():
+        mode = info.external_attr >> 16
+        if mode & stat.S_IXUSR:
+            os.chmod(os.path.join(sys.argv[2], info.filename), mode & 0o777)
+EOF
+  [ $? -eq 0 ] || fail "cannot unpack $(basename "$whl") with $PY: $(tail -n 1 "$OUT/install.log")"
+  installed="unpacked (this python3 has no pip)"
+fi
+mkdir -p "$OUT/bin"
+PORT=$OUT/bin/port
+cat > "$PORT" <<EOF
+#!/bin/sh
+exec "$PY" -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from port._launch import main; sys.exit(main())' "$SITE" "\$@"
+EOF
+chmod +x "$PORT"
+if ! version=$("$PORT" --version 2>&1); then
+  fail "the bundle's port does not start: $(printf '%s' "$version" | tail -n 1)"
+fi
+# The wheel's loader, where this machine's glibc is older than the one the
+# binaries were linked against: the test binaries run through it too.
+loader=$("$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from port._launch import bundled_loader; print(*(bundled_loader() or ()))' "$SITE") \
+  || fail "the bundle's port/_launch.py does not run with $PY"
 need=$(sed -n 's/^needs: glibc //p' "$B/MANIFEST")
 have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
-if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
-  fail "this machine has glibc $have; the bundle was built against glibc $need (build it on an older distribution)"
+TEST_LOADER=
+if [ -n "$loader" ] || { [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; }; then
+  [ -n "$loader" ] || loader=$(PORT_BUNDLED_LIBC=1 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from port._launch import bundled_loader; print(*bundled_loader())' "$SITE")
+  TEST_LOADER=${loader% *}
+  TEST_LIBC=${loader#* }
 fi
-if ! version=$("$B/port" --version 2>&1); then
-  lost=$(ldd "$B/port" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' ')
-  fail "the bundled port does not start: ${lost:+missing $lost}${lost:-$version}"
-fi
+VIA=${TEST_LOADER:+", through the wheel's C library"}
 if [ "$SIMULATE" = 0 ]; then
   [ -e /dev/nvidiactl ] || fail "no NVIDIA driver here (/dev/nvidiactl is missing); on a machine without a GPU use --simulate"
   "$PY" -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null \
@@ -175,6 +215,28 @@ for f in ${only//,/ }; do
   [[ " $cases " == *" $f "* ]] || fail "--only $f: not a benchmark case (cases: ${cases// /, })"
 done
 
+# port sees the device: one small migration (saxpy, 1024 elements) on it
+# (on the simulator with --simulate), in its first seconds, before the
+# tests and the benchmark spend the budget. Exit 2 of port is a machine it
+# cannot use (no driver, no device); a kernel that differs is for the
+# tests below to report.
+mkdir -p "$OUT/first"
+cp "$B/repo/fixtures/migrate/seeds.py" "$OUT/first/"
+backend=$([ "$SIMULATE" = 1 ] && echo simulator || echo gpu)
+(cd "$OUT/first" && NO_COLOR=1 timeout -k 5 120 "$PORT" migrate seeds.py --function saxpy \
+  --signature 'saxpy(float64, float64[:], float64[:], float64[:])' --backend "$backend" --size 1024 \
+  --python "$PY" --json > first.json 2> first.log)
+rc=$?
+if [ "$rc" = 2 ] || [ "$rc" = 124 ] || [ "$rc" = 137 ] || [ ! -s "$OUT/first/first.json" ]; then
+  fail "port cannot run a kernel here ($backend, exit $rc): $(grep -v '^\s*$' "$OUT/first/first.log" | tail -n 1)"
+fi
+seen=$("$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+dev = d.get("device") or (d.get("verification") or {}).get("device") or {}
+print(d.get("status"), "on", dev.get("name", "?") if isinstance(dev, dict) else dev)' "$OUT/first/first.json" 2>/dev/null)
+say "first kernel: saxpy ${seen:-?} ($installed)"
+
 mode=$([ "$SIMULATE" = 1 ] && echo "simulated, no GPU" || echo "GPU")
 say "$version, $($PY --version 2>&1) ($PY), $mode; results in $OUT"
 
@@ -195,9 +257,16 @@ for t in ${tests[@]+"${tests[@]}"}; do
   if [ "$limit" -lt 10 ]; then
     printf 'test\t%s\tnot run (out of time)\t0\n' "$t" >> "$PHASES"; continue
   fi
-  say "tests: $t (at most $limit s)"
+  say "tests: $t (at most $limit s$VIA)"
   t0=$SECONDS
-  timeout -k 5 "$limit" "$B/tests/$t" --test-threads=1 --nocapture > "$OUT/test-$t.log" 2>&1
+  run=("$B/tests/$t")
+  if [ -n "$TEST_LOADER" ]; then
+    # Through the wheel's loader; gpu_verify re-runs itself the same way.
+    lp=$TEST_LIBC${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    run=("$TEST_LOADER" --library-path "$lp" "$B/tests/$t")
+    export PORT_TEST_LOADER=$TEST_LOADER PORT_TEST_EXE=$B/tests/$t PORT_TEST_LIBRARY_PATH=$lp
+  fi
+  timeout -k 5 "$limit" "${run[@]}" --test-threads=1 --nocapture > "$OUT/test-$t.log" 2>&1
   rc=$?
   counts=$(grep -o 'test result: [A-Za-z]*\. [0-9]* passed; [0-9]* failed' "$OUT/test-$t.log" | tail -n 1 \
     | sed 's/test result: [A-Za-z]*\. //')
@@ -227,7 +296,7 @@ if wanted sweep; then
       "$PY" -c 'import cupy' 2>/dev/null && sweep+=(--cupy --cupy-budget $((limit / 5)))
     fi
     [ -n "$SWEEP_ONLY" ] && sweep+=(--only "$SWEEP_ONLY")
-    timeout -k 5 "$limit" "$PY" "$B/repo/scripts/gpu_sweep.py" --port "$B/port" --python "$PY" \
+    timeout -k 5 "$limit" "$PY" "$B/repo/scripts/gpu_sweep.py" --port "$PORT" --python "$PY" \
       "${sweep[@]}" --budget $((limit - 15)) --case-timeout 60 --json-out "$OUT/sweep.json" \
       > "$OUT/sweep.log" 2>&1
     rc=$?
@@ -255,7 +324,7 @@ for f in $cases; do
     if [ "${BENCH[$i]}" = --only ]; then i=$((i + 1)); else args+=("${BENCH[$i]}"); fi
   done
   rm -f "$OUT/cases/$f.json"
-  timeout -k 5 "$limit" "$PY" "$B/repo/scripts/bench_gpu.py" --port "$B/port" --only "$f" \
+  timeout -k 5 "$limit" "$PY" "$B/repo/scripts/bench_gpu.py" --port "$PORT" --only "$f" \
     --json-out "$OUT/cases/$f.json" ${args[@]+"${args[@]}"} > "$OUT/cases/$f.log" 2>&1
   rc=$?
   if [ -f "$OUT/cases/$f.json" ]; then result=ok

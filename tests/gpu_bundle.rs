@@ -1,12 +1,16 @@
 //! `make gpu-bundle` (scripts/gpu-bundle.sh) and the script it ships,
 //! run-gpu.sh, on this machine, so that the bundle cannot rot before a GPU
-//! machine is lent: the archive is built from the binaries `cargo test`
-//! just built (the dev profile, fast compression — `make gpu-bundle` builds
-//! the release one), extracted into an empty folder, and run in a clean
-//! environment (`env -i`): `port` starts, every library resolves inside the
-//! bundle or to glibc, and `run-gpu.sh --simulate` runs the gated GPU test
-//! binaries, their simulator twin and the whole benchmark. What the GPU
-//! figures are worth needs a GPU.
+//! machine is lent: the archive is built from the wheel `make test` built
+//! first (`make wheel`, or `$PORT_TEST_WHEEL`) and the test binaries `cargo
+//! test` just built (the dev profile, fast compression — `make gpu-bundle`
+//! builds them as the wheel's binary is built), extracted into an empty
+//! folder, and run in a clean environment (`env -i`): every library of the
+//! test binaries resolves inside the bundle or to glibc, and `run-gpu.sh
+//! --simulate` installs the wheel with the Python it finds, runs a first
+//! migration, the gated GPU test binaries, their simulator twin and the
+//! whole benchmark, all through the C library the wheel carries
+//! (PORT_BUNDLED_LIBC=1, what a machine with an older glibc gets). What the
+//! GPU figures are worth needs a GPU.
 //!
 //! The test binaries it bundles are verify's (gpu_verify, gpu_codegen,
 //! plan_runs), found beside this one: `cargo test --workspace` (make test)
@@ -59,12 +63,37 @@ fn test_binary(name: &str) -> PathBuf {
     })
 }
 
+/// The wheel `make wheel` built for this version (make test builds it
+/// before the tests), or `$PORT_TEST_WHEEL`.
+fn wheel() -> PathBuf {
+    let p = std::env::var_os("PORT_TEST_WHEEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            repo().join(format!(
+                "target/wheels/port-{}-py3-none-manylinux_2_17_x86_64.whl",
+                env!("CARGO_PKG_VERSION")
+            ))
+        });
+    assert!(
+        p.is_file(),
+        "no wheel at {}: build it with `make wheel` (make test does it first)",
+        p.display()
+    );
+    p
+}
+
 /// `env -i PATH=path ... program args` in `cwd`: nothing of this
 /// environment leaks in.
 fn clean(path: &str, cwd: &Path, program: &Path, args: &[&str]) -> Output {
+    clean_with(path, &[], cwd, program, args)
+}
+
+/// [`clean`] with the variables `vars` (NAME=value) set.
+fn clean_with(path: &str, vars: &[&str], cwd: &Path, program: &Path, args: &[&str]) -> Output {
     Command::new("env")
         .arg("-i")
         .arg(format!("PATH={path}"))
+        .args(vars)
         .arg(program)
         .args(args)
         .current_dir(cwd)
@@ -134,7 +163,8 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     let mut build = Command::new("bash");
     build
         .arg(repo().join("scripts/gpu-bundle.sh"))
-        .args(["--port", env!("CARGO_BIN_EXE_port-backend")]);
+        .arg("--wheel")
+        .arg(wheel());
     for t in TEST_BINARIES {
         build.arg("--test").arg(test_binary(t));
     }
@@ -169,16 +199,20 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
         .unwrap();
     assert!(o.status.success(), "tar: {}", stderr(&o));
     let b = x.join("port-gpu").canonicalize().unwrap();
-    let o = clean("/usr/bin:/bin", &b, Path::new("./port"), &["--version"]);
-    assert!(o.status.success(), "./port --version: {}", stderr(&o));
-    assert!(stdout(&o).starts_with("port "), "{}", stdout(&o));
+    let wheels: Vec<_> = std::fs::read_dir(b.join("wheel"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        wheels.len() == 1 && wheels[0].starts_with("port-") && wheels[0].ends_with(".whl"),
+        "{wheels:?}"
+    );
 
-    // Every library resolves inside the bundle, or is glibc's.
+    // Every library of the test binaries resolves inside the bundle, or is
+    // glibc's.
     let lib = b.join("lib");
-    let mut binaries = vec![b.join("port")];
-    binaries.extend(TEST_BINARIES.map(|t| b.join("tests").join(t)));
-    for binary in &binaries {
-        let libs = linked(binary, &b);
+    for binary in TEST_BINARIES.map(|t| b.join("tests").join(t)) {
+        let libs = linked(&binary, &b);
         assert!(
             libs.iter().any(|(s, _)| s.starts_with("libLLVM.so.19")),
             "{}: {libs:?}",
@@ -201,10 +235,12 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     assert!(b.join("libdevice/libdevice.10.bc").is_file());
 
     // What a GPU machine runs, simulated: the checkout's run-gpu.sh
-    // extracts the archive and runs the bundle's copy.
+    // extracts the archive and runs the bundle's copy; port and the test
+    // binaries run through the wheel's own loader and C library.
     let out = tmp.path().join("out");
-    let o = clean(
+    let o = clean_with(
         &numba_path,
+        &["PORT_BUNDLED_LIBC=1"],
         tmp.path(),
         Path::new("/bin/bash"),
         &[
@@ -223,6 +259,18 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
         stderr(&o)
     );
     assert!(text.contains("SIMULATED RUN"), "{text}");
+    let err = stderr(&o);
+    assert!(
+        err.contains("first kernel: saxpy verified on simulator (pip install --no-index --target)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("tests: plan_runs (at most")
+            && err.contains(", through the wheel's C library)"),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(out.join("test-plan_runs.log")).unwrap();
+    assert!(log.contains("test result: ok."), "{log}");
     // The short table comes last, one row per test binary and case.
     let summary = &text[text.rfind("run-gpu summary").expect("a summary")..];
     for name in TEST_BINARIES.iter().chain(FUNCTIONS.iter()) {
@@ -260,6 +308,7 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     for r in results {
         assert!(r.get("error").is_none(), "{r}");
         assert!(r["numba_cuda"]["kernel_s"].is_null(), "simulated: {r}");
+        assert_eq!(r["cupy"]["not_run"], "not run: no GPU (simulated)", "{r}");
     }
     let run = json("run-gpu.json");
     assert_eq!(run["schema"], "port.run-gpu/1");
@@ -346,11 +395,11 @@ fn without_an_archive_or_with_bad_arguments_it_is_one_line() {
 
     let o = Command::new("bash")
         .arg(repo().join("scripts/gpu-bundle.sh"))
-        .args(["--port", env!("CARGO_BIN_EXE_port")])
+        .args(["--wheel", "port.whl"])
         .output()
         .unwrap();
     one_line_exit_2(
         &o,
-        "gpu-bundle: --port needs the test binaries too (--test BIN) (usage:",
+        "gpu-bundle: --wheel needs the test binaries too (--test BIN) (usage:",
     );
 }

@@ -311,7 +311,23 @@ fn in_own_process(name: &str) -> bool {
     if std::env::var_os("PORT_GPU_TEST_CHILD").is_some() {
         return false;
     }
-    let o = std::process::Command::new(std::env::current_exe().unwrap())
+    // Under the GPU bundle's own loader (run-gpu.sh on a machine with an
+    // older glibc) this process's executable is the loader: run-gpu.sh says
+    // which binary and library path to give it again.
+    let mut child = match (
+        std::env::var_os("PORT_TEST_LOADER"),
+        std::env::var_os("PORT_TEST_EXE"),
+    ) {
+        (Some(loader), Some(exe)) => {
+            let mut c = std::process::Command::new(loader);
+            c.arg("--library-path")
+                .arg(std::env::var_os("PORT_TEST_LIBRARY_PATH").unwrap_or_default())
+                .arg(exe);
+            c
+        }
+        _ => std::process::Command::new(std::env::current_exe().unwrap()),
+    };
+    let o = child
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env("PORT_GPU_TEST_CHILD", "1")
         .output()
