@@ -8,11 +8,12 @@
 #    `python -m port --version`, `port analyze --static` on a fixture, and a
 #    `port migrate` that verifies on the simulator — once with the
 #    machine's C library and once through the one the wheel carries
-#    (PORT_BUNDLED_LIBC=1).
+#    (PORT_BUNDLED_LIBC=1); then a profiled `port analyze app.py` (py-spy
+#    and the capture) and a migration on the inputs it captured.
 # 2. With --bullseye (root, debootstrap from Debian's mirror; about a
 #    minute): the same install and migrate inside a Debian 11 root file
 #    system (glibc 2.31, Python 3.9), where the binary cannot start without
-#    the C library it carries. NumPy comes from PyPI as a wheel, downloaded
+#    the C library it carries, profile and capture included. NumPy comes from PyPI as a wheel, downloaded
 #    here and installed there offline.
 #
 # Prints one line per check; exit 0 when all pass, 1 on the first failure.
@@ -39,10 +40,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The fixture: Black–Scholes' normal CDF, a function port verifies.
+# The fixtures: Black–Scholes' normal CDF (a function port verifies from a
+# signature), and a small app to profile (py-spy) whose hot function is
+# then migrated on the inputs its run captured.
 mkdir -p "$T/work"
 cp fixtures/migrate/pricing.py "$T/work/"
+cp fixtures/apps/bandwidth.py "$T/work/app.py"
 MIGRATE=(migrate pricing.py --function cnd --signature 'cnd(float64[:])' --backend simulator --json)
+PROFILED=(migrate app.py --function density --backend simulator --json)
 
 # verified JSON on stdin → ok, otherwise the reason
 check_verified() {
@@ -85,6 +90,13 @@ for choice in 0 1; do
   check_verified <<<"$out" || die "port migrate $what"
   ok "port migrate verifies on the simulator $what"
 done
+# The user's path: profile the app (py-spy, the capture), then migrate its
+# hot function on the captured inputs, through the wheel's own C library.
+out=$(run_clean PORT_BUNDLED_LIBC=1 port analyze app.py 2>&1) || die "port analyze app.py (profiled): $out"
+grep -q 'density .*cuda' <<<"$out" || die "the profile does not rank density as cuda: $out"
+out=$(run_clean PORT_BUNDLED_LIBC=1 port "${PROFILED[@]}" 2>"$T/err") || die "port migrate on captured inputs: $(tail -n 3 "$T/err")"
+check_verified <<<"$out" || die "port migrate on captured inputs"
+ok "port analyze app.py samples and captures; density verifies on the captured inputs"
 # Nothing of the checkout was in reach: the binary links no LLVM.
 ! ldd "$T"/venv/lib/python3*/site-packages/port/bin/port | grep -q -i llvm || die "the installed binary links LLVM"
 ok "the installed binary links only glibc and libgcc_s"
@@ -107,7 +119,7 @@ debootstrap --variant=minbase --include=python3,python3-venv bullseye "$ROOTFS" 
   --python-version 3.9 --implementation cp --platform manylinux_2_17_x86_64 -d "$ROOTFS/wh" >/dev/null \
   || die "pip download numpy for Python 3.9"
 cp "$WHEEL" "$ROOTFS/wh/"
-mkdir -p "$ROOTFS/work" && cp "$T/work/pricing.py" "$ROOTFS/work/"
+mkdir -p "$ROOTFS/work" && cp "$T/work/pricing.py" "$T/work/app.py" "$ROOTFS/work/"
 mount -t proc proc "$ROOTFS/proc"
 in_root() { chroot "$ROOTFS" env -i HOME=/root PATH=/v/bin:/usr/bin:/bin LANG=C.UTF-8 "$@"; }
 glibc=$(in_root ldd --version | head -n 1)
@@ -124,3 +136,9 @@ out=$(in_root sh -c "cd /work && port ${MIGRATE[*]@Q}" 2>"$T/err") \
   || die "port migrate in bullseye: $(tail -n 3 "$T/err")"
 check_verified <<<"$out" || die "port migrate in bullseye"
 ok "port migrate verifies on the simulator in bullseye"
+out=$(in_root sh -c "cd /work && port analyze app.py" 2>&1) || die "port analyze app.py in bullseye: $out"
+grep -q 'density .*cuda' <<<"$out" || die "the profile in bullseye does not rank density as cuda: $out"
+out=$(in_root sh -c "cd /work && port ${PROFILED[*]@Q}" 2>"$T/err") \
+  || die "port migrate on captured inputs in bullseye: $(tail -n 3 "$T/err")"
+check_verified <<<"$out" || die "port migrate on captured inputs in bullseye"
+ok "in bullseye, port analyze app.py samples and captures; density verifies on the captured inputs"
