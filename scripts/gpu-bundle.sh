@@ -94,7 +94,7 @@ fi
 case "$(basename "$WHEEL")" in port-*.whl) ;; *) die "$WHEEL is not port's wheel (port-VERSION-TAG.whl)" ;; esac
 for f in "${TESTS[@]}"; do [ -x "$f" ] || die "$f is not an executable"; done
 
-LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc 2>/dev/null | head -n 1)}
+LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc 2>/dev/null | awk 'NR == 1')}
 [ -n "$LIBDEVICE" ] && [ -f "$LIBDEVICE" ] || die "libdevice.10.bc not found in .venv (run scripts/setup.sh) and PORT_LIBDEVICE is not set"
 
 # 2. The tree.
@@ -124,7 +124,8 @@ is_glibc() {
   return 1
 }
 for f in "$B"/tests/*; do
-  if ldd "$f" | grep -q 'not found'; then die "$(basename "$f") links a library this machine lacks: $(ldd "$f" | grep 'not found' | head -n 1 | xargs)"; fi
+  lost=$(ldd "$f" | awk '/not found/ {print $1}')  # (no `| grep -q` under pipefail: SIGPIPE)
+  [ -z "$lost" ] || die "$(basename "$f") links a library this machine lacks: $(echo $lost)"
   while read -r soname path; do
     is_glibc "$soname" && continue
     [ -e "$B/lib/$soname" ] || cp -L "$path" "$B/lib/$soname"

@@ -8,7 +8,9 @@
 #   bin/port        port-backend (every command of port), LLVM linked
 #                   statically (codegen/build.rs with PORT_LLVM_STATIC=1,
 #                   cargo profile `wheel`): it needs only glibc and libgcc_s
-#   libc/           the loader, glibc and libgcc_s it was linked against,
+#   libc/           the loader, glibc (its run-time libraries: the ones port
+#                   links and those the CUDA libraries it loads need) and
+#                   libgcc_s it was linked against,
 #                   used only where the machine's C library is older
 #                   (port/_launch.py decides; PORT_BUNDLED_LIBC=1 forces it)
 #   libdevice/      NVIDIA's libdevice.10.bc (math functions in kernels),
@@ -52,7 +54,9 @@ need_root() {
 }
 # Static zstd (LLVM's compression) comes with libzstd-dev; without it the
 # binary would need the machine's libzstd.so.1.
-if [ -z "$BIN" ] && ! dpkg-query -W -f='${Status}' libzstd-dev 2>/dev/null | grep -q 'ok installed'; then
+# (No `cmd | grep -q` or `| head` under pipefail here: the early exit of the
+# reader kills the writer with SIGPIPE, and the pipeline fails at random.)
+if [ -z "$BIN" ] && [ "$(dpkg-query -W -f='${Status}' libzstd-dev 2>/dev/null)" != "install ok installed" ]; then
   say "installing libzstd-dev from Debian (LLVM's zstd, linked statically)"
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libzstd-dev >/dev/null
@@ -64,7 +68,7 @@ if ! "$PY" -c 'import wheel' 2>/dev/null; then
   "$PY" -m pip install -q --disable-pip-version-check "wheel>=0.40"
 fi
 
-VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | awk 'NR == 1')
 [ -n "$VERSION" ] || die "cannot read the version from Cargo.toml"
 
 if [ -z "$BIN" ]; then
@@ -74,7 +78,7 @@ if [ -z "$BIN" ]; then
   BIN=target/wheel/port-backend
 fi
 [ -x "$BIN" ] || die "$BIN is not an executable"
-LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc 2>/dev/null | head -n 1)}
+LIBDEVICE=${PORT_LIBDEVICE:-$(ls .venv/lib/python3*/site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc 2>/dev/null | awk 'NR == 1')}
 [ -n "$LIBDEVICE" ] && [ -f "$LIBDEVICE" ] || die "libdevice.10.bc not found in .venv (run scripts/setup.sh) and PORT_LIBDEVICE is not set"
 
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/port-wheel.XXXXXX")
@@ -107,6 +111,18 @@ while read -r soname path; do
   cp -L "$path" "$P/libc/$soname"
 done < <(ldd "$P/bin/port" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3} $1 ~ /^\// {n=split($1, a, "/"); print a[n], $1}')
 [ -n "$loader" ] || die "ldd names no loader for bin/port"
+# The rest of glibc's run-time libraries (most are stubs since 2.34): the
+# libraries port loads at run time (libcuda, cuBLAS, cuSOLVER) need
+# libdl, libpthread and librt, and under the carried loader those must be
+# the carried glibc's, never the machine's older ones.
+libc_dir=$(dirname "$(realpath "$(ldd "$P/bin/port" | awk '$1 == "libc.so.6" {print $3}')")")
+for soname in libdl.so.2 libpthread.so.0 librt.so.1 libutil.so.1 libresolv.so.2 libanl.so.1 libmvec.so.1 \
+  libnss_files.so.2 libnss_dns.so.2 libnss_compat.so.2; do
+  [ -e "$P/libc/$soname" ] || [ ! -e "$libc_dir/$soname" ] || cp -L "$libc_dir/$soname" "$P/libc/$soname"
+done
+for soname in libdl.so.2 libpthread.so.0 librt.so.1; do
+  [ -e "$P/libc/$soname" ] || die "$soname not found beside $libc_dir/libc.so.6"
+done
 chmod 755 "$P/libc/$loader"
 "$P/libc/$loader" --library-path "$P/libc" "$P/bin/port" --version >/dev/null \
   || die "bin/port does not start through the bundled loader"
