@@ -28,16 +28,18 @@
 
 use std::collections::HashMap;
 
-use crate::ir::build::{binary, call, cast, i64, load, mul, special, var};
+use crate::ir::build::{add, binary, call, cast, i64, load, mul, special, var};
 use crate::ir::*;
 use crate::verify::MAX_BLOCK_THREADS;
 
 /// The name of the host-only call that sets `threadIdx` in the context.
 pub(crate) const SET_TID_SYMBOL: &str = "__port_sim_set_tid";
 
-/// The thread loop's variable and the block's thread count.
+/// The thread loop's flat thread number and its three loop variables.
 const T: &str = "__port_thread";
-const N: &str = "__port_threads";
+const TX: &str = "__port_thread_x";
+const TY: &str = "__port_thread_y";
+const TZ: &str = "__port_thread_z";
 
 /// The name of `kernel`'s thread-loop version.
 pub(crate) fn serial_name(kernel: &str) -> String {
@@ -62,12 +64,7 @@ pub(crate) fn serial_kernel(k: &Kernel) -> Option<Kernel> {
             .collect(),
         used: Default::default(),
     };
-    let threads = mul(
-        mul(block_dim(Axis::X), block_dim(Axis::Y)),
-        block_dim(Axis::Z),
-    );
-    let mut body = vec![build::let_(N, ScalarType::I64, threads)];
-    body.extend(s.uniform_list(&k.body)?);
+    let body = s.uniform_list(&k.body)?;
     Some(Kernel {
         name: serial_name(&k.name),
         params: k.params.clone(),
@@ -167,12 +164,28 @@ impl Serial {
     /// Ends a barrier-free stretch: `run` (one thread's code) becomes a
     /// loop over the block's threads, with the per-thread locals it uses
     /// loaded before and those it writes stored after.
+    ///
+    /// The loop is three nested ones, z, y and x, x innermost: the threads
+    /// in the order of their flat number `T`, with no division per thread
+    /// to find each one's `threadIdx` (three 64-bit divisions a thread cost
+    /// more than the code of most threads).
     fn flush(&self, run: &mut Vec<Stmt>, out: &mut Vec<Stmt>) {
         let used = std::mem::take(&mut *self.used.borrow_mut());
         if run.is_empty() {
             return;
         }
-        let mut body = vec![set_tid(var(T))];
+        let flat = add(
+            mul(
+                add(mul(var(TZ), block_dim(Axis::Y)), var(TY)),
+                block_dim(Axis::X),
+            ),
+            var(TX),
+        );
+        let tid = [TX, TY, TZ].map(|v| cast(ScalarType::I32, var(v)));
+        let mut body = vec![
+            build::let_(T, ScalarType::I64, flat),
+            Stmt::Eval(call(SET_TID_SYMBOL, tid.into())),
+        ];
         for u in used.iter().filter(|u| !u.declared) {
             body.push(build::let_(
                 &scalar_of(&u.array),
@@ -188,7 +201,15 @@ impl Serial {
                 var(&scalar_of(&u.array)),
             ));
         }
-        out.push(build::for_range(T, i64(0), var(N), i64(1), body));
+        let x = build::for_range(TX, i64(0), block_dim(Axis::X), i64(1), body);
+        let y = build::for_range(TY, i64(0), block_dim(Axis::Y), i64(1), vec![x]);
+        out.push(build::for_range(
+            TZ,
+            i64(0),
+            block_dim(Axis::Z),
+            i64(1),
+            vec![y],
+        ));
     }
 
     /// Statements the whole block runs together: barrier-free stretches
