@@ -334,6 +334,45 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
         assert!(r["original_s"].as_f64().unwrap() > 0.0, "{r}");
     }
 
+    // A python3 without pip (a venv made by uv): the wheel is unpacked as
+    // pip would, and port runs from it (the tests phase only, after the
+    // first migration).
+    let nopip = tmp.path().join("nopip");
+    std::fs::create_dir(&nopip).unwrap();
+    std::fs::write(
+        nopip.join("python3"),
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = -m ] && [ \"$2\" = pip ]; then echo 'No module named pip' >&2; exit 1; fi\nexec {} \"$@\"\n",
+            repo().join(".venv-oracle/bin/python3").display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(nopip.join("python3"))
+        .status()
+        .unwrap();
+    let out2 = tmp.path().join("out-nopip");
+    let o = clean(
+        &format!("{}:{numba_path}", nopip.display()),
+        tmp.path(),
+        &b.join("run-gpu.sh"),
+        &["--simulate", "--phases", "tests", out2.to_str().unwrap()],
+    );
+    let err = stderr(&o);
+    assert!(
+        o.status.success(),
+        "run-gpu.sh without pip: {}\n{err}",
+        stdout(&o)
+    );
+    assert!(
+        err.contains(
+            "first kernel: saxpy verified on simulator (unpacked (this python3 has no pip))"
+        ),
+        "{err}"
+    );
+    assert!(out2.join("port-site/port/bin/port").is_file());
+
     // A machine whose python3 lacks numba-cuda is told so in one line.
     let fake = tmp.path().join("fakebin");
     std::fs::create_dir(&fake).unwrap();
