@@ -61,15 +61,11 @@ fn main() {
         };
         match name.as_str() {
             "xml2" | "z3" => continue,
-            "z" | "zstd" if archive(&name).is_some() => link_static(&name),
+            "z" | "zstd" => link_static_or_shared(&name),
             _ => println!("cargo:rustc-link-lib=dylib={name}"),
         }
     }
-    if archive("stdc++").is_some() {
-        link_static("stdc++");
-    } else {
-        println!("cargo:rustc-link-lib=dylib=stdc++");
-    }
+    link_static_or_shared("stdc++");
 }
 
 fn llvm_config() -> PathBuf {
@@ -113,10 +109,14 @@ fn archive(name: &str) -> Option<PathBuf> {
     (path.is_absolute() && path.is_file()).then_some(path)
 }
 
-/// Links `lib{name}.a` into the final binary (not copied into this rlib).
-fn link_static(name: &str) {
-    if let Some(dir) = archive(name).as_deref().and_then(Path::parent) {
-        println!("cargo:rustc-link-search=native={}", dir.display());
+/// Links `lib{name}.a` into the final binary (not copied into this rlib)
+/// where the C compiler finds it, else the shared library.
+fn link_static_or_shared(name: &str) {
+    match archive(name).as_deref().and_then(Path::parent) {
+        Some(dir) => {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static:-bundle={name}");
+        }
+        None => println!("cargo:rustc-link-lib=dylib={name}"),
     }
-    println!("cargo:rustc-link-lib=static:-bundle={name}");
 }

@@ -28,7 +28,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::build::{add, binary, call, cast, i64, load, mul, special, var};
+use crate::ir::build::{add, call, cast, i64, load, mul, special, var};
 use crate::ir::*;
 use crate::verify::MAX_BLOCK_THREADS;
 
@@ -117,17 +117,15 @@ fn contains_barrier(s: &Stmt) -> bool {
     any_stmt(std::slice::from_ref(s), &|s| matches!(s, Stmt::Barrier))
 }
 
-/// `set_tid(x, y, z)` for the flat thread number `t` of the block.
-fn set_tid(t: Expr) -> Stmt {
-    let x = binary(BinOp::Rem, t.clone(), block_dim(Axis::X));
-    let y = binary(
-        BinOp::Rem,
-        binary(BinOp::Div, t.clone(), block_dim(Axis::X)),
-        block_dim(Axis::Y),
-    );
-    let z = binary(BinOp::Div, t, mul(block_dim(Axis::X), block_dim(Axis::Y)));
+/// `set_tid(x, y, z)`: the thread the code after it runs as.
+fn set_tid(x: Expr, y: Expr, z: Expr) -> Stmt {
     let args = [x, y, z].map(|e| cast(ScalarType::I32, e));
     Stmt::Eval(call(SET_TID_SYMBOL, args.into()))
+}
+
+/// `set_tid(0, 0, 0)`: code run once for the block, as thread 0 sees it.
+fn set_tid0() -> Stmt {
+    set_tid(i64(0), i64(0), i64(0))
 }
 
 impl Serial {
@@ -181,10 +179,9 @@ impl Serial {
             ),
             var(TX),
         );
-        let tid = [TX, TY, TZ].map(|v| cast(ScalarType::I32, var(v)));
         let mut body = vec![
             build::let_(T, ScalarType::I64, flat),
-            Stmt::Eval(call(SET_TID_SYMBOL, tid.into())),
+            set_tid(var(TX), var(TY), var(TZ)),
         ];
         for u in used.iter().filter(|u| !u.declared) {
             body.push(build::let_(
@@ -252,7 +249,7 @@ impl Serial {
                 then_body,
                 else_body,
             } => vec![
-                set_tid(i64(0)),
+                set_tid0(),
                 Stmt::If {
                     cond: self.thread0_expr(cond),
                     then_body: self.uniform_list(then_body)?,
@@ -265,7 +262,7 @@ impl Serial {
                     then_body: vec![Stmt::Break],
                     else_body: vec![],
                 };
-                let mut inner = vec![set_tid(i64(0)), stop];
+                let mut inner = vec![set_tid0(), stop];
                 inner.extend(self.uniform_list(body)?);
                 vec![Stmt::While {
                     cond: build::bool(true),
@@ -289,7 +286,7 @@ impl Serial {
                 let body = self.uniform_list(body);
                 self.scopes.pop();
                 vec![
-                    set_tid(i64(0)),
+                    set_tid0(),
                     Stmt::For {
                         var: var.clone(),
                         start,
