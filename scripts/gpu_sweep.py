@@ -204,8 +204,11 @@ def signature_constants(signature):
 def cupy_case(cp, np, path, function, npz, repeats, limit, signature=None):
     """The function of `path` with its `np` rebound to CuPy, on the inputs in
     `npz` (and the constants the signature gives): checked against the
-    NumPy original, then timed (see the module doc). A dict: `cupy_s`, or
-    `cupy_error`."""
+    NumPy original, then timed (see the module doc). A dict: `cupy_s`; or
+    `cupy_error` (with `cupy_past_s` when CuPy ran past `limit` seconds: a
+    Python loop over CuPy arrays pays a device round trip per element); or
+    `cupy_not_run` when the function as written does not take whole
+    arrays (a scalar function port makes a ufunc of)."""
     data = np.load(npz, allow_pickle=False)
     module = load(path, "_sweep_numpy")
     f = getattr(module, function)
@@ -221,7 +224,10 @@ def cupy_case(cp, np, path, function, npz, repeats, limit, signature=None):
             break  # left to its default, as port planned it
     fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in host]
     expected_args = fresh()
-    expected = f(*expected_args)
+    try:
+        expected = f(*expected_args)
+    except Exception as e:  # a scalar function: NumPy cannot run it on arrays either
+        return {"cupy_not_run": "the function as written does not take whole arrays (%s)" % type(e).__name__}
     on_cupy = load(path, "_sweep_cupy")
     on_cupy.np = cp
     g = getattr(on_cupy, function)
@@ -262,7 +268,7 @@ def cupy_case(cp, np, path, function, npz, repeats, limit, signature=None):
                 whole.append(time.perf_counter() - t)
         return {"cupy_s": statistics.median(times), "cupy_end_to_end_s": statistics.median(whole)}
     except TimeLimit:
-        return {"cupy_error": "past %g s" % limit}
+        return {"cupy_error": "past %g s" % limit, "cupy_past_s": limit}
     except Exception as e:  # CuPy cannot run it as written
         return {"cupy_error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160] if str(e) else "")}
     finally:

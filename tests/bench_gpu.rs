@@ -99,3 +99,59 @@ fn no_gpu_is_one_line_and_exit_2() {
         "{err}"
     );
 }
+
+/// CuPy as a drop-in, with NumPy standing in for CuPy (no GPU here): a
+/// scalar function is "not run" rather than a failure (NumPy cannot run it
+/// on arrays either: port makes it a ufunc), a Python loop over device
+/// arrays that runs past the limit is a lower bound ("> 10.0 s"), not
+/// "fails", and a whole-array function is timed. On the H200 the first two
+/// were a traceback and "fails: past 10 s".
+#[test]
+fn cupy_drop_in_outcomes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("prog.py"),
+        "import math\nimport numpy as np\n\n\
+def polar(rho, theta):\n    return rho * math.cos(theta)\n\n\
+def slow(x, out):\n    for i in range(x.shape[0]):\n        out[i] = 2.0 * x[i]\n        s = 0\n        while s < 10**7:\n            s += 1\n\n\
+def whole(x):\n    return np.sqrt(x) + 1.0\n",
+    )
+    .unwrap();
+    let script = r#"
+import sys, types, numpy as np
+sys.path.insert(0, sys.argv[1] + "/scripts")
+import bench_gpu as bg, gpu_sweep as gs
+class Sync:
+    def synchronize(self): pass
+class Pool:
+    def free_all_blocks(self): pass
+cp = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+cp.asnumpy = np.asarray
+cp.cuda = types.SimpleNamespace(Device=Sync)
+cp.get_default_memory_pool = Pool
+np.savez(sys.argv[2] + "/in.npz", rho=np.ones(8), theta=np.ones(8), x=np.ones(8), out=np.zeros(8))
+prog = sys.argv[2] + "/prog.py"
+got = {f: gs.cupy_case(cp, np, prog, f, sys.argv[2] + "/in.npz", 3, 0.5) for f in ("polar", "slow", "whole")}
+print("polar", "cupy_not_run" in got["polar"], "cupy_error" in got["polar"])
+print("slow", got["slow"].get("cupy_past_s"))
+print("whole", got["whole"]["cupy_s"] > 0)
+print("cell", bg.fmt_cupy({"past_s": 10.0}, "end_to_end_s"), "|", bg.fmt_cupy({"not_run": "n/a: scalar function"}, "kernel_s"))
+"#;
+    // bench_gpu imports numba: the oracle's venv has it.
+    let o = Command::new(repo().join(".venv-oracle/bin/python"))
+        .arg("-c")
+        .arg(script)
+        .arg(repo())
+        .arg(tmp.path())
+        .output()
+        .expect("python runs");
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(out.contains("polar True False"), "{out}");
+    assert!(out.contains("slow 0.5"), "{out}");
+    assert!(out.contains("whole True"), "{out}");
+    assert!(
+        out.contains("cell > 10.0 s | n/a: scalar function"),
+        "{out}"
+    );
+}
