@@ -110,7 +110,7 @@ done
 cp "$LIBDEVICE" "$B/libdevice/"
 cp -r fixtures/migrate "$B/repo/fixtures/"
 cp -r codegen/tests/kernels "$B/repo/codegen/tests/"
-cp scripts/bench_gpu.py scripts/gpu_sweep.py scripts/harness.py "$B/repo/scripts/"
+cp scripts/bench_gpu.py scripts/gpu_sweep.py scripts/bench_persist.py scripts/harness.py "$B/repo/scripts/"
 mkdir -p "$B/repo/tests" && cp tests/migrate_fixtures.rs "$B/repo/tests/"
 install -m 755 scripts/run-gpu.sh "$B/run-gpu.sh"
 find "$B/repo" -name __pycache__ -prune -exec rm -rf {} +

@@ -7,8 +7,8 @@
 #
 #   run-gpu.sh [--simulate] [--bundle FILE] [--budget S] [--size N]
 #              [--repeats N] [--cpu-budget S] [--only f,g]
-#              [--phases tests,sweep,bench] [--sweep-size N]
-#              [--sweep-only f,g] OUT_DIR
+#              [--phases tests,persist,sweep,bench] [--sweep-size N]
+#              [--sweep-only f,g] [--persist-scale S] OUT_DIR
 #
 # From the checkout (scripts/run-gpu.sh) it extracts the archive
 # (default target/gpu-bundle/port-gpu.tar.xz) into a temporary folder and
@@ -21,7 +21,10 @@
 # reported as not run. Bench defaults here: --size 4194304 --cpu-budget 10
 # (the harness' own defaults take longer than a 10-minute call).
 # --phases picks what runs, in this order: `tests` (the gated GPU test
-# binaries and plan_runs, their simulator twin), `sweep`
+# binaries and plan_runs, their simulator twin), `persist`
+# (scripts/bench_persist.py: host time loops as one persistent kernel
+# against a launch per iteration, on the same device; --persist-scale S
+# makes each step S times wider, past the pass's default bound), `sweep`
 # (scripts/gpu_sweep.py: every array program of fixtures/migrate through
 # `port migrate --backend gpu` at --sweep-size iterations, default 1048576,
 # port's kernels and wrapper against the NumPy original and CuPy as a
@@ -68,15 +71,17 @@ SIMULATE=0
 BUDGET=540
 OUT=
 BENCH=()
-PHASES_WANTED=tests,sweep,bench
+PHASES_WANTED=tests,persist,sweep,bench
 SWEEP_SIZE=
 SWEEP_ONLY=
+PERSIST_SCALE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --simulate) SIMULATE=1 ;;
-    --phases) [[ "${2:-}" =~ ^(tests|sweep|bench)(,(tests|sweep|bench))*$ ]] || fail "--phases takes tests, sweep and bench, comma-separated"; PHASES_WANTED=$2; shift ;;
+    --phases) [[ "${2:-}" =~ ^(tests|persist|sweep|bench)(,(tests|persist|sweep|bench))*$ ]] || fail "--phases takes tests, persist, sweep and bench, comma-separated"; PHASES_WANTED=$2; shift ;;
     --sweep-size) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "--sweep-size needs a positive whole number"; SWEEP_SIZE=$2; shift ;;
     --sweep-only) [ -n "${2:-}" ] || fail "--sweep-only needs function names (f,g)"; SWEEP_ONLY=$2; shift ;;
+    --persist-scale) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "--persist-scale needs a positive whole number"; PERSIST_SCALE=$2; shift ;;
     --budget) [[ "${2:-}" =~ ^[0-9]+$ ]] || fail "--budget needs whole seconds"; BUDGET=$2; shift ;;
     --size|--repeats) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "$1 needs a positive whole number"; BENCH+=("$1" "$2"); shift ;;
     --cpu-budget) [[ "${2:-}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1 needs seconds"; BENCH+=("$1" "$2"); shift ;;
@@ -87,7 +92,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -n "$OUT" ] || fail "usage: run-gpu.sh [--simulate] [--budget S] [--size N] [--repeats N] [--cpu-budget S] [--only f,g] [--phases tests,sweep,bench] [--sweep-size N] [--sweep-only f,g] OUT_DIR"
+[ -n "$OUT" ] || fail "usage: run-gpu.sh [--simulate] [--budget S] [--size N] [--repeats N] [--cpu-budget S] [--only f,g] [--phases tests,persist,sweep,bench] [--sweep-size N] [--sweep-only f,g] [--persist-scale S] OUT_DIR"
 mkdir -p "$OUT" || fail "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 START=$SECONDS
@@ -277,7 +282,27 @@ for t in ${tests[@]+"${tests[@]}"}; do
   printf 'test\t%s\t%s\t%d\n' "$t" "$result" $((SECONDS - t0)) >> "$PHASES"
 done
 
-# 2. The sweep: every array program port plans, through port migrate, at
+# 2. Persistent kernels against per-iteration launches: each case migrated
+# twice on the same inputs (PORT_PERSIST=0 the second time). A third of
+# what is left at most.
+if wanted persist; then
+  limit=$(( $(left) / 3 ))
+  if [ "$limit" -lt 20 ]; then
+    printf 'persist\tloops\tnot run (out of time)\t0\n' >> "$PHASES"
+  else
+    say "persist: host time loops, one kernel against a launch per iteration (at most $limit s)"
+    t0=$SECONDS
+    timeout -k 5 "$limit" "$PY" "$B/repo/scripts/bench_persist.py" --port "$PORT" --python "$PY" \
+      --backend "$backend" --scale "$PERSIST_SCALE" --timeout $((limit / 4 + 5)) --json-out "$OUT/persist.json" > "$OUT/persist.log" 2>&1
+    rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result="FAILED: timed out after $limit s"
+    elif [ "$rc" = 0 ]; then result="ok: $(grep -c '^bench-persist: .* persistent: ' "$OUT/persist.log") loops, both schedules verified"
+    else result="FAILED: exit $rc (see persist.log)"; fi
+    printf 'persist\tloops\t%s\t%d\n' "$result" $((SECONDS - t0)) >> "$PHASES"
+  fi
+fi
+
+# 3. The sweep: every array program port plans, through port migrate, at
 # a size that fills the GPU (a few calls on the simulator: it only proves
 # the phase runs). Three fifths of what is left when the bench follows.
 if wanted sweep; then
@@ -308,7 +333,7 @@ if wanted sweep; then
   fi
 fi
 
-# 3. The benchmark, one case per process, so that a case that overruns the
+# 4. The benchmark, one case per process, so that a case that overruns the
 # budget costs only itself.
 wanted bench || cases=
 for f in $cases; do
@@ -333,7 +358,7 @@ for f in $cases; do
   printf 'bench\t%s\t%s\t%d\n' "$f" "$result" $((SECONDS - t0)) >> "$PHASES"
 done
 
-# 4. One JSON (the harness' schema), the harness' tables, and the summary last.
+# 5. One JSON (the harness' schema), the harness' tables, and the summary last.
 cd "$B/repo/scripts" && "$PY" - "$OUT" "$B/MANIFEST" $((SECONDS - START)) <<'EOF'
 import json, sys
 from pathlib import Path

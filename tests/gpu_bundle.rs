@@ -313,8 +313,17 @@ fn the_bundle_runs_the_gpu_path_simulated_from_its_archive_in_a_clean_environmen
     let run = json("run-gpu.json");
     assert_eq!(run["schema"], "port.run-gpu/1");
     assert_eq!(run["passed"], true);
-    // 3 test binaries, the sweep, 7 cases.
-    assert_eq!(run["phases"].as_array().unwrap().len(), 11, "{run}");
+    // 3 test binaries, the persistent-kernel comparison, the sweep, 7 cases.
+    assert_eq!(run["phases"].as_array().unwrap().len(), 12, "{run}");
+    let persist = &run["phases"][3];
+    assert_eq!(persist["kind"], "persist", "{run}");
+    assert!(
+        persist["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("ok: 5 loops, both schedules verified"),
+        "{run}"
+    );
     let sweep_row = summary
         .lines()
         .find(|l| l.starts_with("sweep ") && l.split_whitespace().nth(1) == Some("programs"))

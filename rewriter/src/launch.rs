@@ -10,6 +10,9 @@ pub const THREADS_2D: u32 = 16;
 /// Threads per block of reduction kernels: the size of the shared-memory
 /// tree, a power of two.
 pub const THREADS_REDUCE: u32 = 128;
+/// Threads of the one block of a persistent kernel (a host loop run inside
+/// one launch): 256, so that any kernel fits a block's registers.
+pub const THREADS_PERSIST: u32 = 256;
 /// Blocks per SM of a reduction kernel: fewer than element kernels, as each
 /// block ends in an atomic on the same element, but 2048 threads per SM, a
 /// full SM: each thread has one load in flight, and at 8 blocks (1024

@@ -49,6 +49,9 @@ pub enum LaunchShape {
     /// `n` (a reduction along axes, one block per result element): at most
     /// 32 blocks per SM, the blocks striding over the rest.
     Blocks { n: ir::Expr },
+    /// One block of [`crate::launch::THREADS_PERSIST`] threads running a
+    /// whole host loop (a persistent kernel, [`crate::schedule::persist`]).
+    Persistent,
 }
 
 /// The comment that opens the branch of a host `if` launching a
@@ -56,6 +59,12 @@ pub enum LaunchShape {
 /// launches one thread per result element): the emitted wrapper takes the
 /// other branch under Numba's CUDA simulator.
 pub const BLOCK_CHOICE: &str = "one block per result element over a long reduced extent";
+
+/// The comment that opens the branch of a host `if` launching a persistent
+/// kernel (a whole host loop in one block, [`crate::schedule::persist`]);
+/// the emitted wrapper, too, takes the other branch under Numba's CUDA
+/// simulator, whose threads make barriers in long loops slow.
+pub const PERSIST_CHOICE: &str = "the whole loop in one block: each iteration is small";
 
 /// One step of the host wrapper, in order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -318,7 +327,7 @@ impl HostStep {
                         expr(rows, &mut out);
                         expr(cols, &mut out);
                     }
-                    LaunchShape::OneBlock => {}
+                    LaunchShape::OneBlock | LaunchShape::Persistent => {}
                 }
                 out.extend(args.iter().cloned());
             }

@@ -16,14 +16,14 @@ pub use crate::lower::{
     masked, row_reduction, scalar_function, scan, shapes, whole_reduction,
 };
 pub use crate::numpy::{array_expr, math_calls};
-pub use crate::schedule::{fuse, host_schedule};
+pub use crate::schedule::{fuse, host_schedule, persist};
 
 use crate::lower::context::RewriteLog;
 use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 20] = [
+pub const ALL: [(&str, &str); 21] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -45,6 +45,10 @@ pub const ALL: [(&str, &str); 20] = [
         "no sequential loop or `if` around the kernels",
     ),
     (fuse::NAME, "no neighbouring kernels over one index space"),
+    (
+        persist::NAME,
+        "no sequential host loop that only launches kernels",
+    ),
     (scan::NAME, "no cumsum or cumprod"),
     (masked::NAME, "no reduction of a boolean-mask selection"),
     (gather::NAME, "no read through an array of indices"),

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use port_codegen::ir::{BinOp, CmpOp, Expr, Literal, MathFn, ScalarType, Type, UnaryOp};
 use port_codegen::ArrayData;
 use port_rewriter::launch::{
-    blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
+    blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_PERSIST, THREADS_REDUCE,
 };
 use port_rewriter::plan::{Fill, LibraryCall, LinalgOp};
 use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape};
@@ -220,6 +220,8 @@ pub struct KernelRun {
     pub bytes_to_host: usize,
     /// The library steps that ran on the host, one entry per call site.
     pub host_calls: Vec<HostCall>,
+    /// Library steps run, on the device or the host, counting each repeat.
+    pub library_calls: usize,
 }
 
 /// The runs of one library step ([`HostStep::Library`]): port computes it
@@ -669,6 +671,10 @@ impl<B> State<B> {
                 grid: [1, 1],
                 block: [THREADS_REDUCE, 1],
             },
+            LaunchShape::Persistent => LaunchConfig {
+                grid: [1, 1],
+                block: [THREADS_PERSIST, 1],
+            },
             LaunchShape::Blocks { n } => LaunchConfig {
                 grid: [blocks_for(self.eval(dev, n)?.i(), 1, sms), 1],
                 block: [THREADS_REDUCE, 1],
@@ -739,6 +745,7 @@ pub fn run_plan<D: Device>(
         bytes_to_device: 0,
         bytes_to_host: 0,
         host_calls: Vec::new(),
+        library_calls: 0,
     };
     if inputs.values.len() != plan.params.len() {
         return Err(VerifyError::BadData(format!(
@@ -1140,6 +1147,7 @@ fn library<D: Device>(
     run: &mut KernelRun,
 ) -> Result<(), VerifyError> {
     let started = std::time::Instant::now();
+    run.library_calls += 1;
     if let LinalgOp::Matmul { ta, tb } = call.op {
         let (id, mut out) = st
             .arrays

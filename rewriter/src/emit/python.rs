@@ -18,7 +18,7 @@ use port_codegen::ir::{
 };
 
 use crate::ir_util::match_py_mod;
-use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
+use crate::launch::{THREADS_1D, THREADS_2D, THREADS_PERSIST, THREADS_REDUCE};
 use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, PlanKind};
 use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
@@ -1128,6 +1128,7 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         h.expr(n)
                     ),
                     LaunchShape::OneBlock => format!("1, {THREADS_REDUCE}"),
+                    LaunchShape::Persistent => format!("1, {THREADS_PERSIST}"),
                     LaunchShape::Blocks { n } => {
                         format!("_port_blocks({}, 1), {THREADS_REDUCE}", h.expr(n))
                     }
@@ -1208,7 +1209,8 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 // The choice of a block per result element: not under
                 // Numba's simulator, where it is the slow one.
                 let blocks = matches!(then.first(),
-                    Some(HostStep::Comment(c)) if c.contains(crate::plan::BLOCK_CHOICE));
+                    Some(HostStep::Comment(c)) if c.contains(crate::plan::BLOCK_CHOICE)
+                        || c.contains(crate::plan::PERSIST_CHOICE));
                 if blocks {
                     let _ = writeln!(out, "{ind}if not _port_simulated() and {}:", h.expr(cond));
                 } else {

@@ -34,6 +34,23 @@ pub fn finish(
                 }
             }
         }
+        let persisted = schedule::persist::persist_plan(&mut plan);
+        for r in &mut plan.rewrites {
+            if r.rewrite == schedule::persist::NAME {
+                if !persisted.converted.is_empty() {
+                    r.applied = true;
+                    r.note = persisted
+                        .converted
+                        .iter()
+                        .chain(&persisted.kept)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                } else if !persisted.kept.is_empty() {
+                    r.note = format!("not applied: {}", persisted.kept.join("; "));
+                }
+            }
+        }
     }
     plan.drop_unused_scalars();
     // The captured call passed one array for two parameters, and the plan

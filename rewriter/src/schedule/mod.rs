@@ -20,3 +20,4 @@ pub mod fuse;
 pub mod host;
 pub mod host_names;
 pub mod host_schedule;
+pub mod persist;

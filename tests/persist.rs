@@ -1,0 +1,235 @@
+//! Persistent kernels (`rewriter/src/schedule/persist.rs`): a host time
+//! loop whose iterations are small runs as one launch of one block, the
+//! loop inside it; a wide one still launches its kernels per iteration;
+//! a loop that needs the host between iterations stays there and the
+//! plan's log says why. The emitted numba-cuda kernel runs too.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fixture, migrate_in, repo, stderr, stdout};
+
+/// Writes `name.npz` in `dir` from Python keyword arguments of `np.savez`.
+fn npz(dir: &Path, name: &str, entries: &str) -> String {
+    let file = format!("{name}.npz");
+    let o = Command::new(repo().join(".venv/bin/python"))
+        .arg("-c")
+        .arg(format!(
+            "import numpy as np; rng = np.random.default_rng(1); np.savez({file:?}, {entries})"
+        ))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    file
+}
+
+/// `port migrate ARGS --json --backend simulator`, with the pass off
+/// (`PORT_PERSIST=0`) unless `persist`.
+fn migrate_json(dir: &Path, args: &[&str], persist: bool) -> serde_json::Value {
+    let python = repo().join(".venv/bin/python");
+    let o = Command::new(env!("CARGO_BIN_EXE_port"))
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("PORT_PERSIST", if persist { "1" } else { "0" })
+        .arg("migrate")
+        .args(args)
+        .args(["--json", "--backend", "simulator", "--python"])
+        .arg(&python)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&o), stderr(&o)))
+}
+
+/// (kernel, launches per call) as the report counts them.
+fn launches(d: &serde_json::Value) -> Vec<(String, u64)> {
+    d["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["kernel"].as_str().unwrap().to_string(),
+                l["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn persist_note(d: &serde_json::Value) -> (bool, String) {
+    let r = d["rewrites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rewrite"] == "persist")
+        .expect("the log lists persist");
+    (
+        r["applied"].as_bool().unwrap(),
+        r["note"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn a_small_time_loop_is_one_launch_and_a_wide_one_launches_per_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("migrate/programs.py"),
+        tmp.path().join("programs.py"),
+    )
+    .unwrap();
+    let small = npz(
+        tmp.path(),
+        "small",
+        "A=rng.random(100), B=rng.random(100), tsteps=np.int64(50)",
+    );
+    let wide = npz(
+        tmp.path(),
+        "wide",
+        "A=rng.random(5000), B=rng.random(5000), tsteps=np.int64(4)",
+    );
+    let args = |inputs: &str| -> Vec<String> {
+        ["programs.py", "--function", "jacobi_1d", "--inputs", inputs]
+            .map(String::from)
+            .to_vec()
+    };
+
+    let d = migrate_json(tmp.path(), &strs(&args(&small)), true);
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(launches(&d), [("jacobi_1d_loop_t".to_string(), 1)], "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(applied, "{note}");
+    assert!(
+        note.contains("the loop over `t` runs in one kernel (jacobi_1d_loop_t, one block of 256 threads) when each of the 2 kernels of its body covers at most 2048 elements"),
+        "{note}"
+    );
+
+    // 4998 elements per kernel: the launches per step, verified the same.
+    let d = migrate_json(tmp.path(), &strs(&args(&wide)), true);
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        launches(&d),
+        [
+            ("jacobi_1d_B".to_string(), 3),
+            ("jacobi_1d_A".to_string(), 3)
+        ],
+        "{d}"
+    );
+
+    // The pass off: the same small call launches per step.
+    let d = migrate_json(tmp.path(), &strs(&args(&small)), false);
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        launches(&d),
+        [
+            ("jacobi_1d_B".to_string(), 49),
+            ("jacobi_1d_A".to_string(), 49)
+        ],
+        "{d}"
+    );
+    assert!(!persist_note(&d).0);
+}
+
+#[test]
+fn a_loop_the_host_must_see_between_iterations_stays_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("migrate/programs.py"),
+        tmp.path().join("programs.py"),
+    )
+    .unwrap();
+    // u_next = np.zeros_like(u) in each step, then u = u_next: a new array
+    // per iteration and names rebound.
+    let d = migrate_json(
+        tmp.path(),
+        &["programs.py", "--function", "wave_1d", "--size", "1000"],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(!applied, "{note}");
+    assert_eq!(
+        note,
+        "not applied: the loop over `t` launches per iteration: the body has an allocation"
+    );
+}
+
+/// The wrapper `--write` keeps runs the persistent kernel it emits
+/// (numba-cuda, on its CUDA simulator, with the choice forced: the wrapper
+/// itself takes the per-step kernels there) to the original's result.
+#[test]
+fn the_emitted_persistent_kernel_matches_the_original_under_numba() {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("migrate/programs.py"),
+        tmp.path().join("programs.py"),
+    )
+    .unwrap();
+    let small = npz(
+        tmp.path(),
+        "small",
+        "A=rng.random(40), B=rng.random(40), tsteps=np.int64(4)",
+    );
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "programs.py",
+            "--function",
+            "jacobi_1d",
+            "--inputs",
+            &small,
+            "--backend",
+            "simulator",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let patched = std::fs::read_to_string(tmp.path().join("programs.py")).unwrap();
+    assert!(patched.contains("def jacobi_1d_loop_t("), "{patched}");
+    assert!(patched.contains("cuda.syncthreads()"), "{patched}");
+    let script = r#"
+import numpy as np
+import programs
+programs._port_simulated = lambda: False
+class Counted:
+    """The persistent kernel's dispatcher, counting its launches."""
+    def __init__(self, k):
+        self.k, self.n = k, 0
+    def __getitem__(self, config):
+        self.n += 1
+        return self.k[config]
+programs.jacobi_1d_loop_t = Counted(programs.jacobi_1d_loop_t)
+d = np.load("small.npz")
+a, b = d["A"].copy(), d["B"].copy()
+programs.jacobi_1d(a, b, int(d["tsteps"]))
+ea, eb = d["A"].copy(), d["B"].copy()
+programs._port_original_jacobi_1d(ea, eb, int(d["tsteps"]))
+assert np.allclose(a, ea) and np.allclose(b, eb), (a - ea, b - eb)
+print("same, persistent launches:", programs.jacobi_1d_loop_t.n)
+"#;
+    let o = Command::new(&oracle)
+        .arg("-c")
+        .arg(script)
+        .current_dir(tmp.path())
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("same, persistent launches: 1"),
+        "{}",
+        stdout(&o)
+    );
+}
