@@ -103,7 +103,10 @@ def main(argv):
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
-    port = str(Path(args.port).resolve()) if "/" in args.port else (shutil.which(args.port) or args.port)
+    # The migrations run in a folder of their own: relative paths (a venv's
+    # python, whose symbolic link must not be resolved) made absolute.
+    port = os.path.abspath(args.port) if os.sep in args.port else (shutil.which(args.port) or args.port)
+    python = os.path.abspath(args.python) if os.sep in args.python else args.python
     rng = np.random.default_rng(0)
     work = Path(tempfile.mkdtemp(prefix="port-persist."))
     fixture = work / "programs.py"
@@ -118,7 +121,7 @@ def main(argv):
             got = {}
             for persist in (True, False):
                 try:
-                    got[persist] = run(port, args.python, args.backend, fixture, function, npz, persist, args.timeout,
+                    got[persist] = run(port, python, args.backend, fixture, function, npz, persist, args.timeout,
                                        args.scale)
                 except subprocess.TimeoutExpired:
                     got[persist] = {"error": "past %g s" % args.timeout}

@@ -157,6 +157,9 @@ def migrate(port, workdir, file, function, signature, args, save_inputs=None):
         "device": (j.get("device") or {}).get("name"),
         "kernels": len(j.get("kernels") or []),
         "launches": sum(l.get("count", 0) for l in (j.get("launches") or [])),
+        # What a call costs on any GPU at least (port's projection): launches,
+        # library calls, bytes each way, and the floor in seconds.
+        "floor": (j.get("projection") or {}).get("floor"),
         "kernel_s": t.get("kernel_s"),
         "end_to_end_s": t.get("end_to_end_s"),
         "original_s": t.get("cpython_s"),
@@ -165,6 +168,18 @@ def migrate(port, workdir, file, function, signature, args, save_inputs=None):
         "inputs": v.get("inputs"),
         "host_calls": j.get("host_calls"),
     }
+
+
+def floor_text(f):
+    """`12 launches, 1 library call, 16.8 MB: 280 µs`, or — without one."""
+    if not f:
+        return "—"
+    calls = ", %d library call%s" % (f["library_calls"], "" if f["library_calls"] == 1 else "s") \
+        if f.get("library_calls") else ""
+    moved = f["bytes_to_device"] + f["bytes_to_host"]
+    size = "%.1f MB" % (moved / 1e6) if moved >= 100_000 else "%.1f kB" % (moved / 1e3)
+    return "%d launch%s%s, %s: %s" % (f["launches"], "" if f["launches"] == 1 else "es", calls, size,
+                                     fmt_time(f["seconds"]))
 
 
 # CuPy as a drop-in: `import cupy as np`.
@@ -296,6 +311,12 @@ def main():
                    help="seconds for all of CuPy's runs; later functions get no CuPy figure")
     p.add_argument("--json-out", help="write the results as JSON here")
     args = p.parse_args()
+    # The migrations run in a folder of their own: paths given relative to
+    # this one must still name the same files there.
+    for attr in ("port", "python"):
+        value = getattr(args, attr)
+        if os.sep in value:
+            setattr(args, attr, os.path.abspath(value))
     cp = None
     if args.cupy:
         try:
@@ -385,18 +406,21 @@ def main():
             fmt_time(r.get("kernel_s")), fmt_time(r.get("end_to_end_s")), fmt_time(r.get("original_s")),
             fmt_ratio(ratio(r.get("original_s"), r.get("kernel_s"))),
             fmt_ratio(ratio(r.get("original_s"), r.get("end_to_end_s"))),
+            floor_text(r.get("floor")),
         ] + ([fmt_time(r.get("cupy_s")) if r.get("cupy_s") else ("—" if "cupy_error" not in r else "n/a"),
               fmt_time(r.get("cupy_end_to_end_s")),
               fmt_ratio(ratio(r.get("cupy_end_to_end_s"), r.get("end_to_end_s")))] if cp is not None else []))
     print()
     print_table(["function", "status", "port kernels", "port end-to-end", "original (NumPy)",
-                 "kernels vs original", "end-to-end vs original"]
+                 "kernels vs original", "end-to-end vs original", "launches, library calls, MB moved: floor"]
                 + (["CuPy on device", "CuPy end-to-end", "port vs CuPy end-to-end"] if cp is not None else []), rows)
     print()
     print("port kernels: the sum of its kernels' CUDA event times, data on the device, launch gaps and")
     print("host work between launches left out. End-to-end: NumPy arrays in, results out, host clock.")
     print("original: the function as written, called once per repeat on the CPU. CuPy on device: the")
     print("function with `import cupy as np`, data on the device, host clock with the device synchronised.")
+    print("floor: what one call takes on any GPU at least (port's projection: 3 µs a launch or library call,")
+    print("the bytes moved at 64 GB/s, the bytes the kernels take at 4.8 TB/s).")
     failed_cupy = [r for r in results if "cupy_error" in r]
     if failed_cupy:
         print()

@@ -95,6 +95,26 @@ fn assert_simulator_fields(r: &serde_json::Value) {
     }
     assert!(p["profitable"].is_null());
     assert!(p["why"].as_str().unwrap().contains("simulator"));
+    // What a call costs on any GPU at least, from the simulated run: its
+    // launches at 3 µs, its copies at the host link's peak.
+    let f = &p["floor"];
+    let launches = f["launches"].as_u64().unwrap();
+    assert!(launches >= 1, "{p}");
+    assert_eq!(f["library_calls"], 0, "{p}");
+    let moved = f["bytes_to_device"].as_u64().unwrap() + f["bytes_to_host"].as_u64().unwrap();
+    assert!(moved >= 8 * 20_000, "{p}");
+    let s = f["seconds"].as_f64().unwrap();
+    assert!(
+        s > launches as f64 * 3e-6 + moved as f64 / 64e9 * 0.99,
+        "{p}"
+    );
+    assert!(
+        p["why"]
+            .as_str()
+            .unwrap()
+            .contains("on any GPU a call takes at least"),
+        "{p}"
+    );
     assert!(r["bandwidth"].is_null());
 }
 

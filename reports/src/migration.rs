@@ -378,6 +378,33 @@ pub struct Projection {
     /// Why offloading does or does not pay (transfers, launch overhead), or
     /// why port could not tell.
     pub why: Option<String>,
+    /// What one call costs on any GPU at least, from what the run launched
+    /// and moved (on the simulator too).
+    pub floor: Option<CostFloor>,
+}
+
+/// The least time one call of the plan takes on any GPU: each launch and
+/// library call one launch latency, the bytes moved between host and
+/// device at the host link's peak, and the bytes the kernels touch at the
+/// device memory's peak, with the rates assumed stated. Computed from one
+/// run of the plan (the verified call), so it holds for calls of that size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CostFloor {
+    pub launches: usize,
+    pub library_calls: usize,
+    pub bytes_to_device: usize,
+    pub bytes_to_host: usize,
+    /// Bytes of the arrays the launches take, each counted once per launch.
+    pub device_bytes: usize,
+    /// Seconds assumed per launch or library call.
+    pub launch_s: f64,
+    /// Bytes per second assumed over the host link.
+    pub link_bytes_per_s: f64,
+    /// Bytes per second assumed of device memory.
+    pub memory_bytes_per_s: f64,
+    /// The floor: the sum of the three.
+    pub seconds: f64,
 }
 
 /// [`Projection`] as stored, old field names included.
@@ -392,6 +419,7 @@ struct ProjectionRecord {
     profitable: Option<bool>,
     why: Option<String>,
     note: Option<String>,
+    floor: Option<CostFloor>,
 }
 
 impl From<ProjectionRecord> for Projection {
@@ -402,6 +430,7 @@ impl From<ProjectionRecord> for Projection {
             transfer_s: r.transfer_s,
             profitable: r.profitable,
             why: r.why.or(r.note),
+            floor: r.floor,
         }
     }
 }

@@ -820,6 +820,8 @@ fn traffic(run: &exec::KernelRun, inputs: &Inputs) -> timing::Traffic {
         bytes_to_device: run.bytes_to_device,
         bytes_to_host: run.bytes_to_host,
         launches: run.launch_count(),
+        library_calls: run.library_calls,
+        device_bytes: run.launches.iter().map(|l| l.array_bytes).sum(),
         elements,
     }
 }

@@ -18,7 +18,9 @@ pub fn median(xs: &mut [f64]) -> Option<f64> {
     })
 }
 
-pub use port_reports::migration::{Bandwidth, CpythonCall, Projection, Repeats, Timing, Via};
+pub use port_reports::migration::{
+    Bandwidth, CostFloor, CpythonCall, Projection, Repeats, Timing, Via,
+};
 /// Seconds for people: `1.23 s`, `4.56 ms`, `7.8 µs` (the wording of the
 /// projection's reasons is the text's).
 pub use port_reports::timing::secs;
@@ -29,6 +31,10 @@ pub struct Traffic {
     pub bytes_to_device: usize,
     pub bytes_to_host: usize,
     pub launches: usize,
+    /// Library steps run (cuBLAS, cuSOLVER, or the host's stand-in).
+    pub library_calls: usize,
+    /// Bytes of the arrays the launches take, once per launch.
+    pub device_bytes: usize,
     /// Elements of the largest array.
     pub elements: usize,
 }
@@ -41,6 +47,32 @@ pub const SMALL_ARRAY: usize = 100_000;
 /// floor for a plan's time when there is no device to time it on.
 pub const LAUNCH_FLOOR_S: f64 = 3e-6;
 
+/// The fastest host link of a current GPU: PCIe 5.0 × 16, 64 GB/s each
+/// way (an NVLink-C2C host is faster; port has not met one).
+pub const LINK_PEAK_BYTES_PER_S: f64 = 64e9;
+
+/// The fastest device memory of a current GPU: the H200's HBM3e, 4.8 TB/s.
+pub const MEMORY_PEAK_BYTES_PER_S: f64 = 4.8e12;
+
+/// The least one call of a run like `traffic` takes on any GPU.
+pub fn floor(traffic: Traffic) -> CostFloor {
+    let moved = (traffic.bytes_to_device + traffic.bytes_to_host) as f64;
+    let calls = (traffic.launches + traffic.library_calls) as f64;
+    CostFloor {
+        launches: traffic.launches,
+        library_calls: traffic.library_calls,
+        bytes_to_device: traffic.bytes_to_device,
+        bytes_to_host: traffic.bytes_to_host,
+        device_bytes: traffic.device_bytes,
+        launch_s: LAUNCH_FLOOR_S,
+        link_bytes_per_s: LINK_PEAK_BYTES_PER_S,
+        memory_bytes_per_s: MEMORY_PEAK_BYTES_PER_S,
+        seconds: calls * LAUNCH_FLOOR_S
+            + moved / LINK_PEAK_BYTES_PER_S
+            + traffic.device_bytes as f64 / MEMORY_PEAK_BYTES_PER_S,
+    }
+}
+
 /// Amdahl's law for a part `pct` percent of the run, sped up `speedup` times.
 pub fn amdahl(pct: f64, speedup: f64) -> f64 {
     let p = (pct / 100.0).clamp(0.0, 1.0);
@@ -49,6 +81,41 @@ pub fn amdahl(pct: f64, speedup: f64) -> f64 {
 
 fn megabytes(b: usize) -> String {
     format!("{:.1} MB", b as f64 / 1e6)
+}
+
+/// The floor's terms in words: `2 launches at 3 µs, 1 library call, 16.8
+/// MB over the host link at 64 GB/s, 50.3 MB of device memory at 4.8 TB/s`
+/// (terms that are zero left out).
+fn floor_terms(f: &CostFloor) -> String {
+    let mut parts = vec![format!(
+        "{} launch{} at {} each",
+        f.launches,
+        if f.launches == 1 { "" } else { "es" },
+        secs(f.launch_s)
+    )];
+    if f.library_calls > 0 {
+        parts.push(format!(
+            "{} library call{}",
+            f.library_calls,
+            if f.library_calls == 1 { "" } else { "s" }
+        ));
+    }
+    let moved = f.bytes_to_device + f.bytes_to_host;
+    if moved > 0 {
+        parts.push(format!(
+            "{} over the host link at {:.0} GB/s",
+            megabytes(moved),
+            f.link_bytes_per_s / 1e9
+        ));
+    }
+    if f.device_bytes > 0 {
+        parts.push(format!(
+            "{} of device memory at {:.1} TB/s",
+            megabytes(f.device_bytes),
+            f.memory_bytes_per_s / 1e12
+        ));
+    }
+    parts.join(", ")
 }
 
 /// The projection from measured figures. `h2d_bytes_per_s` is the measured
@@ -63,9 +130,11 @@ pub fn project(
     let transfer_s = h2d_bytes_per_s
         .filter(|b| *b > 0.0)
         .map(|b| moved as f64 / b);
+    let least = floor(traffic);
     let mut p = Projection {
         hotspot_pct,
         transfer_s,
+        floor: Some(least.clone()),
         ..Projection::default()
     };
     let (Some(e2e), Some(speedup), Some(cpython), Some(kernel)) = (
@@ -74,17 +143,20 @@ pub fn project(
         t.cpython_s,
         t.kernel_s,
     ) else {
-        p.why = Some("no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock".into());
-        // What no GPU can beat: one launch latency per launch. When that
-        // alone is longer than CPython's call, the plan cannot pay.
-        let floor = traffic.launches as f64 * LAUNCH_FLOOR_S;
-        if let Some(cpython) = t.cpython_s.filter(|c| *c > 0.0 && floor >= *c) {
+        p.why = Some(format!(
+            "no GPU timing: the kernels ran on the simulator, which verifies results but has no meaningful clock; on any GPU a call takes at least {} ({})",
+            secs(least.seconds),
+            floor_terms(&least)
+        ));
+        // What no GPU can beat: one launch latency per launch, the bytes
+        // at the host link's and the memory's peak. When that is longer
+        // than CPython's call, the plan cannot pay.
+        if let Some(cpython) = t.cpython_s.filter(|c| *c > 0.0 && least.seconds >= *c) {
             p.profitable = Some(false);
             p.why = Some(format!(
-                "not profitable on any GPU: {} launches take at least {} of launch latency alone ({} each), longer than CPython's {}; the kernels ran on the simulator",
-                traffic.launches,
-                secs(floor),
-                secs(LAUNCH_FLOOR_S),
+                "not profitable on any GPU: a call takes at least {} ({}), longer than CPython's {}; the kernels ran on the simulator",
+                secs(least.seconds),
+                floor_terms(&least),
                 secs(cpython)
             ));
         }
@@ -183,12 +255,12 @@ mod tests {
         .with_speedups()
     }
 
-    /// On the simulator there is no clock, but launches have a floor: a
-    /// plan of thousands of launches against a CPython call of a
-    /// millisecond cannot pay on any GPU, and says so; a plan of a few
-    /// launches stays unknown.
+    /// On the simulator there is no clock, but launches and copies have a
+    /// floor: a plan of thousands of launches, or one that copies 128 MB
+    /// for a CPython call of a millisecond, cannot pay on any GPU, and says
+    /// so; a plan of a few launches stays unknown, with its floor stated.
     #[test]
-    fn the_simulator_says_when_launch_latency_alone_is_longer_than_cpython() {
+    fn the_simulator_says_when_the_floor_is_longer_than_cpython() {
         let t = Timing {
             cpython_s: Some(1e-3),
             ..Timing::default()
@@ -204,7 +276,7 @@ mod tests {
             p.why
                 .as_deref()
                 .unwrap_or_default()
-                .starts_with("not profitable on any GPU: 8064 launches take at least 24.19 ms"),
+                .starts_with("not profitable on any GPU: a call takes at least 24.19 ms (8064 launches at 3.0 µs each), longer than CPython's 1.00 ms"),
             "{}",
             p.why.as_deref().unwrap_or_default()
         );
@@ -215,10 +287,32 @@ mod tests {
         let p = project(None, &t, few, None);
         assert_eq!(p.profitable, None);
         assert!(
-            p.why
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("no GPU timing"),
+            p.why.as_deref().unwrap_or_default().ends_with(
+                "has no meaningful clock; on any GPU a call takes at least 12.0 µs (4 launches at 3.0 µs each)"
+            ),
+            "{}",
+            p.why.as_deref().unwrap_or_default()
+        );
+        let copies = Traffic {
+            launches: 2,
+            library_calls: 1,
+            bytes_to_device: 96_000_000,
+            bytes_to_host: 32_000_000,
+            device_bytes: 128_000_000,
+            elements: 4_000_000,
+        };
+        let p = project(None, &t, copies, None);
+        assert_eq!(p.profitable, Some(false));
+        let f = p.floor.as_ref().unwrap();
+        assert_eq!((f.launches, f.library_calls), (2, 1));
+        assert!(
+            (f.seconds - (9e-6 + 2e-3 + 128e6 / 4.8e12)).abs() < 1e-12,
+            "{f:?}"
+        );
+        assert!(
+            p.why.as_deref().unwrap_or_default().contains(
+                "(2 launches at 3.0 µs each, 1 library call, 128.0 MB over the host link at 64 GB/s, 128.0 MB of device memory at 4.8 TB/s)"
+            ),
             "{}",
             p.why.as_deref().unwrap_or_default()
         );
@@ -246,6 +340,8 @@ mod tests {
             bytes_to_device: 8_000_000,
             bytes_to_host: 8_000_000,
             launches: 1,
+            library_calls: 0,
+            device_bytes: 0,
             elements: 1_000_000,
         };
         let p = project(Some(40.0), &t, traffic, Some(16e9));
@@ -269,6 +365,8 @@ mod tests {
             bytes_to_device: 40_000_000,
             bytes_to_host: 20_000_000,
             launches: 1,
+            library_calls: 0,
+            device_bytes: 0,
             elements: 5_000_000,
         };
         let p = project(Some(10.0), &t, traffic, Some(20e9));
@@ -291,6 +389,8 @@ mod tests {
             bytes_to_device: 8000,
             bytes_to_host: 8000,
             launches: 2,
+            library_calls: 0,
+            device_bytes: 0,
             elements: 1000,
         };
         let p = project(None, &t, traffic, Some(20e9));
@@ -313,6 +413,8 @@ mod tests {
             bytes_to_device: 1_000_000,
             bytes_to_host: 8,
             launches: 40,
+            library_calls: 0,
+            device_bytes: 0,
             elements: 1_000_000,
         };
         let p = project(None, &t, traffic, Some(20e9));
