@@ -233,3 +233,113 @@ print("same, persistent launches:", programs.jacobi_1d_loop_t.n)
         stdout(&o)
     );
 }
+
+/// A loop variable reused by a second loop is each loop's own, and a shape
+/// guard of the body the loop does not change is checked once before the
+/// persistent kernel, only when the loop runs: the kept wrapper raises
+/// NumPy's error where the original did, and returns where the original
+/// ran no iteration.
+#[test]
+fn reused_loop_variables_and_invariant_guards_keep_the_originals_behaviour() {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("prog.py"),
+        "import numpy as np\n\n\n\
+def two_sweeps(u, v, n):\n    for j in range(1, n):\n        u[:, j] = u[:, j - 1] * 0.5 + v[:, j]\n    for j in range(1, n):\n        v[:, j] = v[:, j - 1] * 0.5 + u[:, j]\n    return u, v\n\n\n\
+def mix(a, b, nt):\n    c = a[1:] * 1.0\n    d = b[:-1] * 1.0\n    for t in range(nt):\n        c[:] = 0.5 * (c + d)\n    return c\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        tmp.path(),
+        &["prog.py", "--function", "two_sweeps", "--size", "1000"],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        launches(&d),
+        [
+            ("two_sweeps_loop_j".to_string(), 1),
+            ("two_sweeps_loop_j_2".to_string(), 1)
+        ],
+        "{d}"
+    );
+
+    // Shapes the loop's guard refuses, on a call that runs no iteration:
+    // the original returns, and so does the plan (the guard is not checked).
+    let unequal = npz(
+        tmp.path(),
+        "unequal",
+        "a=np.arange(10.0), b=np.arange(12.0), nt=np.int64(0)",
+    );
+    let d = migrate_json(
+        tmp.path(),
+        &["prog.py", "--function", "mix", "--inputs", &unequal],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert!(persist_note(&d).0, "{d}");
+
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "prog.py",
+            "--function",
+            "mix",
+            "--signature",
+            "float64[:], float64[:], int64",
+            "--size",
+            "1000",
+            "--backend",
+            "simulator",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("the loop over `t` runs in one kernel"),
+        "{}",
+        stdout(&o)
+    );
+    let script = r#"
+import numpy as np
+import prog
+prog._port_simulated = lambda: False
+a, b = np.arange(10.0), np.arange(10.0) + 1
+assert np.allclose(prog.mix(a, b, 3), prog._port_original_mix(a, b, 3))
+a, b = np.arange(10.0), np.arange(12.0)
+def outcome(f, nt):
+    try:
+        return "returned %s" % (f(a, b, nt).shape,)
+    except ValueError as e:
+        return "raised ValueError" + (" (broadcast)" if "broadcast" in str(e) else ": %s" % e)
+for nt in (3, 0):
+    print(nt, "wrapper", outcome(prog.mix, nt), "| original", outcome(prog._port_original_mix, nt))
+"#;
+    let o = Command::new(&oracle)
+        .arg("-c")
+        .arg(script)
+        .current_dir(tmp.path())
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains(
+            "3 wrapper raised ValueError (broadcast) | original raised ValueError (broadcast)"
+        ),
+        "{out}\n{}",
+        stderr(&o)
+    );
+    assert!(
+        out.contains("0 wrapper returned (9,) | original returned (9,)"),
+        "{out}\n{}",
+        stderr(&o)
+    );
+}

@@ -35,7 +35,7 @@ use port_codegen::ir::{
 };
 
 use crate::launch::THREADS_PERSIST;
-use crate::plan::{HostStep, KernelPlan, LaunchShape, PlanKind};
+use crate::plan::{HostStep, KernelPlan, LaunchShape, PlanKind, ShapeGuard};
 
 pub const NAME: &str = "persist";
 
@@ -81,12 +81,16 @@ pub fn persist_plan(plan: &mut KernelPlan) -> Outcome {
     for n in plan.interface_names() {
         *reads.entry(n).or_insert(0) += 1;
     }
+    let interface = plan.interface_names();
+    let orig = plan.steps.clone();
     let mut steps = std::mem::take(&mut plan.steps);
     let mut cx = Cx {
         plan,
         env: &env,
         reads,
         binds,
+        orig: &orig,
+        interface: &interface,
         out: &mut out,
     };
     cx.rewrite(&mut steps);
@@ -117,7 +121,48 @@ struct Cx<'a> {
     /// each name; with the plan's interface counted as a read.
     reads: HashMap<String, usize>,
     binds: HashMap<String, usize>,
+    /// The plan's steps before this pass, and the names its caller sees.
+    orig: &'a [HostStep],
+    interface: &'a HashSet<String>,
     out: &'a mut Outcome,
+}
+
+/// Reads of `name` in `steps` that see a binding from outside them: not
+/// those inside a loop whose variable is `name` (each iteration binds it
+/// before its body runs).
+fn unshadowed_reads(steps: &[HostStep], name: &str) -> usize {
+    steps
+        .iter()
+        .map(|s| match s {
+            HostStep::Loop {
+                var,
+                start,
+                stop,
+                step,
+                body,
+            } => {
+                let mut n = 0;
+                for e in [start, stop, step] {
+                    walk_expr(e, &mut |x| {
+                        n += usize::from(matches!(x, Expr::Var(v) if v == name))
+                    });
+                }
+                n + if var == name {
+                    0
+                } else {
+                    unshadowed_reads(body, name)
+                }
+            }
+            other => {
+                usize::from(other.names().contains(name))
+                    + other
+                        .bodies()
+                        .into_iter()
+                        .map(|b| unshadowed_reads(b, name))
+                        .sum::<usize>()
+            }
+        })
+        .sum()
 }
 
 impl Cx<'_> {
@@ -176,6 +221,17 @@ impl Cx<'_> {
         let mut bound: Vec<&String> = t.bound.iter().collect();
         bound.sort();
         for n in bound {
+            if t.loop_vars.contains(n) {
+                // A loop variable is bound anew by each iteration: only a
+                // read after the loop could see the loop's last value.
+                if self.interface.contains(n)
+                    || unshadowed_reads(self.orig, n)
+                        != unshadowed_reads(std::slice::from_ref(step), n)
+                {
+                    return Err(format!("`{n}` is read after the loop"));
+                }
+                continue;
+            }
             if self.binds.get(n) != binds.get(n) {
                 return Err(format!("`{n}` is also bound outside the loop"));
             }
@@ -186,13 +242,7 @@ impl Cx<'_> {
         // The work per iteration, an extent the loop does not change.
         let mut work: Option<Expr> = None;
         for w in &t.works {
-            let mut moves = false;
-            walk_expr(w, &mut |x| {
-                if let Expr::Var(n) = x {
-                    moves |= t.bound.contains(n);
-                }
-            });
-            if moves {
+            if mentions_any(w, &t.bound) {
                 return Err("the work per iteration changes with the loop".into());
             }
             work = Some(match work {
@@ -202,6 +252,32 @@ impl Cx<'_> {
             });
         }
         let work = work.ok_or(NO_LAUNCH)?;
+        // Shape guards of the body that the loop does not change are
+        // checked once, before the kernel, when the loops around them run
+        // at least once (as the host loop would have checked them).
+        let mut checks = Vec::new();
+        for (g, trips) in &t.guards {
+            if trips
+                .iter()
+                .chain([&g.lhs, &g.rhs])
+                .any(|e| mentions_any(e, &t.bound))
+            {
+                return Err(format!(
+                    "the shape guard of line {} changes with the loop",
+                    g.line
+                ));
+            }
+            let cond = trips
+                .iter()
+                .cloned()
+                .reduce(|a, b| Expr::Binary(BinOp::And, Box::new(a), Box::new(b)))
+                .expect("a guard inside the loop has its trip");
+            checks.push(HostStep::If {
+                cond,
+                then: vec![HostStep::Guard(g.clone())],
+                orelse: Vec::new(),
+            });
+        }
         // The kernel's parameters: every name its body reads and does not
         // bind, arrays first, each with the type the host gives it.
         let body = vec![stmt];
@@ -244,14 +320,14 @@ impl Cx<'_> {
                 Box::new(work),
                 Box::new(Expr::Lit(Literal::I64(max_work))),
             ),
-            then: vec![
-                HostStep::Comment(crate::plan::PERSIST_CHOICE.into()),
-                HostStep::Launch {
+            then: std::iter::once(HostStep::Comment(crate::plan::PERSIST_CHOICE.into()))
+                .chain(checks)
+                .chain([HostStep::Launch {
                     kernel: name,
                     args: params.into_iter().map(|p| p.name).collect(),
                     shape: LaunchShape::Persistent,
-                },
-            ],
+                }])
+                .collect(),
             orelse: vec![step.clone()],
         })
     }
@@ -274,6 +350,15 @@ struct Translation {
     inlined: usize,
     /// Host scalars declared so far, with the loop depth of their `let`.
     declared: HashMap<String, usize>,
+    /// The variables of the loops translated.
+    loop_vars: HashSet<String>,
+    /// The shape guards of the body, each with the conditions under which
+    /// the loops around it run at least once (`start < stop` for a
+    /// positive literal step).
+    guards: Vec<(ShapeGuard, Vec<Expr>)>,
+    /// Those conditions for the loops being translated, outermost first
+    /// (`None` for a loop whose step is not a constant).
+    trips: Vec<Option<Expr>>,
 }
 
 impl Translation {
@@ -287,6 +372,17 @@ impl Translation {
                 body,
             } => {
                 self.bound.insert(var.clone());
+                self.loop_vars.insert(var.clone());
+                let positive = match step {
+                    Expr::Lit(Literal::I64(k)) => Some(*k > 0),
+                    Expr::Lit(Literal::I32(k)) => Some(*k > 0),
+                    _ => None,
+                };
+                let trip = positive.map(|up| {
+                    let op = if up { CmpOp::Lt } else { CmpOp::Gt };
+                    Expr::Cmp(op, Box::new(start.clone()), Box::new(stop.clone()))
+                });
+                let trips_before = self.trips.len();
                 let mut out = Vec::new();
                 for b in body {
                     match b {
@@ -316,7 +412,23 @@ impl Translation {
                             args,
                             shape,
                         } => out.extend(self.launch(plan, kernel, args, shape)?),
-                        HostStep::Loop { .. } => out.push(self.step(plan, b, depth + 1)?),
+                        HostStep::Loop { .. } => {
+                            self.trips.push(trip.clone());
+                            let inner = self.step(plan, b, depth + 1);
+                            self.trips.truncate(trips_before);
+                            out.push(inner?);
+                        }
+                        HostStep::Guard(g) => {
+                            let trips: Option<Vec<Expr>> =
+                                self.trips.iter().cloned().chain([trip.clone()]).collect();
+                            let Some(trips) = trips else {
+                                return Err(format!(
+                                    "the shape guard of line {} is inside a loop whose step is not a constant",
+                                    g.line
+                                ));
+                            };
+                            self.guards.push((g.clone(), trips));
+                        }
                         other => return Err(format!("the body has {}", kind(other))),
                     }
                 }
@@ -389,6 +501,17 @@ impl Translation {
         out.push(Stmt::Barrier);
         Ok(out)
     }
+}
+
+/// Whether `e` reads any of `names`.
+fn mentions_any(e: &Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let Expr::Var(n) = x {
+            found |= names.contains(n);
+        }
+    });
+    found
 }
 
 /// A host step's kind, in words, for the reason a loop stays on the host.
