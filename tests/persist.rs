@@ -156,7 +156,7 @@ fn a_loop_the_host_must_see_between_iterations_stays_and_says_why() {
     assert!(!applied, "{note}");
     assert_eq!(
         note,
-        "not applied: the loop over `t` launches per iteration: the body has an allocation"
+        "not applied: the loop over `t` launches per iteration: the body has rebound arrays"
     );
 }
 
@@ -339,6 +339,84 @@ for nt in (3, 0):
     );
     assert!(
         out.contains("0 wrapper returned (9,) | original returned (9,)"),
+        "{out}\n{}",
+        stderr(&o)
+    );
+}
+
+/// A shape guard the loop changes (`L[i, :i] @ x[:i]`: both extents are
+/// `i`'s) is checked in the persistent kernel at the iteration where the
+/// host checked it: a triangular solve runs as one launch, and on a call
+/// whose shapes disagree from some row on (`L` narrower than `x` is
+/// long), the kept wrapper raises where the original raised.
+#[test]
+fn a_guard_the_loop_changes_is_checked_in_the_kernel() {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("tri.py"),
+        "import numpy as np\n\n\n\
+def trisolve(L, d, x, b):\n    for i in range(b.shape[0]):\n        x[i] = (b[i] - L[i, :i] @ x[:i]) / d[i]\n    return x\n",
+    )
+    .unwrap();
+    let inputs = npz(
+        tmp.path(),
+        "tri",
+        "L=np.tril(rng.random((60, 60))), d=rng.random(60) + 60, x=np.zeros(60), b=rng.random(60)",
+    );
+    let d = migrate_json(
+        tmp.path(),
+        &["tri.py", "--function", "trisolve", "--inputs", &inputs],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(launches(&d), [("trisolve_loop_i".to_string(), 1)], "{d}");
+
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "tri.py",
+            "--function",
+            "trisolve",
+            "--inputs",
+            &inputs,
+            "--backend",
+            "simulator",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let script = r#"
+import numpy as np
+import tri
+tri._port_simulated = lambda: False
+rng = np.random.default_rng(2)
+L, d, b = np.tril(rng.random((8, 8))), rng.random(8) + 8, rng.random(8)
+assert np.allclose(tri.trisolve(L, d, np.zeros(8), b), tri._port_original_trisolve(L, d, np.zeros(8), b))
+def outcome(f):
+    try:
+        f(L[:, :5].copy(), d, np.zeros(8), b)
+        return "returned"
+    except (ValueError, IndexError) as e:
+        return "raised %s%s" % (type(e).__name__, " (line 6)" if "line 6" in str(e) else "")
+print("wrapper", outcome(tri.trisolve), "| original", outcome(tri._port_original_trisolve))
+"#;
+    let o = Command::new(&oracle)
+        .arg("-c")
+        .arg(script)
+        .current_dir(tmp.path())
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains("wrapper raised ValueError (line 6) | original raised ValueError"),
         "{out}\n{}",
         stderr(&o)
     );

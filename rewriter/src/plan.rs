@@ -49,9 +49,12 @@ pub enum LaunchShape {
     /// `n` (a reduction along axes, one block per result element): at most
     /// 32 blocks per SM, the blocks striding over the rest.
     Blocks { n: ir::Expr },
-    /// One block of [`crate::launch::THREADS_PERSIST`] threads running a
-    /// whole host loop (a persistent kernel, [`crate::schedule::persist`]).
-    Persistent,
+    /// One block of `threads` threads running a whole host loop (a
+    /// persistent kernel, [`crate::schedule::persist`]):
+    /// [`crate::launch::THREADS_PERSIST`], or
+    /// [`crate::launch::THREADS_REDUCE`] when it holds a reduction's
+    /// block tree.
+    Persistent { threads: u32 },
 }
 
 /// The comment that opens the branch of a host `if` launching a
@@ -327,7 +330,7 @@ impl HostStep {
                         expr(rows, &mut out);
                         expr(cols, &mut out);
                     }
-                    LaunchShape::OneBlock | LaunchShape::Persistent => {}
+                    LaunchShape::OneBlock | LaunchShape::Persistent { .. } => {}
                 }
                 out.extend(args.iter().cloned());
             }

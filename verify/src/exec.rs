@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use port_codegen::ir::{BinOp, CmpOp, Expr, Literal, MathFn, ScalarType, Type, UnaryOp};
 use port_codegen::ArrayData;
 use port_rewriter::launch::{
-    blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_PERSIST, THREADS_REDUCE,
+    blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
 };
 use port_rewriter::plan::{Fill, LibraryCall, LinalgOp};
 use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape};
@@ -671,9 +671,9 @@ impl<B> State<B> {
                 grid: [1, 1],
                 block: [THREADS_REDUCE, 1],
             },
-            LaunchShape::Persistent => LaunchConfig {
+            LaunchShape::Persistent { threads } => LaunchConfig {
                 grid: [1, 1],
-                block: [THREADS_PERSIST, 1],
+                block: [*threads, 1],
             },
             LaunchShape::Blocks { n } => LaunchConfig {
                 grid: [blocks_for(self.eval(dev, n)?.i(), 1, sms), 1],

@@ -241,6 +241,11 @@ fn host_depth(plan: &KernelPlan, steps: &[HostStep], scaling: &mut HashSet<Strin
             HostStep::While { test, body, .. } => {
                 host_depth(plan, test, scaling).max(host_depth(plan, body, scaling))
             }
+            // A persistent kernel runs the loops of the other branch: those
+            // say which of them scale.
+            HostStep::If { then, orelse, .. } if matches!(then.first(), Some(HostStep::Comment(c)) if c == port_rewriter::plan::PERSIST_CHOICE) => {
+                host_depth(plan, orelse, scaling)
+            }
             HostStep::If { then, orelse, .. } => {
                 host_depth(plan, then, scaling).max(host_depth(plan, orelse, scaling))
             }

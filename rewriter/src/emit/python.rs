@@ -18,7 +18,7 @@ use port_codegen::ir::{
 };
 
 use crate::ir_util::match_py_mod;
-use crate::launch::{THREADS_1D, THREADS_2D, THREADS_PERSIST, THREADS_REDUCE};
+use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
 use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, PlanKind};
 use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
@@ -1128,7 +1128,7 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         h.expr(n)
                     ),
                     LaunchShape::OneBlock => format!("1, {THREADS_REDUCE}"),
-                    LaunchShape::Persistent => format!("1, {THREADS_PERSIST}"),
+                    LaunchShape::Persistent { threads } => format!("1, {threads}"),
                     LaunchShape::Blocks { n } => {
                         format!("_port_blocks({}, 1), {THREADS_REDUCE}", h.expr(n))
                     }

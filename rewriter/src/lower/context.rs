@@ -904,7 +904,7 @@ impl<'a> Lowerer<'a> {
             L::Reduce { n } => L::Reduce { n: self.hostify(n) },
             L::Blocks { n } => L::Blocks { n: self.hostify(n) },
             L::OneBlock => L::OneBlock,
-            L::Persistent => L::Persistent,
+            L::Persistent { threads } => L::Persistent { threads },
         }
     }
 

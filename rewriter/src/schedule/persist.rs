@@ -11,31 +11,44 @@
 //! block-stride loop), and a block barrier after each one orders the
 //! iterations as the launches did. The host scalars the body computes
 //! become the kernel's locals; nested host loops of the same kind become
-//! nested loops of the kernel.
+//! nested loops of the kernel. A reduction whose blocks meet in an atomic
+//! runs as its one block (its tree then sets the block's size); an array
+//! the body allocates is allocated once before the kernel and filled by a
+//! phase of it in each iteration.
 //!
 //! The choice is made at run time, from the work per iteration: the most
-//! elements one of the body's launches covers, an extent the loop does not
-//! change. The host `if` launches the persistent kernel when it is at most
-//! [`MAX_WORK`] and keeps the per-iteration launches otherwise; the plan's
-//! log says so, loop by loop.
+//! elements one of the body's launches covers (an extent that changes with
+//! the loops is taken at their first and last values). The host `if`
+//! launches the persistent kernel when it is at most [`MAX_WORK`] and keeps
+//! the per-iteration launches otherwise; the plan's log says so, loop by
+//! loop.
 //!
-//! A loop stays as it is when its body does anything else: a reduction or
-//! a read-back (the host reads a value per iteration), a library call, an
-//! allocation, a guard, a `while`, an `if`, a `break`, rebound arrays; when
-//! a kernel of the body has a barrier, shared memory or a `return` of its
-//! own; when a name the body binds is read after the loop; when the work
-//! per iteration changes with the loop; or when the kernel it would make
-//! does not verify (a type the host and the kernels disagree on).
+//! Shape guards stay exact. One the loop does not change is checked before
+//! the launch, when the loops around it run at least once; one it changes
+//! is checked in the kernel where the host checked it: on failure the
+//! kernel records which guard failed and both extents and returns, and
+//! the host raises the guard's error after the launch.
+//!
+//! A loop stays as it is when its body does anything else: a read-back
+//! (the host needs a value per iteration), a library call, a `while`, an
+//! `if`, a `break`, rebound arrays, an allocation whose shape changes with
+//! the loop; when a kernel of the body has a `return`, or a barrier,
+//! shared memory or the thread's coordinates without being such a
+//! reduction (a reduction that combines per-block partials, a kernel of
+//! one block per result); when a name the body binds is read after the
+//! loop or bound outside it (a loop variable only must not be read after
+//! it); or when the kernel it would make does not verify (a type the host
+//! and the kernels disagree on).
 
 use std::collections::{HashMap, HashSet};
 
 use port_codegen::ir::{
     any_stmt, walk_body_exprs, walk_expr, BinOp, CmpOp, ElemRef, Expr, Kernel, Literal,
-    ParallelFor, Param, Stmt, Type,
+    ParallelFor, Param, SharedArray, Special, Stmt, Type,
 };
 
-use crate::launch::THREADS_PERSIST;
-use crate::plan::{HostStep, KernelPlan, LaunchShape, PlanKind, ShapeGuard};
+use crate::launch::{THREADS_PERSIST, THREADS_REDUCE};
+use crate::plan::{Fill, HostStep, KernelPlan, LaunchShape, PlanKind, ShapeGuard};
 
 pub const NAME: &str = "persist";
 
@@ -91,6 +104,7 @@ pub fn persist_plan(plan: &mut KernelPlan) -> Outcome {
         binds,
         orig: &orig,
         interface: &interface,
+        env_extra: HashMap::new(),
         out: &mut out,
     };
     cx.rewrite(&mut steps);
@@ -124,6 +138,9 @@ struct Cx<'a> {
     /// The plan's steps before this pass, and the names its caller sees.
     orig: &'a [HostStep],
     interface: &'a HashSet<String>,
+    /// Types of the arrays this pass adds (where kernels record a failed
+    /// guard).
+    env_extra: HashMap<String, Type>,
     out: &'a mut Outcome,
 }
 
@@ -211,7 +228,11 @@ impl Cx<'_> {
         if launches == 0 {
             return Err(NO_LAUNCH.into());
         }
-        let mut t = Translation::default();
+        let name = unique_name(self.plan, &format!("{}_loop_{var}", self.plan.function));
+        let mut t = Translation {
+            failed: format!("{name}_failed"),
+            ..Translation::default()
+        };
         let stmt = t.step(self.plan, step, 0)?;
         // Names the loop binds are its own: bound nowhere else (a value
         // carried in from before the loop is the host's) and read nowhere
@@ -232,6 +253,16 @@ impl Cx<'_> {
                 }
                 continue;
             }
+            if self.binds.get(n) != binds.get(n) {
+                return Err(format!("`{n}` is also bound outside the loop"));
+            }
+            if self.reads.get(n) != reads.get(n) {
+                return Err(format!("`{n}` is read after the loop"));
+            }
+        }
+        let mut arrays: Vec<&String> = t.bound_arrays.iter().collect();
+        arrays.sort();
+        for n in arrays {
             if self.binds.get(n) != binds.get(n) {
                 return Err(format!("`{n}` is also bound outside the loop"));
             }
@@ -278,17 +309,72 @@ impl Cx<'_> {
                 orelse: Vec::new(),
             });
         }
+        // The guards checked in the kernel: the array where a failure is
+        // recorded, zeroed before the launch, read after it.
+        let mut after = Vec::new();
+        if !t.kernel_guards.is_empty() {
+            let f = &t.failed;
+            self.env_extra.insert(
+                f.clone(),
+                Type::Array(port_codegen::ir::ArrayType {
+                    elem: port_codegen::ir::ScalarType::I64,
+                    ndim: 1,
+                    contiguous: true,
+                }),
+            );
+            t.allocs.push(HostStep::Alloc {
+                name: f.clone(),
+                elem: port_codegen::ir::ScalarType::I64,
+                shape: vec![Expr::Lit(Literal::I64(3))],
+                fill: Fill::Value(Expr::Lit(Literal::I64(0))),
+            });
+            let read = |name: String, i: i64| HostStep::ReadElement {
+                name,
+                ty: port_codegen::ir::ScalarType::I64,
+                array: f.clone(),
+                index: vec![Expr::Lit(Literal::I64(i))],
+            };
+            let (code, lhs, rhs) = (format!("{f}_guard"), format!("{f}_lhs"), format!("{f}_rhs"));
+            let mut which = vec![read(lhs.clone(), 1), read(rhs.clone(), 2)];
+            for (k, g) in t.kernel_guards.iter().enumerate() {
+                which.push(HostStep::If {
+                    cond: Expr::Cmp(
+                        CmpOp::Eq,
+                        Box::new(Expr::Var(code.clone())),
+                        Box::new(Expr::Lit(Literal::I64(k as i64 + 1))),
+                    ),
+                    then: vec![HostStep::Guard(ShapeGuard {
+                        lhs: Expr::Var(lhs.clone()),
+                        rhs: Expr::Var(rhs.clone()),
+                        ..g.clone()
+                    })],
+                    orelse: Vec::new(),
+                });
+            }
+            after.push(read(code.clone(), 0));
+            after.push(HostStep::If {
+                cond: Expr::Cmp(
+                    CmpOp::Ne,
+                    Box::new(Expr::Var(code)),
+                    Box::new(Expr::Lit(Literal::I64(0))),
+                ),
+                then: which,
+                orelse: Vec::new(),
+            });
+        }
         // The kernel's parameters: every name its body reads and does not
         // bind, arrays first, each with the type the host gives it.
         let body = vec![stmt];
         let mut free = Vec::new();
         free_names(&body, &mut HashSet::new(), &mut free);
+        free.retain(|n| !t.shared.iter().any(|s| &s.name == n));
         let mut params = Vec::new();
         for n in &free {
             let ty = t
                 .types
                 .get(n)
                 .or_else(|| self.env.get(n))
+                .or_else(|| self.env_extra.get(n))
                 .copied()
                 .ok_or_else(|| format!("no type is known for `{n}`"))?;
             params.push(Param {
@@ -297,12 +383,16 @@ impl Cx<'_> {
             });
         }
         params.sort_by_key(|p| matches!(p.ty, Type::Scalar(_)));
-        let name = unique_name(self.plan, &format!("{}_loop_{var}", self.plan.function));
         let max_work = max_work();
+        let threads = if t.reduce {
+            THREADS_REDUCE
+        } else {
+            THREADS_PERSIST
+        };
         let kernel = Kernel {
             name: name.clone(),
             params: params.clone(),
-            shared: Vec::new(),
+            shared: t.shared.clone(),
             body,
         };
         let mut trial = self.plan.module.clone();
@@ -311,7 +401,7 @@ impl Cx<'_> {
             .map_err(|e| format!("the kernel it makes does not verify ({e})"))?;
         self.plan.module.kernels.push(kernel);
         self.out.converted.push(format!(
-            "the loop over `{var}` runs in one kernel ({name}, one block of {THREADS_PERSIST} threads) when each of the {} kernels of its body covers at most {max_work} elements",
+            "the loop over `{var}` runs in one kernel ({name}, one block of {threads} threads) when each of the {} kernels of its body covers at most {max_work} elements",
             t.launches
         ));
         Ok(HostStep::If {
@@ -321,12 +411,14 @@ impl Cx<'_> {
                 Box::new(Expr::Lit(Literal::I64(max_work))),
             ),
             then: std::iter::once(HostStep::Comment(crate::plan::PERSIST_CHOICE.into()))
+                .chain(t.allocs.iter().cloned())
                 .chain(checks)
                 .chain([HostStep::Launch {
                     kernel: name,
                     args: params.into_iter().map(|p| p.name).collect(),
-                    shape: LaunchShape::Persistent,
+                    shape: LaunchShape::Persistent { threads },
                 }])
+                .chain(after)
                 .collect(),
             orelse: vec![step.clone()],
         })
@@ -359,6 +451,22 @@ struct Translation {
     /// Those conditions for the loops being translated, outermost first
     /// (`None` for a loop whose step is not a constant).
     trips: Vec<Option<Expr>>,
+    /// A reduction's kernel was inlined: the block is the size of its tree.
+    reduce: bool,
+    /// Arrays the body allocates.
+    bound_arrays: HashSet<String>,
+    /// The loops being translated, outermost first: (variable, start,
+    /// last value).
+    ranges: Vec<(String, Expr, Expr)>,
+    /// The guards checked in the kernel, in order (a failure records its
+    /// position from 1), and the array of three `i64` where it does.
+    kernel_guards: Vec<ShapeGuard>,
+    failed: String,
+    /// The shared arrays of the kernels inlined, renamed.
+    shared: Vec<SharedArray>,
+    /// Arrays the body allocates, allocated once before the kernel (the
+    /// kernel fills them anew in each iteration, as the host did).
+    allocs: Vec<HostStep>,
 }
 
 impl Translation {
@@ -383,6 +491,8 @@ impl Translation {
                     Expr::Cmp(op, Box::new(start.clone()), Box::new(stop.clone()))
                 });
                 let trips_before = self.trips.len();
+                let last = Expr::Binary(BinOp::Sub, Box::new(stop.clone()), Box::new(step.clone()));
+                self.ranges.push((var.clone(), start.clone(), last));
                 let mut out = Vec::new();
                 for b in body {
                     match b {
@@ -418,6 +528,104 @@ impl Translation {
                             self.trips.truncate(trips_before);
                             out.push(inner?);
                         }
+                        HostStep::Alloc {
+                            name,
+                            elem,
+                            shape,
+                            fill,
+                        } => {
+                            // Allocated once before the kernel; a fill is
+                            // a phase of the kernel in each iteration.
+                            if shape.iter().any(|d| mentions_any(d, &self.bound)) {
+                                return Err(format!("the shape of `{name}` changes with the loop"));
+                            }
+                            self.bound_arrays.insert(name.clone());
+                            self.allocs.push(HostStep::Alloc {
+                                name: name.clone(),
+                                elem: *elem,
+                                shape: shape.clone(),
+                                fill: Fill::Empty,
+                            });
+                            if let Fill::Value(v) = fill {
+                                if shape.is_empty() || shape.len() > 3 {
+                                    return Err(format!("`{name}` has {} dimensions", shape.len()));
+                                }
+                                self.inlined += 1;
+                                let vars: Vec<String> = (0..shape.len())
+                                    .map(|a| format!("fill{a}__p{}", self.inlined))
+                                    .collect();
+                                out.push(Stmt::ParallelFor(ParallelFor {
+                                    vars: vars.clone(),
+                                    extents: (0..shape.len())
+                                        .map(|a| Expr::Shape {
+                                            array: name.clone(),
+                                            axis: a as u8,
+                                        })
+                                        .collect(),
+                                    body: vec![Stmt::Store {
+                                        target: ElemRef {
+                                            array: name.clone(),
+                                            indices: vars.into_iter().map(Expr::Var).collect(),
+                                        },
+                                        value: v.clone(),
+                                    }],
+                                }));
+                                out.push(Stmt::Barrier);
+                            }
+                        }
+                        HostStep::Guard(g)
+                            if mentions_any(&g.lhs, &self.bound)
+                                || mentions_any(&g.rhs, &self.bound) =>
+                        {
+                            // A guard the loop changes is checked in the
+                            // kernel, where the host checked it: on failure
+                            // the kernel records which guard and both
+                            // extents and returns (every thread: the test
+                            // is the same for all), and the host raises
+                            // the guard's error after the launch.
+                            self.kernel_guards.push(g.clone());
+                            let code = self.kernel_guards.len() as i64;
+                            let at = |i: i64| ElemRef {
+                                array: self.failed.clone(),
+                                indices: vec![Expr::Lit(Literal::I64(i))],
+                            };
+                            out.push(Stmt::If {
+                                cond: Expr::Cmp(
+                                    CmpOp::Ne,
+                                    Box::new(g.lhs.clone()),
+                                    Box::new(g.rhs.clone()),
+                                ),
+                                then_body: vec![
+                                    Stmt::If {
+                                        cond: Expr::Cmp(
+                                            CmpOp::Eq,
+                                            Box::new(Expr::Special(
+                                                Special::ThreadIdx,
+                                                port_codegen::ir::Axis::X,
+                                            )),
+                                            Box::new(Expr::Lit(Literal::I32(0))),
+                                        ),
+                                        then_body: vec![
+                                            Stmt::Store {
+                                                target: at(0),
+                                                value: Expr::Lit(Literal::I64(code)),
+                                            },
+                                            Stmt::Store {
+                                                target: at(1),
+                                                value: g.lhs.clone(),
+                                            },
+                                            Stmt::Store {
+                                                target: at(2),
+                                                value: g.rhs.clone(),
+                                            },
+                                        ],
+                                        else_body: Vec::new(),
+                                    },
+                                    Stmt::Return(None),
+                                ],
+                                else_body: Vec::new(),
+                            });
+                        }
                         HostStep::Guard(g) => {
                             let trips: Option<Vec<Expr>> =
                                 self.trips.iter().cloned().chain([trip.clone()]).collect();
@@ -432,6 +640,7 @@ impl Translation {
                         other => return Err(format!("the body has {}", kind(other))),
                     }
                 }
+                self.ranges.pop();
                 Ok(Stmt::For {
                     var: var.clone(),
                     start: start.clone(),
@@ -453,30 +662,52 @@ impl Translation {
         args: &[String],
         shape: &LaunchShape,
     ) -> Result<Vec<Stmt>, String> {
+        let k = plan
+            .module
+            .kernel(kernel)
+            .ok_or_else(|| format!("no kernel `{kernel}`"))?;
+        let mut specials = HashSet::new();
+        walk_body_exprs(&k.body, &mut |e| {
+            walk_expr(e, &mut |x| {
+                if let Expr::Special(s, _) = x {
+                    specials.insert(*s);
+                }
+            })
+        });
+        if any_stmt(&k.body, &|s| matches!(s, Stmt::Return(_))) || k.params.len() != args.len() {
+            return Err(format!("`{kernel}` has a `return`"));
+        }
         let work = match shape {
             LaunchShape::Grid1 { n } => n.clone(),
             LaunchShape::Grid2 { rows, cols } => {
                 Expr::Binary(BinOp::Mul, Box::new(rows.clone()), Box::new(cols.clone()))
             }
-            _ => return Err(format!("`{kernel}` is a reduction or a block kernel")),
+            // A reduction whose blocks each add their tree's sum into the
+            // result with an atomic: over one block, its grid-stride loop
+            // covers every item and its tree is the block's. It needs the
+            // block its tree was sized for.
+            LaunchShape::Reduce { n }
+                if specials
+                    .iter()
+                    .all(|s| matches!(s, Special::ThreadIdx | Special::BlockDim)) =>
+            {
+                self.reduce = true;
+                n.clone()
+            }
+            _ => {
+                return Err(format!(
+                    "`{kernel}` is a reduction that combines its blocks' partial results, or a kernel of one block per result"
+                ))
+            }
         };
-        let k = plan
-            .module
-            .kernel(kernel)
-            .ok_or_else(|| format!("no kernel `{kernel}`"))?;
-        if !k.shared.is_empty()
-            || any_stmt(&k.body, &|s| matches!(s, Stmt::Barrier | Stmt::Return(_)))
+        if !matches!(shape, LaunchShape::Reduce { .. })
+            && (!k.shared.is_empty()
+                || !specials.is_empty()
+                || any_stmt(&k.body, &|s| matches!(s, Stmt::Barrier)))
         {
             return Err(format!(
-                "`{kernel}` has a barrier, shared memory or a return"
+                "`{kernel}` has a barrier, shared memory or the thread's coordinates"
             ));
-        }
-        let mut special = false;
-        walk_body_exprs(&k.body, &mut |e| {
-            walk_expr(e, &mut |x| special |= matches!(x, Expr::Special(..)))
-        });
-        if special || k.params.len() != args.len() {
-            return Err(format!("`{kernel}` reads the thread's coordinates"));
         }
         let mut map: HashMap<String, String> = HashMap::new();
         for (p, a) in k.params.iter().zip(args) {
@@ -495,12 +726,53 @@ impl Translation {
             let fresh = format!("{l}{suffix}");
             map.insert(l, fresh);
         }
+        for sh in &k.shared {
+            let fresh = format!("{}{suffix}", sh.name);
+            map.insert(sh.name.clone(), fresh.clone());
+            self.shared.push(SharedArray {
+                name: fresh,
+                ..sh.clone()
+            });
+        }
         self.launches += 1;
-        self.works.push(work);
+        self.works.push(widest(&work, &self.ranges));
         let mut out = rename_body(&k.body, &|n| map.get(n).cloned());
         out.push(Stmt::Barrier);
         Ok(out)
     }
+}
+
+/// The most elements a launch covers over the loops around it, when its
+/// extent `work` changes with them (a triangular loop's `A[i, :j]`): the
+/// largest of `work` at the first and last value of each loop variable,
+/// innermost first (a loop's bounds may read the variables outside it).
+/// Exact for extents monotone in each variable (sums, differences, `min`,
+/// `max` of them); for others an estimate, which only decides which
+/// schedule runs, never what it computes.
+fn widest(work: &Expr, ranges: &[(String, Expr, Expr)]) -> Expr {
+    let mut at = vec![work.clone()];
+    for (var, first, last) in ranges.iter().rev() {
+        if !at.iter().any(|w| crate::ir_util::mentions_var(w, var)) {
+            continue;
+        }
+        at = at
+            .iter()
+            .flat_map(|w| {
+                [first, last]
+                    .map(|v| crate::ir_util::subst(w, &HashMap::from([(var.clone(), v.clone())])))
+            })
+            .collect();
+    }
+    let mut distinct: Vec<Expr> = Vec::new();
+    for w in at {
+        if !distinct.contains(&w) {
+            distinct.push(w);
+        }
+    }
+    distinct
+        .into_iter()
+        .reduce(|a, b| Expr::Binary(BinOp::Max, Box::new(a), Box::new(b)))
+        .expect("one extent at least")
 }
 
 /// Whether `e` reads any of `names`.
