@@ -228,7 +228,10 @@ impl Cx<'_> {
         if launches == 0 {
             return Err(NO_LAUNCH.into());
         }
-        let name = unique_name(self.plan, &format!("{}_loop_{var}", self.plan.function));
+        // `{function}_loop_{var}`, of the function's own name (a method's
+        // qualified name has a dot, which no Python name can).
+        let own = self.plan.function.rsplit('.').next().unwrap_or_default();
+        let name = unique_name(self.plan, &format!("{own}_loop_{var}"));
         let mut t = Translation {
             failed: format!("{name}_failed"),
             ..Translation::default()
