@@ -59,6 +59,26 @@ fn launches(d: &serde_json::Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Runs `script` with the Numba oracle venv's Python in `dir`, its kernels
+/// on Numba's CUDA simulator; its standard output.
+fn under_numba(dir: &Path, script: &str) -> String {
+    let oracle = repo().join(".venv-oracle/bin/python");
+    assert!(
+        oracle.exists(),
+        "{} is missing: run make test",
+        oracle.display()
+    );
+    let o = Command::new(&oracle)
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -165,12 +185,6 @@ fn a_loop_the_host_must_see_between_iterations_stays_and_says_why() {
 /// itself takes the per-step kernels there) to the original's result.
 #[test]
 fn the_emitted_persistent_kernel_matches_the_original_under_numba() {
-    let oracle = repo().join(".venv-oracle/bin/python");
-    assert!(
-        oracle.exists(),
-        "{} is missing: run make test",
-        oracle.display()
-    );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::copy(
         fixture("migrate/programs.py"),
@@ -219,19 +233,8 @@ programs._port_original_jacobi_1d(ea, eb, int(d["tsteps"]))
 assert np.allclose(a, ea) and np.allclose(b, eb), (a - ea, b - eb)
 print("same, persistent launches:", programs.jacobi_1d_loop_t.n)
 "#;
-    let o = Command::new(&oracle)
-        .arg("-c")
-        .arg(script)
-        .current_dir(tmp.path())
-        .env("NUMBA_ENABLE_CUDASIM", "1")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    assert!(
-        stdout(&o).contains("same, persistent launches: 1"),
-        "{}",
-        stdout(&o)
-    );
+    let out = under_numba(tmp.path(), script);
+    assert!(out.contains("same, persistent launches: 1"), "{out}");
 }
 
 /// A loop variable reused by a second loop is each loop's own, and a shape
@@ -241,12 +244,6 @@ print("same, persistent launches:", programs.jacobi_1d_loop_t.n)
 /// ran no iteration.
 #[test]
 fn reused_loop_variables_and_invariant_guards_keep_the_originals_behaviour() {
-    let oracle = repo().join(".venv-oracle/bin/python");
-    assert!(
-        oracle.exists(),
-        "{} is missing: run make test",
-        oracle.display()
-    );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
         tmp.path().join("prog.py"),
@@ -321,26 +318,16 @@ def outcome(f, nt):
 for nt in (3, 0):
     print(nt, "wrapper", outcome(prog.mix, nt), "| original", outcome(prog._port_original_mix, nt))
 "#;
-    let o = Command::new(&oracle)
-        .arg("-c")
-        .arg(script)
-        .current_dir(tmp.path())
-        .env("NUMBA_ENABLE_CUDASIM", "1")
-        .output()
-        .unwrap();
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let out = under_numba(tmp.path(), script);
     assert!(
         out.contains(
             "3 wrapper raised ValueError (broadcast) | original raised ValueError (broadcast)"
         ),
-        "{out}\n{}",
-        stderr(&o)
+        "{out}"
     );
     assert!(
         out.contains("0 wrapper returned (9,) | original returned (9,)"),
-        "{out}\n{}",
-        stderr(&o)
+        "{out}"
     );
 }
 
@@ -351,12 +338,6 @@ for nt in (3, 0):
 /// long), the kept wrapper raises where the original raised.
 #[test]
 fn a_guard_the_loop_changes_is_checked_in_the_kernel() {
-    let oracle = repo().join(".venv-oracle/bin/python");
-    assert!(
-        oracle.exists(),
-        "{} is missing: run make test",
-        oracle.display()
-    );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
         tmp.path().join("tri.py"),
@@ -406,18 +387,9 @@ def outcome(f):
         return "raised %s%s" % (type(e).__name__, " (line 6)" if "line 6" in str(e) else "")
 print("wrapper", outcome(tri.trisolve), "| original", outcome(tri._port_original_trisolve))
 "#;
-    let o = Command::new(&oracle)
-        .arg("-c")
-        .arg(script)
-        .current_dir(tmp.path())
-        .env("NUMBA_ENABLE_CUDASIM", "1")
-        .output()
-        .unwrap();
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let out = under_numba(tmp.path(), script);
     assert!(
         out.contains("wrapper raised ValueError (line 6) | original raised ValueError"),
-        "{out}\n{}",
-        stderr(&o)
+        "{out}"
     );
 }

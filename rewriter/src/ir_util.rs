@@ -1,11 +1,13 @@
 //! Small tools over port's kernel IR: substitution of variables, literals of
 //! a type, casts that fold on literals, and NumPy's type promotion.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub use crate::dtypes::{join, promote};
 use port_codegen::ir::build::*;
-use port_codegen::ir::{BinOp, CmpOp, ElemRef, Expr, Literal, ScalarType, Stmt, UnaryOp};
+use port_codegen::ir::{
+    BinOp, CmpOp, ElemRef, Expr, Literal, ParallelFor, ScalarType, Stmt, UnaryOp,
+};
 
 /// Replaces variables by expressions, all at once.
 pub fn subst(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
@@ -300,6 +302,140 @@ pub fn compare(op: CmpOp, x: (Expr, ScalarType, bool), y: (Expr, ScalarType, boo
         t => t,
     };
     cmp(op, cast_to(x, tx, t), cast_to(y, ty, t))
+}
+
+/// Names `body` declares (`let`, loop variables).
+pub fn locals(body: &[Stmt]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in body {
+        match s {
+            Stmt::Let { name, .. } => out.push(name.clone()),
+            Stmt::For { var, body, .. } => {
+                out.push(var.clone());
+                out.extend(locals(body));
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                out.extend(locals(then_body));
+                out.extend(locals(else_body));
+            }
+            Stmt::While { body, .. } => out.extend(locals(body)),
+            Stmt::ParallelFor(p) => {
+                out.extend(p.vars.iter().cloned());
+                out.extend(locals(&p.body));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `base`, or `base_2`, `base_3`, … : a name not in `taken`.
+pub fn fresh(base: &str, taken: &HashSet<String>) -> String {
+    if !taken.contains(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|k| format!("{base}_{k}"))
+        .find(|n| !taken.contains(n))
+        .expect("a free name")
+}
+
+/// `body` with names (parameters, locals, loop variables, arrays) renamed,
+/// all at once.
+pub fn rename_body(body: &[Stmt], map: &HashMap<String, String>) -> Vec<Stmt> {
+    let name = |n: &String| map.get(n).cloned().unwrap_or_else(|| n.clone());
+    let ex = |e: &Expr| rename_expr(e, map);
+    body.iter()
+        .map(|s| match s {
+            Stmt::Let { name: n, ty, init } => Stmt::Let {
+                name: name(n),
+                ty: *ty,
+                init: ex(init),
+            },
+            Stmt::Assign { name: n, value } => Stmt::Assign {
+                name: name(n),
+                value: ex(value),
+            },
+            Stmt::Store { target, value } => Stmt::Store {
+                target: ElemRef {
+                    array: name(&target.array),
+                    indices: target.indices.iter().map(ex).collect(),
+                },
+                value: ex(value),
+            },
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => Stmt::If {
+                cond: ex(cond),
+                then_body: rename_body(then_body, map),
+                else_body: rename_body(else_body, map),
+            },
+            Stmt::While { cond, body } => Stmt::While {
+                cond: ex(cond),
+                body: rename_body(body, map),
+            },
+            Stmt::For {
+                var: v,
+                start,
+                stop,
+                step,
+                body,
+            } => Stmt::For {
+                var: name(v),
+                start: ex(start),
+                stop: ex(stop),
+                step: ex(step),
+                body: rename_body(body, map),
+            },
+            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
+                vars: p.vars.iter().map(name).collect(),
+                extents: p.extents.iter().map(ex).collect(),
+                body: rename_body(&p.body, map),
+            }),
+            Stmt::Return(e) => Stmt::Return(e.as_ref().map(ex)),
+            Stmt::Eval(e) => Stmt::Eval(ex(e)),
+            Stmt::Break | Stmt::Continue | Stmt::Barrier => s.clone(),
+        })
+        .collect()
+}
+
+/// `e` with variables and arrays renamed, all at once.
+pub fn rename_expr(e: &Expr, map: &HashMap<String, String>) -> Expr {
+    let name = |n: &String| map.get(n).cloned().unwrap_or_else(|| n.clone());
+    map_expr(e, &|x| match x {
+        Expr::Var(v) => Some(Expr::Var(name(v))),
+        Expr::Shape { array, axis } => Some(Expr::Shape {
+            array: name(array),
+            axis: *axis,
+        }),
+        Expr::Load(r) => Some(Expr::Load(ElemRef {
+            array: name(&r.array),
+            indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
+        })),
+        Expr::Atomic(op, r, v) => Some(Expr::Atomic(
+            *op,
+            ElemRef {
+                array: name(&r.array),
+                indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
+            },
+            Box::new(rename_expr(v, map)),
+        )),
+        Expr::AtomicCas(r, c, v) => Some(Expr::AtomicCas(
+            ElemRef {
+                array: name(&r.array),
+                indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
+            },
+            Box::new(rename_expr(c, map)),
+            Box::new(rename_expr(v, map)),
+        )),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use port_codegen::ir::{
     ScalarType, Stmt, Type,
 };
 
-use crate::ir_util::{and, map_expr, map_leaves, map_stmts};
+use crate::ir_util::{and, fresh, locals, map_expr, map_leaves, map_stmts, rename_body};
 use crate::plan::{Fill, HostStep, KernelPlan, LaunchShape, PlanKind};
 
 pub const NAME: &str = "fuse";
@@ -1028,138 +1028,6 @@ fn accesses(body: &[Stmt]) -> HashMap<String, (Vec<Vec<Expr>>, bool)> {
         }
     });
     out
-}
-
-/// Names `body` declares (`let`, loop variables).
-fn locals(body: &[Stmt]) -> Vec<String> {
-    let mut out = Vec::new();
-    for s in body {
-        match s {
-            Stmt::Let { name, .. } => out.push(name.clone()),
-            Stmt::For { var, body, .. } => {
-                out.push(var.clone());
-                out.extend(locals(body));
-            }
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                out.extend(locals(then_body));
-                out.extend(locals(else_body));
-            }
-            Stmt::While { body, .. } => out.extend(locals(body)),
-            Stmt::ParallelFor(p) => {
-                out.extend(p.vars.iter().cloned());
-                out.extend(locals(&p.body));
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// `base`, or `base_2`, `base_3`, … : a name not in `taken`.
-fn fresh(base: &str, taken: &HashSet<String>) -> String {
-    if !taken.contains(base) {
-        return base.to_string();
-    }
-    (2..)
-        .map(|k| format!("{base}_{k}"))
-        .find(|n| !taken.contains(n))
-        .expect("a free name")
-}
-
-/// `body` with names (parameters, locals, loop variables) renamed.
-fn rename_body(body: &[Stmt], map: &HashMap<String, String>) -> Vec<Stmt> {
-    let name = |n: &String| map.get(n).cloned().unwrap_or_else(|| n.clone());
-    let ex = |e: &Expr| rename_expr(e, map);
-    body.iter()
-        .map(|s| match s {
-            Stmt::Let { name: n, ty, init } => Stmt::Let {
-                name: name(n),
-                ty: *ty,
-                init: ex(init),
-            },
-            Stmt::Assign { name: n, value } => Stmt::Assign {
-                name: name(n),
-                value: ex(value),
-            },
-            Stmt::Store { target, value } => Stmt::Store {
-                target: ElemRef {
-                    array: name(&target.array),
-                    indices: target.indices.iter().map(ex).collect(),
-                },
-                value: ex(value),
-            },
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-            } => Stmt::If {
-                cond: ex(cond),
-                then_body: rename_body(then_body, map),
-                else_body: rename_body(else_body, map),
-            },
-            Stmt::While { cond, body } => Stmt::While {
-                cond: ex(cond),
-                body: rename_body(body, map),
-            },
-            Stmt::For {
-                var: v,
-                start,
-                stop,
-                step,
-                body,
-            } => Stmt::For {
-                var: name(v),
-                start: ex(start),
-                stop: ex(stop),
-                step: ex(step),
-                body: rename_body(body, map),
-            },
-            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
-                vars: p.vars.iter().map(name).collect(),
-                extents: p.extents.iter().map(ex).collect(),
-                body: rename_body(&p.body, map),
-            }),
-            Stmt::Return(e) => Stmt::Return(e.as_ref().map(ex)),
-            Stmt::Eval(e) => Stmt::Eval(ex(e)),
-            Stmt::Break | Stmt::Continue | Stmt::Barrier => s.clone(),
-        })
-        .collect()
-}
-
-fn rename_expr(e: &Expr, map: &HashMap<String, String>) -> Expr {
-    let name = |n: &String| map.get(n).cloned().unwrap_or_else(|| n.clone());
-    map_expr(e, &|x| match x {
-        Expr::Var(v) => Some(Expr::Var(name(v))),
-        Expr::Shape { array, axis } => Some(Expr::Shape {
-            array: name(array),
-            axis: *axis,
-        }),
-        Expr::Load(r) => Some(Expr::Load(ElemRef {
-            array: name(&r.array),
-            indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
-        })),
-        Expr::Atomic(op, r, v) => Some(Expr::Atomic(
-            *op,
-            ElemRef {
-                array: name(&r.array),
-                indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
-            },
-            Box::new(rename_expr(v, map)),
-        )),
-        Expr::AtomicCas(r, c, v) => Some(Expr::AtomicCas(
-            ElemRef {
-                array: name(&r.array),
-                indices: r.indices.iter().map(|i| rename_expr(i, map)).collect(),
-            },
-            Box::new(rename_expr(c, map)),
-            Box::new(rename_expr(v, map)),
-        )),
-        _ => None,
-    })
 }
 
 /// `x + c`, folding `c` into a constant `x` ends with (`(n - 2) + 1` is

@@ -47,6 +47,7 @@ use port_codegen::ir::{
     ParallelFor, Param, SharedArray, Special, Stmt, Type,
 };
 
+use crate::ir_util::{fresh, locals, rename_body};
 use crate::launch::{THREADS_PERSIST, THREADS_REDUCE};
 use crate::plan::{Fill, HostStep, KernelPlan, LaunchShape, PlanKind, ShapeGuard};
 
@@ -231,7 +232,8 @@ impl Cx<'_> {
         // `{function}_loop_{var}`, of the function's own name (a method's
         // qualified name has a dot, which no Python name can).
         let own = self.plan.function.rsplit('.').next().unwrap_or_default();
-        let name = unique_name(self.plan, &format!("{own}_loop_{var}"));
+        let kernels: HashSet<String> = self.plan.kernel_names().into_iter().collect();
+        let name = fresh(&format!("{own}_loop_{var}"), &kernels);
         let mut t = Translation {
             failed: format!("{name}_failed"),
             ..Translation::default()
@@ -244,7 +246,9 @@ impl Cx<'_> {
         count_names(std::slice::from_ref(step), &mut reads, &mut binds);
         let mut bound: Vec<&String> = t.bound.iter().collect();
         bound.sort();
-        for n in bound {
+        let mut arrays: Vec<&String> = t.bound_arrays.iter().collect();
+        arrays.sort();
+        for n in bound.into_iter().chain(arrays) {
             if t.loop_vars.contains(n) {
                 // A loop variable is bound anew by each iteration: only a
                 // read after the loop could see the loop's last value.
@@ -256,16 +260,6 @@ impl Cx<'_> {
                 }
                 continue;
             }
-            if self.binds.get(n) != binds.get(n) {
-                return Err(format!("`{n}` is also bound outside the loop"));
-            }
-            if self.reads.get(n) != reads.get(n) {
-                return Err(format!("`{n}` is read after the loop"));
-            }
-        }
-        let mut arrays: Vec<&String> = t.bound_arrays.iter().collect();
-        arrays.sort();
-        for n in arrays {
             if self.binds.get(n) != binds.get(n) {
                 return Err(format!("`{n}` is also bound outside the loop"));
             }
@@ -398,8 +392,12 @@ impl Cx<'_> {
             shared: t.shared.clone(),
             body,
         };
-        let mut trial = self.plan.module.clone();
-        trial.kernels.push(kernel.clone());
+        // Verified beside the device functions it may call, not the whole
+        // module again for every loop.
+        let trial = port_codegen::ir::Module {
+            device_functions: self.plan.module.device_functions.clone(),
+            kernels: vec![kernel.clone()],
+        };
         port_codegen::verify::verify_module(&trial)
             .map_err(|e| format!("the kernel it makes does not verify ({e})"))?;
         self.plan.module.kernels.push(kernel);
@@ -723,11 +721,8 @@ impl Translation {
         }
         self.inlined += 1;
         let suffix = format!("__p{}", self.inlined);
-        let mut locals = HashSet::new();
-        bound_names(&k.body, &mut locals);
-        for l in locals {
-            let fresh = format!("{l}{suffix}");
-            map.insert(l, fresh);
+        for l in locals(&k.body) {
+            map.insert(l.clone(), format!("{l}{suffix}"));
         }
         for sh in &k.shared {
             let fresh = format!("{}{suffix}", sh.name);
@@ -739,7 +734,7 @@ impl Translation {
         }
         self.launches += 1;
         self.works.push(widest(&work, &self.ranges));
-        let mut out = rename_body(&k.body, &|n| map.get(n).cloned());
+        let mut out = rename_body(&k.body, &map);
         out.push(Stmt::Barrier);
         Ok(out)
     }
@@ -805,46 +800,6 @@ fn kind(s: &HostStep) -> &'static str {
         HostStep::Rebind { .. } => "rebound arrays",
         HostStep::Guard(_) => "a shape guard",
         HostStep::Library(_) => "a library call",
-    }
-}
-
-fn unique_name(plan: &KernelPlan, base: &str) -> String {
-    let taken: HashSet<String> = plan.kernel_names().into_iter().collect();
-    if !taken.contains(base) {
-        return base.to_string();
-    }
-    (2..)
-        .map(|i| format!("{base}_{i}"))
-        .find(|n| !taken.contains(n))
-        .expect("a free name")
-}
-
-/// Names a statement list binds: `let`s, loop variables.
-fn bound_names(body: &[Stmt], out: &mut HashSet<String>) {
-    for s in body {
-        match s {
-            Stmt::Let { name, .. } => {
-                out.insert(name.clone());
-            }
-            Stmt::For { var, body, .. } => {
-                out.insert(var.clone());
-                bound_names(body, out);
-            }
-            Stmt::ParallelFor(p) => {
-                out.extend(p.vars.iter().cloned());
-                bound_names(&p.body, out);
-            }
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                bound_names(then_body, out);
-                bound_names(else_body, out);
-            }
-            Stmt::While { body, .. } => bound_names(body, out),
-            _ => {}
-        }
     }
 }
 
@@ -914,90 +869,6 @@ fn free_names(body: &[Stmt], bound: &mut HashSet<String>, out: &mut Vec<String>)
             Stmt::Return(None) | Stmt::Break | Stmt::Continue | Stmt::Barrier => {}
         }
     }
-}
-
-/// Renames every name of `body` that `f` maps — variables, arrays,
-/// locals, loop variables — at once.
-fn rename_body(body: &[Stmt], f: &dyn Fn(&str) -> Option<String>) -> Vec<Stmt> {
-    let name = |n: &String| f(n).unwrap_or_else(|| n.clone());
-    let elem = |r: &ElemRef| ElemRef {
-        array: name(&r.array),
-        indices: r.indices.iter().map(|i| rename_expr(i, f)).collect(),
-    };
-    let e = |x: &Expr| rename_expr(x, f);
-    body.iter()
-        .map(|s| match s {
-            Stmt::Let { name: n, ty, init } => Stmt::Let {
-                name: name(n),
-                ty: *ty,
-                init: e(init),
-            },
-            Stmt::Assign { name: n, value } => Stmt::Assign {
-                name: name(n),
-                value: e(value),
-            },
-            Stmt::Store { target, value } => Stmt::Store {
-                target: elem(target),
-                value: e(value),
-            },
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-            } => Stmt::If {
-                cond: e(cond),
-                then_body: rename_body(then_body, f),
-                else_body: rename_body(else_body, f),
-            },
-            Stmt::While { cond, body } => Stmt::While {
-                cond: e(cond),
-                body: rename_body(body, f),
-            },
-            Stmt::For {
-                var,
-                start,
-                stop,
-                step,
-                body,
-            } => Stmt::For {
-                var: name(var),
-                start: e(start),
-                stop: e(stop),
-                step: e(step),
-                body: rename_body(body, f),
-            },
-            Stmt::ParallelFor(p) => Stmt::ParallelFor(ParallelFor {
-                vars: p.vars.iter().map(name).collect(),
-                extents: p.extents.iter().map(e).collect(),
-                body: rename_body(&p.body, f),
-            }),
-            Stmt::Return(x) => Stmt::Return(x.as_ref().map(e)),
-            Stmt::Eval(x) => Stmt::Eval(e(x)),
-            Stmt::Break | Stmt::Continue | Stmt::Barrier => s.clone(),
-        })
-        .collect()
-}
-
-fn rename_expr(e: &Expr, f: &dyn Fn(&str) -> Option<String>) -> Expr {
-    let elem = |r: &ElemRef| ElemRef {
-        array: f(&r.array).unwrap_or_else(|| r.array.clone()),
-        indices: r.indices.iter().map(|i| rename_expr(i, f)).collect(),
-    };
-    port_codegen::ir::map_expr(e, &|x| match x {
-        Expr::Var(n) => f(n).map(Expr::Var),
-        Expr::Shape { array, axis } => f(array).map(|a| Expr::Shape {
-            array: a,
-            axis: *axis,
-        }),
-        Expr::Load(r) => Some(Expr::Load(elem(r))),
-        Expr::Atomic(op, r, v) => Some(Expr::Atomic(*op, elem(r), Box::new(rename_expr(v, f)))),
-        Expr::AtomicCas(r, a, b) => Some(Expr::AtomicCas(
-            elem(r),
-            Box::new(rename_expr(a, f)),
-            Box::new(rename_expr(b, f)),
-        )),
-        _ => None,
-    })
 }
 
 /// The type of every host name the plan knows one for: its parameters (as
