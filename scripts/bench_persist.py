@@ -37,6 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gpu_sweep import fmt_time
+from harness import print_table
+
 REPO = Path(__file__).resolve().parent.parent
 
 # (function, inputs at a width the pass takes, what it is)
@@ -82,15 +85,6 @@ def run(port, python, backend, fixture, function, npz, persist, timeout, scale):
     }
 
 
-def fmt(s):
-    if s is None:
-        return "—"
-    for unit, k in (("s", 1), ("ms", 1e3), ("µs", 1e6)):
-        if s * k >= 1:
-            return "%.3g %s" % (s * k, unit)
-    return "%.3g ns" % (s * 1e9)
-
-
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", required=True)
@@ -132,18 +126,16 @@ def main(argv):
             results.append({"function": function, "what": what, "persistent": p, "per_iteration": q,
                             "kernel_ratio": ratio("kernel_s"), "end_to_end_ratio": ratio("end_to_end_s")})
             rows.append([function, str(p.get("status") or p.get("error")), str(p.get("launches", "—")),
-                         str(q.get("launches", "—")), fmt(p.get("kernel_s")), fmt(q.get("kernel_s")),
-                         fmt(p.get("end_to_end_s")), fmt(q.get("end_to_end_s")),
+                         str(q.get("launches", "—")), fmt_time(p.get("kernel_s")), fmt_time(q.get("kernel_s")),
+                         fmt_time(p.get("end_to_end_s")), fmt_time(q.get("end_to_end_s")),
                          "%.3gx" % ratio("end_to_end_s") if ratio("end_to_end_s") else "n/a",
-                         fmt(p.get("original_s"))])
+                         fmt_time(p.get("original_s"))])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     head = ["function", "status", "launches persistent", "launches per-iteration", "kernels persistent",
             "kernels per-iteration", "e2e persistent", "e2e per-iteration", "per-iteration/persistent (e2e)",
             "original"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    for r in [head, ["-" * w for w in widths]] + rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(head, rows)
     if args.backend == "simulator":
         print("(simulator: the times are not measurements; this only shows the harness runs)")
     print("kernels: the sum of port's kernel event times (a persistent kernel is one launch); e2e: the whole call")
