@@ -69,6 +69,13 @@ pub const BLOCK_CHOICE: &str = "one block per result element over a long reduced
 /// simulator, whose threads make barriers in long loops slow.
 pub const PERSIST_CHOICE: &str = "the whole loop in one block: each iteration is small";
 
+/// Whether `then`, the first branch of a host `if`, is opened by `choice`
+/// ([`BLOCK_CHOICE`], [`PERSIST_CHOICE`]): the `if` then chooses between
+/// two schedules of the same work.
+pub fn opens_choice(then: &[HostStep], choice: &str) -> bool {
+    matches!(then.first(), Some(HostStep::Comment(c)) if c.contains(choice))
+}
+
 /// One step of the host wrapper, in order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum HostStep {

@@ -243,7 +243,9 @@ fn host_depth(plan: &KernelPlan, steps: &[HostStep], scaling: &mut HashSet<Strin
             }
             // A persistent kernel runs the loops of the other branch: those
             // say which of them scale.
-            HostStep::If { then, orelse, .. } if matches!(then.first(), Some(HostStep::Comment(c)) if c == port_rewriter::plan::PERSIST_CHOICE) => {
+            HostStep::If { then, orelse, .. }
+                if port_rewriter::plan::opens_choice(then, port_rewriter::plan::PERSIST_CHOICE) =>
+            {
                 host_depth(plan, orelse, scaling)
             }
             HostStep::If { then, orelse, .. } => {

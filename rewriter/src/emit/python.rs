@@ -1208,9 +1208,8 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
             HostStep::If { cond, then, orelse } => {
                 // The choice of a block per result element: not under
                 // Numba's simulator, where it is the slow one.
-                let blocks = matches!(then.first(),
-                    Some(HostStep::Comment(c)) if c.contains(crate::plan::BLOCK_CHOICE)
-                        || c.contains(crate::plan::PERSIST_CHOICE));
+                let blocks = crate::plan::opens_choice(then, crate::plan::BLOCK_CHOICE)
+                    || crate::plan::opens_choice(then, crate::plan::PERSIST_CHOICE);
                 if blocks {
                     let _ = writeln!(out, "{ind}if not _port_simulated() and {}:", h.expr(cond));
                 } else {
