@@ -1101,6 +1101,75 @@ fn the_kept_module_is_right_on_aliased_calls_and_without_a_gpu() {
     assert!(stderr(&o).contains("CudaSupportError"), "{}", stderr(&o));
 }
 
+/// Called with arrays shorter than the loops that index them, the kept
+/// module does what the original does (it raises IndexError, or reads
+/// `x[-1]`), never what a kernel past an array's end would: the wrapper
+/// checks each index range the kernels' arithmetic bounds before launching
+/// them, and runs the original where one does not fit. Calls that fit run
+/// the kernels (on Numba's CUDA simulator here), with no warning.
+#[test]
+fn the_kept_module_checks_every_index_range_before_its_kernels() {
+    let oracle = oracle_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let f = copy_fixture(tmp.path(), "migrate/kept_bounds.py");
+    // The second runs the file the first wrote, which imports Numba.
+    let python = oracle.to_string_lossy().to_string();
+    for function in ["diag_scale", "lagged"] {
+        let o = port_in(
+            tmp.path(),
+            &[
+                "migrate",
+                "--function",
+                function,
+                &f,
+                "--python",
+                &python,
+                "--write",
+            ],
+        );
+        assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    }
+    let patched = std::fs::read_to_string(tmp.path().join(&f)).unwrap();
+    assert!(patched.contains("if L.shape[0] > b.shape[0]:"), "{patched}");
+    let run = |file: &str, sim: bool| {
+        let mut c = Command::new(&oracle);
+        c.arg(file)
+            .current_dir(tmp.path())
+            .env_remove("PORT_DEVICE");
+        if sim {
+            c.env("NUMBA_ENABLE_CUDASIM", "1");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        (stdout(&o), stderr(&o))
+    };
+    let (original, _) = run("kept_bounds.py.port-bak", false);
+    assert!(original.contains("short b IndexError"), "{original}");
+    let (kernels, err) = run("kept_bounds.py", true);
+    assert_eq!(kernels, original, "{err}");
+    // Each call that does not fit runs the original, saying which index.
+    for (label, index) in [
+        ("short b", "an index of `b` along axis 0"),
+        ("short y", "an index of `y` along axis 0"),
+        ("tall L", "an index of `L` along axis 1"),
+        ("lagged long out", "an index of `x` along axis 0"),
+        ("lagged empty x", "an index of `x` along axis 0"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("{label}: ")) && l.contains(index)),
+            "{label}: {err}"
+        );
+    }
+    // The calls that fit ran the kernels.
+    for label in ["fits", "wide L", "lagged"] {
+        assert!(
+            !err.lines().any(|l| l.starts_with(&format!("{label}: "))),
+            "{label}: {err}"
+        );
+    }
+}
+
 /// With no capture, no --signature and no --inputs, the program's own calls
 /// give the types: `saxpy(2.0, x, y, out)` after `initialize` made float32
 /// arrays. The analysis plans with the same types and says where they came

@@ -19,7 +19,8 @@
 //!    the table's types (the named rewrites of [`crate::rewrites`] are the
 //!    lowering's rules); names the table left out are observed, and lowered
 //!    again while one widens;
-//! 6. **finish** ([`finish::finish`]): guards placed, kernels fused
+//! 6. **finish** ([`finish::finish`]): index ranges checked before their
+//!    launches ([`crate::schedule::bounds`]), guards placed, kernels fused
 //!    ([`crate::schedule::fuse`]), dead scalars dropped, fp32.
 //!
 //! Printing the plan as Python and the patch ([`crate::emit`]) comes after,

@@ -267,12 +267,54 @@ pub struct ShapeGuard {
     /// original function would accept other shapes, so the emitted
     /// wrapper falls back to it instead of raising.
     pub specialised: bool,
+    /// How `lhs` and `rhs` must compare: equal (the default: extents the
+    /// kernels take to be equal), or `lhs <= rhs` (an index range inside
+    /// an array's extent, [`crate::schedule::bounds`]).
+    #[serde(default, skip_serializing_if = "Relation::is_eq")]
+    pub relation: Relation,
+}
+
+/// What a [`ShapeGuard`] requires of its two sides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    #[default]
+    Eq,
+    /// `lhs <= rhs`.
+    Le,
+}
+
+impl Relation {
+    pub fn is_eq(&self) -> bool {
+        *self == Relation::Eq
+    }
+
+    /// Whether `lhs` and `rhs` stand in this relation.
+    pub fn holds(self, lhs: i64, rhs: i64) -> bool {
+        match self {
+            Relation::Eq => lhs == rhs,
+            Relation::Le => lhs <= rhs,
+        }
+    }
+
+    /// The comparison that is true when the guard fails.
+    pub fn failing(self) -> ir::CmpOp {
+        match self {
+            Relation::Eq => ir::CmpOp::Ne,
+            Relation::Le => ir::CmpOp::Gt,
+        }
+    }
 }
 
 impl ShapeGuard {
     /// The message when it fails, with the values found.
     pub fn failure(&self, lhs: i64, rhs: i64) -> String {
-        if self.specialised {
+        if self.relation == Relation::Le {
+            format!(
+                "line {}: {}: `{}` is {lhs} but `{}` is {rhs}",
+                self.line, self.what, self.lhs_text, self.rhs_text
+            )
+        } else if self.specialised {
             format!(
                 "line {}: {}; here `{}` is {lhs}: migrate again on inputs of this shape",
                 self.line, self.what, self.lhs_text

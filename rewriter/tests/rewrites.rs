@@ -103,8 +103,15 @@ fn a_nest_of_two_becomes_a_2d_grid() {
         "the k loop stays in the thread"
     );
     assert!(m.python.contains("start_x, start_y = cuda.grid(2)"));
+    // The launch, after the checks that `c`'s extents cover the grid.
+    let launch = m
+        .plan
+        .steps
+        .iter()
+        .find(|s| !matches!(s, HostStep::Guard(_)))
+        .expect("a launch");
     assert!(matches!(
-        m.plan.steps[0],
+        launch,
         HostStep::Launch {
             shape: port_rewriter::LaunchShape::Grid2 { .. },
             ..
@@ -636,7 +643,8 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
     let mut guards = Vec::new();
     HostStep::walk(&m.plan.steps, &mut |s| {
         if let HostStep::Guard(g) = s {
-            guards.push(format!("`{} == {}`", g.lhs_text, g.rhs_text));
+            let op = if g.relation.is_eq() { "==" } else { "<=" };
+            guards.push(format!("`{} {op} {}`", g.lhs_text, g.rhs_text));
         }
     });
     let note = &m
@@ -660,8 +668,28 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
         "{note}"
     );
 
-    // Nothing taken to be equal: the record says so, not applied.
+    // Nothing taken to be equal; the one check is that `out` is as long
+    // as the loop that writes it (`x`'s extent, which bounds `x[i]` itself).
     let src = "def scale(x, out):\n    for i in range(x.shape[0]):\n        out[i] = 2.0 * x[i]\n";
+    let Outcome::Migrated(m) = migrate_src(src, "scale", "float64[:], float64[:]") else {
+        panic!("scale refused")
+    };
+    let rec = m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "shapes")
+        .unwrap();
+    assert_eq!(
+        rec.note, "`x.shape[0] <= out.shape[0]` checked before the kernels of line 2",
+        "{rec:?}"
+    );
+    assert!(
+        matches!(&m.plan.steps[0], HostStep::Guard(g) if g.relation == port_rewriter::plan::Relation::Le)
+    );
+
+    // With `out` as long as `x`, nothing is checked: the record says so.
+    let src = "def scale(x, out):\n    for i in range(min(x.shape[0], out.shape[0])):\n        out[i] = 2.0 * x[i]\n";
     let Outcome::Migrated(m) = migrate_src(src, "scale", "float64[:], float64[:]") else {
         panic!("scale refused")
     };
@@ -810,4 +838,74 @@ def counts(a, b):\n    return a @ b\n";
     let m = plan("counts", "int64[:,:], int64[:,:]");
     assert!(calls(&m).is_empty());
     assert!(!m.plan.module.kernels.is_empty());
+}
+
+/// The index checks (`lhs <= rhs`) a plan makes before its kernels, as
+/// the log and the wrapper write them, and its notes.
+fn index_checks(src: &str, function: &str, sig: &str) -> (Vec<String>, String) {
+    let Outcome::Migrated(m) = migrate_src(src, function, sig) else {
+        panic!("{function} refused")
+    };
+    check(&m);
+    let checks = guards(&m.plan.steps)
+        .into_iter()
+        .filter(|g| g.relation == port_rewriter::plan::Relation::Le)
+        .map(|g| format!("{} <= {}", g.lhs_text, g.rhs_text))
+        .collect();
+    let note = m
+        .plan
+        .rewrites
+        .iter()
+        .find(|r| r.rewrite == "shapes")
+        .map(|r| r.note.clone())
+        .unwrap_or_default();
+    (checks, note)
+}
+
+/// Each index a kernel takes into an argument is checked against the
+/// argument's extent at entry, as tightly as the kernel's own arithmetic
+/// allows: an `if` narrows the index it guards, Python's `x[i - 1]` may go
+/// down to `-len(x)`, a window `x[i:i + k]` ties its index to `k`, and what
+/// always holds is not checked. An index that moves with a host loop is
+/// logged as taken on trust.
+#[test]
+fn index_ranges_are_checked_at_entry_as_tightly_as_the_arithmetic_allows() {
+    let (checks, _) = index_checks(
+        "def f(x, y):\n    n = x.shape[0]\n    for i in range(n):\n        if i > 0 and i < n - 1:\n            y[i] = x[i - 1] + x[i + 1]\n",
+        "f",
+        "float64[:], float64[:]",
+    );
+    assert_eq!(checks, ["x.shape[0] - 1 <= y.shape[0]"]);
+
+    let (checks, _) = index_checks(
+        "def f(x, y):\n    for i in range(y.shape[0]):\n        y[i] = x[i - 1]\n",
+        "f",
+        "float64[:], float64[:]",
+    );
+    assert_eq!(
+        checks,
+        ["y.shape[0] - 1 <= x.shape[0]", "1 <= x.shape[0]"],
+        "{checks:?}"
+    );
+
+    // The window never passes `k` elements: nothing to check on `taps`.
+    let (checks, _) = index_checks(
+        "import numpy as np\n\ndef f(signal, taps):\n    k = taps.shape[0]\n    out = np.empty(signal.shape[0] - k + 1)\n    for i in range(out.shape[0]):\n        out[i] = np.sum(signal[i:i + k] * taps)\n    return out\n",
+        "f",
+        "float64[:], float64[:]",
+    );
+    assert!(
+        checks.iter().all(|c| !c.ends_with("taps.shape[0]")),
+        "{checks:?}"
+    );
+
+    let (checks, note) = index_checks(
+        "def f(a, b):\n    for k in range(a.shape[0]):\n        for j in range(a.shape[1]):\n            a[k, j] = a[k, j] + b[k]\n        b[k + 1] = a[k, 0]\n",
+        "f",
+        "float64[:, :], float64[:]",
+    );
+    assert!(
+        note.contains("taken on trust: no bound in the arguments' extents"),
+        "{checks:?} {note}"
+    );
 }

@@ -1127,7 +1127,7 @@ fn exec_steps<D: Device>(
             HostStep::Comment(_) => {}
             HostStep::Guard(g) => {
                 let (l, r) = (st.eval(dev, &g.lhs)?.i(), st.eval(dev, &g.rhs)?.i());
-                if l != r {
+                if !g.relation.holds(l, r) {
                     return Err(VerifyError::Shape(g.failure(l, r)));
                 }
             }

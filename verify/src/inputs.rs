@@ -371,7 +371,7 @@ fn fits_guards(plan: &KernelPlan, shapes: &Shapes, ints: &Ints) -> bool {
             _ => None,
         })
         .all(|g| match (eval(&g.lhs), eval(&g.rhs)) {
-            (Some(a), Some(b)) => a == b,
+            (Some(a), Some(b)) => g.relation.holds(a, b),
             _ => true,
         })
 }

@@ -218,13 +218,14 @@ pub const HELPERS: &[Helper] = &[
     },
     Helper {
         name: "_port_shape_error",
-        source: r#"def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None):
+        source: r#"def _port_shape_error(what, lhs, lhs_value, rhs=None, rhs_value=None, error=ValueError):
     """Arrays of shapes the kernels were not built for: NumPy's own error
-    (operands that do not broadcast), or an extent of 1 the kernels were
-    specialised to (`rhs` None). Raised before any kernel reads them."""
+    (operands that do not broadcast; an index past an extent, `error`
+    IndexError), or an extent of 1 the kernels were specialised to (`rhs`
+    None). Raised before any kernel reads them."""
     if rhs is None:
-        raise ValueError(f"{what}; here `{lhs}` is {lhs_value}: migrate again on inputs of this shape")
-    raise ValueError(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
+        raise error(f"{what}; here `{lhs}` is {lhs_value}: migrate again on inputs of this shape")
+    raise error(f"{what}: `{lhs}` is {lhs_value} but `{rhs}` is {rhs_value}")
 "#,
     },
     // Filled allocations: the array is made and filled on the device, so

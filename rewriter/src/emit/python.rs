@@ -1234,7 +1234,11 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 let (l, r) = (h.expr(&g.lhs), h.expr(&g.rhs));
                 let what = py_str(&format!("line {}: {}", g.line, g.what));
                 let lhs = py_str(&g.lhs_text);
-                let _ = writeln!(out, "{ind}if {l} != {r}:");
+                let fails = match g.relation {
+                    crate::plan::Relation::Eq => "!=",
+                    crate::plan::Relation::Le => ">",
+                };
+                let _ = writeln!(out, "{ind}if {l} {fails} {r}:");
                 if let Some(f) = &h.fallback {
                     // At entry nothing is copied yet: the original runs, with
                     // one warning that says why, and so does exactly what
@@ -1248,7 +1252,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         .rsplit('.')
                         .next()
                         .unwrap_or(&h.plan.function);
-                    let why = if g.specialised {
+                    let why = if !g.relation.is_eq() {
+                        format!("{}; here `{}` exceeds `{}`", g.what, g.lhs_text, g.rhs_text)
+                    } else if g.specialised {
                         format!("{}; here `{}` differs", g.what, g.lhs_text)
                     } else {
                         format!(
@@ -1264,9 +1270,14 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 } else if g.specialised {
                     let _ = writeln!(out, "{ind}    _port_shape_error({what}, {lhs}, {l})");
                 } else {
+                    let error = if g.relation.is_eq() {
+                        ""
+                    } else {
+                        ", IndexError"
+                    };
                     let _ = writeln!(
                         out,
-                        "{ind}    _port_shape_error({what}, {lhs}, {l}, {}, {r})",
+                        "{ind}    _port_shape_error({what}, {lhs}, {l}, {}, {r}{error})",
                         py_str(&g.rhs_text)
                     );
                 }

@@ -903,6 +903,7 @@ impl Lowerer<'_> {
                 lhs_text: format!("({text} == 1)"),
                 rhs_text: "False".into(),
                 specialised: true,
+                relation: crate::plan::Relation::Eq,
             }));
         }
         let mut out = av.reindexed(shape, &idx);

@@ -797,6 +797,7 @@ impl<'a> Lowerer<'a> {
                 line: f.line,
                 what: f.what,
                 specialised: false,
+                relation: crate::plan::Relation::Eq,
             };
             self.steps.push(HostStep::Guard(guard));
         }

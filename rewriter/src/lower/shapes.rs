@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use port_codegen::ir::build::*;
-use port_codegen::ir::{Expr, Literal};
+use port_codegen::ir::{BinOp, Expr, Literal};
 
 use crate::error::{refuse, Lower};
 use crate::lower::context::{HostBind, Local, Lowerer, Region, RegionKind};
@@ -256,6 +256,7 @@ pub fn specialisation_guards(unit_dims: &[(String, u8)], line: u32) -> Vec<HostS
                     "the kernels were built for inputs whose `{p}` has extent 1 along axis {k} (it broadcasts)"
                 ),
                 specialised: true,
+                relation: crate::plan::Relation::Eq,
             })
         })
         .collect()
@@ -263,7 +264,7 @@ pub fn specialisation_guards(unit_dims: &[(String, u8)], line: u32) -> Vec<HostS
 
 /// Names every step list of the plan binds (host scalars, allocations,
 /// read-backs, loop variables, rebound names).
-fn bound_names(steps: &[HostStep]) -> HashSet<String> {
+pub(crate) fn bound_names(steps: &[HostStep]) -> HashSet<String> {
     let mut out = HashSet::new();
     HostStep::walk(steps, &mut |s| {
         out.extend(s.binds().into_iter().map(str::to_string));
@@ -272,7 +273,7 @@ fn bound_names(steps: &[HostStep]) -> HashSet<String> {
 }
 
 /// The names a guard reads.
-fn guard_names(g: &ShapeGuard) -> HashSet<String> {
+pub(crate) fn guard_names(g: &ShapeGuard) -> HashSet<String> {
     let mut out = HashSet::new();
     for e in [&g.lhs, &g.rhs] {
         port_codegen::ir::walk_expr(e, &mut |x| match x {
@@ -385,11 +386,15 @@ pub fn place_guards(plan: &mut KernelPlan) {
         *steps = kept;
     }
     fn same(a: &ShapeGuard, b: &ShapeGuard) -> bool {
-        (a.lhs == b.lhs && a.rhs == b.rhs) || (a.lhs == b.rhs && a.rhs == b.lhs)
+        a.relation == b.relation
+            && ((a.lhs == b.lhs && a.rhs == b.rhs)
+                || (a.relation.is_eq() && a.lhs == b.rhs && a.rhs == b.lhs))
     }
     take(&mut plan.steps, &mut entry, &entry_only);
     // What the entry guards establish holds everywhere after them.
     let classes = equal_extents(&entry);
+    // An index range inside an extent the equalities make the same.
+    entry.retain(|g| g.relation.is_eq() || !holds(g, &allocs, &classes));
     let mut keep = |steps: &mut Vec<HostStep>| {
         steps.retain(|s| match s {
             HostStep::Guard(g) => !holds(g, &allocs, &classes),
@@ -412,8 +417,9 @@ fn log_checks(plan: &mut KernelPlan, recorded: usize) {
     HostStep::walk(&plan.steps, &mut |s| {
         if let HostStep::Guard(g) = s {
             if !g.specialised {
+                let op = if g.relation.is_eq() { "==" } else { "<=" };
                 let note = format!(
-                    "`{} == {}` checked before the kernels of line {}",
+                    "`{} {op} {}` checked before the kernels of line {}",
                     g.lhs_text, g.rhs_text, g.line
                 );
                 if !checked.contains(&note) {
@@ -449,6 +455,18 @@ fn log_checks(plan: &mut KernelPlan, recorded: usize) {
 /// with a shape that reads only names that never change (arguments, host
 /// scalars bound once outside loops, other such arrays), or a name bound
 /// once to such an array.
+/// The host scalars bound once, outside any loop, to a value of the
+/// arguments' extents and integers (and of other such scalars).
+pub(crate) fn fixed_scalars(plan: &KernelPlan) -> BTreeMap<String, Expr> {
+    fixed_allocations(plan).scalars
+}
+
+/// The arrays the wrapper allocates once, outside any loop, with extents
+/// of the arguments' (each its extents).
+pub(crate) fn fixed_arrays(plan: &KernelPlan) -> BTreeMap<String, Vec<Expr>> {
+    fixed_allocations(plan).arrays
+}
+
 fn fixed_allocations(plan: &KernelPlan) -> Fixed {
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     let mut allocs: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
@@ -554,6 +572,62 @@ struct Fixed {
     scalars: BTreeMap<String, Expr>,
 }
 
+/// Whether `a <= b` whatever the arguments: by arithmetic (a constant
+/// apart), through `min` and `max` (`min(n, m) <= n`), and from extents
+/// never being negative.
+pub(crate) fn le_holds(a: &Expr, b: &Expr) -> bool {
+    if constant_difference(a, b).is_some_and(|d| d <= 0) {
+        return true;
+    }
+    // An offset moves into a `min` or `max`: `min(p, q) + c`.
+    let spread = |e: &Expr| -> Option<(BinOp, Expr, Expr)> {
+        match e {
+            Expr::Binary(op @ (BinOp::Min | BinOp::Max), p, q) => {
+                Some((*op, (**p).clone(), (**q).clone()))
+            }
+            Expr::Binary(op @ (BinOp::Add | BinOp::Sub), x, c) => {
+                let c = lit_value(c)?;
+                let c = if *op == BinOp::Add { c } else { -c };
+                let Expr::Binary(m @ (BinOp::Min | BinOp::Max), p, q) = x.as_ref() else {
+                    return None;
+                };
+                Some((
+                    *m,
+                    array_expr::tidy(&offset_by((**p).clone(), c)),
+                    array_expr::tidy(&offset_by((**q).clone(), c)),
+                ))
+            }
+            _ => None,
+        }
+    };
+    if let Some((op, p, q)) = spread(a) {
+        return match op {
+            BinOp::Min => le_holds(&p, b) || le_holds(&q, b),
+            _ => le_holds(&p, b) && le_holds(&q, b),
+        };
+    }
+    if let Some((op, p, q)) = spread(b) {
+        return match op {
+            BinOp::Max => le_holds(a, &p) || le_holds(a, &q),
+            _ => le_holds(a, &p) && le_holds(a, &q),
+        };
+    }
+    // Extents are never negative.
+    lit_value(a).is_some_and(|v| v <= 0) && matches!(b, Expr::Shape { .. })
+}
+
+fn lit_value(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(Literal::I64(v)) => Some(*v),
+        Expr::Lit(Literal::I32(v)) => Some(i64::from(*v)),
+        _ => None,
+    }
+}
+
+fn offset_by(e: Expr, c: i64) -> Expr {
+    Expr::Binary(BinOp::Add, Box::new(e), Box::new(i64(c)))
+}
+
 /// Extents the guards `known` make equal: each extent they compare (a
 /// shape, a variable) mapped to one representative of its class, a
 /// literal when the class has one.
@@ -565,7 +639,10 @@ fn equal_extents(known: &[ShapeGuard]) -> BTreeMap<String, Expr> {
             Expr::Shape { .. } | Expr::Var(_) | Expr::Lit(Literal::I64(_))
         )
     };
-    for g in known.iter().filter(|g| atom(&g.lhs) && atom(&g.rhs)) {
+    for g in known
+        .iter()
+        .filter(|g| g.relation.is_eq() && atom(&g.lhs) && atom(&g.rhs))
+    {
         let find = |classes: &Vec<Vec<Expr>>, e: &Expr| classes.iter().position(|c| c.contains(e));
         match (find(&classes, &g.lhs), find(&classes, &g.rhs)) {
             (Some(a), Some(b)) if a != b => {
@@ -618,7 +695,11 @@ fn holds(g: &ShapeGuard, fixed: &Fixed, classes: &BTreeMap<String, Expr>) -> boo
         });
         array_expr::tidy(&e)
     };
-    constant_difference(&expand(&g.lhs), &expand(&g.rhs)) == Some(0)
+    let (l, r) = (expand(&g.lhs), expand(&g.rhs));
+    match g.relation {
+        crate::plan::Relation::Eq => constant_difference(&l, &r) == Some(0),
+        crate::plan::Relation::Le => le_holds(&l, &r),
+    }
 }
 
 /// The axes of extent 1 in the inputs' shapes that the plan may take as a

@@ -564,6 +564,32 @@ fn canonical(e: &Expr) -> String {
     s
 }
 
+/// `e` as its linear form, rebuilt: like terms collected and cancelled
+/// (`i + k - i` is `k`), the constant last; other operations are atoms.
+pub fn collect_linear(e: &Expr) -> Expr {
+    let (k, terms) = linear(e);
+    let mut out: Option<Expr> = None;
+    for (_, (c, atom)) in terms {
+        let term = if c == 1 || c == -1 {
+            atom
+        } else {
+            Expr::Binary(BinOp::Mul, Box::new(i64(c.abs())), Box::new(atom))
+        };
+        out = Some(match out {
+            None if c < 0 => Expr::Binary(BinOp::Sub, Box::new(i64(0)), Box::new(term)),
+            None => term,
+            Some(acc) if c < 0 => Expr::Binary(BinOp::Sub, Box::new(acc), Box::new(term)),
+            Some(acc) => Expr::Binary(BinOp::Add, Box::new(acc), Box::new(term)),
+        });
+    }
+    match out {
+        None => i64(k),
+        Some(e) if k == 0 => e,
+        Some(e) if k < 0 => Expr::Binary(BinOp::Sub, Box::new(e), Box::new(i64(-k))),
+        Some(e) => Expr::Binary(BinOp::Add, Box::new(e), Box::new(i64(k))),
+    }
+}
+
 /// `lhs - rhs` as linear forms, as they are: `Some(c)` when it is the
 /// constant `c`.
 fn linear_difference(lhs: &Expr, rhs: &Expr) -> Option<i64> {

@@ -1,5 +1,6 @@
-//! The plan's last passes: the shape guards placed where the wrapper checks
-//! them, [`crate::schedule::fuse`] (which statements share a kernel), the
+//! The plan's last passes: the index ranges of the kernels checked
+//! ([`crate::schedule::bounds`]), the shape guards placed where the wrapper
+//! checks them, [`crate::schedule::fuse`] (which statements share a kernel), the
 //! scalars no step reads dropped, the pairs of arguments a captured call
 //! passed as one array, and float64 lowered to float32 when asked.
 
@@ -24,6 +25,24 @@ pub fn finish(
         let mut steps = lower::shapes::specialisation_guards(&plan.unit_dims, line);
         steps.append(&mut plan.steps);
         plan.steps = steps;
+        // Index ranges checked before their launches, then placed (and
+        // dropped where they hold by arithmetic) with the other guards.
+        let bounded = schedule::bounds::bound_plan(&mut plan);
+        if !bounded.on_trust.is_empty() {
+            if let Some(r) = plan
+                .rewrites
+                .iter_mut()
+                .find(|r| r.rewrite == lower::shapes::NAME)
+            {
+                let mut notes: Vec<String> = Vec::new();
+                if r.applied && !r.note.is_empty() {
+                    notes.push(std::mem::take(&mut r.note));
+                }
+                notes.extend(bounded.on_trust);
+                r.applied = true;
+                r.note = notes.join("; ");
+            }
+        }
         lower::shapes::place_guards(&mut plan);
         let fused = schedule::fuse::fuse_plan(&mut plan);
         if !fused.is_empty() {

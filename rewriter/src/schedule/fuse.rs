@@ -127,8 +127,8 @@ pub fn fuse_plan(plan: &mut KernelPlan) -> Vec<String> {
         .steps
         .iter()
         .map_while(|s| match s {
-            HostStep::Guard(g) => Some((g.lhs.clone(), g.rhs.clone())),
-            HostStep::Comment(_) => Some((i64(0), i64(0))),
+            HostStep::Guard(g) if g.relation.is_eq() => Some((g.lhs.clone(), g.rhs.clone())),
+            HostStep::Guard(_) | HostStep::Comment(_) => Some((i64(0), i64(0))),
             _ => None,
         })
         .collect();
@@ -873,6 +873,9 @@ impl Fuser<'_> {
         let entry = self.equal.len();
         for s in held {
             if let HostStep::Guard(q) = s {
+                if !q.relation.is_eq() {
+                    continue;
+                }
                 let pair = (self.canon(&q.lhs, 0), self.canon(&q.rhs, 0));
                 self.equal.push(pair);
             }

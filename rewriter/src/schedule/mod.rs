@@ -16,6 +16,7 @@
 //! asks through the context's entry points (`crate::lower::context::Recurse`).
 
 pub mod app_inline;
+pub mod bounds;
 pub mod fuse;
 pub mod host;
 pub mod host_names;

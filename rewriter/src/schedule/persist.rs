@@ -592,7 +592,7 @@ impl Translation {
                             };
                             out.push(Stmt::If {
                                 cond: Expr::Cmp(
-                                    CmpOp::Ne,
+                                    g.relation.failing(),
                                     Box::new(g.lhs.clone()),
                                     Box::new(g.rhs.clone()),
                                 ),

@@ -368,7 +368,18 @@ fn facts(plan: &KernelPlan, steps: &[HostStep], env: &mut Env, f: &mut Facts) {
             HostStep::Guard(g) => {
                 clipped(plan, env, &g.lhs, &mut f.at_least);
                 clipped(plan, env, &g.rhs, &mut f.at_least);
-                equal(plan, env, &g.lhs, &g.rhs, f);
+                match g.relation {
+                    port_rewriter::plan::Relation::Eq => equal(plan, env, &g.lhs, &g.rhs, f),
+                    // An index range inside an extent: the extent at least
+                    // as large, where both sides are linear.
+                    port_rewriter::plan::Relation::Le => {
+                        if let (Some(a), Some(b)) =
+                            (resolve(plan, env, &g.lhs), resolve(plan, env, &g.rhs))
+                        {
+                            f.at_least.push((b, a));
+                        }
+                    }
+                }
             }
             HostStep::Loop {
                 var, start, body, ..
