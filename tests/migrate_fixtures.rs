@@ -2623,6 +2623,13 @@ mod fuzz_found {
             "int32[:], int32[:]",
             "a=np.array([-3, 5, -1, 7], dtype=np.int32), out=np.zeros(4, dtype=np.int32)",
         );
+        // A `min` around the `max` passes its winner on.
+        let j = refused("nested_winner_keeps_its_type", "float64[:], float64[:]");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`acc`, returned here, is a Python int or a NumPy float64"),
+            "{msg}"
+        );
     }
 
     #[test]

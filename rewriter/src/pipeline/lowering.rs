@@ -287,10 +287,32 @@ fn returned_choice(
     if l.python_choices.is_empty() {
         return None;
     }
-    let choice = |e: &Expr| match e {
-        Expr::Call(c) => l.python_choices.get(&c.range.start().to_u32()).copied(),
-        _ => None,
-    };
+    // The call itself, or one whose winner a built-in `min`/`max` (or a
+    // choice `a if c else b`) around it passes on unchanged: `min(acc,
+    // max(h(b), v))` is the Python int `h(b)` gives when it wins both (fuzz
+    // seed 630055).
+    fn choice(
+        e: &Expr,
+        src: &source::SourceFile,
+        l: &lower::context::Lowerer,
+    ) -> Option<(u32, (ScalarType, ScalarType, bool))> {
+        match e {
+            Expr::Call(c) => l
+                .python_choices
+                .get(&c.range.start().to_u32())
+                .copied()
+                .or_else(|| {
+                    let name = src.resolve(&c.func)?;
+                    if !matches!(name.as_str(), "min" | "max") {
+                        return None;
+                    }
+                    c.args.iter().find_map(|a| choice(a, src, l))
+                }),
+            Expr::IfExp(i) => choice(&i.body, src, l).or_else(|| choice(&i.orelse, src, l)),
+            _ => None,
+        }
+    }
+    let choice = |e: &Expr| choice(e, src, l);
     let refuse = |what: String, at: u32, (weak, other, numpy), ret: &Stmt| {
         let python = |t: ScalarType| format!("a Python {}", crate::dtypes::python_type(t));
         let (other, cast) = if numpy {

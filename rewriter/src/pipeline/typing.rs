@@ -722,15 +722,43 @@ impl Walk<'_> {
                 return self.allocation(&name, c);
             }
         }
+        // A reduction along axes (`np.sum(x, axis=1, keepdims=True)`,
+        // `x.max(axis=0)`): an array of the axes left, or a number.
+        if let Some(v) = self.axis_reduction(c) {
+            return v;
+        }
         if !c.keywords.is_empty() {
             return None;
         }
-        // Methods of arrays: the whole reductions.
+        // Methods of arrays: the whole reductions, and what keeps or sets
+        // the element type.
         if let ast::Expr::Attribute(a) = c.func.as_ref() {
             if !self.frame.src.names_a_module(&a.value) {
-                let Ty::Arr(t, _) = self.expr(&a.value)? else {
+                let Ty::Arr(t, n) = self.expr(&a.value)? else {
                     return None;
                 };
+                match (a.attr.as_str(), c.args.as_slice()) {
+                    ("copy" | "conj" | "conjugate", []) => return Some(Ty::Arr(t, n)),
+                    ("transpose", []) => return Some(Ty::Arr(t, n)),
+                    ("ravel" | "flatten", []) => return Some(Ty::Arr(t, 1)),
+                    ("astype", [d]) => return Some(Ty::Arr(self.dtype(d)?, n)),
+                    ("reshape", args) if !args.is_empty() => {
+                        let rank = match args {
+                            [ast::Expr::Tuple(tt)] => tt.elts.len(),
+                            [ast::Expr::List(l)] => l.elts.len(),
+                            [one] => match self.expr(one)? {
+                                Ty::Num(_) => 1,
+                                Ty::Tuple(items) => items.len(),
+                                Ty::Arr(..) => return None,
+                            },
+                            more => more.len(),
+                        };
+                        return (1..=port_codegen::ir::MAX_DIMS as usize)
+                            .contains(&rank)
+                            .then_some(Ty::Arr(t, rank));
+                    }
+                    _ => {}
+                }
                 let op = reduce_name(&format!("numpy.{}", a.attr))?;
                 return c
                     .args
@@ -752,6 +780,19 @@ impl Walk<'_> {
         let mut args = Vec::new();
         for a in &c.args {
             args.push(self.expr(a)?);
+        }
+        match (name.as_str(), args.as_slice()) {
+            ("numpy.dot" | "numpy.matmul", [x, y]) => {
+                return binop(ast::Operator::MatMult, x, y, None)
+            }
+            ("numpy.flip" | "numpy.copy" | "numpy.ascontiguousarray", [a @ Ty::Arr(..)]) => {
+                return Some(a.clone())
+            }
+            ("numpy.shape", [Ty::Arr(_, n)]) => {
+                return Some(Ty::Tuple(vec![Ty::Num(vec![(ScalarType::I64, false)]); *n]))
+            }
+            ("numpy.ndim", [Ty::Arr(..)]) => return Some(Ty::Num(vec![(ScalarType::I64, true)])),
+            _ => {}
         }
         if name == "len" {
             return match args.as_slice() {
@@ -810,6 +851,76 @@ impl Walk<'_> {
 }
 
 impl Walk<'_> {
+    /// A reduction given `axis=` (and `keepdims=`) by keyword: `None` when
+    /// `c` is not one, `Some(None)` when it is but cannot be typed.
+    fn axis_reduction(&self, c: &ast::ExprCall) -> Option<Option<Ty>> {
+        if c.keywords.is_empty() {
+            return None;
+        }
+        let (op, operand) = match c.func.as_ref() {
+            ast::Expr::Attribute(a) if !self.frame.src.names_a_module(&a.value) => {
+                if !c.args.is_empty() {
+                    return Some(None);
+                }
+                (reduce_name(&format!("numpy.{}", a.attr))?, a.value.as_ref())
+            }
+            f => {
+                let name = self.frame.src.resolve(f)?;
+                let op = reduce_name(&name).filter(|_| name.starts_with("numpy."))?;
+                let [x] = c.args.as_slice() else {
+                    return Some(None);
+                };
+                (op, x)
+            }
+        };
+        Some((|| {
+            let Ty::Arr(t, n) = self.expr(operand)? else {
+                return None;
+            };
+            let mut axes: Option<usize> = None;
+            let mut keep = false;
+            for k in &c.keywords {
+                match k.arg.as_ref().map(|a| a.as_str())? {
+                    "axis" => {
+                        axes = Some(match &k.value {
+                            ast::Expr::Tuple(tt) => {
+                                for e in &tt.elts {
+                                    let Some(Const::Int(_)) = self.frame.src.eval_const(e) else {
+                                        return None;
+                                    };
+                                }
+                                tt.elts.len()
+                            }
+                            e => match self.frame.src.eval_const(e)? {
+                                Const::Int(_) => 1,
+                                _ => return None,
+                            },
+                        })
+                    }
+                    "keepdims" => match &k.value {
+                        ast::Expr::Constant(k) => match k.value {
+                            ast::Constant::Bool(b) => keep = b,
+                            _ => return None,
+                        },
+                        _ => return None,
+                    },
+                    _ => return None,
+                }
+            }
+            let t = acc_type(op, t);
+            let left = match (axes, keep) {
+                (_, true) => n,
+                (None, false) => 0,
+                (Some(k), false) => n.checked_sub(k)?,
+            };
+            Some(if left == 0 {
+                Ty::Num(vec![(t, false)])
+            } else {
+                Ty::Arr(t, left)
+            })
+        })())
+    }
+
     /// `np.zeros(shape, dtype)` and its kin, as the wrapper allocates them
     /// ([`crate::lower::hoist_alloc`]).
     fn allocation(&self, name: &str, c: &ast::ExprCall) -> Option<Ty> {
@@ -943,7 +1054,20 @@ impl Walk<'_> {
 fn binop(op: ast::Operator, x: &Ty, y: &Ty, right: Option<&ast::Expr>) -> Option<Ty> {
     use ast::Operator as O;
     if op == O::MatMult {
-        return None;
+        // NumPy's rule: the operands' promoted type; a vector on either
+        // side drops its axis of the product.
+        let (Ty::Arr(s, m), Ty::Arr(t, n)) = (x, y) else {
+            return None;
+        };
+        let e = dtypes::binop(O::Mult, (*s, false), (*t, false))
+            .ok()?
+            .result;
+        return match (m, n) {
+            (1, 1) => Some(Ty::Num(vec![(e, false)])),
+            (2, 1) | (1, 2) => Some(Ty::Arr(e, 1)),
+            (2, 2) => Some(Ty::Arr(e, 2)),
+            _ => None,
+        };
     }
     let small_exponent = right.is_some_and(|r| {
         matches!(r, ast::Expr::Constant(c) if matches!(&c.value,
@@ -1078,6 +1202,23 @@ mod tests {
 
     fn ty(t: &Table, k: &str) -> Option<ScalarType> {
         t.types.get(k).copied()
+    }
+
+    #[test]
+    fn reductions_along_axes_copies_and_products_type_what_reads_them() {
+        // Each scalar here reads an array made by a rule: a copy, a
+        // reduction along an axis (kept or dropped), a matrix product, a
+        // dot of two vectors.
+        let src = "import numpy as np\n\ndef f(a, v, w):\n    b = a.copy()\n    m = np.max(b, axis=1, keepdims=True)\n    s = a.sum(axis=0)\n    p = a @ v\n    e = np.max(np.abs(b - m))\n    t = s[0] + p[0]\n    d = np.dot(v, w.astype(np.float32))\n    return e + t + d\n";
+        let t = table_of(src, "float32[:, :], float32[:], int16[:]");
+        assert_eq!(ty(&t, "e"), Some(ScalarType::F32));
+        assert_eq!(ty(&t, "t"), Some(ScalarType::F32));
+        assert_eq!(ty(&t, "d"), Some(ScalarType::F32));
+        assert!(t.complete(), "{t:?}");
+        // An integer array's mean along an axis is float64.
+        let src = "import numpy as np\n\ndef f(a):\n    r = np.mean(a, axis=0)\n    x = r[0]\n    return x\n";
+        let t = table_of(src, "int32[:, :]");
+        assert_eq!(ty(&t, "x"), Some(ScalarType::F64));
     }
 
     #[test]
