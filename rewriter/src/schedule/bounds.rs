@@ -1002,6 +1002,11 @@ fn normalise(e: &Expr) -> Expr {
     match e {
         Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
             let (a, b) = (normalise(a), normalise(b));
+            // Each distribution doubles a term: past a size, the sum stays
+            // as it is (its bound is then looser, never wrong).
+            if size(&a) + size(&b) > 256 {
+                return bin(*op, a, b);
+            }
             if let Some((m, p, q)) = minmax(&a) {
                 return bin(
                     m,
@@ -1070,6 +1075,13 @@ fn normalise(e: &Expr) -> Expr {
         }
         _ => e.clone(),
     }
+}
+
+/// The number of nodes of `e`.
+fn size(e: &Expr) -> usize {
+    let mut n = 0;
+    port_codegen::ir::walk_expr(e, &mut |_| n += 1);
+    n
 }
 
 /// How `e` moves with the variable `v`: 1 up, -1 down, 0 not at all;
@@ -1190,4 +1202,59 @@ fn python_index<'e>(i: &'e Expr, array: &str, axis: usize) -> Option<&'e Expr> {
     let is_extent = |s: &Expr| matches!(s, Expr::Shape { array: a, axis: k } if a == array && *k as usize == axis);
     let is_extent = is_extent(s) || matches!(s.as_ref(), Expr::Cast(_, s) if is_extent(s));
     (x.as_ref() == e.as_ref() && is_extent).then_some(e.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(n: &str) -> Expr {
+        Expr::Var(n.to_string())
+    }
+
+    fn shape(a: &str) -> Expr {
+        Expr::Shape {
+            array: a.to_string(),
+            axis: 0,
+        }
+    }
+
+    #[test]
+    fn a_window_cancels_its_start() {
+        // min(i + k, n) - i is min(k, n - i): k no longer moves with i.
+        let e = bin(
+            BinOp::Sub,
+            bin(BinOp::Min, bin(BinOp::Add, v("i"), v("k")), shape("x")),
+            v("i"),
+        );
+        let n = normalise(&e);
+        assert_eq!(polarity(&n, "i"), Some(-1), "{n:?}");
+        assert_eq!(polarity(&e, "i"), None);
+    }
+
+    #[test]
+    fn sums_of_many_clamps_stay_small() {
+        // Each `min` in a sum doubles the distributed form: past a size
+        // the sum is left as it is.
+        let mut e = lit(0);
+        for k in 0..40 {
+            e = bin(
+                BinOp::Add,
+                e,
+                bin(BinOp::Min, v(&format!("a{k}")), shape("x")),
+            );
+        }
+        let n = normalise(&e);
+        assert!(size(&n) < 4096, "{}", size(&n));
+    }
+
+    #[test]
+    fn what_always_holds_is_not_checked() {
+        use crate::lower::shapes::le_holds;
+        let n = shape("x");
+        assert!(le_holds(&bin(BinOp::Min, v("m"), n.clone()), &n));
+        assert!(le_holds(&add(n.clone(), -1), &n));
+        assert!(!le_holds(&v("m"), &n));
+        assert!(le_holds(&lit(0), &n));
+    }
 }
