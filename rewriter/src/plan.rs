@@ -289,6 +289,14 @@ impl Relation {
         *self == Relation::Eq
     }
 
+    /// The comparison as Python writes it (`==`, `<=`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Relation::Eq => "==",
+            Relation::Le => "<=",
+        }
+    }
+
     /// Whether `lhs` and `rhs` stand in this relation.
     pub fn holds(self, lhs: i64, rhs: i64) -> bool {
         match self {
@@ -438,23 +446,24 @@ impl HostStep {
     pub fn walk_mut(steps: &mut [HostStep], f: &mut dyn FnMut(&mut HostStep)) {
         for s in steps {
             f(s);
-            match s {
-                HostStep::Loop { body, .. } => HostStep::walk_mut(body, f),
-                HostStep::While { test, body, .. } => {
-                    HostStep::walk_mut(test, f);
-                    HostStep::walk_mut(body, f);
-                }
-                HostStep::If { then, orelse, .. } => {
-                    HostStep::walk_mut(then, f);
-                    HostStep::walk_mut(orelse, f);
-                }
-                _ => {}
+            for b in s.bodies_mut() {
+                HostStep::walk_mut(b, f);
             }
         }
     }
 
     /// The step lists nested in this one.
     pub fn bodies(&self) -> Vec<&[HostStep]> {
+        match self {
+            HostStep::Loop { body, .. } => vec![body],
+            HostStep::While { test, body, .. } => vec![test, body],
+            HostStep::If { then, orelse, .. } => vec![then, orelse],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The step lists nested in this one, to change them.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Vec<HostStep>> {
         match self {
             HostStep::Loop { body, .. } => vec![body],
             HostStep::While { test, body, .. } => vec![test, body],
@@ -586,17 +595,8 @@ impl KernelPlan {
             steps.retain(|s| !matches!(s, HostStep::Scalar { name, .. } if !used.contains(name)));
             let mut changed = steps.len() != before;
             for s in steps.iter_mut() {
-                match s {
-                    HostStep::Loop { body, .. } => changed |= drop(body, used),
-                    HostStep::While { test, body, .. } => {
-                        changed |= drop(test, used);
-                        changed |= drop(body, used);
-                    }
-                    HostStep::If { then, orelse, .. } => {
-                        changed |= drop(then, used);
-                        changed |= drop(orelse, used);
-                    }
-                    _ => {}
+                for b in s.bodies_mut() {
+                    changed |= drop(b, used);
                 }
             }
             changed

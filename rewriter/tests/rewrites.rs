@@ -367,12 +367,7 @@ fn every_rewrite_reports_itself() {
     );
     assert_eq!(m.plan.rewrites.len(), port_rewriter::rewrites::ALL.len());
     assert!(m.plan.rewrites.len() >= 17, "{:?}", m.plan.rewrites);
-    let fp32 = m
-        .plan
-        .rewrites
-        .iter()
-        .find(|r| r.rewrite == "fp32")
-        .unwrap();
+    let fp32 = record(&m.plan, "fp32");
     assert!(!fp32.applied && fp32.note.starts_with("not applicable: "));
 }
 
@@ -399,6 +394,17 @@ fn the_patch_replaces_only_the_function_and_adds_imports() {
     let untouched = original.split("def stencil_2d").nth(1).unwrap();
     assert!(m.new_source.contains(untouched));
     assert!(m.new_source.contains("def _port_blocks(n, threads):"));
+}
+
+/// The plan's log record of the rewrite `name`.
+fn record<'a>(
+    plan: &'a port_rewriter::plan::KernelPlan,
+    name: &str,
+) -> &'a port_rewriter::plan::RewriteRecord {
+    plan.rewrites
+        .iter()
+        .find(|r| r.rewrite == name)
+        .unwrap_or_else(|| panic!("no {name} record"))
 }
 
 fn guards(steps: &[HostStep]) -> Vec<&port_rewriter::plan::ShapeGuard> {
@@ -643,17 +649,15 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
     let mut guards = Vec::new();
     HostStep::walk(&m.plan.steps, &mut |s| {
         if let HostStep::Guard(g) = s {
-            let op = if g.relation.is_eq() { "==" } else { "<=" };
-            guards.push(format!("`{} {op} {}`", g.lhs_text, g.rhs_text));
+            guards.push(format!(
+                "`{} {} {}`",
+                g.lhs_text,
+                g.relation.symbol(),
+                g.rhs_text
+            ));
         }
     });
-    let note = &m
-        .plan
-        .rewrites
-        .iter()
-        .find(|r| r.rewrite == "shapes")
-        .expect("a shapes record")
-        .note;
+    let note = &record(&m.plan, "shapes").note;
     assert_eq!(
         note.matches(" checked before ").count(),
         guards.len(),
@@ -674,12 +678,7 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
     let Outcome::Migrated(m) = migrate_src(src, "scale", "float64[:], float64[:]") else {
         panic!("scale refused")
     };
-    let rec = m
-        .plan
-        .rewrites
-        .iter()
-        .find(|r| r.rewrite == "shapes")
-        .unwrap();
+    let rec = record(&m.plan, "shapes");
     assert_eq!(
         rec.note, "`x.shape[0] <= out.shape[0]` checked before the kernels of line 2",
         "{rec:?}"
@@ -693,12 +692,7 @@ fn the_log_lists_only_the_shape_checks_the_wrapper_makes() {
     let Outcome::Migrated(m) = migrate_src(src, "scale", "float64[:], float64[:]") else {
         panic!("scale refused")
     };
-    let rec = m
-        .plan
-        .rewrites
-        .iter()
-        .find(|r| r.rewrite == "shapes")
-        .unwrap();
+    let rec = record(&m.plan, "shapes");
     assert!(!rec.applied, "{rec:?}");
     assert!(rec.note.starts_with("not applicable"), "{rec:?}");
 }
@@ -852,14 +846,7 @@ fn index_checks(src: &str, function: &str, sig: &str) -> (Vec<String>, String) {
         .filter(|g| g.relation == port_rewriter::plan::Relation::Le)
         .map(|g| format!("{} <= {}", g.lhs_text, g.rhs_text))
         .collect();
-    let note = m
-        .plan
-        .rewrites
-        .iter()
-        .find(|r| r.rewrite == "shapes")
-        .map(|r| r.note.clone())
-        .unwrap_or_default();
-    (checks, note)
+    (checks, record(&m.plan, "shapes").note.clone())
 }
 
 /// Each index a kernel takes into an argument is checked against the

@@ -463,25 +463,9 @@ impl<B> State<B> {
                     return Ok(HVal::B((x.c() == y.c()) == (*op == CmpOp::Eq)));
                 }
                 if x.narrow() == Some(ScalarType::U64) || y.narrow() == Some(ScalarType::U64) {
-                    let (x, y) = (x.i() as u64, y.i() as u64);
-                    return Ok(HVal::B(match op {
-                        CmpOp::Eq => x == y,
-                        CmpOp::Ne => x != y,
-                        CmpOp::Lt => x < y,
-                        CmpOp::Le => x <= y,
-                        CmpOp::Gt => x > y,
-                        CmpOp::Ge => x >= y,
-                    }));
+                    return Ok(HVal::B(op.holds(x.i() as u64, y.i() as u64)));
                 }
-                let (x, y) = (x.f(), y.f());
-                HVal::B(match op {
-                    CmpOp::Eq => x == y,
-                    CmpOp::Ne => x != y,
-                    CmpOp::Lt => x < y,
-                    CmpOp::Le => x <= y,
-                    CmpOp::Gt => x > y,
-                    CmpOp::Ge => x >= y,
-                })
+                HVal::B(op.holds(x.f(), y.f()))
             }
             Expr::Select(c, a, b) => {
                 if self.eval(dev, c)?.b() {

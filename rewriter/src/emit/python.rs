@@ -1234,10 +1234,7 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 let (l, r) = (h.expr(&g.lhs), h.expr(&g.rhs));
                 let what = py_str(&format!("line {}: {}", g.line, g.what));
                 let lhs = py_str(&g.lhs_text);
-                let fails = match g.relation {
-                    crate::plan::Relation::Eq => "!=",
-                    crate::plan::Relation::Le => ">",
-                };
+                let fails = g.relation.failing().symbol();
                 let _ = writeln!(out, "{ind}if {l} {fails} {r}:");
                 if let Some(f) = &h.fallback {
                     // At entry nothing is copied yet: the original runs, with

@@ -311,17 +311,8 @@ pub fn place_guards(plan: &mut KernelPlan) {
     fn each_list(steps: &mut Vec<HostStep>, f: &mut dyn FnMut(&mut Vec<HostStep>)) {
         f(steps);
         for s in steps.iter_mut() {
-            match s {
-                HostStep::Loop { body, .. } => each_list(body, f),
-                HostStep::While { test, body, .. } => {
-                    each_list(test, f);
-                    each_list(body, f);
-                }
-                HostStep::If { then, orelse, .. } => {
-                    each_list(then, f);
-                    each_list(orelse, f);
-                }
-                _ => {}
+            for b in s.bodies_mut() {
+                each_list(b, f);
             }
         }
     }
@@ -370,16 +361,11 @@ pub fn place_guards(plan: &mut KernelPlan) {
                         continue;
                     }
                 }
-                HostStep::Loop { body, .. } => take(body, entry, movable),
-                HostStep::While { test, body, .. } => {
-                    take(test, entry, movable);
-                    take(body, entry, movable);
+                other => {
+                    for b in other.bodies_mut() {
+                        take(b, entry, movable);
+                    }
                 }
-                HostStep::If { then, orelse, .. } => {
-                    take(then, entry, movable);
-                    take(orelse, entry, movable);
-                }
-                _ => {}
             }
             kept.push(s);
         }
@@ -417,10 +403,12 @@ fn log_checks(plan: &mut KernelPlan, recorded: usize) {
     HostStep::walk(&plan.steps, &mut |s| {
         if let HostStep::Guard(g) = s {
             if !g.specialised {
-                let op = if g.relation.is_eq() { "==" } else { "<=" };
                 let note = format!(
-                    "`{} {op} {}` checked before the kernels of line {}",
-                    g.lhs_text, g.rhs_text, g.line
+                    "`{} {} {}` checked before the kernels of line {}",
+                    g.lhs_text,
+                    g.relation.symbol(),
+                    g.rhs_text,
+                    g.line
                 );
                 if !checked.contains(&note) {
                     checked.push(note);
@@ -455,19 +443,7 @@ fn log_checks(plan: &mut KernelPlan, recorded: usize) {
 /// with a shape that reads only names that never change (arguments, host
 /// scalars bound once outside loops, other such arrays), or a name bound
 /// once to such an array.
-/// The host scalars bound once, outside any loop, to a value of the
-/// arguments' extents and integers (and of other such scalars).
-pub(crate) fn fixed_scalars(plan: &KernelPlan) -> BTreeMap<String, Expr> {
-    fixed_allocations(plan).scalars
-}
-
-/// The arrays the wrapper allocates once, outside any loop, with extents
-/// of the arguments' (each its extents).
-pub(crate) fn fixed_arrays(plan: &KernelPlan) -> BTreeMap<String, Vec<Expr>> {
-    fixed_allocations(plan).arrays
-}
-
-fn fixed_allocations(plan: &KernelPlan) -> Fixed {
+pub(crate) fn fixed_allocations(plan: &KernelPlan) -> Fixed {
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     let mut allocs: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
     let mut values: BTreeMap<String, Expr> = BTreeMap::new();
@@ -565,11 +541,13 @@ fn fixed_allocations(plan: &KernelPlan) -> Fixed {
     }
 }
 
-/// What [`fixed_allocations`] knows: the shapes of arrays and the values
-/// of host scalars that never change once bound.
-struct Fixed {
-    arrays: BTreeMap<String, Vec<Expr>>,
-    scalars: BTreeMap<String, Expr>,
+/// What [`fixed_allocations`] knows: the shapes of the arrays the wrapper
+/// allocates once, outside any loop, and the values of host scalars bound
+/// once, outside any loop, to the arguments' extents and integers (and to
+/// other such values).
+pub(crate) struct Fixed {
+    pub arrays: BTreeMap<String, Vec<Expr>>,
+    pub scalars: BTreeMap<String, Expr>,
 }
 
 /// Whether `a <= b` whatever the arguments: by arithmetic (a constant

@@ -683,15 +683,7 @@ pub fn fold_constant_selects(e: &Expr) -> Expr {
         Expr::Select(c, a, b) => match c.as_ref() {
             Expr::Cmp(op, l, r) => match (l.as_ref(), r.as_ref()) {
                 (Expr::Lit(Literal::I64(l)), Expr::Lit(Literal::I64(r))) => {
-                    let holds = match op {
-                        port_codegen::ir::CmpOp::Eq => l == r,
-                        port_codegen::ir::CmpOp::Ne => l != r,
-                        port_codegen::ir::CmpOp::Lt => l < r,
-                        port_codegen::ir::CmpOp::Le => l <= r,
-                        port_codegen::ir::CmpOp::Gt => l > r,
-                        port_codegen::ir::CmpOp::Ge => l >= r,
-                    };
-                    Some(fold_constant_selects(if holds { a } else { b }))
+                    Some(fold_constant_selects(if op.holds(l, r) { a } else { b }))
                 }
                 _ => None,
             },

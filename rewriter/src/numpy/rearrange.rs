@@ -211,14 +211,7 @@ mod tests {
             }
             Expr::Cmp(op, a, b) => {
                 let (a, b) = (eval(a, at, shape), eval(b, at, shape));
-                (match op {
-                    CmpOp::Eq => a == b,
-                    CmpOp::Ne => a != b,
-                    CmpOp::Lt => a < b,
-                    CmpOp::Le => a <= b,
-                    CmpOp::Gt => a > b,
-                    CmpOp::Ge => a >= b,
-                }) as i64
+                op.holds(a, b) as i64
             }
             Expr::Select(c, a, b) => {
                 if eval(c, at, shape) != 0 {

@@ -27,8 +27,8 @@ pub fn finish(
         plan.steps = steps;
         // Index ranges checked before their launches, then placed (and
         // dropped where they hold by arithmetic) with the other guards.
-        let bounded = schedule::bounds::bound_plan(&mut plan);
-        if !bounded.on_trust.is_empty() {
+        let on_trust = schedule::bounds::bound_plan(&mut plan);
+        if !on_trust.is_empty() {
             if let Some(r) = plan
                 .rewrites
                 .iter_mut()
@@ -38,7 +38,7 @@ pub fn finish(
                 if r.applied && !r.note.is_empty() {
                     notes.push(std::mem::take(&mut r.note));
                 }
-                notes.extend(bounded.on_trust);
+                notes.extend(on_trust);
                 r.applied = true;
                 r.note = notes.join("; ");
             }

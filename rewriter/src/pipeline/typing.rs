@@ -897,13 +897,8 @@ impl Walk<'_> {
                             },
                         })
                     }
-                    "keepdims" => match &k.value {
-                        ast::Expr::Constant(k) => match k.value {
-                            ast::Constant::Bool(b) => keep = b,
-                            _ => return None,
-                        },
-                        _ => return None,
-                    },
+                    // As the lowering reads it (`lower::axis_reduction`).
+                    "keepdims" => keep = self.frame.src.eval_const(&k.value)?.truth()?,
                     _ => return None,
                 }
             }

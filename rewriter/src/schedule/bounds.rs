@@ -39,31 +39,19 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use port_codegen::ir::{BinOp, CmpOp, ElemRef, Expr, Kernel, Literal, Special, Stmt, Type};
 
+use crate::lower::shapes::Fixed;
 use crate::numpy::array_expr::{constant_difference, tidy};
 use crate::numpy::extents::extent_text;
 use crate::plan::{HostStep, KernelPlan, Relation, ShapeGuard};
 
-/// What the pass did.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// Guards added.
-    pub checked: usize,
-    /// Per kernel line, the arrays some index of which is taken on trust.
-    pub on_trust: Vec<String>,
-}
-
 /// The pass: a guard for each index range it can bound, in terms of the
 /// arguments alone (so that it is checked at entry, where a failing one
-/// runs the original); the others are taken on trust and logged.
-pub fn bound_plan(plan: &mut KernelPlan) -> Outcome {
-    let fixed = Fixed {
-        scalars: crate::lower::shapes::fixed_scalars(plan),
-        arrays: crate::lower::shapes::fixed_arrays(plan),
-    };
+/// runs the original); the others are taken on trust. Gives a note per
+/// kernel line naming the arrays some index of which is taken on trust.
+pub fn bound_plan(plan: &mut KernelPlan) -> Vec<String> {
+    let fixed = crate::lower::shapes::fixed_allocations(plan);
     let params: HashSet<String> = plan.params.iter().map(|p| p.name.clone()).collect();
     let rebound = crate::lower::shapes::bound_names(&plan.steps);
-    let module = plan.module.clone();
-    let docs = plan.docs.clone();
     let ints: HashSet<String> = plan
         .params
         .iter()
@@ -71,30 +59,25 @@ pub fn bound_plan(plan: &mut KernelPlan) -> Outcome {
         .map(|p| p.name.clone())
         .collect();
     let mut pass = Pass {
-        module: &module,
-        docs: &docs,
+        module: &plan.module,
+        docs: &plan.docs,
         fixed: &fixed,
         params: &params,
         ints: &ints,
         rebound: &rebound,
-        checked: 0,
         trust: BTreeMap::new(),
     };
     pass.steps(&mut plan.steps);
-    let (checked, trust) = (pass.checked, pass.trust);
-    Outcome {
-        checked,
-        on_trust: trust
-            .into_iter()
-            .map(|(line, arrays)| {
-                let arrays: Vec<String> = arrays.iter().map(|a| format!("`{a}`")).collect();
-                format!(
-                    "indices of {} in the kernels of line {line} taken on trust: no bound in the arguments' extents",
-                    arrays.join(", ")
-                )
-            })
-            .collect(),
-    }
+    pass.trust
+        .into_iter()
+        .map(|(line, arrays)| {
+            let arrays: Vec<String> = arrays.iter().map(|a| format!("`{a}`")).collect();
+            format!(
+                "indices of {} in the kernels of line {line} taken on trust: no bound in the arguments' extents",
+                arrays.join(", ")
+            )
+        })
+        .collect()
 }
 
 struct Pass<'a> {
@@ -105,7 +88,6 @@ struct Pass<'a> {
     /// The function's integer parameters.
     ints: &'a HashSet<String>,
     rebound: &'a HashSet<String>,
-    checked: usize,
     trust: BTreeMap<u32, Vec<String>>,
 }
 
@@ -114,23 +96,14 @@ impl Pass<'_> {
     fn steps(&mut self, steps: &mut Vec<HostStep>) {
         let mut kept = Vec::with_capacity(steps.len());
         for mut s in std::mem::take(steps) {
-            match &mut s {
-                HostStep::Launch { kernel, args, .. } => {
-                    if let Some(k) = self.module.kernel(kernel) {
-                        let line = kernel_line(self.docs.get(kernel).map(String::as_str));
-                        self.launch(k, args, line, &mut kept);
-                    }
+            if let HostStep::Launch { kernel, args, .. } = &s {
+                if let Some(k) = self.module.kernel(kernel) {
+                    let line = kernel_line(self.docs.get(kernel).map(String::as_str));
+                    self.launch(k, args, line, &mut kept);
                 }
-                HostStep::Loop { body, .. } => self.steps(body),
-                HostStep::While { test, body, .. } => {
-                    self.steps(test);
-                    self.steps(body);
-                }
-                HostStep::If { then, orelse, .. } => {
-                    self.steps(then);
-                    self.steps(orelse);
-                }
-                _ => {}
+            }
+            for b in s.bodies_mut() {
+                self.steps(b);
             }
             kept.push(s);
         }
@@ -157,7 +130,6 @@ impl Pass<'_> {
                 .iter()
                 .all(|n| self.params.contains(n) && !self.rebound.contains(n))
             {
-                self.checked += 1;
                 out.push(HostStep::Guard(g));
             } else {
                 note(array);
@@ -222,13 +194,6 @@ struct Need {
 
 /// The guards a launch of `k` with `args` needs, each with the host array
 /// it bounds, and the host arrays with an index it cannot bound.
-/// What the host knows of its scalars and allocations
-/// ([`crate::lower::shapes`]'s fixed values).
-struct Fixed {
-    scalars: BTreeMap<String, Expr>,
-    arrays: BTreeMap<String, Vec<Expr>>,
-}
-
 fn kernel_guards(
     k: &Kernel,
     args: &[String],
@@ -913,57 +878,28 @@ impl Cx<'_> {
             Expr::Select(c, a, b) => {
                 // Python's negative index or slice bound, `e + n if e < 0
                 // else e`: below 0 it moves up by the extent, to below it.
-                if let (Expr::Cmp(CmpOp::Lt, x, zero), Expr::Binary(BinOp::Add, y, n)) =
-                    (c.as_ref(), a.as_ref())
-                {
-                    if int_lit(zero) == Some(0)
-                        && x == b
-                        && y == b
-                        && matches!(n.as_ref(), Expr::Shape { .. })
-                    {
-                        return if up {
-                            Some(tighter(
-                                BinOp::Max,
-                                self.hi(b, env)?,
-                                add(self.hi(n, env)?, -1),
-                            ))
-                        } else {
-                            let l = self.lo(b, env)?;
-                            Some(tighter(
-                                BinOp::Min,
-                                bin(BinOp::Add, l.clone(), self.lo(n, env)?),
-                                tighter(BinOp::Max, l, lit(0)),
-                            ))
-                        };
-                    }
-                }
-                // Python's `min(x, y)` and `max(x, y)`, as the lowering
-                // writes them: `x if x < y else y`.
-                if let Expr::Cmp(op, x, y) = c.as_ref() {
-                    let same = (x == a && y == b) || (x == b && y == a);
-                    let picks_less = match op {
-                        CmpOp::Lt | CmpOp::Le => x == a,
-                        CmpOp::Gt | CmpOp::Ge => x == b,
-                        _ => return None,
+                if let Some((w, n @ Expr::Shape { .. })) = python_wrap(e) {
+                    return if up {
+                        Some(tighter(
+                            BinOp::Max,
+                            self.hi(w, env)?,
+                            add(self.hi(n, env)?, -1),
+                        ))
+                    } else {
+                        let l = self.lo(w, env)?;
+                        Some(tighter(
+                            BinOp::Min,
+                            bin(BinOp::Add, l.clone(), self.lo(n, env)?),
+                            tighter(BinOp::Max, l, lit(0)),
+                        ))
                     };
-                    if same {
-                        let op = if picks_less { BinOp::Min } else { BinOp::Max };
-                        return self.bound(&bin(op, (**a).clone(), (**b).clone()), env, up);
-                    }
                 }
-                // A condition of constants picks its side.
-                if let Expr::Cmp(op, x, y) = c.as_ref() {
-                    if let (Some(x), Some(y)) = (int_lit(x), int_lit(y)) {
-                        let holds = match op {
-                            CmpOp::Eq => x == y,
-                            CmpOp::Ne => x != y,
-                            CmpOp::Lt => x < y,
-                            CmpOp::Le => x <= y,
-                            CmpOp::Gt => x > y,
-                            CmpOp::Ge => x >= y,
-                        };
-                        return self.bound(if holds { a } else { b }, env, up);
-                    }
+                // A choice on `==` or `!=` narrows neither side: no bound.
+                if matches!(c.as_ref(), Expr::Cmp(CmpOp::Eq | CmpOp::Ne, ..)) {
+                    return None;
+                }
+                if let Some(e) = resolve_select(c, a, b) {
+                    return self.bound(&e, env, up);
                 }
                 // Each side where it is chosen: `i + 2 if 0 <= i + 2 < n
                 // else 0` lies in `[0, n - 1]`.
@@ -1046,35 +982,34 @@ fn normalise(e: &Expr) -> Expr {
             bin(BinOp::FloorDiv, normalise(a), (**b).clone())
         }
         Expr::Cast(t, x) if t.is_int() => normalise(x),
-        Expr::Select(c, a, b) => {
-            // Python's `min`/`max` as the lowering writes them, and a
-            // condition of constants.
-            if let Expr::Cmp(op, x, y) = c.as_ref() {
-                if let (Some(x), Some(y)) = (int_lit(x), int_lit(y)) {
-                    let holds = match op {
-                        CmpOp::Eq => x == y,
-                        CmpOp::Ne => x != y,
-                        CmpOp::Lt => x < y,
-                        CmpOp::Le => x <= y,
-                        CmpOp::Gt => x > y,
-                        CmpOp::Ge => x >= y,
-                    };
-                    return normalise(if holds { a } else { b });
-                }
-                if (x == a && y == b) || (x == b && y == a) {
-                    let less = match op {
-                        CmpOp::Lt | CmpOp::Le => x == a,
-                        CmpOp::Gt | CmpOp::Ge => x == b,
-                        _ => return e.clone(),
-                    };
-                    let m = if less { BinOp::Min } else { BinOp::Max };
-                    return bin(m, normalise(a), normalise(b));
-                }
-            }
-            e.clone()
-        }
+        Expr::Select(c, a, b) => match resolve_select(c, a, b) {
+            Some(e) => normalise(&e),
+            None => e.clone(),
+        },
         _ => e.clone(),
     }
+}
+
+/// `c ? a : b` as what it is when that is known: the side a condition of
+/// constants picks, or Python's `min(x, y)`/`max(x, y)` as the lowering
+/// writes them (`x if x < y else y`).
+fn resolve_select(c: &Expr, a: &Expr, b: &Expr) -> Option<Expr> {
+    let Expr::Cmp(op, x, y) = c else {
+        return None;
+    };
+    if let (Some(x), Some(y)) = (int_lit(x), int_lit(y)) {
+        return Some(if op.holds(x, y) { a } else { b }.clone());
+    }
+    if !((**x == *a && **y == *b) || (**x == *b && **y == *a)) {
+        return None;
+    }
+    let less = match op {
+        CmpOp::Lt | CmpOp::Le => **x == *a,
+        CmpOp::Gt | CmpOp::Ge => **x == *b,
+        _ => return None,
+    };
+    let m = if less { BinOp::Min } else { BinOp::Max };
+    Some(bin(m, a.clone(), b.clone()))
 }
 
 /// The number of nodes of `e`.
@@ -1187,6 +1122,14 @@ fn slice_index(i: &Expr, array: &str, axis: usize) -> bool {
 /// Python's index `e` as the lowering writes it for an index that may be
 /// negative: `e + a.shape[k] if e < 0 else e`; gives `e`.
 fn python_index<'e>(i: &'e Expr, array: &str, axis: usize) -> Option<&'e Expr> {
+    let (e, n) = python_wrap(i)?;
+    let is_extent = |s: &Expr| matches!(s, Expr::Shape { array: a, axis: k } if a == array && *k as usize == axis);
+    (is_extent(n) || matches!(n, Expr::Cast(_, s) if is_extent(s))).then_some(e)
+}
+
+/// `e + n if e < 0 else e`, the lowering's Python index or slice bound
+/// `e` into an extent `n`: gives `e` and `n`.
+fn python_wrap(i: &Expr) -> Option<(&Expr, &Expr)> {
     let Expr::Select(c, then, other) = i else {
         return None;
     };
@@ -1196,12 +1139,10 @@ fn python_index<'e>(i: &'e Expr, array: &str, axis: usize) -> Option<&'e Expr> {
     if int_lit(zero) != Some(0) || e.as_ref() != other.as_ref() {
         return None;
     }
-    let Expr::Binary(BinOp::Add, x, s) = then.as_ref() else {
+    let Expr::Binary(BinOp::Add, x, n) = then.as_ref() else {
         return None;
     };
-    let is_extent = |s: &Expr| matches!(s, Expr::Shape { array: a, axis: k } if a == array && *k as usize == axis);
-    let is_extent = is_extent(s) || matches!(s.as_ref(), Expr::Cast(_, s) if is_extent(s));
-    (x.as_ref() == e.as_ref() && is_extent).then_some(e.as_ref())
+    (x.as_ref() == e.as_ref()).then_some((e.as_ref(), n.as_ref()))
 }
 
 #[cfg(test)]

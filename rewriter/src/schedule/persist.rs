@@ -203,17 +203,8 @@ impl Cx<'_> {
                     Err(_) => {}
                 }
             }
-            match s {
-                HostStep::Loop { body, .. } => self.rewrite(body),
-                HostStep::While { test, body, .. } => {
-                    self.rewrite(test);
-                    self.rewrite(body);
-                }
-                HostStep::If { then, orelse, .. } => {
-                    self.rewrite(then);
-                    self.rewrite(orelse);
-                }
-                _ => {}
+            for b in s.bodies_mut() {
+                self.rewrite(b);
             }
         }
     }

@@ -237,15 +237,7 @@ pub(super) fn eval(e: &Expr, get: &dyn Fn(&Term) -> Option<i64>) -> Option<i64> 
                 return None;
             };
             let (x, y) = (ev(x)?, ev(y)?);
-            let yes = match op {
-                CmpOp::Lt => x < y,
-                CmpOp::Le => x <= y,
-                CmpOp::Gt => x > y,
-                CmpOp::Ge => x >= y,
-                CmpOp::Eq => x == y,
-                CmpOp::Ne => x != y,
-            };
-            if yes {
+            if op.holds(x, y) {
                 ev(a)?
             } else {
                 ev(b)?
