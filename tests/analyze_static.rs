@@ -480,8 +480,11 @@ fn the_typing_pass_agrees_with_lowering_to_a_fixed_point() {
         }
     }
     assert!(disagree.is_empty(), "{}", disagree.join("\n"));
-    assert!(checks >= 600, "only {checks} plans checked");
-    // 582 of 658 when the pass landed (338 before it).
+    // A caller is planned again only when a callee's answer changed:
+    // 439 plans, 425 distinct (every caller was planned twice before, 713).
+    assert!(checks >= 420, "only {checks} plans checked");
+    // 582 of 658 when the pass landed (338 before it); 388 of 439 when
+    // callers stopped being planned again for nothing.
     assert!(
         once * 100 >= checks * 85 && once > once_before,
         "{once} of {checks} plans lowered once ({once_before} without the table)"

@@ -17,6 +17,7 @@
 //! its verdicts meet the planner.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use port_analyzer::{Analysis, Finding, FunctionReport, PlanCheck, PlanStatus, Severity, Verdict};
 use rayon::prelude::*;
@@ -87,27 +88,32 @@ pub fn analyze(
         // Every file, for the program's calls of its own functions (the
         // types a function's callers give it, across modules); then only
         // those with a function to plan are kept.
-        let all: Vec<(String, String, SourceFile)> = modules
+        let all: Vec<(String, Arc<SourceFile>)> = modules
             .into_par_iter()
             .map(|m| {
-                let src = SourceFile::from_parsed(m.display.clone(), m.text, m.suite, m.lines);
-                (m.name, m.display, src)
+                let src = SourceFile::from_parsed(m.display, m.text, m.suite, m.lines);
+                (m.name, Arc::new(src))
             })
             .collect();
+        // Held until planning is done: a module another imports
+        // (`from ._util import K`) is read from here, not parsed again.
+        let held: Vec<Arc<SourceFile>> = all.iter().map(|(_, src)| Arc::clone(src)).collect();
+        crate::source::share_parsed(&held);
         let program: Vec<(&str, &SourceFile)> = all
             .iter()
-            .map(|(name, _, src)| (name.as_str(), src))
+            .map(|(name, src)| (name.as_str(), src.as_ref()))
             .collect();
         // Every scope: on a whole program the scopes that may call one of
         // the functions planned are nearly all of them (numpy + scipy: 94%).
         let sites = CallSites::of_program(&program, None);
         drop(program);
-        let files: HashMap<String, SourceFile> = all
-            .into_par_iter()
-            .filter(|(_, display, _)| wanted.contains(display.as_str()))
-            .map(|(_, display, src)| (display, src))
+        let files: HashMap<String, Arc<SourceFile>> = all
+            .into_iter()
+            .filter(|(_, src)| wanted.contains(src.name.as_str()))
+            .map(|(_, src)| (src.name.clone(), src))
             .collect();
         plan_all(a, files, Some(&sites));
+        held.into_par_iter().for_each(drop);
     })
 }
 
@@ -122,12 +128,12 @@ pub fn apply(a: &mut Analysis) {
             .filter(|f| worth_asking(f))
             .map(|f| f.file.clone())
             .collect();
-        let files: HashMap<String, SourceFile> = wanted
+        let files: HashMap<String, Arc<SourceFile>> = wanted
             .into_par_iter()
             .filter_map(|file| {
                 let text = std::fs::read_to_string(&file).ok()?;
                 let src = SourceFile::parse(&file, &text).ok()?;
-                Some((file, src))
+                Some((file, Arc::new(src)))
             })
             .collect();
         plan_all(a, files, None);
@@ -157,7 +163,11 @@ pub fn apply(a: &mut Analysis) {
 /// the others', and adjusts the analysis; drops `files` on the pool. The
 /// types of functions no call was captured of come from the program's
 /// calls (`program`, else each file's own) and from their bodies.
-fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>, program: Option<&CallSites>) {
+fn plan_all(
+    a: &mut Analysis,
+    files: HashMap<String, Arc<SourceFile>>,
+    program: Option<&CallSites>,
+) {
     // The static verdicts, as the planner first sees its callees; a second
     // round re-plans callers when a callee's verdict changed. The static
     // reports stay untouched, the planner's adjusted ones beside them (a
@@ -166,23 +176,25 @@ fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>, program: Optio
     let original: Vec<FunctionReport> = std::mem::take(&mut a.functions);
     let mut adjusted: Vec<Option<FunctionReport>> = vec![None; original.len()];
     let mut asked: Vec<bool> = original.iter().map(worth_asking).collect();
-    let callers: std::collections::HashSet<&str> = a
-        .call_graph
-        .edges
-        .iter()
-        .map(|e| e.caller.as_str())
-        .collect();
-    let calls_app: Vec<bool> = original
-        .iter()
-        .map(|f| {
-            callers.contains(format!("{}.{}", f.module, f.qualname).as_str())
-                || callers.contains(f.qualname.as_str())
-        })
-        .collect();
+    // Each function's callees among the program's own, by index (the
+    // call graph names functions `module.qualname`).
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(2 * original.len());
+    for (k, f) in original.iter().enumerate() {
+        index.insert(format!("{}.{}", f.module, f.qualname), k);
+        index.entry(f.qualname.clone()).or_insert(k);
+    }
+    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); original.len()];
+    for e in &a.call_graph.edges {
+        if let (Some(&from), Some(&to)) = (index.get(&e.caller), index.get(&e.callee)) {
+            callees[from].push(to);
+        }
+    }
+    drop(index);
+    let calls_app: Vec<bool> = callees.iter().map(|c| !c.is_empty()).collect();
     // The functions of each file, with the file parsed once. A file is
     // kept after the first round only when a later round may ask about one
     // of its functions again (it calls the program's own functions).
-    let mut by_file: Vec<(Option<SourceFile>, Vec<usize>, bool)> = Vec::new();
+    let mut by_file: Vec<(Option<Arc<SourceFile>>, Vec<usize>, bool)> = Vec::new();
     {
         let mut files = files;
         let mut at: HashMap<&str, usize> = HashMap::new();
@@ -242,22 +254,34 @@ fn plan_all(a: &mut Analysis, files: HashMap<String, SourceFile>, program: Optio
                 answers
             })
             .collect();
-        let mut changed = false;
+        // What a caller's plan reads of a callee: its verdict and, when
+        // not `cuda`, its main reason ([`facts_of_functions`]).
+        let seen = |f: &FunctionReport| {
+            let reason = (f.verdict != Verdict::Cuda)
+                .then(|| {
+                    f.main_reason()
+                        .map(|r| (r.line, r.code.clone(), r.message.clone()))
+                })
+                .flatten();
+            (f.verdict, reason)
+        };
+        let mut changed = vec![false; original.len()];
         for (k, c) in answers {
             let new = adjust(&original[k], c);
-            let before = adjusted[k].as_ref().unwrap_or(&original[k]).verdict;
-            changed |= new.verdict != before;
+            changed[k] = seen(&new) != seen(adjusted[k].as_ref().unwrap_or(&original[k]));
             adjusted[k] = Some(new);
         }
-        if !changed {
-            break;
-        }
-        // Only functions whose callees may have changed need asking again.
+        // Only the callers of a function whose answer changed are asked
+        // again (re-asking every caller cost a quarter of the planning of
+        // numpy + scipy).
         asked = original
             .iter()
-            .zip(&calls_app)
-            .map(|(f, &calls)| calls && worth_asking(f))
+            .zip(&callees)
+            .map(|(f, c)| c.iter().any(|&to| changed[to]) && worth_asking(f))
             .collect();
+        if !asked.contains(&true) {
+            break;
+        }
     }
     a.functions = original
         .into_iter()
