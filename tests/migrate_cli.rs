@@ -1414,3 +1414,80 @@ fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
     assert_eq!(j["status"], "verified", "{j}");
     assert!(j["verification"]["inputs_how"].is_null(), "{j}");
 }
+
+/// A package's modules import each other relatively (`from . import
+/// _settings, _window`, `from ._window import safe_inverse`) and call
+/// through the module (`_window.safe_inverse(s)`, `_window.zero_small(d)`
+/// as a statement). Those are the modules beside the file: their
+/// constants are frozen, their helpers inlined, and the package's own
+/// calls (`demo()`) type the arguments. The patched package, run under
+/// Numba's CUDA simulator, gives the original's results.
+#[test]
+fn a_package_reaches_its_own_modules_through_relative_imports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("relpkg");
+    std::fs::create_dir(&pkg).unwrap();
+    let files = ["__init__.py", "_settings.py", "_window.py", "profile.py"];
+    for f in files {
+        std::fs::copy(fixture(&format!("migrate/relpkg/{f}")), pkg.join(f)).unwrap();
+    }
+    for f in [
+        "window_means",
+        "inverse_spreads",
+        "scaled_inverse",
+        "squared_gaps",
+        "path_lengths",
+    ] {
+        let name = format!("relpkg.profile.{f}");
+        let o = migrate_in(tmp.path(), &["--function", &name, ".", "--json"]);
+        let j = json(&o);
+        assert_eq!(j["status"], "verified", "{f}: {j}");
+        let from: Vec<&str> = j["arg_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["from"].as_str().unwrap())
+            .collect();
+        assert!(from.iter().all(|&x| x == "calls"), "{f}: {from:?}");
+    }
+    let o = migrate_in(
+        tmp.path(),
+        &[
+            "--function",
+            "relpkg.profile.inverse_spreads",
+            ".",
+            "--json",
+            "--write",
+        ],
+    );
+    assert_eq!(json(&o)["status"], "verified");
+    for f in files.iter().filter(|&&f| f != "profile.py") {
+        assert_eq!(
+            std::fs::read_to_string(pkg.join(f)).unwrap(),
+            std::fs::read_to_string(fixture(&format!("migrate/relpkg/{f}"))).unwrap(),
+            "{f} is untouched"
+        );
+    }
+    let check = "import numpy as np\n\
+                 from relpkg import profile\n\
+                 s = np.abs(np.random.default_rng(2).standard_normal(1000))\n\
+                 s[::5] = 0.0\n\
+                 out = np.full(1000, -1.0)\n\
+                 profile.inverse_spreads(s, out)\n\
+                 want = np.where(s < 1e-8, 0.0, 1.0 / np.where(s < 1e-8, 1.0, s))\n\
+                 assert np.array_equal(out, want), np.abs(out - want).max()\n\
+                 print('ok', profile.inverse_spreads.__doc__.split(';')[0])\n";
+    let o = Command::new(oracle_python())
+        .args(["-c", check])
+        .current_dir(tmp.path())
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .env("PORT_DEVICE", "gpu")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).starts_with("ok Runs on the GPU"),
+        "{}",
+        stdout(&o)
+    );
+}

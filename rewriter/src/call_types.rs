@@ -372,6 +372,17 @@ fn read_scope(
     // the program's functions.
     // (Looked up without building the dotted name: every call of the
     // program comes through here.)
+    // A module of the program as this file imports it: by its name, or,
+    // in a package, beside this module (`from . import solver` or `from
+    // .solver import step` in `pkg.main` name `pkg.solver`).
+    let program_module = |m: &str| -> Option<String> {
+        if modules.contains(m) {
+            return Some(m.to_string());
+        }
+        let (package, _) = module.rsplit_once('.')?;
+        let beside = format!("{package}.{m}");
+        modules.contains(beside.as_str()).then_some(beside)
+    };
     let callee = |func: &Expr| -> Option<String> {
         match func {
             Expr::Name(n) if own.contains(n.id.as_str()) => {
@@ -381,19 +392,17 @@ fn read_scope(
             Expr::Name(n) => {
                 let full = src.imports.get(n.id.as_str())?;
                 let (m, name) = full.rsplit_once('.')?;
-                modules.contains(m).then(|| CallSites::key(m, name))
+                Some(CallSites::key(&program_module(m)?, name))
             }
             // `solver.step(…)` after `import solver`.
             Expr::Attribute(a) => {
                 let Expr::Name(base) = a.value.as_ref() else {
                     let full = src.resolve(func)?;
                     let (m, name) = full.rsplit_once('.')?;
-                    return modules.contains(m).then(|| CallSites::key(m, name));
+                    return Some(CallSites::key(&program_module(m)?, name));
                 };
                 let m = src.imports.get(base.id.as_str())?;
-                modules
-                    .contains(m.as_str())
-                    .then(|| CallSites::key(m, a.attr.as_str()))
+                Some(CallSites::key(&program_module(m)?, a.attr.as_str()))
             }
             _ => None,
         }

@@ -1,8 +1,10 @@
 //! The planner's file pass, first rule (and the usage reader's,
 //! [`crate::signature`]): the program's helpers defined in a module
-//! beside the file (`from .utils import _linear_regression`), brought in
-//! as if the file defined them, so
-//! that the lowering inlines them as it does the file's own.
+//! beside the file (`from .utils import _linear_regression`, or
+//! `utils._linear_regression(…)` after `from . import utils`), brought in
+//! as if the file defined them, so that the lowering inlines them as it
+//! does the file's own (a call through the module is then a call by the
+//! helper's bare name).
 //!
 //! A helper is borrowed with what it reads of its module: the imports it
 //! uses (when the file binds none of those names otherwise), its module's
@@ -199,6 +201,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
     )
     .ok()?;
     let mut suite = (*src.suite).clone();
+    call_borrowed_by_name(src, &mut suite, &taken);
     suite.extend(added);
     let lines = rustpython_parser::source_code::LineIndex::from_source_text(&text);
     let mut joined = SourceFile::from_parsed(src.name.clone(), text, suite, lines);
@@ -218,8 +221,9 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
 
 /// The calls in `body` of functions of modules beside the file: `f(…)`
 /// after `from m import f` (or `from .m import g as f`), as (the name
-/// called here, the module, the name there). (`m.f(…)` after `import m`
-/// is not one: the lowering takes the program's functions by bare name.)
+/// called here, the module, the name there); and `m.f(…)` after `import
+/// m` (or `from . import m`), called here `f` when the file gives that
+/// name no other meaning ([`module_call`]).
 fn sibling_calls(
     src: &SourceFile,
     body: &[Stmt],
@@ -242,12 +246,74 @@ fn sibling_calls(
                             }
                         }
                     }
-                    _ => {}
+                    func => {
+                        if let Some((module, name)) = module_call(src, func, own) {
+                            out.push((name.clone(), module, name));
+                        }
+                    }
                 }
             });
         }
     });
     out
+}
+
+/// `m.f` where `m` names a module beside the file (`import m`, `from .
+/// import m`): the module and `f`, when the file binds `f` to nothing
+/// else, so that the helper can be borrowed, and called, as `f`.
+fn module_call(
+    src: &SourceFile,
+    func: &Expr,
+    own: &dyn Fn(&str) -> bool,
+) -> Option<(String, String)> {
+    let Expr::Attribute(a) = func else {
+        return None;
+    };
+    let Expr::Name(base) = a.value.as_ref() else {
+        return None;
+    };
+    let module = src.imports.get(base.id.as_str())?;
+    if module.contains('.') || module.is_empty() {
+        return None;
+    }
+    let name = a.attr.as_str();
+    let free = !own(name)
+        && match src.imports.get(name) {
+            Some(full) => *full == format!("{module}.{name}"),
+            None => !src.module_names().contains(name),
+        };
+    free.then(|| (module.clone(), name.to_string()))
+}
+
+/// `m.f(…)` as `f(…)` in the file's own functions, for each borrowed `f`
+/// ([`module_call`]); not in a function that binds `m` itself.
+fn call_borrowed_by_name(src: &SourceFile, suite: &mut [Stmt], taken: &[String]) {
+    let own = |n: &str| src.module_function(n).is_some();
+    for s in suite {
+        let Stmt::FunctionDef(f) = s else { continue };
+        let mut local = crate::pyast::names_rebound(&f.body);
+        local.extend(crate::pyast::param_names(&f.args));
+        crate::pyast::walk_body_exprs_mut(&mut f.body, &mut |e: &mut Expr| {
+            let Expr::Call(c) = e else { return true };
+            let bare = match module_call(src, &c.func, &own) {
+                Some((_, name)) if taken.contains(&name) => name,
+                _ => return true,
+            };
+            let Expr::Attribute(a) = c.func.as_ref() else {
+                return true;
+            };
+            if matches!(a.value.as_ref(), Expr::Name(m) if local.contains(m.id.as_str())) {
+                return true;
+            }
+            let range = a.range;
+            c.func = Box::new(crate::pyast::name_node(
+                &bare,
+                range,
+                ast::ExprContext::Load,
+            ));
+            true
+        });
+    }
 }
 
 /// `module.py` beside the file ([`crate::source::module_beside`]), kept

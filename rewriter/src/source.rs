@@ -821,12 +821,30 @@ pub fn import_bindings(s: &Stmt) -> Vec<(String, String)> {
             })
             .collect(),
         Stmt::ImportFrom(i) => {
-            let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
+            let level = i.level.map_or(0, |l| l.to_u32());
+            let module = i.module.as_ref().map(|m| m.as_str());
             i.names
                 .iter()
                 .map(|a| {
                     let local = a.asname.as_ref().unwrap_or(&a.name).to_string();
-                    (local, format!("{module}.{}", a.name))
+                    let full = match (level, module) {
+                        // `from . import consts`: the module beside the
+                        // file, named as `import consts` beside it names it.
+                        (0 | 1, None) => a.name.to_string(),
+                        // `from .utils import f` as `from utils import f`.
+                        (0 | 1, Some(m)) => format!("{m}.{}", a.name),
+                        // `from ..utils import f`: a module of a folder
+                        // above, never one beside the file (the dots keep
+                        // it from resolving to a `utils.py` here).
+                        (l, m) => {
+                            let dots = ".".repeat(l as usize);
+                            match m {
+                                Some(m) => format!("{dots}{m}.{}", a.name),
+                                None => format!("{dots}{}", a.name),
+                            }
+                        }
+                    };
+                    (local, full)
                 })
                 .collect()
         }
@@ -927,6 +945,19 @@ pub fn share_parsed(files: &[std::sync::Arc<SourceFile>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_imports_name_the_modules_beside_the_file_and_no_others() {
+        let src = "from . import consts, _util as u\nfrom .helpers import step as s\n\
+                   from .. import shared\nfrom ..top import g\n";
+        let f = SourceFile::parse("pkg/m.py", src).unwrap();
+        assert_eq!(f.imports["consts"], "consts");
+        assert_eq!(f.imports["u"], "_util");
+        assert_eq!(f.imports["s"], "helpers.step");
+        // A folder above: never read as `shared.py` or `top.py` here.
+        assert_eq!(f.imports["shared"], "..shared");
+        assert_eq!(f.imports["g"], "..top.g");
+    }
 
     #[test]
     fn finds_constants_imports_and_functions() {
