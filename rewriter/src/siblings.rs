@@ -306,11 +306,7 @@ fn call_borrowed_by_name(src: &SourceFile, suite: &mut [Stmt], taken: &[String])
                 return true;
             }
             let range = a.range;
-            c.func = Box::new(crate::pyast::name_node(
-                &bare,
-                range,
-                ast::ExprContext::Load,
-            ));
+            *c.func = crate::pyast::name_node(&bare, range, ast::ExprContext::Load);
             true
         });
     }
