@@ -157,7 +157,10 @@ fn refused_types(
     // them (from the program's calls or the body).
     let Some(signature) = f.migration_plan.as_ref().and_then(|p| {
         (p.status == PlanStatus::Refused
-            && matches!(p.types_from.as_str(), "assumed" | "calls" | "calls+assumed")
+            && matches!(
+                p.types_from.as_str(),
+                "assumed" | "calls" | "calls+assumed" | "numba"
+            )
             && !p.signature.is_empty())
         .then_some(p.signature.as_str())
     }) else {

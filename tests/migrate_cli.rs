@@ -1491,3 +1491,93 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
         stdout(&o)
     );
 }
+
+/// A function compiled with Numba's eager signatures (`@njit("…(…)")`, a
+/// list of them, or a module-level name for the list) is planned and
+/// verified with the types it declares, the only ones its original
+/// accepts; a body's use alone reads `b[i]` passed to `np.outer` as a 1-D
+/// `b`, for which Numba's dispatcher raises. The static verdict plans with
+/// the same types, and says where they came from. The patched module runs
+/// under Numba's CUDA simulator.
+#[test]
+fn numba_signatures_the_author_wrote_type_the_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = "numba_declared.py";
+    std::fs::copy(fixture(&format!("migrate/{file}")), tmp.path().join(file)).unwrap();
+    let oracle = oracle_python();
+    let oracle = oracle.to_str().unwrap();
+    let a = json(&port_in(
+        tmp.path(),
+        &["analyze", "--static", file, "--json"],
+    ));
+    for (f, sig) in [
+        (
+            "row_outer_differences",
+            "float64[:, :], float64[:, :], int64",
+        ),
+        // The first of the list that takes an array.
+        ("soft_gap", "float64[:], float64[:]"),
+        ("clipped_scale", "float64[:], float64[:], float64"),
+    ] {
+        let report = a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["qualname"] == f)
+            .unwrap();
+        let plan = &report["migration_plan"];
+        assert_eq!(plan["types_from"], "numba", "{f}: {plan}");
+        assert_eq!(plan["signature"], sig, "{f}: {plan}");
+        assert_eq!(report["verdict"], "cuda", "{f}: {report}");
+        let j = json(&port_in(
+            tmp.path(),
+            &[
+                "migrate",
+                "--function",
+                f,
+                file,
+                "--json",
+                "--python",
+                oracle,
+            ],
+        ));
+        assert_eq!(j["status"], "verified", "{f}: {j}");
+        let from: Vec<&str> = j["arg_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["from"].as_str().unwrap())
+            .collect();
+        assert!(from.iter().all(|&x| x == "numba"), "{f}: {from:?}");
+    }
+    let o = port_in(
+        tmp.path(),
+        &[
+            "migrate",
+            "--function",
+            "row_outer_differences",
+            file,
+            "--json",
+            "--write",
+            "--python",
+            oracle,
+        ],
+    );
+    assert_eq!(json(&o)["status"], "verified");
+    let check = "import numpy as np, numba_declared as m\n\
+                 r = np.random.default_rng(4)\n\
+                 a, b = r.random((6, 5)), r.random((6, 5))\n\
+                 got = m.row_outer_differences(a, b, 6)\n\
+                 want = np.einsum('ij,ik->ijk', a, a) - np.einsum('ij,ik->ijk', b, b)\n\
+                 assert np.allclose(got, want), np.abs(got - want).max()\n\
+                 print('ok')\n";
+    let o = Command::new(oracle)
+        .args(["-c", check])
+        .current_dir(tmp.path())
+        .env("NUMBA_ENABLE_CUDASIM", "1")
+        .env("PORT_DEVICE", "gpu")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).trim(), "ok");
+}

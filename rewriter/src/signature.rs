@@ -91,6 +91,12 @@ pub fn assumed_types(
     Ok(assumed_types_parsed(&src, function)?.1)
 }
 
+/// [`numba_declared`] of `function` in `source`.
+pub fn numba_declared_types(source: &str, file_name: &str, function: &str) -> Option<Vec<ArgType>> {
+    let src = crate::source::SourceFile::parse(file_name, source).ok()?;
+    numba_declared(&src, function)
+}
+
 /// The parameter names and [`assumed_types`] of `function` in a parsed file.
 pub fn assumed_types_parsed(
     src: &crate::source::SourceFile,
@@ -99,6 +105,124 @@ pub fn assumed_types_parsed(
     let sites = crate::call_types::CallSites::of(src);
     let (names, types, _) = static_types(src, function, &sites)?;
     Ok((names, types))
+}
+
+/// The argument types `function` declares to Numba: an eager signature
+/// of its `@njit("float64[:](float64[:], int64)")` or `@jit([...])`
+/// decorator, written as `--signature` reads it, one per parameter. Of
+/// several, the first that takes an array (the one a kernel is for), else
+/// the first. `None` without one, or when none reads (`types.float64(...)`
+/// objects, records). Numba compiles exactly these, so the plan is
+/// verified on arguments the original accepts. (`@cuda.jit` kernels are
+/// GPU code already, and `@vectorize` signatures are per element: neither
+/// is read.)
+pub fn numba_declared(src: &crate::source::SourceFile, function: &str) -> Option<Vec<ArgType>> {
+    let found = crate::source::find(src, function).ok()?;
+    let params = found.def.args.args.len();
+    let mut read: Vec<Vec<ArgType>> = Vec::new();
+    for d in &found.def.decorator_list {
+        let Expr::Call(c) = d else { continue };
+        let jit = src.resolve(&c.func).is_some_and(|f| {
+            matches!(
+                f.as_str(),
+                "numba.njit"
+                    | "numba.jit"
+                    | "numba.core.decorators.njit"
+                    | "numba.core.decorators.jit"
+            )
+        });
+        let Some(first) = c.args.first().filter(|_| jit) else {
+            continue;
+        };
+        // The signatures as written, or a module-level name for them
+        // (`SIGNATURES = ["f8[:](f8[:])", ...]`, `@njit(SIGNATURES)`).
+        let first = match first {
+            Expr::Name(n) => match module_binding(src, n.id.as_str()) {
+                Some(v) => v,
+                None => continue,
+            },
+            e => e,
+        };
+        let strings: Vec<&str> = match first {
+            Expr::Constant(k) => k.value.as_str().map(|s| s.as_str()).into_iter().collect(),
+            Expr::List(l) => l.elts.iter().filter_map(string_constant).collect(),
+            Expr::Tuple(t) => t.elts.iter().filter_map(string_constant).collect(),
+            _ => Vec::new(),
+        };
+        read.extend(
+            strings
+                .into_iter()
+                .filter_map(declared_arguments)
+                .filter(|t| t.len() == params),
+        );
+    }
+    let array = read
+        .iter()
+        .position(|t| t.iter().any(|a| matches!(a, ArgType::Array(_))));
+    let k = array.unwrap_or(0);
+    (k < read.len()).then(|| read.swap_remove(k))
+}
+
+/// The value `name` is bound to at the module level, when one top-level
+/// assignment binds it and nothing else does.
+fn module_binding<'a>(src: &'a crate::source::SourceFile, name: &str) -> Option<&'a Expr> {
+    let mut value = None;
+    for s in src.suite.iter() {
+        match s {
+            Stmt::Assign(a) if a.targets.len() == 1 => {
+                if matches!(&a.targets[0], Expr::Name(t) if t.id.as_str() == name) {
+                    if value.is_some() {
+                        return None;
+                    }
+                    value = Some(a.value.as_ref());
+                }
+            }
+            s if crate::pyast::rebinds(std::slice::from_ref(s), name) => return None,
+            _ => {}
+        }
+    }
+    value
+}
+
+fn string_constant(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Constant(k) => k.value.as_str().map(|s| s.as_str()),
+        _ => None,
+    }
+}
+
+/// The arguments of one Numba signature string, `ret(a, b)` or `(a, b)`:
+/// the last parenthesised group (a return type may have its own, as
+/// `UniTuple(float64, 2)(float64[:])`), when each entry is a type.
+fn declared_arguments(sig: &str) -> Option<Vec<ArgType>> {
+    let sig = sig.trim();
+    let body = sig.strip_suffix(')')?;
+    let mut depth = 0i32;
+    let mut open = None;
+    for (k, c) in body.char_indices().rev() {
+        match c {
+            ')' | ']' => depth += 1,
+            '[' => depth -= 1,
+            '(' if depth == 0 => {
+                open = Some(k);
+                break;
+            }
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    let inner = &body[open? + 1..];
+    if inner.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    crate::types::parse_signature_items(inner)
+        .ok()?
+        .into_iter()
+        .map(|item| match item {
+            crate::types::SigItem::Type(t) => Some(t),
+            crate::types::SigItem::Literal(_) => None,
+        })
+        .collect()
 }
 
 /// Where the types of [`static_types`] came from.
@@ -112,6 +236,8 @@ pub enum StaticSource {
     Partly(u32),
     /// All read from how the body uses each parameter.
     Body,
+    /// The function's own eager Numba signature ([`numba_declared`]).
+    Declared,
 }
 
 impl StaticSource {
@@ -121,6 +247,7 @@ impl StaticSource {
             StaticSource::Calls(_) => "calls",
             StaticSource::Partly(_) => "calls+assumed",
             StaticSource::Body => "assumed",
+            StaticSource::Declared => "numba",
         }
     }
 }
@@ -200,6 +327,16 @@ pub fn static_types_keyed(
     sites: &crate::call_types::CallSites,
     key: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
+    if let Some(types) = numba_declared(src, function) {
+        let names = crate::source::find(src, function)?
+            .def
+            .args
+            .args
+            .iter()
+            .map(|a| a.def.arg.to_string())
+            .collect();
+        return Ok((names, types, StaticSource::Declared));
+    }
     let (names, body) = body_types(src, function)?;
     let (at_calls, line) = sites.types(key, &names);
     let from_calls = at_calls.iter().any(Option::is_some);

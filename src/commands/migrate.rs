@@ -212,6 +212,8 @@ enum TypeSource {
     /// How the body uses the argument (`u[i, j]`: 2-D), as the analysis
     /// planned it; the wrapper runs the original on calls of other types.
     Assumed,
+    /// The function's own eager Numba signature (`@njit("f8(f8[:])")`).
+    Numba,
 }
 
 impl TypeSource {
@@ -222,14 +224,16 @@ impl TypeSource {
             TypeSource::Capture => "capture",
             TypeSource::Calls => "calls",
             TypeSource::Assumed => "assumed",
+            TypeSource::Numba => "numba",
         }
     }
 }
 
 /// The arguments' types, and where each came from, first to last: from
 /// `--signature`; the dtypes and ranks of `--inputs` (the arrays the plan is
-/// verified on); the profiler's capture; the program's own calls of the
-/// function; how the body uses each argument.
+/// verified on); the profiler's capture; the function's own eager Numba
+/// signature; the program's own calls of the function; how the body uses
+/// each argument.
 fn arg_types(
     args: &MigrateArgs,
     analysis: &Analysis,
@@ -332,6 +336,14 @@ fn arg_types(
     }
     let captured = f.types.clone().unwrap_or_default();
     if captured.is_empty() {
+        // What the function declares to Numba (`@njit("f8[:](f8[:], i8)")`)
+        // is what its original compiles for: no guess needed.
+        if let Some(types) =
+            port_rewriter::signature::numba_declared_types(source, &f.file, local_name)
+        {
+            let n = types.len();
+            return Ok((types, vec![TypeSource::Numba; n], Vec::new()));
+        }
         return types_unprofiled(f, source, local_name, params, analysis);
     }
     let defaulted: Vec<bool> = port_rewriter::parameters_with_defaults(source, &f.file, local_name)
