@@ -1416,29 +1416,39 @@ fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
 }
 
 /// A package's modules import each other relatively (`from . import
-/// _settings, _window`, `from ._window import safe_inverse`) and call
-/// through the module (`_window.safe_inverse(s)`, `_window.zero_small(d)`
-/// as a statement). Those are the modules beside the file: their
-/// constants are frozen, their helpers inlined, and the package's own
-/// calls (`demo()`) type the arguments. The patched package, run under
-/// Numba's CUDA simulator, gives the original's results.
+/// _settings, _window`, `from ._window import safe_inverse`) or by their
+/// absolute names (`from relpkg import _window`, `from relpkg._settings
+/// import EXCLUSION_DENOM`), and call through the module
+/// (`_window.safe_inverse(_window.hypot_step(…))`, `_window.zero_small(d)`
+/// as a statement). Those are the program's modules: their constants are
+/// frozen, their helpers inlined, and the package's own calls (`demo()`)
+/// type the arguments. The patched package, run under Numba's CUDA
+/// simulator, gives the original's results.
 #[test]
 fn a_package_reaches_its_own_modules_through_relative_imports() {
     let tmp = tempfile::tempdir().unwrap();
     let pkg = tmp.path().join("relpkg");
     std::fs::create_dir(&pkg).unwrap();
-    let files = ["__init__.py", "_settings.py", "_window.py", "profile.py"];
+    let files = [
+        "__init__.py",
+        "_settings.py",
+        "_window.py",
+        "profile.py",
+        "absolute.py",
+    ];
     for f in files {
         std::fs::copy(fixture(&format!("migrate/relpkg/{f}")), pkg.join(f)).unwrap();
     }
     for f in [
-        "window_means",
-        "inverse_spreads",
-        "scaled_inverse",
-        "squared_gaps",
-        "path_lengths",
+        "profile.window_means",
+        "profile.inverse_spreads",
+        "profile.scaled_inverse",
+        "profile.squared_gaps",
+        "profile.path_lengths",
+        "absolute.scaled_path_lengths",
+        "absolute.inverse_lengths",
     ] {
-        let name = format!("relpkg.profile.{f}");
+        let name = format!("relpkg.{f}");
         let o = migrate_in(tmp.path(), &["--function", &name, ".", "--json"]);
         let j = json(&o);
         assert_eq!(j["status"], "verified", "{f}: {j}");

@@ -239,9 +239,9 @@ fn sibling_calls(
                         if let Some((m, name)) = src
                             .imports
                             .get(n.id.as_str())
-                            .and_then(|f| f.split_once('.'))
+                            .and_then(|f| f.rsplit_once('.'))
                         {
-                            if !name.contains('.') {
+                            if !m.is_empty() && !m.starts_with('.') {
                                 out.push((n.id.to_string(), m.to_string(), name.to_string()));
                             }
                         }
@@ -273,7 +273,7 @@ fn module_call(
         return None;
     };
     let module = src.imports.get(base.id.as_str())?;
-    if module.contains('.') || module.is_empty() {
+    if module.starts_with('.') || module.is_empty() {
         return None;
     }
     let name = a.attr.as_str();
@@ -294,20 +294,21 @@ fn call_borrowed_by_name(src: &SourceFile, suite: &mut [Stmt], taken: &[String])
         let mut local = crate::pyast::names_rebound(&f.body);
         local.extend(crate::pyast::param_names(&f.args));
         crate::pyast::walk_body_exprs_mut(&mut f.body, &mut |e: &mut Expr| {
-            let Expr::Call(c) = e else { return true };
+            let Expr::Call(c) = e else { return false };
             let bare = match module_call(src, &c.func, &own) {
                 Some((_, name)) if taken.contains(&name) => name,
-                _ => return true,
+                _ => return false,
             };
             let Expr::Attribute(a) = c.func.as_ref() else {
-                return true;
+                return false;
             };
             if matches!(a.value.as_ref(), Expr::Name(m) if local.contains(m.id.as_str())) {
-                return true;
+                return false;
             }
             let range = a.range;
             *c.func = crate::pyast::name_node(&bare, range, ast::ExprContext::Load);
-            true
+            // Its arguments may call through a module too.
+            false
         });
     }
 }

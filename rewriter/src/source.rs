@@ -218,10 +218,7 @@ impl SourceFile {
         if let Some(v) = known {
             return Some(Const::Float(v));
         }
-        let (module, name) = full.split_once('.')?;
-        if name.contains('.') {
-            return None;
-        }
+        let (module, name) = full.rsplit_once('.')?;
         let mut cache = self.siblings.lock().ok()?;
         let consts = cache
             .entry(module.to_string())
@@ -868,9 +865,13 @@ fn sibling_constants(file: &str, module: &str) -> Vec<(String, Const)> {
     }
 }
 
-/// `module.py` beside `file`, parsed; `None` when there is none (NumPy,
-/// the standard library, a dotted name), when it is `file` itself, when
-/// it does not parse, or when it is being read already (a module that
+/// The program's module `module` as `file` imports it, parsed: `m.py`
+/// beside the file for `m`, and for a dotted `pkg.sub.m` the file
+/// `pkg/sub/m.py` under the folder of one of the packages the file is in,
+/// or under the folder that holds the outermost (`from pvlib import
+/// tools` inside `pvlib/irradiance.py` is `pvlib/tools.py`). `None` when
+/// there is none (NumPy, the standard library), when it is `file` itself,
+/// when it does not parse, or when it is being read already (a module that
 /// imports the file back). One reader for the constants a file reads
 /// (`consts.G`) and the helpers it borrows ([`crate::siblings`]).
 ///
@@ -885,11 +886,11 @@ pub fn module_beside(file: &str, module: &str) -> Option<std::sync::Arc<SourceFi
     thread_local! {
         static READING: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    if module.is_empty() || module.contains('.') {
+    if module.is_empty() || module.starts_with('.') || module.ends_with('.') {
         return None;
     }
     let dir = Path::new(file).parent().unwrap_or_else(|| Path::new(""));
-    let path = dir.join(format!("{module}.py"));
+    let path = module_path(dir, module)?;
     if path == Path::new(file) || READING.with(|r| r.borrow().contains(&path)) {
         return None;
     }
@@ -916,6 +917,46 @@ pub fn module_beside(file: &str, module: &str) -> Option<std::sync::Arc<SourceFi
         parsed.lock().ok()?.insert(path, m.clone());
     }
     m
+}
+
+/// Where [`module_beside`] looks for `module` from the folder `dir`: `m.py`
+/// there; for `a.b.m`, `a/b/m.py` under `dir` or under one of its
+/// ancestors while they are packages (an `__init__.py`), and under the
+/// folder holding the outermost. Looked up once per (folder, module).
+fn module_path(dir: &std::path::Path, module: &str) -> Option<std::path::PathBuf> {
+    use std::path::{Path, PathBuf};
+    type Found = std::sync::Mutex<HashMap<(PathBuf, String), Option<PathBuf>>>;
+    static FOUND: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
+    let Some((_, _)) = module.split_once('.') else {
+        return Some(dir.join(format!("{module}.py")));
+    };
+    let key = (dir.to_path_buf(), module.to_string());
+    let found = FOUND.get_or_init(Default::default);
+    if let Some(p) = found.lock().ok()?.get(&key) {
+        return p.clone();
+    }
+    let rel: PathBuf = format!("{}.py", module.replace('.', "/")).into();
+    let mut at: Option<&Path> = Some(dir);
+    let mut p = None;
+    while let Some(d) = at {
+        let candidate = d.join(&rel);
+        if candidate.is_file() {
+            p = Some(candidate);
+            break;
+        }
+        if !d.join("__init__.py").is_file() {
+            break;
+        }
+        at = d.parent().map(|up| {
+            if up.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                up
+            }
+        });
+    }
+    found.lock().ok()?.insert(key, p.clone());
+    p
 }
 
 type Shared = std::sync::Mutex<HashMap<std::path::PathBuf, std::sync::Weak<SourceFile>>>;
