@@ -1478,6 +1478,24 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
             "{f} is untouched"
         );
     }
+    // Analysed from inside the package (`.` is `relpkg/`): `from relpkg
+    // import _window` is `./_window.py`, found by walking up the real path
+    // (the name `.` has no parent; walking it never ended).
+    let o = assert_cmd::Command::cargo_bin("port")
+        .unwrap()
+        .current_dir(&pkg)
+        .args(["analyze", "--static", ".", "--json"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let a = json(&o);
+    let report = a["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["qualname"] == "inverse_lengths")
+        .unwrap();
+    assert_eq!(report["verdict"], "cuda", "{report}");
     let check = "import numpy as np\n\
                  from relpkg import profile\n\
                  s = np.abs(np.random.default_rng(2).standard_normal(1000))\n\

@@ -936,24 +936,31 @@ fn module_path(dir: &std::path::Path, module: &str) -> Option<std::path::PathBuf
         return p.clone();
     }
     let rel: PathBuf = format!("{}.py", module.replace('.', "/")).into();
-    let mut at: Option<&Path> = Some(dir);
+    // Walked on the real path (`.` has no parent to walk to), and named
+    // back as the caller names the folder when the module is under it
+    // (`./core.py` for `stumpy.core` read inside `stumpy/` as `.`): the
+    // name the analyzer gave the file it parsed.
+    let base = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let canon = base.canonicalize().ok();
+    let mut at: Option<&Path> = canon.as_deref();
     let mut p = None;
     while let Some(d) = at {
         let candidate = d.join(&rel);
         if candidate.is_file() {
-            p = Some(candidate);
+            p = Some(match canon.as_deref().map(|c| candidate.strip_prefix(c)) {
+                Some(Ok(inside)) => dir.join(inside),
+                _ => candidate,
+            });
             break;
         }
         if !d.join("__init__.py").is_file() {
             break;
         }
-        at = d.parent().map(|up| {
-            if up.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                up
-            }
-        });
+        at = d.parent();
     }
     found.lock().ok()?.insert(key, p.clone());
     p
