@@ -1267,6 +1267,14 @@ fn constants_the_calls_pass_specialise_the_plan() {
         "{plan}"
     );
     assert_eq!(plan["types_from"], "calls", "{plan}");
+    // Calls that pass `edge="wrap"` once and leave it to its default
+    // twice: the plan is for the default.
+    let smooth = static_verdict(tmp.path(), &f, "smooth3");
+    assert_eq!(smooth["verdict"], "cuda", "{smooth}");
+    assert_eq!(
+        smooth["migration_plan"]["signature"], "float64[:], float64[:], \"clamp\"",
+        "{smooth}"
+    );
 
     let o = migrate_in(
         tmp.path(),

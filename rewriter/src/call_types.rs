@@ -288,8 +288,11 @@ impl CallSites {
     /// The constant (`None`, a string) each of `params` of the function
     /// `key` takes at every one of the program's calls of it, passed or
     /// left to its default (`defaults`, as [`literal_text`] writes them);
-    /// `None` where a call passes something else, or calls disagree, or
-    /// there is no call.
+    /// where the calls pass different constants, its default when some
+    /// call leaves it so (the plan is for that one; the wrapper runs the
+    /// original for the others); `None` where a call passes something
+    /// else than a constant, or the calls disagree with no default among
+    /// them, or there is no call.
     pub fn literals(
         &self,
         key: &str,
@@ -305,6 +308,7 @@ impl CallSites {
             .enumerate()
             .map(|(k, p)| {
                 let mut seen: Option<String> = None;
+                let mut several = false;
                 for site in &sites {
                     let at = if k < site.args.len() {
                         site.literal_args[k].clone()
@@ -320,8 +324,16 @@ impl CallSites {
                         (None, _) => return None,
                         (Some(t), None) => seen = Some(t),
                         (Some(t), Some(s)) if &t == s => {}
-                        _ => return None,
+                        (Some(_), Some(_)) => several = true,
                     }
+                }
+                if several {
+                    // Only when some call leaves it to its default.
+                    let default = defaults.get(k).cloned().flatten()?;
+                    let left = sites.iter().any(|site| {
+                        k >= site.args.len() && !site.keywords.iter().any(|(n, _)| n == p)
+                    });
+                    return left.then_some(default);
                 }
                 seen
             })
