@@ -174,13 +174,7 @@ fn refused_types(
     ) else {
         return Vec::new();
     };
-    let names: Vec<String> = found
-        .def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
-        .collect();
+    let names = port_rewriter::pyast::positional_params(&found.def.args);
     if names.len() != types.len() {
         return Vec::new();
     }

@@ -151,13 +151,7 @@ impl CallSites {
                 if !wanted(j + 1) {
                     continue;
                 }
-                let params = f
-                    .def
-                    .args
-                    .args
-                    .iter()
-                    .map(|a| a.def.arg.to_string())
-                    .collect();
+                let params = crate::pyast::positional_params(&f.def.args);
                 scopes.push(Scope {
                     file: k,
                     body: &f.def.body,
@@ -1092,12 +1086,7 @@ mod tests {
     fn types(text: &str, f: &str) -> Vec<String> {
         let src = SourceFile::parse("t.py", text).unwrap();
         let def = crate::source::find(&src, f).unwrap().def;
-        let params: Vec<String> = def
-            .args
-            .args
-            .iter()
-            .map(|a| a.def.arg.to_string())
-            .collect();
+        let params = crate::pyast::positional_params(&def.args);
         at_calls(&src, f, &params)
             .0
             .into_iter()

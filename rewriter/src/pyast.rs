@@ -689,6 +689,12 @@ fn integer_index(e: &Expr, ints: &std::collections::HashSet<String>) -> bool {
     }
 }
 
+/// The names of a function's positional parameters, in order (`def f(a,
+/// b=1)`: `a`, `b`): what a signature types, one per entry.
+pub fn positional_params(a: &ast::Arguments) -> Vec<String> {
+    a.args.iter().map(|p| p.def.arg.to_string()).collect()
+}
+
 /// Every parameter name of a function (positional-only, positional,
 /// `*args`, keyword-only, `**kwargs`).
 pub fn param_names(a: &ast::Arguments) -> Vec<String> {

@@ -331,7 +331,7 @@ fn module_beside(src: &SourceFile, module: &str) -> Option<Arc<SourceFile>> {
 /// The names `def` reads that it does not bind (its module's names).
 fn free_names(def: &ast::StmtFunctionDef) -> Vec<String> {
     let mut bound: HashSet<String> = crate::pyast::names_rebound(&def.body);
-    bound.extend(def.args.args.iter().map(|a| a.def.arg.to_string()));
+    bound.extend(crate::pyast::positional_params(&def.args));
     bound.extend(def.args.kwonlyargs.iter().map(|a| a.def.arg.to_string()));
     let mut read = crate::pyast::names_in(&def.body);
     read.retain(|n| !bound.contains(n));

@@ -94,7 +94,7 @@ pub fn assumed_types(
 /// [`numba_declared`] of `function` in `source`.
 pub fn numba_declared_types(source: &str, file_name: &str, function: &str) -> Option<Vec<ArgType>> {
     let src = crate::source::SourceFile::parse(file_name, source).ok()?;
-    numba_declared(&src, function)
+    numba_declared(&src, crate::source::find(&src, function).ok()?.def)
 }
 
 /// The parameter names and [`assumed_types`] of `function` in a parsed file.
@@ -116,11 +116,13 @@ pub fn assumed_types_parsed(
 /// verified on arguments the original accepts. (`@cuda.jit` kernels are
 /// GPU code already, and `@vectorize` signatures are per element: neither
 /// is read.)
-pub fn numba_declared(src: &crate::source::SourceFile, function: &str) -> Option<Vec<ArgType>> {
-    let found = crate::source::find(src, function).ok()?;
-    let params = found.def.args.args.len();
+pub fn numba_declared(
+    src: &crate::source::SourceFile,
+    def: &ast::StmtFunctionDef,
+) -> Option<Vec<ArgType>> {
+    let params = def.args.args.len();
     let mut read: Vec<Vec<ArgType>> = Vec::new();
-    for d in &found.def.decorator_list {
+    for d in &def.decorator_list {
         let Expr::Call(c) = d else { continue };
         let jit = src.resolve(&c.func).is_some_and(|f| {
             matches!(
@@ -327,14 +329,9 @@ pub fn static_types_keyed(
     sites: &crate::call_types::CallSites,
     key: &str,
 ) -> Result<(Vec<String>, Vec<ArgType>, StaticSource), RewriteError> {
-    if let Some(types) = numba_declared(src, function) {
-        let names = crate::source::find(src, function)?
-            .def
-            .args
-            .args
-            .iter()
-            .map(|a| a.def.arg.to_string())
-            .collect();
+    let found = crate::source::find(src, function)?;
+    if let Some(types) = numba_declared(src, found.def) {
+        let names = crate::pyast::positional_params(&found.def.args);
         return Ok((names, types, StaticSource::Declared));
     }
     let (names, body) = body_types(src, function)?;
@@ -365,12 +362,7 @@ fn body_types(
     let src = joined.as_deref().unwrap_or(src);
     let found = crate::source::find(src, function)?;
     let def = found.def;
-    let names: Vec<String> = def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
-        .collect();
+    let names = crate::pyast::positional_params(&def.args);
     let uses = param_uses(
         src,
         def,
@@ -457,12 +449,7 @@ fn param_uses(
     // from many places is not read again for each).
     memo: &mut HashMap<String, HashMap<String, Use>>,
 ) -> HashMap<String, Use> {
-    let names: Vec<String> = def
-        .args
-        .args
-        .iter()
-        .map(|a| a.def.arg.to_string())
-        .collect();
+    let names = crate::pyast::positional_params(&def.args);
     let mut uses: HashMap<&str, Use> = names.iter().map(|n| (n.as_str(), Use::default())).collect();
     walk_stmts(&def.body, &mut |s: &Stmt| {
         if let Stmt::Assign(a) = s {
@@ -663,13 +650,7 @@ fn param_uses(
             else {
                 continue;
             };
-            let params: Vec<String> = found
-                .def
-                .args
-                .args
-                .iter()
-                .map(|a| a.def.arg.to_string())
-                .collect();
+            let params = crate::pyast::positional_params(&found.def.args);
             let theirs = match memo.get(callee) {
                 Some(t) => t.clone(),
                 None => {

@@ -161,12 +161,7 @@ impl Lowerer<'_> {
     ) -> Lower<(Vec<PlanParam>, HostValue, Vec<ScalarType>)> {
         let line = self.src.line(def);
         let all_scalar = types.iter().all(|t| !t.is_array());
-        let names: Vec<String> = def
-            .args
-            .args
-            .iter()
-            .map(|a| a.def.arg.to_string())
-            .collect();
+        let names = crate::pyast::positional_params(&def.args);
         let mut params = Vec::new();
         let mut first_elementwise: Option<String> = None;
         for (n, t) in names.iter().zip(types) {

@@ -396,12 +396,7 @@ impl Lowerer<'_> {
         }
 
         // Arguments by position, keyword, then defaults.
-        let params: Vec<String> = def
-            .args
-            .args
-            .iter()
-            .map(|a| a.def.arg.to_string())
-            .collect();
+        let params = crate::pyast::positional_params(&def.args);
         let mut given: Vec<Option<ast::Expr>> = vec![None; params.len()];
         for (i, a) in c.args.iter().enumerate() {
             if matches!(a, ast::Expr::Starred(_)) || i >= params.len() {
