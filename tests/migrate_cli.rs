@@ -1453,6 +1453,8 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
         "profile.scaled_inverse",
         "profile.squared_gaps",
         "profile.path_lengths",
+        // `_window.clip(x[i])` beside NumPy's `np.clip(y[i], lo, hi)`.
+        "profile.clipped_sums",
         "absolute.scaled_path_lengths",
         "absolute.inverse_lengths",
     ] {

@@ -62,6 +62,8 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         return None;
     }
     let mut taken: Vec<String> = Vec::new();
+    // The module each of `taken` comes from.
+    let mut taken_from: Vec<String> = Vec::new();
     let mut imports: Vec<String> = Vec::new();
     // Imports and constants added for the helpers, beside the file's own.
     let mut added: HashMap<String, String> = HashMap::new();
@@ -137,6 +139,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
         }
         defs.push((text, sibling.name.clone(), sibling.line(def)));
         taken.push(local);
+        taken_from.push(module.clone());
         queue.extend(calls);
         // Calls of other siblings' helpers, named as the helper's module
         // names them (`from .entropy import num_zerocross` there).
@@ -152,7 +155,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
     if defs.is_empty() {
         return None;
     }
-    let key = format!("{taken:?} {imports:?} {consts:?}");
+    let key = format!("{taken:?} {taken_from:?} {imports:?} {consts:?}");
     if let Some(j) = src.borrow_cache.lock().ok()?.joined.get(&key) {
         return Some(Arc::clone(j));
     }
@@ -201,7 +204,7 @@ pub fn with_sibling_helpers(src: &SourceFile, function: &str) -> Option<Arc<Sour
     )
     .ok()?;
     let mut suite = (*src.suite).clone();
-    call_borrowed_by_name(src, &mut suite, &taken);
+    call_borrowed_by_name(src, &mut suite, &taken, &taken_from);
     suite.extend(added);
     let lines = rustpython_parser::source_code::LineIndex::from_source_text(&text);
     let mut joined = SourceFile::from_parsed(src.name.clone(), text, suite, lines);
@@ -285,9 +288,16 @@ fn module_call(
     free.then(|| (module.clone(), name.to_string()))
 }
 
-/// `m.f(…)` as `f(…)` in the file's own functions, for each borrowed `f`
+/// `m.f(…)` as `f(…)` in the file's own functions, for each `f` borrowed
+/// from `m` itself (`taken`, from the modules `taken_from`: NumPy's
+/// `np.clip` stays NumPy's beside a borrowed `utils.clip`)
 /// ([`module_call`]); not in a function that binds `m` itself.
-fn call_borrowed_by_name(src: &SourceFile, suite: &mut [Stmt], taken: &[String]) {
+fn call_borrowed_by_name(
+    src: &SourceFile,
+    suite: &mut [Stmt],
+    taken: &[String],
+    taken_from: &[String],
+) {
     let own = |n: &str| src.module_function(n).is_some();
     for s in suite {
         let Stmt::FunctionDef(f) = s else { continue };
@@ -296,7 +306,14 @@ fn call_borrowed_by_name(src: &SourceFile, suite: &mut [Stmt], taken: &[String])
         crate::pyast::walk_body_exprs_mut(&mut f.body, &mut |e: &mut Expr| {
             let Expr::Call(c) = e else { return false };
             let bare = match module_call(src, &c.func, &own) {
-                Some((_, name)) if taken.contains(&name) => name,
+                Some((module, name))
+                    if taken
+                        .iter()
+                        .zip(taken_from)
+                        .any(|(t, m)| *t == name && *m == module) =>
+                {
+                    name
+                }
                 _ => return false,
             };
             let Expr::Attribute(a) = c.func.as_ref() else {
