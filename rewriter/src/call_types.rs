@@ -303,6 +303,8 @@ impl CallSites {
             .map(|(k, p)| {
                 let mut seen: Option<String> = None;
                 let mut several = false;
+                // Some call leaves it to its default.
+                let mut left = false;
                 for site in &sites {
                     let at = if k < site.args.len() {
                         site.literal_args[k].clone()
@@ -312,6 +314,7 @@ impl CallSites {
                             .find(|(n, _)| n == p)
                             .map(|(_, t)| t.clone())
                     } else {
+                        left = true;
                         defaults.get(k).cloned().flatten()
                     };
                     match (at, &seen) {
@@ -322,12 +325,8 @@ impl CallSites {
                     }
                 }
                 if several {
-                    // Only when some call leaves it to its default.
-                    let default = defaults.get(k).cloned().flatten()?;
-                    let left = sites.iter().any(|site| {
-                        k >= site.args.len() && !site.keywords.iter().any(|(n, _)| n == p)
-                    });
-                    return left.then_some(default);
+                    // (A call left to the default has passed it above.)
+                    return left.then(|| defaults.get(k).cloned().flatten()).flatten();
                 }
                 seen
             })

@@ -927,9 +927,9 @@ fn module_path(dir: &std::path::Path, module: &str) -> Option<std::path::PathBuf
     use std::path::{Path, PathBuf};
     type Found = std::sync::Mutex<HashMap<(PathBuf, String), Option<PathBuf>>>;
     static FOUND: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
-    let Some((_, _)) = module.split_once('.') else {
+    if !module.contains('.') {
         return Some(dir.join(format!("{module}.py")));
-    };
+    }
     let key = (dir.to_path_buf(), module.to_string());
     let found = FOUND.get_or_init(Default::default);
     if let Some(p) = found.lock().ok()?.get(&key) {
