@@ -315,13 +315,7 @@ fn types_come_from_calls_in_other_modules() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
     assert_eq!(j["status"], "verified", "{j}");
-    let from: Vec<&str> = j["arg_types"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["from"].as_str().unwrap())
-        .collect();
-    assert_eq!(from, ["calls"; 4], "{j}");
+    assert_eq!(arg_sources(&j), ["calls"; 4], "{j}");
     assert_eq!(j["arg_types"][1]["type"], "float32[:, :]", "{j}");
 }
 

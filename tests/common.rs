@@ -55,6 +55,17 @@ pub fn function<'a>(a: &'a serde_json::Value, name: &str) -> &'a serde_json::Val
         .unwrap_or_else(|| panic!("no function {name} in the analysis"))
 }
 
+/// Where a migration's `arg_types` says each argument's type came from
+/// (`"calls"`, `"numba"`, …), in order.
+pub fn arg_sources(migration: &serde_json::Value) -> Vec<&str> {
+    migration["arg_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["from"].as_str().unwrap())
+        .collect()
+}
+
 pub fn codes(f: &serde_json::Value) -> Vec<String> {
     f["findings"]
         .as_array()

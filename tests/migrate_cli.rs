@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    fixture, function, json_error, migrate_in, port_in, repo, stderr, stdout, user_error,
+    arg_sources, fixture, function, json_error, migrate_in, port_in, repo, stderr, stdout,
+    user_error,
 };
 
 fn copy_fixture(dir: &Path, rel: &str) -> String {
@@ -1462,12 +1463,7 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
         let o = migrate_in(tmp.path(), &["--function", &name, ".", "--json"]);
         let j = json(&o);
         assert_eq!(j["status"], "verified", "{f}: {j}");
-        let from: Vec<&str> = j["arg_types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["from"].as_str().unwrap())
-            .collect();
+        let from = arg_sources(&j);
         assert!(from.iter().all(|&x| x == "calls"), "{f}: {from:?}");
     }
     let o = migrate_in(
@@ -1499,12 +1495,7 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
         .output()
         .unwrap();
     let a = json(&o);
-    let report = a["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["qualname"] == "inverse_lengths")
-        .unwrap();
+    let report = function(&a, "inverse_lengths");
     assert_eq!(report["verdict"], "cuda", "{report}");
     let check = "import numpy as np\n\
                  from relpkg import profile\n\
@@ -1557,12 +1548,7 @@ fn numba_signatures_the_author_wrote_type_the_arguments() {
         ("soft_gap", "float64[:], float64[:]"),
         ("clipped_scale", "float64[:], float64[:], float64"),
     ] {
-        let report = a["functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["qualname"] == f)
-            .unwrap();
+        let report = function(&a, f);
         let plan = &report["migration_plan"];
         assert_eq!(plan["types_from"], "numba", "{f}: {plan}");
         assert_eq!(plan["signature"], sig, "{f}: {plan}");
@@ -1580,12 +1566,7 @@ fn numba_signatures_the_author_wrote_type_the_arguments() {
             ],
         ));
         assert_eq!(j["status"], "verified", "{f}: {j}");
-        let from: Vec<&str> = j["arg_types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["from"].as_str().unwrap())
-            .collect();
+        let from = arg_sources(&j);
         assert!(from.iter().all(|&x| x == "numba"), "{f}: {from:?}");
     }
     let o = port_in(
