@@ -49,17 +49,7 @@ fn facts_of_functions<'a>(
 ) -> AppFacts {
     let mut verdicts = HashMap::with_capacity(2 * functions.len());
     for f in functions {
-        let reason = f
-            .main_reason()
-            .map(|r| (r.line, format!("{} {}", r.code, r.message)));
-        let entry = (
-            f.verdict,
-            if f.verdict == Verdict::Cuda {
-                None
-            } else {
-                reason
-            },
-        );
+        let entry = fact_of(f);
         verdicts.insert(f.name.clone(), entry.clone());
         verdicts.insert(f.qualname.clone(), entry);
     }
@@ -67,6 +57,16 @@ fn facts_of_functions<'a>(
         verdicts: std::sync::Arc::new(verdicts),
         hidden: Vec::new(),
     }
+}
+
+/// What a caller's plan reads of `f`: its verdict and, when it is not
+/// `cuda`, its main reason (line, code and message).
+fn fact_of(f: &FunctionReport) -> (Verdict, Option<(u32, String)>) {
+    let reason = (f.verdict != Verdict::Cuda)
+        .then(|| f.main_reason())
+        .flatten()
+        .map(|r| (r.line, format!("{} {}", r.code, r.message)));
+    (f.verdict, reason)
 }
 
 /// The static analysis of `path` with the planner's answers: the
@@ -254,21 +254,11 @@ fn plan_all(
                 answers
             })
             .collect();
-        // What a caller's plan reads of a callee: its verdict and, when
-        // not `cuda`, its main reason ([`facts_of_functions`]).
-        let seen = |f: &FunctionReport| {
-            let reason = (f.verdict != Verdict::Cuda)
-                .then(|| {
-                    f.main_reason()
-                        .map(|r| (r.line, r.code.clone(), r.message.clone()))
-                })
-                .flatten();
-            (f.verdict, reason)
-        };
         let mut changed = vec![false; original.len()];
         for (k, c) in answers {
             let new = adjust(&original[k], c);
-            changed[k] = seen(&new) != seen(adjusted[k].as_ref().unwrap_or(&original[k]));
+            // What the callers' plans read of it ([`fact_of`]).
+            changed[k] = fact_of(&new) != fact_of(adjusted[k].as_ref().unwrap_or(&original[k]));
             adjusted[k] = Some(new);
         }
         // Only the callers of a function whose answer changed are asked
