@@ -504,6 +504,7 @@ impl Cx<'_> {
                 let r = if self.assigned.contains(var) {
                     Range::default()
                 } else if positive(step) {
+                    let stop = running_stop(start, stop);
                     Range {
                         lo: self.lo(start, env),
                         hi: self.hi(stop, env).map(|h| add(h, -1)),
@@ -536,6 +537,7 @@ impl Cx<'_> {
                     let r = if self.assigned.contains(v) {
                         Range::default()
                     } else {
+                        let e = running_stop(&lit(0), e);
                         Range {
                             lo: Some(lit(0)),
                             hi: self.hi(e, env).map(|h| add(h, -1)),
@@ -729,7 +731,7 @@ impl Cx<'_> {
             }
             e
         };
-        let mut x = normalise(&expand(e));
+        let mut x = wraps_enveloped(&normalise(&expand(e)), up)?;
         for _ in 0..16 {
             let mut inner: Option<(String, &Range)> = None;
             port_codegen::ir::walk_expr(&x, &mut |y| {
@@ -753,10 +755,13 @@ impl Cx<'_> {
                 r.first.as_ref()?
             };
             let end = expand(end);
-            x = normalise(&crate::ir_util::map_expr(&x, &|y| match y {
-                Expr::Var(n) if n == v => Some(end.clone()),
-                _ => None,
-            }));
+            x = wraps_enveloped(
+                &normalise(&crate::ir_util::map_expr(&x, &|y| match y {
+                    Expr::Var(n) if n == v => Some(end.clone()),
+                    _ => None,
+                })),
+                up,
+            )?;
         }
         // A thread's coordinates are at least 0.
         if !up && matches!(polarity_of_specials(&x), Some(p) if p >= 0) {
@@ -1127,6 +1132,54 @@ fn python_index<'e>(i: &'e Expr, array: &str, axis: usize) -> Option<&'e Expr> {
     (is_extent(n) || matches!(n, Expr::Cast(_, s) if is_extent(s))).then_some(e)
 }
 
+/// The stop of a loop from `start` as its iterations see it: `max(x,
+/// start)` (a slice's element loop, `range(0, max(stop - start, 0))`) is
+/// `x`, as an iteration runs only where `x` exceeds `start`. A loop that
+/// does not run accesses nothing.
+fn running_stop<'e>(start: &Expr, stop: &'e Expr) -> &'e Expr {
+    match stop {
+        Expr::Binary(BinOp::Max, a, b) if b.as_ref() == start => a,
+        Expr::Binary(BinOp::Max, a, b) if a.as_ref() == start => b,
+        _ => stop,
+    }
+}
+
+/// `x` with each Python-wrapped index `e + n if e < 0 else e` (not
+/// monotone in `e`) replaced by the monotone side of it that bounds `x`
+/// the way asked: from above by `max(e, n - 1)`, from below by
+/// `min(e + n, max(e, 0))`, according to whether `x` grows with it.
+/// `None` where `x` moves both ways with one.
+fn wraps_enveloped(x: &Expr, up: bool) -> Option<Expr> {
+    let mut x = x.clone();
+    for _ in 0..8 {
+        let mut found: Option<Expr> = None;
+        port_codegen::ir::walk_expr(&x, &mut |y| {
+            if found.is_none() && python_wrap(y).is_some() {
+                found = Some(y.clone());
+            }
+        });
+        let Some(s) = found else { break };
+        let (e, n) = python_wrap(&s).expect("found");
+        let above = match polarity_where(&x, &|y| *y == s)? {
+            0 => up,
+            p => (p > 0) == up,
+        };
+        let side = if above {
+            bin(BinOp::Max, e.clone(), add(n.clone(), -1))
+        } else {
+            bin(
+                BinOp::Min,
+                bin(BinOp::Add, e.clone(), n.clone()),
+                bin(BinOp::Max, e.clone(), lit(0)),
+            )
+        };
+        x = normalise(&crate::ir_util::map_expr(&x, &|y| {
+            (*y == s).then(|| side.clone())
+        }));
+    }
+    Some(x)
+}
+
 /// `e + n if e < 0 else e`, the lowering's Python index or slice bound
 /// `e` into an extent `n`: gives `e` and `n`.
 fn python_wrap(i: &Expr) -> Option<(&Expr, &Expr)> {
@@ -1187,6 +1240,48 @@ mod tests {
         }
         let n = normalise(&e);
         assert!(size(&n) < 4096, "{}", size(&n));
+    }
+
+    #[test]
+    fn a_window_whose_stop_python_wraps_stays_inside() {
+        // `a[i:i + w]` summed by `for j in range(0, max(min(i + w + n if
+        // i + w < 0 else i + w, n) - i, 0))`, reading `a[i + j]`: an
+        // iteration runs only below the unclamped stop, and the wrapped
+        // stop never passes `n - 1`; so `i + j < n` for any `w`, with no
+        // guard (before: `2 * n - w - 1`, which no input fits).
+        let n = shape("a");
+        let e = bin(BinOp::Add, v("i"), v("w"));
+        let wrapped = Expr::Select(
+            Box::new(Expr::Cmp(CmpOp::Lt, Box::new(e.clone()), Box::new(lit(0)))),
+            Box::new(bin(BinOp::Add, e.clone(), n.clone())),
+            Box::new(e),
+        );
+        let stop = bin(
+            BinOp::Max,
+            bin(BinOp::Sub, bin(BinOp::Min, wrapped, n.clone()), v("i")),
+            lit(0),
+        );
+        let cx = Cx {
+            ints: ["w"].into_iter().collect(),
+            arrays: ["a", "out"].into_iter().collect(),
+            assigned: HashSet::new(),
+        };
+        let mut env = HashMap::new();
+        let loop_of = |first: Expr, stop: &Expr, depth| Range {
+            first: Some(first),
+            last: Some(add(running_stop(&lit(0), stop).clone(), -1)),
+            depth,
+            ..Range::default()
+        };
+        env.insert("i".to_string(), loop_of(lit(0), &shape("out"), 1));
+        env.insert("j".to_string(), loop_of(lit(0), &stop, 2));
+        let hi = cx
+            .symbolic(&bin(BinOp::Add, v("i"), v("j")), &env, true)
+            .unwrap();
+        assert!(
+            crate::lower::shapes::le_holds(&add(hi.clone(), 1), &n),
+            "{hi:?}"
+        );
     }
 
     #[test]
