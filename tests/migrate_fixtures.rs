@@ -910,7 +910,8 @@ macro_rules! program_in {
 /// parameters specialised to the constant a signature gives them, a
 /// reduction's `dtype=`, `isinstance` and `np.isscalar` decided by type, `np.shape` and
 /// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
-/// a procedure's bare `return`s (one inside its loop).
+/// a procedure's bare `return`s (one inside its loop), `w is None` of an
+/// int `w`.
 mod general_rules {
     use super::verified;
 
@@ -949,6 +950,7 @@ mod general_rules {
         sign_changes: "float64[:]",
         relax_until_unstable: "float64[:], float64[:], int64",
         predict_state: "float64[:], float64[:, :], float64[:], float64",
+        rolling_mean: "float64[:], int64",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

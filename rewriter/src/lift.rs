@@ -296,6 +296,29 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(Val::scalar(acc.unwrap_or(bool(true)), ScalarType::Bool))
             }
+            // `x is None` of a value the kernel holds (a number or an
+            // array, never `None`) is false, as Numba folds it for a
+            // non-optional type: `if w is None: w = n` of an int `w`.
+            ast::Expr::Compare(c)
+                if matches!(c.ops.as_slice(), [ast::CmpOp::Is | ast::CmpOp::IsNot])
+                    && [&*c.left, &c.comparators[0]]
+                        .iter()
+                        .filter(|x| crate::pyast::is_none_constant(x))
+                        .count()
+                        == 1 =>
+            {
+                let other = if crate::pyast::is_none_constant(&c.left) {
+                    &c.comparators[0]
+                } else {
+                    &*c.left
+                };
+                self.expr(r, other)?;
+                Ok(Val::Scalar(
+                    bool(c.ops[0] == ast::CmpOp::IsNot),
+                    ScalarType::Bool,
+                    true,
+                ))
+            }
             ast::Expr::Compare(c) => {
                 let mut left = self.expr(r, &c.left)?;
                 let mut acc: Option<Val> = None;

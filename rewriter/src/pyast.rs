@@ -339,6 +339,12 @@ pub fn subscript_base(e: &Expr) -> Option<String> {
     }
 }
 
+/// A literal `None` (an argument left at NumPy's default, a test
+/// `x is None`).
+pub fn is_none_constant(e: &Expr) -> bool {
+    matches!(e, Expr::Constant(k) if matches!(k.value, ast::Constant::None))
+}
+
 /// A docstring or other bare constant statement.
 pub fn is_docstring(s: &Stmt) -> bool {
     matches!(s, Stmt::Expr(e) if matches!(e.value.as_ref(), Expr::Constant(_)))

@@ -132,7 +132,7 @@ impl Lowerer<'_> {
                 }
             }
         }
-        let Some(axis) = args[2].filter(|e| !is_none(e)) else {
+        let Some(axis) = args[2].filter(|e| !crate::pyast::is_none_constant(e)) else {
             if av.ndim() == 1 {
                 let pairs: Vec<(Expr, usize)> = shifts.into_iter().map(|s| (s, 0)).collect();
                 return Ok(Val::Array(rearrange::roll(&av, &pairs)));
@@ -294,7 +294,7 @@ impl Lowerer<'_> {
         };
         let av = self.array_arg(r, a, "np.repeat", line)?;
         let times = self.count_arg(r, times, "np.repeat", line)?;
-        let Some(axis) = args[2].filter(|e| !is_none(e)) else {
+        let Some(axis) = args[2].filter(|e| !crate::pyast::is_none_constant(e)) else {
             // Flattened first, as NumPy does without an axis.
             let flat = if av.ndim() == 1 {
                 av
@@ -440,9 +440,4 @@ fn items(e: &ast::Expr) -> Vec<&ast::Expr> {
         ast::Expr::List(l) => l.elts.iter().collect(),
         one => vec![one],
     }
-}
-
-/// A literal `None` (an argument left at NumPy's default).
-fn is_none(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Constant(k) if matches!(k.value, ast::Constant::None))
 }
