@@ -1547,6 +1547,7 @@ fn numba_signatures_the_author_wrote_type_the_arguments() {
         // The first of the list that takes an array.
         ("soft_gap", "float64[:], float64[:]"),
         ("clipped_scale", "float64[:], float64[:], float64"),
+        ("bit_is_set", "uint8[::1], int64"),
     ] {
         let report = function(&a, f);
         let plan = &report["migration_plan"];
@@ -1569,6 +1570,24 @@ fn numba_signatures_the_author_wrote_type_the_arguments() {
         let from = arg_sources(&j);
         assert!(from.iter().all(|&x| x == "numba"), "{f}: {from:?}");
     }
+    // `locals={"acc": float32}`: the kernels sum in float32 as Numba does
+    // (CPython's float64 sum of these inputs differs past rtol 1e-5), and
+    // are judged at float32's tolerance; the float32 reaches Python as a
+    // float, as Numba returns it.
+    let j = json(&port_in(
+        tmp.path(),
+        &[
+            "migrate",
+            "--function",
+            "float32_energy",
+            file,
+            "--json",
+            "--python",
+            oracle,
+        ],
+    ));
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["verification"]["rtol"], 1e-4, "{j}");
     let o = port_in(
         tmp.path(),
         &[

@@ -120,19 +120,82 @@ pub fn numba_declared(
     src: &crate::source::SourceFile,
     def: &ast::StmtFunctionDef,
 ) -> Option<Vec<ArgType>> {
-    let params = def.args.args.len();
-    let mut read: Vec<Vec<ArgType>> = Vec::new();
+    Some(numba_signature(src, def)?.0)
+}
+
+/// Whether Numba compiles `def` on the CPU (`@njit`, `@jit`, with or
+/// without arguments): its caller then sees Numba's meaning, not
+/// CPython's (scalars returned as Python numbers, `locals=` types).
+pub fn numba_jitted(src: &crate::source::SourceFile, def: &ast::StmtFunctionDef) -> bool {
+    def.decorator_list.iter().any(|d| {
+        let f = match d {
+            Expr::Call(c) => c.func.as_ref(),
+            e => e,
+        };
+        is_numba_jit(src, f)
+    })
+}
+
+fn is_numba_jit(src: &crate::source::SourceFile, f: &Expr) -> bool {
+    src.resolve(f).is_some_and(|f| {
+        matches!(
+            f.as_str(),
+            "numba.njit" | "numba.jit" | "numba.core.decorators.njit" | "numba.core.decorators.jit"
+        )
+    })
+}
+
+/// The `locals={"name": numba.types.float32, ...}` of `def`'s Numba
+/// decorator: names whose every binding Numba casts to the type given.
+/// Entries whose type is not a scalar port reads are left out.
+pub fn numba_locals(
+    src: &crate::source::SourceFile,
+    def: &ast::StmtFunctionDef,
+) -> Vec<(String, port_codegen::ir::ScalarType)> {
+    let mut out = Vec::new();
     for d in &def.decorator_list {
         let Expr::Call(c) = d else { continue };
-        let jit = src.resolve(&c.func).is_some_and(|f| {
-            matches!(
-                f.as_str(),
-                "numba.njit"
-                    | "numba.jit"
-                    | "numba.core.decorators.njit"
-                    | "numba.core.decorators.jit"
-            )
-        });
+        if !is_numba_jit(src, &c.func) {
+            continue;
+        }
+        for k in &c.keywords {
+            let (Some("locals"), Expr::Dict(m)) = (k.arg.as_deref(), &k.value) else {
+                continue;
+            };
+            for (key, value) in m.keys.iter().zip(&m.values) {
+                let Some(name) = key.as_ref().and_then(string_constant) else {
+                    continue;
+                };
+                // `numba.types.float32`, `nb.float32`, `types.f4`, "float32".
+                let ty = match value {
+                    Expr::Attribute(a) => crate::types::scalar_from_name(a.attr.as_str()),
+                    Expr::Name(n) => src
+                        .resolve(value)
+                        .filter(|f| f.starts_with("numba."))
+                        .and_then(|_| crate::types::scalar_from_name(n.id.as_str())),
+                    e => string_constant(e).and_then(crate::types::scalar_from_name),
+                };
+                if let Some(t) = ty {
+                    out.push((name.to_string(), t));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The argument types of the Numba signature [`numba_declared`] picks,
+/// and its return type when that is a scalar (`b1(u1[::1], i4)` returns
+/// a bool: Numba casts what the body returns to it).
+pub fn numba_signature(
+    src: &crate::source::SourceFile,
+    def: &ast::StmtFunctionDef,
+) -> Option<(Vec<ArgType>, Option<port_codegen::ir::ScalarType>)> {
+    let params = def.args.args.len();
+    let mut read: Vec<(Vec<ArgType>, Option<port_codegen::ir::ScalarType>)> = Vec::new();
+    for d in &def.decorator_list {
+        let Expr::Call(c) = d else { continue };
+        let jit = is_numba_jit(src, &c.func);
         let Some(first) = c.args.first().filter(|_| jit) else {
             continue;
         };
@@ -151,16 +214,14 @@ pub fn numba_declared(
             Expr::Tuple(t) => t.elts.iter().filter_map(string_constant).collect(),
             _ => Vec::new(),
         };
-        read.extend(
-            strings
-                .into_iter()
-                .filter_map(declared_arguments)
-                .filter(|t| t.len() == params),
-        );
+        read.extend(strings.into_iter().filter_map(|s| {
+            let args = declared_arguments(s).filter(|t| t.len() == params)?;
+            Some((args, declared_return(s)))
+        }));
     }
     let array = read
         .iter()
-        .position(|t| t.iter().any(|a| matches!(a, ArgType::Array(_))));
+        .position(|(t, _)| t.iter().any(|a| matches!(a, ArgType::Array(_))));
     let k = array.unwrap_or(0);
     (k < read.len()).then(|| read.swap_remove(k))
 }
@@ -191,6 +252,14 @@ fn string_constant(e: &Expr) -> Option<&str> {
         Expr::Constant(k) => k.value.as_str().map(|s| s.as_str()),
         _ => None,
     }
+}
+
+/// The return type of one Numba signature string `ret(a, b)`, when it is
+/// a scalar type (`b1`, `float32`); `None` for `void`, arrays, tuples or
+/// none written.
+fn declared_return(sig: &str) -> Option<port_codegen::ir::ScalarType> {
+    let ret = sig.trim().split_once('(')?.0;
+    crate::types::scalar_from_name(ret)
 }
 
 /// The arguments of one Numba signature string, `ret(a, b)` or `(a, b)`:

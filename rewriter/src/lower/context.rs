@@ -417,6 +417,9 @@ pub(crate) struct Lowerer<'a> {
     pub floors: HashMap<String, i64>,
     /// Device functions whose every `return` gives a Python number.
     pub weak_returns: HashSet<String>,
+    /// The function is one Numba compiles: a number it returns reaches
+    /// its caller as a Python number (a float32 as a float).
+    pub numba_boxes: bool,
     pub module: Module,
     pub steps: Vec<HostStep>,
     pub log: RewriteLog,
@@ -498,6 +501,7 @@ impl<'a> Lowerer<'a> {
             strong_last: HashSet::new(),
             floors: HashMap::new(),
             weak_returns: HashSet::new(),
+            numba_boxes: false,
             masked: HashMap::new(),
             loop_bound,
             module: Module::default(),

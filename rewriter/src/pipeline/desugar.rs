@@ -90,6 +90,8 @@ pub fn body(
             .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
         argmax_loops(src, &np, &mut desugared.body);
     }
+    // A function Numba compiles returns its signature's return type.
+    numba_return_cast(src, &found.def, &mut desugared.body);
     // Returns from inside `if`s as one return at the end.
     {
         let mut used = lower::context::UsedNames::new(src.module_names());
@@ -708,6 +710,54 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
             type_comment: None,
         });
     }
+}
+
+/// Numba's meaning of a function it compiles, where it is not CPython's:
+/// what the function returns is cast to its signature's scalar return
+/// type (`b1(u1[::1], i4)` returns a bool of `table[loc] & mask`),
+/// written as NumPy's cast, `np.bool_(…)`. (Its `locals=` types are the
+/// typing's: [`crate::signature::numba_locals`].)
+fn numba_return_cast(
+    src: &source::SourceFile,
+    def: &rustpython_parser::ast::StmtFunctionDef,
+    body: &mut [rustpython_parser::ast::Stmt],
+) {
+    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    let Some(t) = crate::signature::numba_signature(src, def).and_then(|(_, r)| r) else {
+        return;
+    };
+    // A file that does not import NumPy: `numpy`, which resolves to itself.
+    let np = src
+        .imports
+        .iter()
+        .find(|(_, full)| full.as_str() == "numpy")
+        .map_or("numpy", |(local, _)| local.as_str());
+    let dtype = crate::types::numpy_dtype(t).trim_start_matches("np.");
+    fn each(body: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
+        for s in body {
+            f(s);
+            for b in pyast::child_bodies_mut(s) {
+                each(b, f);
+            }
+        }
+    }
+    each(body, &mut |s| {
+        let Stmt::Return(ast::StmtReturn { value: Some(v), .. }) = s else {
+            return;
+        };
+        let at = v.range();
+        let none = Expr::Constant(ast::ExprConstant {
+            range: at,
+            value: ast::Constant::None,
+            kind: None,
+        });
+        let inner = std::mem::replace(v.as_mut(), none);
+        **v = pyast::call_node(
+            pyast::attribute_node(pyast::name_node(np, at, ast::ExprContext::Load), dtype, at),
+            vec![inner],
+            at,
+        );
+    });
 }
 
 /// `np.array(<d>)` (with the module's own name for NumPy), carrying `d`'s

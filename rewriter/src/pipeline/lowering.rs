@@ -44,6 +44,11 @@ pub fn lower(
     // lowering on; the lowering observes the names it left out, and
     // lowers again while a binding widens a type (at most six times).
     let table = super::typing::infer(src, def, names, req.types, ufunc);
+    // Names Numba's `locals=` types keep that type, whatever is bound.
+    let declared: HashSet<String> = crate::signature::numba_locals(src, def)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     let fixed_point = |ufunc: bool, seed: &super::typing::Table| {
         let mut types: HashMap<String, ScalarType> = seed.types.clone();
         // Names some path binds to a strong value: the others stay weak
@@ -58,8 +63,10 @@ pub fn lower(
             l.analysis_scans = scans.clone();
             l.unit_dims = unit_dims.clone();
             l.strong_last = strong.clone();
+            l.numba_boxes = crate::signature::numba_jitted(src, def);
             let res = run(&mut l, def, names, req.types, ufunc);
-            let observed = l.observed_types();
+            let mut observed = l.observed_types();
+            observed.retain(|k, _| !declared.contains(k));
             let widened = observed.iter().any(|(k, t)| {
                 types
                     .get(k)

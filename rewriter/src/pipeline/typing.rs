@@ -179,6 +179,9 @@ impl Frame<'_> {
             }
             bound.insert(RETURN.to_string());
         }
+        let declared: HashMap<String, ScalarType> = crate::signature::numba_locals(self.src, def)
+            .into_iter()
+            .collect();
         let mut last = entry.clone();
         // The bindings' types only grow (joins), over finitely many
         // types: a few rounds settle them; a body that has not settled by
@@ -195,6 +198,7 @@ impl Frame<'_> {
                 placed: Cell::new(false),
                 device: is_device,
                 used: RefCell::new(BTreeMap::new()),
+                declared: &declared,
             };
             walk.block(&def.body);
             let used = walk.used.into_inner();
@@ -285,6 +289,9 @@ struct Walk<'a> {
     device: bool,
     /// The device functions this round's calls type, by scope.
     used: RefCell<BTreeMap<String, Table>>,
+    /// Names the function's Numba decorator types (`locals={"acc":
+    /// float32}`): every binding holds that type, cast to it.
+    declared: &'a HashMap<String, ScalarType>,
 }
 
 /// A value being bound.
@@ -324,6 +331,11 @@ impl Walk<'_> {
 
     fn bind(&mut self, name: &str, v: Eval, line: u32) {
         let v = match v {
+            // A name Numba's `locals=` types: any number bound to it is
+            // cast to that type (what is bound is known or not).
+            _ if self.declared.contains_key(name) => {
+                Some(Ty::Num(vec![(self.declared[name], false)]))
+            }
             Eval::Pending => return,
             Eval::Unknown => None,
             Eval::Known(t) => Some(t),

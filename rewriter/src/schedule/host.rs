@@ -60,7 +60,10 @@ impl Lowerer<'_> {
                     return match &ret.value {
                         None => Ok(None),
                         Some(v) => {
-                            let val = self.expr(r, v)?;
+                            let mut val = self.expr(r, v)?;
+                            if self.numba_boxes {
+                                val = python_boxed(val);
+                            }
                             self.host_value(val, line).map(Some)
                         }
                     };
@@ -728,5 +731,33 @@ impl Lowerer<'_> {
             format!("masked assignment (line {line}) as np.where, element by element"),
         );
         self.store_kernel(base, &Val::Array(new), &hint, line)
+    }
+}
+
+/// A value as Numba hands it back to Python: numbers as Python's `float`,
+/// `int` and `complex` (a float32 widens to float64, an int32 to int64;
+/// a uint64 stays, as no int64 holds it), in a tuple too.
+fn python_boxed(v: Val) -> Val {
+    match v {
+        Val::Scalar(e, t, weak) => {
+            let to = match t {
+                ScalarType::F32 => ScalarType::F64,
+                ScalarType::I8
+                | ScalarType::I16
+                | ScalarType::I32
+                | ScalarType::U8
+                | ScalarType::U16
+                | ScalarType::U32 => ScalarType::I64,
+                ScalarType::C64 => ScalarType::C128,
+                t => t,
+            };
+            if to == t {
+                Val::Scalar(e, t, weak)
+            } else {
+                Val::Scalar(crate::ir_util::cast_to(e, t, to), to, weak)
+            }
+        }
+        Val::Tuple(items) => Val::Tuple(items.into_iter().map(python_boxed).collect()),
+        array => array,
     }
 }
