@@ -911,7 +911,7 @@ macro_rules! program_in {
 /// reduction's `dtype=`, `isinstance` and `np.isscalar` decided by type, `np.shape` and
 /// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
-/// int `w`.
+/// int `w`, module constants that are `np.finfo` limits.
 mod general_rules {
     use super::verified;
 
@@ -951,6 +951,7 @@ mod general_rules {
         relax_until_unstable: "float64[:], float64[:], int64",
         predict_state: "float64[:], float64[:, :], float64[:], float64",
         rolling_mean: "float64[:], int64",
+        safe_ratio: "float32[:], float32[:], float32[:]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

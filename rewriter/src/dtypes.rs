@@ -215,3 +215,31 @@ pub fn unary(op: UnaryOp, (t, weak): (ScalarType, bool)) -> Result<ScalarType, &
         UnaryOp::Invert => Err("`~` of floats or complex numbers (NumPy raises a TypeError)"),
     }
 }
+
+/// `np.finfo(t).<attr>` of a float type `t` (`eps`, `epsneg`, `max`,
+/// `min`, `tiny`, `smallest_normal`, `resolution`), as an f64 holding the
+/// value of type `t` exactly; `None` for another attribute or type.
+pub fn float_limit(t: ScalarType, attr: &str) -> Option<f64> {
+    match t {
+        ScalarType::F64 => match attr {
+            "eps" => Some(f64::EPSILON),
+            "epsneg" => Some(f64::EPSILON / 2.0),
+            "max" => Some(f64::MAX),
+            "min" => Some(f64::MIN),
+            "tiny" | "smallest_normal" => Some(f64::MIN_POSITIVE),
+            "resolution" => Some(1e-15),
+            _ => None,
+        },
+        ScalarType::F32 => match attr {
+            "eps" => Some(f32::EPSILON),
+            "epsneg" => Some(f32::EPSILON / 2.0),
+            "max" => Some(f32::MAX),
+            "min" => Some(f32::MIN),
+            "tiny" | "smallest_normal" => Some(f32::MIN_POSITIVE),
+            "resolution" => Some(1e-6),
+            _ => None,
+        }
+        .map(f64::from),
+        _ => None,
+    }
+}

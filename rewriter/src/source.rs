@@ -489,6 +489,31 @@ impl SourceFile {
                 // `from consts import G`
                 self.imported_const(self.imports.get(n.id.as_str())?)
             }),
+            // `np.finfo(np.float32).max`, at the module's top level too
+            // (`FLOAT32_MAX = np.finfo(np.float32).max`): a NumPy scalar of
+            // the float type.
+            Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Call(_)) => {
+                let Expr::Call(c) = a.value.as_ref() else {
+                    unreachable!("matched")
+                };
+                let ([arg], true) = (c.args.as_slice(), c.keywords.is_empty()) else {
+                    return None;
+                };
+                if self.resolve(&c.func)?.as_str() != "numpy.finfo" {
+                    return None;
+                }
+                let name = match arg {
+                    Expr::Constant(k) => k.value.as_str()?.to_string(),
+                    e => self.resolve(e)?,
+                };
+                let t = crate::types::scalar_from_name(name.trim_start_matches("numpy."))?;
+                let v = crate::dtypes::float_limit(t, a.attr.as_str())?;
+                Some(if t == port_codegen::ir::ScalarType::F32 {
+                    Float32(v as f32)
+                } else {
+                    Float(v)
+                })
+            }
             // `math.pi`, `np.inf`, `consts.G`.
             Expr::Attribute(_) => self.imported_const(&self.resolve(e)?),
             Expr::UnaryOp(u) => {

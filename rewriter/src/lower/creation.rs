@@ -1225,26 +1225,8 @@ impl Lowerer<'_> {
                 ScalarType::C128 => ScalarType::F64,
                 t => t,
             };
-            let v = match (real, attr) {
-                (ScalarType::F64, _) => match attr {
-                    "eps" => Some(f64::EPSILON),
-                    "epsneg" => Some(f64::EPSILON / 2.0),
-                    "max" => Some(f64::MAX),
-                    "min" => Some(f64::MIN),
-                    "tiny" | "smallest_normal" => Some(f64::MIN_POSITIVE),
-                    "resolution" => Some(1e-15),
-                    _ => None,
-                },
-                (ScalarType::F32, _) => match attr {
-                    "eps" => Some(f32::EPSILON),
-                    "epsneg" => Some(f32::EPSILON / 2.0),
-                    "max" => Some(f32::MAX),
-                    "min" => Some(f32::MIN),
-                    "tiny" | "smallest_normal" => Some(f32::MIN_POSITIVE),
-                    "resolution" => Some(1e-6),
-                    _ => None,
-                }
-                .map(f64::from),
+            let v = match real {
+                ScalarType::F64 | ScalarType::F32 => crate::dtypes::float_limit(real, attr),
                 _ => {
                     return refuse(
                         array_expr::NAME,
