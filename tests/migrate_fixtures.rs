@@ -1007,6 +1007,27 @@ mod general_rules {
         );
     }
 
+    /// With no types given, `homogeneous(v, w=1.0, dtype=None)` is typed
+    /// from its body, and `dtype`, passed through as NumPy's `dtype=`, is
+    /// left to its default: the plan verifies (typed as a number, the
+    /// original raised on the generated inputs).
+    #[test]
+    fn a_dtype_parameter_is_left_to_its_default() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            super::fixture("migrate/general_rules.py"),
+            tmp.path().join("general_rules.py"),
+        )
+        .unwrap();
+        let o = super::migrate_in(
+            tmp.path(),
+            &["general_rules.py", "--function", "homogeneous", "--json"],
+        );
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "verified", "{j}");
+        assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
+    }
+
     // An array unpacked into names has exactly that many rows: the plan's
     // guard says so, and the generated inputs fit it (Numba's check runs
     // on them, saved: its own generator knows nothing of the guard).

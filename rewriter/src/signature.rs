@@ -341,7 +341,8 @@ pub fn static_types(
 /// How many of `function`'s last parameters the types read from its body
 /// leave to their defaults: those with a number as their default that the
 /// body uses where NumPy needs a constant (`axis=axis`, `x.shape[axis]`),
-/// as in `def num_zerocross(x, normalize=False, axis=-1)`. `typed` says
+/// as in `def num_zerocross(x, normalize=False, axis=-1)`, and those
+/// defaulting to `None` that it passes as a `dtype=`. `typed` says
 /// which parameters something better than the body (the program's calls,
 /// a constant they pass) already gives; the count stops at the first of
 /// those from the end. The plan is then specialised to the defaults, and
@@ -357,10 +358,14 @@ pub fn axes_left_to_defaults(
     };
     let def = found.def;
     let mut axes: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut dtypes: std::collections::HashSet<&str> = std::collections::HashSet::new();
     walk_stmts(&def.body, &mut |s: &Stmt| {
         for e in stmt_exprs(s) {
             walk_expr(e, &mut |x: &Expr| match x {
-                Expr::Call(c) => axes.extend(keyword(c, "axis").and_then(name_of)),
+                Expr::Call(c) => {
+                    axes.extend(keyword(c, "axis").and_then(name_of));
+                    dtypes.extend(keyword(c, "dtype").and_then(name_of));
+                }
                 Expr::Subscript(sub) => {
                     if let (Expr::Attribute(a), Some(n)) = (sub.value.as_ref(), name_of(&sub.slice))
                     {
@@ -381,10 +386,14 @@ pub fn axes_left_to_defaults(
         .rev()
         .take_while(|(a, typed)| {
             let n = a.def.arg.as_str();
-            !**typed
-                && axes.contains(n)
-                && !rebound.contains(n)
-                && a.default.as_deref().and_then(number_default) == Some(ScalarType::I64)
+            let default = a.default.as_deref();
+            // An axis with an int default, or a dtype defaulting to None
+            // (`def create(normal=None, distance=0.0, dtype=None)`): no
+            // number a body typing could give it means what it means.
+            let axis =
+                axes.contains(n) && default.and_then(number_default) == Some(ScalarType::I64);
+            let dtype = dtypes.contains(n) && default.is_some_and(crate::pyast::is_none_constant);
+            !**typed && (axis || dtype) && !rebound.contains(n)
         })
         .count()
 }
@@ -1253,6 +1262,17 @@ mod tests {
         assert_eq!(axes_left_to_defaults(&file, "f", &[false; 3]), 1);
         assert_eq!(axes_left_to_defaults(&file, "f", &[false, false, true]), 0);
         assert_eq!(sig(src, "f"), "float64[:, :], float64, int64");
+    }
+
+    /// pyrr's `create(normal=None, distance=0.0, dtype=None)`: a `None`
+    /// default passed as `dtype=` stays the default (typed as a number,
+    /// the original raised "Cannot interpret '0.75' as a data type").
+    #[test]
+    fn a_dtype_defaulting_to_none_is_left_to_it() {
+        let src = "import numpy as np\ndef f(v, w=1.0, dtype=None):\n    return np.array([v[0], v[1], w], dtype=dtype)\n";
+        let file = crate::source::SourceFile::parse("t.py", src).unwrap();
+        assert_eq!(axes_left_to_defaults(&file, "f", &[false; 3]), 1);
+        assert_eq!(axes_left_to_defaults(&file, "f", &[false, false, true]), 0);
     }
 
     /// A row passed to a helper that uses its parameter as a vector makes
