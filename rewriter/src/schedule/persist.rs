@@ -14,7 +14,12 @@
 //! nested loops of the kernel. A reduction whose blocks meet in an atomic
 //! runs as its one block (its tree then sets the block's size); an array
 //! the body allocates is allocated once before the kernel and filled by a
-//! phase of it in each iteration.
+//! phase of it in each iteration. One whose extents change with the loop
+//! (a temporary of `h[:k]`, of `x[:, i:]`) is allocated at its widest over
+//! the loop — each extent monotone in every loop variable, taken at the
+//! end of the variable's values where it is largest — and each iteration
+//! uses the prefix of its own extents, which kernel locals hold and the
+//! inlined kernels read instead of the array's.
 //!
 //! The choice is made at run time, from the work per iteration: the most
 //! elements one of the body's launches covers (an extent that changes with
@@ -32,7 +37,8 @@
 //! A loop stays as it is when its body does anything else: a read-back
 //! (the host needs a value per iteration), a library call, a `while`, an
 //! `if`, a `break`, rebound arrays, an allocation whose shape changes with
-//! the loop; when a kernel of the body has a `return`, or a barrier,
+//! the loop other than monotonically or through a host scalar the loop
+//! computes; when a kernel of the body has a `return`, or a barrier,
 //! shared memory or the thread's coordinates without being such a
 //! reduction (a reduction that combines per-block partials, a kernel of
 //! one block per result); when a name the body binds is read after the
@@ -230,6 +236,22 @@ impl Cx<'_> {
             ..Translation::default()
         };
         let stmt = t.step(self.plan, step, 0)?;
+        // An array allocated at its widest: the kernels read this
+        // iteration's extents, which its locals hold.
+        let stmt = if t.extents.is_empty() {
+            stmt
+        } else {
+            let extents = &t.extents;
+            crate::ir_util::map_stmts(&[stmt], &|e| {
+                crate::ir_util::map_expr(e, &|x| match x {
+                    Expr::Shape { array, axis } => extents
+                        .get(array)
+                        .map(|l| Expr::Var(l[*axis as usize].clone())),
+                    _ => None,
+                })
+            })
+            .remove(0)
+        };
         // Names the loop binds are its own: bound nowhere else (a value
         // carried in from before the loop is the host's) and read nowhere
         // after it (the host would no longer compute them).
@@ -459,9 +481,132 @@ struct Translation {
     /// Arrays the body allocates, allocated once before the kernel (the
     /// kernel fills them anew in each iteration, as the host did).
     allocs: Vec<HostStep>,
+    /// The extents the body allocates each array with, in the host's
+    /// names (what a launch's work over it reads).
+    alloc_shapes: HashMap<String, Vec<Expr>>,
+    /// Arrays whose extents change with the loop: per axis, the kernel
+    /// local holding this iteration's extent, which the inlined kernels
+    /// read instead of the (widest) array's own.
+    extents: HashMap<String, Vec<String>>,
+    /// The loops being translated, outermost first: the variable and the
+    /// lowest and highest values it can take (`None` for a step that is
+    /// not a literal).
+    spans: Vec<(String, Option<(Expr, Expr)>)>,
 }
 
 impl Translation {
+    /// A host scalar of the loop as a kernel local: declared where the
+    /// loop at `depth` first binds it, assigned after.
+    fn local(
+        &mut self,
+        name: &str,
+        ty: port_codegen::ir::ScalarType,
+        value: &Expr,
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        match self.declared.get(name) {
+            Some(&d) if d != depth => Err(format!("`{name}` is bound in two nested loops")),
+            Some(_) => {
+                out.push(Stmt::Assign {
+                    name: name.to_string(),
+                    value: value.clone(),
+                });
+                Ok(())
+            }
+            None => {
+                self.declared.insert(name.to_string(), depth);
+                out.push(Stmt::Let {
+                    name: name.to_string(),
+                    ty,
+                    init: value.clone(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether `e` changes with the loop: it reads a name the loop binds,
+    /// or an extent of an array the loop allocates with extents it changes.
+    fn changes(&self, e: &Expr) -> bool {
+        let mut found = false;
+        walk_expr(e, &mut |x| match x {
+            Expr::Var(n) => found |= self.bound.contains(n),
+            Expr::Shape { array, .. } => found |= self.extents.contains_key(array),
+            _ => {}
+        });
+        found
+    }
+
+    /// `e` with the extents of the arrays the body allocates read as the
+    /// host expressions they were allocated with.
+    fn host_extents(&self, e: &Expr) -> Expr {
+        let mut e = e.clone();
+        for _ in 0..8 {
+            let next = crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Shape { array, axis } => self
+                    .alloc_shapes
+                    .get(array)
+                    .and_then(|s| s.get(*axis as usize))
+                    .cloned(),
+                _ => None,
+            });
+            if next == e {
+                break;
+            }
+            e = next;
+        }
+        e
+    }
+
+    /// An allocation whose extents change with the loop: allocated once
+    /// at its widest over the loop, each iteration using the prefix of
+    /// its own extents, which kernel locals hold (declared here, where
+    /// the host allocated). Exact: each iteration's extents are at most
+    /// the widest — each extent is monotone in every loop variable,
+    /// taken at the end of the variable's values where it is largest —
+    /// and the contents are those the host's new array would have (none,
+    /// or the fill, a phase over the prefix). Element accesses go through
+    /// the whole array's strides, so a prefix of any axis is a view.
+    fn varying_alloc(
+        &mut self,
+        name: &str,
+        shape: &[Expr],
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Vec<Expr>, String> {
+        let mut widest = Vec::new();
+        let mut locals = Vec::new();
+        for (axis, d) in shape.iter().enumerate() {
+            let d = self.host_extents(d);
+            let w = widest_exact(&d, &self.spans).ok_or_else(|| {
+                format!("the shape of `{name}` changes with the loop, not monotonically")
+            })?;
+            if mentions_any(&w, &self.bound) {
+                return Err(format!(
+                    "the shape of `{name}` changes with the loop through a host scalar"
+                ));
+            }
+            // Never negative, also where a loop runs no iteration.
+            let zero = Expr::Lit(Literal::I64(0));
+            widest.push(match &w {
+                Expr::Binary(BinOp::Max, _, z) if **z == zero => w,
+                _ => Expr::Binary(BinOp::Max, Box::new(w), Box::new(zero)),
+            });
+            let local = format!("{name}__extent{axis}");
+            self.local(
+                &local,
+                port_codegen::ir::ScalarType::I64,
+                &shape[axis],
+                depth,
+                out,
+            )?;
+            locals.push(local);
+        }
+        self.extents.insert(name.to_string(), locals);
+        Ok(widest)
+    }
+
     fn step(&mut self, plan: &KernelPlan, s: &HostStep, depth: usize) -> Result<Stmt, String> {
         match s {
             HostStep::Loop {
@@ -485,29 +630,30 @@ impl Translation {
                 let trips_before = self.trips.len();
                 let last = Expr::Binary(BinOp::Sub, Box::new(stop.clone()), Box::new(step.clone()));
                 self.ranges.push((var.clone(), start.clone(), last));
+                let one = |e: &Expr, k: i64| {
+                    Expr::Binary(
+                        BinOp::Add,
+                        Box::new(e.clone()),
+                        Box::new(Expr::Lit(Literal::I64(k))),
+                    )
+                };
+                self.spans.push((
+                    var.clone(),
+                    positive.map(|up| {
+                        if up {
+                            (start.clone(), one(stop, -1))
+                        } else {
+                            (one(stop, 1), start.clone())
+                        }
+                    }),
+                ));
                 let mut out = Vec::new();
                 for b in body {
                     match b {
                         HostStep::Comment(_) => {}
                         HostStep::Scalar { name, ty, value } => {
                             self.bound.insert(name.clone());
-                            match self.declared.get(name) {
-                                Some(&d) if d != depth => {
-                                    return Err(format!("`{name}` is bound in two nested loops"))
-                                }
-                                Some(_) => out.push(Stmt::Assign {
-                                    name: name.clone(),
-                                    value: value.clone(),
-                                }),
-                                None => {
-                                    self.declared.insert(name.clone(), depth);
-                                    out.push(Stmt::Let {
-                                        name: name.clone(),
-                                        ty: *ty,
-                                        init: value.clone(),
-                                    });
-                                }
-                            }
+                            self.local(name, *ty, value, depth, &mut out)?;
                         }
                         HostStep::Launch {
                             kernel,
@@ -528,14 +674,17 @@ impl Translation {
                         } => {
                             // Allocated once before the kernel; a fill is
                             // a phase of the kernel in each iteration.
-                            if shape.iter().any(|d| mentions_any(d, &self.bound)) {
-                                return Err(format!("the shape of `{name}` changes with the loop"));
-                            }
+                            let widest = if shape.iter().any(|d| self.changes(d)) {
+                                self.varying_alloc(name, shape, depth, &mut out)?
+                            } else {
+                                shape.clone()
+                            };
                             self.bound_arrays.insert(name.clone());
+                            self.alloc_shapes.insert(name.clone(), shape.clone());
                             self.allocs.push(HostStep::Alloc {
                                 name: name.clone(),
                                 elem: *elem,
-                                shape: shape.clone(),
+                                shape: widest,
                                 fill: Fill::Empty,
                             });
                             if let Fill::Value(v) = fill {
@@ -565,10 +714,7 @@ impl Translation {
                                 out.push(Stmt::Barrier);
                             }
                         }
-                        HostStep::Guard(g)
-                            if mentions_any(&g.lhs, &self.bound)
-                                || mentions_any(&g.rhs, &self.bound) =>
-                        {
+                        HostStep::Guard(g) if self.changes(&g.lhs) || self.changes(&g.rhs) => {
                             // A guard the loop changes is checked in the
                             // kernel, where the host checked it: on failure
                             // the kernel records which guard and both
@@ -633,6 +779,7 @@ impl Translation {
                     }
                 }
                 self.ranges.pop();
+                self.spans.pop();
                 Ok(Stmt::For {
                     var: var.clone(),
                     start: start.clone(),
@@ -724,6 +871,7 @@ impl Translation {
             });
         }
         self.launches += 1;
+        let work = self.host_extents(&work);
         self.works.push(widest(&work, &self.ranges));
         let mut out = rename_body(&k.body, &map);
         out.push(Stmt::Barrier);
@@ -762,6 +910,72 @@ fn widest(work: &Expr, ranges: &[(String, Expr, Expr)]) -> Expr {
         .into_iter()
         .reduce(|a, b| Expr::Binary(BinOp::Max, Box::new(a), Box::new(b)))
         .expect("one extent at least")
+}
+
+/// The largest value of the extent `e` over the loops around it, each
+/// variable between the ends `spans` gives it (innermost first: a loop's
+/// bounds may read the variables outside it); `None` when `e` is not
+/// monotone in one of them, or a loop's step is not a literal. A
+/// normalised index `v + n if v < 0 else v` of a variable that is never
+/// negative is `v`.
+fn widest_exact(e: &Expr, spans: &[(String, Option<(Expr, Expr)>)]) -> Option<Expr> {
+    let mut nonneg: HashSet<&str> = HashSet::new();
+    for (var, span) in spans {
+        if let Some((lo, _)) = span {
+            if never_negative(lo, &nonneg) {
+                nonneg.insert(var);
+            }
+        }
+    }
+    let mut w = drop_wraps(e, &nonneg);
+    for (var, span) in spans.iter().rev() {
+        if !crate::ir_util::mentions_var(&w, var) {
+            continue;
+        }
+        let (lo, hi) = span.as_ref()?;
+        let end = if super::bounds::polarity(&w, var)? >= 0 {
+            hi
+        } else {
+            lo
+        };
+        w = crate::ir_util::subst(&w, &HashMap::from([(var.clone(), end.clone())]));
+        w = drop_wraps(&w, &nonneg);
+    }
+    Some(w)
+}
+
+/// Whether `e` is at least 0 whatever the values of its names: literals,
+/// extents, `nonneg` variables, and sums, products, `min` and `max` of
+/// them (`max` of anything with one of them).
+fn never_negative(e: &Expr, nonneg: &HashSet<&str>) -> bool {
+    match e {
+        Expr::Lit(Literal::I64(v)) => *v >= 0,
+        Expr::Lit(Literal::I32(v)) => *v >= 0,
+        Expr::Var(n) => nonneg.contains(n.as_str()),
+        Expr::Shape { .. } => true,
+        Expr::Binary(BinOp::Add | BinOp::Mul | BinOp::Min, a, b) => {
+            never_negative(a, nonneg) && never_negative(b, nonneg)
+        }
+        Expr::Binary(BinOp::Max, a, b) => never_negative(a, nonneg) || never_negative(b, nonneg),
+        _ => false,
+    }
+}
+
+/// `e` with Python's wrap of a negative index (`select(x < 0, …, y)`)
+/// decided where `x` is never negative.
+fn drop_wraps(e: &Expr, nonneg: &HashSet<&str>) -> Expr {
+    crate::ir_util::map_expr(e, &|x| match x {
+        Expr::Select(c, _, b) => match &**c {
+            Expr::Cmp(CmpOp::Lt, l, r)
+                if matches!(**r, Expr::Lit(Literal::I64(0) | Literal::I32(0)))
+                    && never_negative(l, nonneg) =>
+            {
+                Some(drop_wraps(b, nonneg))
+            }
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// Whether `e` reads any of `names`.
