@@ -2933,4 +2933,14 @@ mod persist_rules {
     fn upper_from_columns() {
         rule("upper_from_columns", "float64[:, :], float64");
     }
+
+    #[test]
+    fn rescaled_steps() {
+        rule("rescaled_steps", "float64[:], float64[:], int64");
+    }
+
+    #[test]
+    fn damped_updates() {
+        rule("damped_updates", "float64[:], float64[:], int64");
+    }
 }

@@ -532,3 +532,72 @@ def wobble(h, c):\n    for k in range(1, h.shape[0]):\n        h[:k % 5 + 1] = n
         "corner_transpose_loop_k",
     );
 }
+
+/// A value the host read back from the device each iteration (a norm, a
+/// mean) and used only by the loop's later kernels and host arithmetic
+/// becomes a local of every thread, read after the barrier; a host scalar
+/// carried from one iteration to the next (`rate = rate / …`) starts from
+/// the host's value. Both loops run as one launch, verified against
+/// CPython and under Numba; a carried scalar the host reads after the
+/// loop keeps it on the host, saying so.
+#[test]
+fn a_value_read_back_only_for_the_loop_stays_on_the_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let dir = tmp.path();
+    let v = npz(
+        dir,
+        "v",
+        "v=rng.random(500), w=rng.random(500), steps=np.int64(40)",
+    );
+    assert_eq!(
+        one_launch_instead_of(dir, "rescaled_steps", &v, "t"),
+        3 * 40
+    );
+    let x = npz(
+        dir,
+        "x",
+        "x=rng.random(500), g=rng.random(500), steps=np.int64(40)",
+    );
+    assert_eq!(
+        one_launch_instead_of(dir, "damped_updates", &x, "t"),
+        2 * 40
+    );
+
+    std::fs::write(
+        dir.join("rate.py"),
+        "import numpy as np\n\n\n\
+def final_rate(x, g, steps):\n    rate = 1.0\n    for t in range(steps):\n        d = np.mean(g * x)\n        rate = rate / (1.0 + abs(d))\n        x[:] = x - rate * g\n    return rate\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        dir,
+        &["rate.py", "--function", "final_rate", "--inputs", &x],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        persist_note(&d),
+        (
+            false,
+            "not applied: the loop over `t` launches per iteration: `rate` is read after the loop"
+                .to_string()
+        )
+    );
+
+    for (function, inputs) in [
+        (
+            "rescaled_steps",
+            "v=rng.random(16), w=rng.random(16), steps=np.int64(3)",
+        ),
+        (
+            "damped_updates",
+            "x=rng.random(16), g=rng.random(16), steps=np.int64(3)",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        rules_fixture(tmp.path());
+        let inputs = npz(tmp.path(), "small", inputs);
+        forced_under_numba(tmp.path(), function, &inputs, &format!("{function}_loop_t"));
+    }
+}

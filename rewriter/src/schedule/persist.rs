@@ -10,8 +10,14 @@
 //! `parallel for` (a grid-stride loop, which over one block is a
 //! block-stride loop), and a block barrier after each one orders the
 //! iterations as the launches did. The host scalars the body computes
-//! become the kernel's locals; nested host loops of the same kind become
-//! nested loops of the kernel. A reduction whose blocks meet in an atomic
+//! become the kernel's locals, and so does a value the host reads back
+//! from the device (a reduction's result, an element): every thread reads
+//! it after the barrier that ended the phase writing it, and waits at a
+//! barrier after the read. A host scalar bound before the loop and again
+//! in it (`rate = rate / …`) is a local that starts from the host's value,
+//! when the loop is one of the plan's own steps (it runs once) and the
+//! host reads the scalar nowhere after it. Nested host loops of the same
+//! kind become nested loops of the kernel. A reduction whose blocks meet in an atomic
 //! runs as its one block (its tree then sets the block's size); an array
 //! the body allocates is allocated once before the kernel and filled by a
 //! phase of it in each iteration. One whose extents change with the loop
@@ -34,16 +40,15 @@
 //! kernel records which guard failed and both extents and returns, and
 //! the host raises the guard's error after the launch.
 //!
-//! A loop stays as it is when its body does anything else: a read-back
-//! (the host needs a value per iteration), a library call, a `while`, an
-//! `if`, a `break`, rebound arrays, an allocation whose shape changes with
+//! A loop stays as it is when its body does anything else: a library
+//! call, a `while`, an `if`, a `break`, rebound arrays, an allocation whose shape changes with
 //! the loop other than monotonically or through a host scalar the loop
 //! computes; when a kernel of the body has a `return`, or a barrier,
 //! shared memory or the thread's coordinates without being such a
 //! reduction (a reduction that combines per-block partials, a kernel of
 //! one block per result); when a name the body binds is read after the
-//! loop or bound outside it (a loop variable only must not be read after
-//! it); or when the kernel it would make does not verify (a type the host
+//! loop, or bound outside it but for a carried scalar (a loop variable
+//! only must not be read after it); or when the kernel it would make does not verify (a type the host
 //! and the kernels disagree on).
 
 use std::collections::{HashMap, HashSet};
@@ -114,7 +119,7 @@ pub fn persist_plan(plan: &mut KernelPlan) -> Outcome {
         env_extra: HashMap::new(),
         out: &mut out,
     };
-    cx.rewrite(&mut steps);
+    cx.rewrite(&mut steps, true);
     plan.steps = steps;
     out
 }
@@ -191,12 +196,26 @@ fn unshadowed_reads(steps: &[HostStep], name: &str) -> usize {
 
 impl Cx<'_> {
     /// Rewrites the loops of `steps`, outermost first: a loop that cannot
-    /// run in one kernel has its body tried instead.
-    fn rewrite(&mut self, steps: &mut [HostStep]) {
-        for s in steps.iter_mut() {
+    /// run in one kernel has its body tried instead. `top`: `steps` are
+    /// the plan's own, which run once.
+    fn rewrite(&mut self, steps: &mut [HostStep], top: bool) {
+        for k in 0..steps.len() {
+            // What the host binds before a loop of the plan's own steps,
+            // and reads after it (a value it carries in from before need
+            // not come back).
+            let around = top.then(|| {
+                let mut before: HashSet<String> = HashSet::new();
+                HostStep::walk(&steps[..k], &mut |s| {
+                    before.extend(s.binds().into_iter().map(String::from))
+                });
+                let mut after: HashSet<String> = self.interface.clone();
+                HostStep::walk(&steps[k + 1..], &mut |s| after.extend(s.names()));
+                (before, after)
+            });
+            let s = &mut steps[k];
             if let HostStep::Loop { var, .. } = s {
                 let var = var.clone();
-                match self.try_loop(s) {
+                match self.try_loop(s, around.as_ref()) {
                     Ok(new) => {
                         *s = new;
                         continue;
@@ -210,12 +229,18 @@ impl Cx<'_> {
                 }
             }
             for b in s.bodies_mut() {
-                self.rewrite(b);
+                self.rewrite(b, false);
             }
         }
     }
 
-    fn try_loop(&mut self, step: &HostStep) -> Result<HostStep, String> {
+    /// `around`: the names the host binds before the loop and reads after
+    /// it, when the loop runs once (not inside another).
+    fn try_loop(
+        &mut self,
+        step: &HostStep,
+        around: Option<&(HashSet<String>, HashSet<String>)>,
+    ) -> Result<HostStep, String> {
         let HostStep::Loop { var, .. } = step else {
             return Err(NO_LAUNCH.into());
         };
@@ -231,10 +256,43 @@ impl Cx<'_> {
         let own = self.plan.function.rsplit('.').next().unwrap_or_default();
         let kernels: HashSet<String> = self.plan.kernel_names().into_iter().collect();
         let name = fresh(&format!("{own}_loop_{var}"), &kernels);
+        let (mut reads, mut binds) = (HashMap::new(), HashMap::new());
+        count_names(std::slice::from_ref(step), &mut reads, &mut binds);
+        // Host scalars bound before the loop and again in it (`beta *=
+        // …`): the kernel carries them in a local that starts from the
+        // host's value, when the host reads none of them after the loop.
+        let mut loop_vars = HashSet::new();
+        HostStep::walk(std::slice::from_ref(step), &mut |s| {
+            if let HostStep::Loop { var, .. } = s {
+                loop_vars.insert(var.clone());
+            }
+        });
+        let mut carried: Vec<(String, port_codegen::ir::ScalarType)> = binds
+            .keys()
+            .filter(|n| self.binds.get(*n) != binds.get(*n) && !loop_vars.contains(*n))
+            .filter_map(|n| match self.env.get(n) {
+                Some(Type::Scalar(ty)) => Some((n.clone(), *ty)),
+                _ => None,
+            })
+            .collect();
+        carried.sort_by(|a, b| a.0.cmp(&b.0));
+        for (n, _) in &carried {
+            match around {
+                Some((_, after)) if after.contains(n) => {
+                    return Err(format!("`{n}` is read after the loop"))
+                }
+                Some((before, _)) if before.contains(n) => {}
+                _ => return Err(format!("`{n}` is also bound outside the loop")),
+            }
+        }
         let mut t = Translation {
             failed: format!("{name}_failed"),
+            env: self.env.clone(),
             ..Translation::default()
         };
+        for (n, _) in &carried {
+            t.declared.insert(n.clone(), OUTSIDE);
+        }
         let stmt = t.step(self.plan, step, 0)?;
         // An array allocated at its widest: the kernels read this
         // iteration's extents, which its locals hold.
@@ -252,11 +310,28 @@ impl Cx<'_> {
             })
             .remove(0)
         };
-        // Names the loop binds are its own: bound nowhere else (a value
-        // carried in from before the loop is the host's) and read nowhere
-        // after it (the host would no longer compute them).
-        let (mut reads, mut binds) = (HashMap::new(), HashMap::new());
-        count_names(std::slice::from_ref(step), &mut reads, &mut binds);
+        // A carried scalar is the kernel's local from the start, copied
+        // from the parameter the host passes.
+        let (stmt, starts) = if carried.is_empty() {
+            (stmt, Vec::new())
+        } else {
+            let map: HashMap<String, String> = carried
+                .iter()
+                .map(|(n, _)| (n.clone(), format!("{n}__carried")))
+                .collect();
+            let starts = carried
+                .iter()
+                .map(|(n, ty)| Stmt::Let {
+                    name: map[n].clone(),
+                    ty: *ty,
+                    init: Expr::Var(n.clone()),
+                })
+                .collect();
+            (rename_body(&[stmt], &map).remove(0), starts)
+        };
+        // Names the loop binds are its own: bound nowhere else (but a
+        // carried scalar) and read nowhere after it (the host would no
+        // longer compute them).
         let mut bound: Vec<&String> = t.bound.iter().collect();
         bound.sort();
         let mut arrays: Vec<&String> = t.bound_arrays.iter().collect();
@@ -271,6 +346,9 @@ impl Cx<'_> {
                 {
                     return Err(format!("`{n}` is read after the loop"));
                 }
+                continue;
+            }
+            if carried.iter().any(|(c, _)| c == n) {
                 continue;
             }
             if self.binds.get(n) != binds.get(n) {
@@ -374,7 +452,7 @@ impl Cx<'_> {
         }
         // The kernel's parameters: every name its body reads and does not
         // bind, arrays first, each with the type the host gives it.
-        let body = vec![stmt];
+        let body: Vec<Stmt> = starts.into_iter().chain([stmt]).collect();
         let mut free = Vec::new();
         free_names(&body, &mut HashSet::new(), &mut free);
         free.retain(|n| !t.shared.iter().any(|s| &s.name == n));
@@ -492,7 +570,12 @@ struct Translation {
     /// lowest and highest values it can take (`None` for a step that is
     /// not a literal).
     spans: Vec<(String, Option<(Expr, Expr)>)>,
+    /// The host's types of the plan's names.
+    env: HashMap<String, Type>,
 }
+
+/// The loop depth of a carried scalar's declaration: before every loop.
+const OUTSIDE: usize = usize::MAX;
 
 impl Translation {
     /// A host scalar of the loop as a kernel local: declared where the
@@ -506,7 +589,9 @@ impl Translation {
         out: &mut Vec<Stmt>,
     ) -> Result<(), String> {
         match self.declared.get(name) {
-            Some(&d) if d != depth => Err(format!("`{name}` is bound in two nested loops")),
+            Some(&d) if d != depth && d != OUTSIDE => {
+                Err(format!("`{name}` is bound in two nested loops"))
+            }
             Some(_) => {
                 out.push(Stmt::Assign {
                     name: name.to_string(),
@@ -524,6 +609,37 @@ impl Translation {
                 Ok(())
             }
         }
+    }
+
+    /// A value the host read back from the device (a reduction's result,
+    /// an element): every thread reads it into a local after the barrier
+    /// that ended the phase writing it, and a barrier after the read keeps
+    /// a later phase from writing the array before every thread has read
+    /// it.
+    fn read_back(
+        &mut self,
+        name: &str,
+        ty: port_codegen::ir::ScalarType,
+        array: &str,
+        index: &[Expr],
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        let elem = match self.types.get(array).or_else(|| self.env.get(array)) {
+            Some(Type::Array(a)) => a.elem,
+            _ => return Err(format!("no type is known for `{array}`")),
+        };
+        let mut value = Expr::Load(ElemRef {
+            array: array.to_string(),
+            indices: index.to_vec(),
+        });
+        if elem != ty {
+            value = Expr::Cast(ty, Box::new(value));
+        }
+        self.bound.insert(name.to_string());
+        self.local(name, ty, &value, depth, out)?;
+        out.push(Stmt::Barrier);
+        Ok(())
     }
 
     /// Whether `e` changes with the loop: it reads a name the loop binds,
@@ -660,6 +776,16 @@ impl Translation {
                             args,
                             shape,
                         } => out.extend(self.launch(plan, kernel, args, shape)?),
+                        HostStep::ReadBack { name, ty, array } => {
+                            let zero = [Expr::Lit(Literal::I64(0))];
+                            self.read_back(name, *ty, array, &zero, depth, &mut out)?;
+                        }
+                        HostStep::ReadElement {
+                            name,
+                            ty,
+                            array,
+                            index,
+                        } => self.read_back(name, *ty, array, index, depth, &mut out)?,
                         HostStep::Loop { .. } => {
                             self.trips.push(trip.clone());
                             let inner = self.step(plan, b, depth + 1);
