@@ -2943,4 +2943,9 @@ mod persist_rules {
     fn damped_updates() {
         rule("damped_updates", "float64[:], float64[:], int64");
     }
+
+    #[test]
+    fn alternating_smooth() {
+        rule("alternating_smooth", "float64[:], float64[:], int64");
+    }
 }

@@ -601,3 +601,51 @@ def final_rate(x, g, steps):\n    rate = 1.0\n    for t in range(steps):\n      
         forced_under_numba(tmp.path(), function, &inputs, &format!("{function}_loop_t"));
     }
 }
+
+/// A host `if` in the body whose condition reads only the loop's variable
+/// and host scalars (the same in every thread) becomes an `if` of the
+/// kernel around its branches' phases, barriers included: the loop runs
+/// as one launch, verified against CPython and under Numba. An `if` that
+/// leaves the loop still keeps it on the host, saying why.
+#[test]
+fn an_if_on_a_uniform_condition_runs_in_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let dir = tmp.path();
+    let u = npz(
+        dir,
+        "u",
+        "u=rng.random(400), w=rng.random(400), steps=np.int64(30)",
+    );
+    assert!(one_launch_instead_of(dir, "alternating_smooth", &u, "t") >= 2 * 30);
+
+    std::fs::write(
+        dir.join("until.py"),
+        "import numpy as np\n\n\n\
+def until_negative(u, w, steps):\n    for t in range(steps):\n        u[1:-1] = 0.5 * (u[:-2] + u[2:]) - w[1:-1]\n        if u[1] < 0.0:\n            break\n    return u\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        dir,
+        &["until.py", "--function", "until_negative", "--inputs", &u],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(!applied, "{note}");
+    assert!(note.contains("the body has a `break`"), "{note}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let u = npz(
+        tmp.path(),
+        "small",
+        "u=rng.random(12), w=rng.random(12), steps=np.int64(5)",
+    );
+    forced_under_numba(
+        tmp.path(),
+        "alternating_smooth",
+        &u,
+        "alternating_smooth_loop_t",
+    );
+}

@@ -17,7 +17,11 @@
 //! in it (`rate = rate / …`) is a local that starts from the host's value,
 //! when the loop is one of the plan's own steps (it runs once) and the
 //! host reads the scalar nowhere after it. Nested host loops of the same
-//! kind become nested loops of the kernel. A reduction whose blocks meet in an atomic
+//! kind become nested loops of the kernel, and a host `if` an `if` of the
+//! kernel around its branches' phases: its condition reads host names
+//! only, the same in every thread, so each barrier of a branch is reached
+//! by all threads or by none (a scalar first bound in a branch is declared
+//! before it; a shape guard in a branch is checked in the kernel). A reduction whose blocks meet in an atomic
 //! runs as its one block (its tree then sets the block's size); an array
 //! the body allocates is allocated once before the kernel and filled by a
 //! phase of it in each iteration. One whose extents change with the loop
@@ -41,7 +45,7 @@
 //! the host raises the guard's error after the launch.
 //!
 //! A loop stays as it is when its body does anything else: a library
-//! call, a `while`, an `if`, a `break`, rebound arrays, an allocation whose shape changes with
+//! call, a `while`, a `break` or a `raise`, rebound arrays, an allocation whose shape changes with
 //! the loop other than monotonically or through a host scalar the loop
 //! computes; when a kernel of the body has a `return`, or a barrier,
 //! shared memory or the thread's coordinates without being such a
@@ -572,6 +576,34 @@ struct Translation {
     spans: Vec<(String, Option<(Expr, Expr)>)>,
     /// The host's types of the plan's names.
     env: HashMap<String, Type>,
+    /// How many host `if`s around the steps being translated: a shape
+    /// guard inside one is checked in the kernel, where the host checked
+    /// it, not before the kernel.
+    in_if: usize,
+}
+
+/// The host scalars a branch of an `if` binds (nested `if`s included, not
+/// nested loops, which declare their own), with their types.
+fn first_bound_in_branches(
+    steps: &[HostStep],
+    out: &mut Vec<(String, port_codegen::ir::ScalarType)>,
+) {
+    for s in steps {
+        match s {
+            HostStep::Scalar { name, ty, .. }
+            | HostStep::ReadBack { name, ty, .. }
+            | HostStep::ReadElement { name, ty, .. }
+                if !out.iter().any(|(n, _)| n == name) =>
+            {
+                out.push((name.clone(), *ty));
+            }
+            HostStep::If { then, orelse, .. } => {
+                first_bound_in_branches(then, out);
+                first_bound_in_branches(orelse, out);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The loop depth of a carried scalar's declaration: before every loop.
@@ -723,6 +755,195 @@ impl Translation {
         Ok(widest)
     }
 
+    /// The steps of one block of a loop's body (at loop depth `depth`,
+    /// `trip` the condition under which that loop runs at all) as kernel
+    /// statements, appended to `out`.
+    fn block(
+        &mut self,
+        plan: &KernelPlan,
+        body: &[HostStep],
+        depth: usize,
+        trip: &Option<Expr>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        for b in body {
+            match b {
+                HostStep::Comment(_) => {}
+                HostStep::Scalar { name, ty, value } => {
+                    self.bound.insert(name.clone());
+                    self.local(name, *ty, value, depth, out)?;
+                }
+                HostStep::Launch {
+                    kernel,
+                    args,
+                    shape,
+                } => out.extend(self.launch(plan, kernel, args, shape)?),
+                HostStep::If { cond, then, orelse } => {
+                    // The condition reads host names only (loop variables,
+                    // host scalars, extents): the same in every thread, so
+                    // each barrier of a branch is reached by all or by none.
+                    // A scalar first bound in a branch is declared before the
+                    // `if`, so that what follows it can read it.
+                    let mut first = Vec::new();
+                    first_bound_in_branches(then, &mut first);
+                    first_bound_in_branches(orelse, &mut first);
+                    for (name, ty) in first {
+                        if !self.declared.contains_key(&name) {
+                            self.declared.insert(name.clone(), depth);
+                            out.push(Stmt::Let {
+                                name,
+                                ty,
+                                init: crate::ir_util::lit(ty, 0.0),
+                            });
+                        }
+                    }
+                    self.in_if += 1;
+                    let (mut then_body, mut else_body) = (Vec::new(), Vec::new());
+                    let branches = self
+                        .block(plan, then, depth, trip, &mut then_body)
+                        .and_then(|()| self.block(plan, orelse, depth, trip, &mut else_body));
+                    self.in_if -= 1;
+                    branches?;
+                    out.push(Stmt::If {
+                        cond: cond.clone(),
+                        then_body,
+                        else_body,
+                    });
+                }
+                HostStep::ReadBack { name, ty, array } => {
+                    let zero = [Expr::Lit(Literal::I64(0))];
+                    self.read_back(name, *ty, array, &zero, depth, out)?;
+                }
+                HostStep::ReadElement {
+                    name,
+                    ty,
+                    array,
+                    index,
+                } => self.read_back(name, *ty, array, index, depth, out)?,
+                HostStep::Loop { .. } => {
+                    let before = self.trips.len();
+                    self.trips.push(trip.clone());
+                    let inner = self.step(plan, b, depth + 1);
+                    self.trips.truncate(before);
+                    out.push(inner?);
+                }
+                HostStep::Alloc {
+                    name,
+                    elem,
+                    shape,
+                    fill,
+                } => {
+                    // Allocated once before the kernel; a fill is
+                    // a phase of the kernel in each iteration.
+                    let widest = if shape.iter().any(|d| self.changes(d)) {
+                        self.varying_alloc(name, shape, depth, out)?
+                    } else {
+                        shape.clone()
+                    };
+                    self.bound_arrays.insert(name.clone());
+                    self.alloc_shapes.insert(name.clone(), shape.clone());
+                    self.allocs.push(HostStep::Alloc {
+                        name: name.clone(),
+                        elem: *elem,
+                        shape: widest,
+                        fill: Fill::Empty,
+                    });
+                    if let Fill::Value(v) = fill {
+                        if shape.is_empty() || shape.len() > 3 {
+                            return Err(format!("`{name}` has {} dimensions", shape.len()));
+                        }
+                        self.inlined += 1;
+                        let vars: Vec<String> = (0..shape.len())
+                            .map(|a| format!("fill{a}__p{}", self.inlined))
+                            .collect();
+                        out.push(Stmt::ParallelFor(ParallelFor {
+                            vars: vars.clone(),
+                            extents: (0..shape.len())
+                                .map(|a| Expr::Shape {
+                                    array: name.clone(),
+                                    axis: a as u8,
+                                })
+                                .collect(),
+                            body: vec![Stmt::Store {
+                                target: ElemRef {
+                                    array: name.clone(),
+                                    indices: vars.into_iter().map(Expr::Var).collect(),
+                                },
+                                value: v.clone(),
+                            }],
+                        }));
+                        out.push(Stmt::Barrier);
+                    }
+                }
+                HostStep::Guard(g)
+                    if self.changes(&g.lhs) || self.changes(&g.rhs) || self.in_if > 0 =>
+                {
+                    // A guard the loop changes is checked in the
+                    // kernel, where the host checked it: on failure
+                    // the kernel records which guard and both
+                    // extents and returns (every thread: the test
+                    // is the same for all), and the host raises
+                    // the guard's error after the launch.
+                    self.kernel_guards.push(g.clone());
+                    let code = self.kernel_guards.len() as i64;
+                    let at = |i: i64| ElemRef {
+                        array: self.failed.clone(),
+                        indices: vec![Expr::Lit(Literal::I64(i))],
+                    };
+                    out.push(Stmt::If {
+                        cond: Expr::Cmp(
+                            g.relation.failing(),
+                            Box::new(g.lhs.clone()),
+                            Box::new(g.rhs.clone()),
+                        ),
+                        then_body: vec![
+                            Stmt::If {
+                                cond: Expr::Cmp(
+                                    CmpOp::Eq,
+                                    Box::new(Expr::Special(
+                                        Special::ThreadIdx,
+                                        port_codegen::ir::Axis::X,
+                                    )),
+                                    Box::new(Expr::Lit(Literal::I32(0))),
+                                ),
+                                then_body: vec![
+                                    Stmt::Store {
+                                        target: at(0),
+                                        value: Expr::Lit(Literal::I64(code)),
+                                    },
+                                    Stmt::Store {
+                                        target: at(1),
+                                        value: g.lhs.clone(),
+                                    },
+                                    Stmt::Store {
+                                        target: at(2),
+                                        value: g.rhs.clone(),
+                                    },
+                                ],
+                                else_body: Vec::new(),
+                            },
+                            Stmt::Return(None),
+                        ],
+                        else_body: Vec::new(),
+                    });
+                }
+                HostStep::Guard(g) => {
+                    let trips: Option<Vec<Expr>> =
+                        self.trips.iter().cloned().chain([trip.clone()]).collect();
+                    let Some(trips) = trips else {
+                        return Err(format!(
+                            "the shape guard of line {} is inside a loop whose step is not a constant",
+                            g.line
+                        ));
+                    };
+                    self.guards.push((g.clone(), trips));
+                }
+                other => return Err(format!("the body has {}", kind(other))),
+            }
+        }
+        Ok(())
+    }
+
     fn step(&mut self, plan: &KernelPlan, s: &HostStep, depth: usize) -> Result<Stmt, String> {
         match s {
             HostStep::Loop {
@@ -743,7 +964,6 @@ impl Translation {
                     let op = if up { CmpOp::Lt } else { CmpOp::Gt };
                     Expr::Cmp(op, Box::new(start.clone()), Box::new(stop.clone()))
                 });
-                let trips_before = self.trips.len();
                 let last = Expr::Binary(BinOp::Sub, Box::new(stop.clone()), Box::new(step.clone()));
                 self.ranges.push((var.clone(), start.clone(), last));
                 let one = |e: &Expr, k: i64| {
@@ -764,146 +984,7 @@ impl Translation {
                     }),
                 ));
                 let mut out = Vec::new();
-                for b in body {
-                    match b {
-                        HostStep::Comment(_) => {}
-                        HostStep::Scalar { name, ty, value } => {
-                            self.bound.insert(name.clone());
-                            self.local(name, *ty, value, depth, &mut out)?;
-                        }
-                        HostStep::Launch {
-                            kernel,
-                            args,
-                            shape,
-                        } => out.extend(self.launch(plan, kernel, args, shape)?),
-                        HostStep::ReadBack { name, ty, array } => {
-                            let zero = [Expr::Lit(Literal::I64(0))];
-                            self.read_back(name, *ty, array, &zero, depth, &mut out)?;
-                        }
-                        HostStep::ReadElement {
-                            name,
-                            ty,
-                            array,
-                            index,
-                        } => self.read_back(name, *ty, array, index, depth, &mut out)?,
-                        HostStep::Loop { .. } => {
-                            self.trips.push(trip.clone());
-                            let inner = self.step(plan, b, depth + 1);
-                            self.trips.truncate(trips_before);
-                            out.push(inner?);
-                        }
-                        HostStep::Alloc {
-                            name,
-                            elem,
-                            shape,
-                            fill,
-                        } => {
-                            // Allocated once before the kernel; a fill is
-                            // a phase of the kernel in each iteration.
-                            let widest = if shape.iter().any(|d| self.changes(d)) {
-                                self.varying_alloc(name, shape, depth, &mut out)?
-                            } else {
-                                shape.clone()
-                            };
-                            self.bound_arrays.insert(name.clone());
-                            self.alloc_shapes.insert(name.clone(), shape.clone());
-                            self.allocs.push(HostStep::Alloc {
-                                name: name.clone(),
-                                elem: *elem,
-                                shape: widest,
-                                fill: Fill::Empty,
-                            });
-                            if let Fill::Value(v) = fill {
-                                if shape.is_empty() || shape.len() > 3 {
-                                    return Err(format!("`{name}` has {} dimensions", shape.len()));
-                                }
-                                self.inlined += 1;
-                                let vars: Vec<String> = (0..shape.len())
-                                    .map(|a| format!("fill{a}__p{}", self.inlined))
-                                    .collect();
-                                out.push(Stmt::ParallelFor(ParallelFor {
-                                    vars: vars.clone(),
-                                    extents: (0..shape.len())
-                                        .map(|a| Expr::Shape {
-                                            array: name.clone(),
-                                            axis: a as u8,
-                                        })
-                                        .collect(),
-                                    body: vec![Stmt::Store {
-                                        target: ElemRef {
-                                            array: name.clone(),
-                                            indices: vars.into_iter().map(Expr::Var).collect(),
-                                        },
-                                        value: v.clone(),
-                                    }],
-                                }));
-                                out.push(Stmt::Barrier);
-                            }
-                        }
-                        HostStep::Guard(g) if self.changes(&g.lhs) || self.changes(&g.rhs) => {
-                            // A guard the loop changes is checked in the
-                            // kernel, where the host checked it: on failure
-                            // the kernel records which guard and both
-                            // extents and returns (every thread: the test
-                            // is the same for all), and the host raises
-                            // the guard's error after the launch.
-                            self.kernel_guards.push(g.clone());
-                            let code = self.kernel_guards.len() as i64;
-                            let at = |i: i64| ElemRef {
-                                array: self.failed.clone(),
-                                indices: vec![Expr::Lit(Literal::I64(i))],
-                            };
-                            out.push(Stmt::If {
-                                cond: Expr::Cmp(
-                                    g.relation.failing(),
-                                    Box::new(g.lhs.clone()),
-                                    Box::new(g.rhs.clone()),
-                                ),
-                                then_body: vec![
-                                    Stmt::If {
-                                        cond: Expr::Cmp(
-                                            CmpOp::Eq,
-                                            Box::new(Expr::Special(
-                                                Special::ThreadIdx,
-                                                port_codegen::ir::Axis::X,
-                                            )),
-                                            Box::new(Expr::Lit(Literal::I32(0))),
-                                        ),
-                                        then_body: vec![
-                                            Stmt::Store {
-                                                target: at(0),
-                                                value: Expr::Lit(Literal::I64(code)),
-                                            },
-                                            Stmt::Store {
-                                                target: at(1),
-                                                value: g.lhs.clone(),
-                                            },
-                                            Stmt::Store {
-                                                target: at(2),
-                                                value: g.rhs.clone(),
-                                            },
-                                        ],
-                                        else_body: Vec::new(),
-                                    },
-                                    Stmt::Return(None),
-                                ],
-                                else_body: Vec::new(),
-                            });
-                        }
-                        HostStep::Guard(g) => {
-                            let trips: Option<Vec<Expr>> =
-                                self.trips.iter().cloned().chain([trip.clone()]).collect();
-                            let Some(trips) = trips else {
-                                return Err(format!(
-                                    "the shape guard of line {} is inside a loop whose step is not a constant",
-                                    g.line
-                                ));
-                            };
-                            self.guards.push((g.clone(), trips));
-                        }
-                        other => return Err(format!("the body has {}", kind(other))),
-                    }
-                }
+                self.block(plan, body, depth, &trip, &mut out)?;
                 self.ranges.pop();
                 self.spans.pop();
                 Ok(Stmt::For {
