@@ -2931,3 +2931,45 @@ mod fuzz_found {
         );
     }
 }
+
+/// Loops the persist pass runs as one kernel by one of its rules
+/// (fixtures/migrate/persist_rules.py; `tests/persist.rs` forces the
+/// persistent kernel under Numba, which the wrapper does not choose
+/// there).
+mod persist_rules {
+    use super::verified;
+
+    fn rule(function: &str, signature: &str) {
+        verified("migrate/persist_rules.py", function, signature, &[]);
+    }
+
+    #[test]
+    fn mirror_relax() {
+        rule("mirror_relax", "float64[:], float64");
+    }
+
+    #[test]
+    fn corner_transpose() {
+        rule("corner_transpose", "float64[:, :], float64");
+    }
+
+    #[test]
+    fn upper_from_columns() {
+        rule("upper_from_columns", "float64[:, :], float64");
+    }
+
+    #[test]
+    fn rescaled_steps() {
+        rule("rescaled_steps", "float64[:], float64[:], int64");
+    }
+
+    #[test]
+    fn damped_updates() {
+        rule("damped_updates", "float64[:], float64[:], int64");
+    }
+
+    #[test]
+    fn alternating_smooth() {
+        rule("alternating_smooth", "float64[:], float64[:], int64");
+    }
+}

@@ -393,3 +393,259 @@ print("wrapper", outcome(tri.trisolve), "| original", outcome(tri._port_original
         "{out}"
     );
 }
+
+/// `fixtures/migrate/persist_rules.py` copied into `dir`.
+fn rules_fixture(dir: &Path) {
+    std::fs::copy(
+        fixture("migrate/persist_rules.py"),
+        dir.join("persist_rules.py"),
+    )
+    .unwrap();
+}
+
+/// Migrates `function` of `persist_rules.py` on `inputs` with the pass on
+/// and off: verified both ways, one launch of `{function}_loop_{var}`
+/// with it, and more without it (the total launches per call without it).
+fn one_launch_instead_of(dir: &Path, function: &str, inputs: &str, var: &str) -> u64 {
+    let args = [
+        "persist_rules.py",
+        "--function",
+        function,
+        "--inputs",
+        inputs,
+    ];
+    let d = migrate_json(dir, &args, true);
+    assert_eq!(d["status"], "verified", "{d}");
+    let kernel = format!("{function}_loop_{var}");
+    assert_eq!(launches(&d), [(kernel.clone(), 1)], "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(applied, "{note}");
+    assert!(
+        note.contains(&format!(
+            "the loop over `{var}` runs in one kernel ({kernel}, "
+        )),
+        "{note}"
+    );
+    let d = migrate_json(dir, &args, false);
+    assert_eq!(d["status"], "verified", "{d}");
+    let before: u64 = launches(&d).iter().map(|(_, n)| n).sum();
+    assert!(before > 1, "{d}");
+    before
+}
+
+/// `port migrate --write` of `function` in `persist_rules.py` on
+/// `inputs`, then, under Numba's CUDA simulator with the persistent choice
+/// forced, the patched function and the original on copies of the
+/// inputs: they agree, and `kernel` was launched once.
+fn forced_under_numba(dir: &Path, function: &str, inputs: &str, kernel: &str) {
+    let o = migrate_in(
+        dir,
+        &[
+            "persist_rules.py",
+            "--function",
+            function,
+            "--inputs",
+            inputs,
+            "--backend",
+            "simulator",
+            "--write",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let script = format!(
+        r#"
+import numpy as np
+import persist_rules as m
+m._port_simulated = lambda: False
+class Counted:
+    """The persistent kernel's dispatcher, counting its launches."""
+    def __init__(self, k):
+        self.k, self.n = k, 0
+    def __getitem__(self, config):
+        self.n += 1
+        return self.k[config]
+m.{kernel} = Counted(m.{kernel})
+d = np.load({inputs:?})
+def args():
+    return [d[k].copy() if d[k].ndim else d[k][()] for k in d.files]
+got = m.{function}(*args())
+want = m._port_original_{function}(*args())
+assert np.allclose(got, want), (got, want)
+print("same, persistent launches:", m.{kernel}.n)
+"#
+    );
+    let out = under_numba(dir, &script);
+    assert!(out.contains("same, persistent launches: 1"), "{out}");
+}
+
+/// A temporary whose extents change with the loop (`np.flip(h[:k])`
+/// stored into `h[:k]` needs one of `k` elements) is allocated once at
+/// its widest, each iteration using its prefix: growing, shrinking and
+/// two-dimensional ones each run as one launch, verified against CPython,
+/// and the emitted kernel gives the original's results under Numba.
+#[test]
+fn a_temporary_whose_extent_changes_is_allocated_at_its_widest() {
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let dir = tmp.path();
+    let h = npz(dir, "h", "h=rng.random(300), c=np.float64(0.25)");
+    assert_eq!(one_launch_instead_of(dir, "mirror_relax", &h, "k"), 2 * 298);
+    let a = npz(dir, "a", "a=rng.random((30, 30)), c=np.float64(0.5)");
+    assert_eq!(
+        one_launch_instead_of(dir, "corner_transpose", &a, "k"),
+        2 * 30
+    );
+    let x = npz(dir, "x", "x=rng.random((20, 40)), s=np.float64(0.5)");
+    assert!(one_launch_instead_of(dir, "upper_from_columns", &x, "i") >= 2 * 40);
+
+    // An extent that is not monotone in the loop: the loop stays, and
+    // the log says why.
+    std::fs::write(
+        dir.join("wobble.py"),
+        "import numpy as np\n\n\n\
+def wobble(h, c):\n    for k in range(1, h.shape[0]):\n        h[:k % 5 + 1] = np.flip(h[:k % 5 + 1]) * c\n    return h\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        dir,
+        &["wobble.py", "--function", "wobble", "--inputs", &h],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        persist_note(&d),
+        (false, "not applied: the loop over `k` launches per iteration: the shape of `h_tmp` changes with the loop, not monotonically".to_string())
+    );
+
+    // Each `--write` in a folder of its own: it patches the file.
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let h = npz(tmp.path(), "h", "h=rng.random(12), c=np.float64(0.25)");
+    forced_under_numba(tmp.path(), "mirror_relax", &h, "mirror_relax_loop_k");
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let a = npz(tmp.path(), "a", "a=rng.random((6, 6)), c=np.float64(0.5)");
+    forced_under_numba(
+        tmp.path(),
+        "corner_transpose",
+        &a,
+        "corner_transpose_loop_k",
+    );
+}
+
+/// A value the host read back from the device each iteration (a norm, a
+/// mean) and used only by the loop's later kernels and host arithmetic
+/// becomes a local of every thread, read after the barrier; a host scalar
+/// carried from one iteration to the next (`rate = rate / …`) starts from
+/// the host's value. Both loops run as one launch, verified against
+/// CPython and under Numba; a carried scalar the host reads after the
+/// loop keeps it on the host, saying so.
+#[test]
+fn a_value_read_back_only_for_the_loop_stays_on_the_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let dir = tmp.path();
+    let v = npz(
+        dir,
+        "v",
+        "v=rng.random(500), w=rng.random(500), steps=np.int64(40)",
+    );
+    assert_eq!(
+        one_launch_instead_of(dir, "rescaled_steps", &v, "t"),
+        3 * 40
+    );
+    let x = npz(
+        dir,
+        "x",
+        "x=rng.random(500), g=rng.random(500), steps=np.int64(40)",
+    );
+    assert_eq!(
+        one_launch_instead_of(dir, "damped_updates", &x, "t"),
+        2 * 40
+    );
+
+    std::fs::write(
+        dir.join("rate.py"),
+        "import numpy as np\n\n\n\
+def final_rate(x, g, steps):\n    rate = 1.0\n    for t in range(steps):\n        d = np.mean(g * x)\n        rate = rate / (1.0 + abs(d))\n        x[:] = x - rate * g\n    return rate\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        dir,
+        &["rate.py", "--function", "final_rate", "--inputs", &x],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    assert_eq!(
+        persist_note(&d),
+        (
+            false,
+            "not applied: the loop over `t` launches per iteration: `rate` is read after the loop"
+                .to_string()
+        )
+    );
+
+    for (function, inputs) in [
+        (
+            "rescaled_steps",
+            "v=rng.random(16), w=rng.random(16), steps=np.int64(3)",
+        ),
+        (
+            "damped_updates",
+            "x=rng.random(16), g=rng.random(16), steps=np.int64(3)",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        rules_fixture(tmp.path());
+        let inputs = npz(tmp.path(), "small", inputs);
+        forced_under_numba(tmp.path(), function, &inputs, &format!("{function}_loop_t"));
+    }
+}
+
+/// A host `if` in the body whose condition reads only the loop's variable
+/// and host scalars (the same in every thread) becomes an `if` of the
+/// kernel around its branches' phases, barriers included: the loop runs
+/// as one launch, verified against CPython and under Numba. An `if` that
+/// leaves the loop still keeps it on the host, saying why.
+#[test]
+fn an_if_on_a_uniform_condition_runs_in_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let dir = tmp.path();
+    let u = npz(
+        dir,
+        "u",
+        "u=rng.random(400), w=rng.random(400), steps=np.int64(30)",
+    );
+    assert!(one_launch_instead_of(dir, "alternating_smooth", &u, "t") >= 2 * 30);
+
+    std::fs::write(
+        dir.join("until.py"),
+        "import numpy as np\n\n\n\
+def until_negative(u, w, steps):\n    for t in range(steps):\n        u[1:-1] = 0.5 * (u[:-2] + u[2:]) - w[1:-1]\n        if u[1] < 0.0:\n            break\n    return u\n",
+    )
+    .unwrap();
+    let d = migrate_json(
+        dir,
+        &["until.py", "--function", "until_negative", "--inputs", &u],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(!applied, "{note}");
+    assert!(note.contains("the body has a `break`"), "{note}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    rules_fixture(tmp.path());
+    let u = npz(
+        tmp.path(),
+        "small",
+        "u=rng.random(12), w=rng.random(12), steps=np.int64(5)",
+    );
+    forced_under_numba(
+        tmp.path(),
+        "alternating_smooth",
+        &u,
+        "alternating_smooth_loop_t",
+    );
+}

@@ -1026,7 +1026,7 @@ fn size(e: &Expr) -> usize {
 
 /// How `e` moves with the variable `v`: 1 up, -1 down, 0 not at all;
 /// `None` both ways, or through an operation that is not monotone.
-fn polarity(e: &Expr, v: &str) -> Option<i8> {
+pub(crate) fn polarity(e: &Expr, v: &str) -> Option<i8> {
     polarity_where(e, &|x| matches!(x, Expr::Var(n) if n == v))
 }
 

@@ -10,11 +10,26 @@
 //! `parallel for` (a grid-stride loop, which over one block is a
 //! block-stride loop), and a block barrier after each one orders the
 //! iterations as the launches did. The host scalars the body computes
-//! become the kernel's locals; nested host loops of the same kind become
-//! nested loops of the kernel. A reduction whose blocks meet in an atomic
+//! become the kernel's locals, and so does a value the host reads back
+//! from the device (a reduction's result, an element): every thread reads
+//! it after the barrier that ended the phase writing it, and waits at a
+//! barrier after the read. A host scalar bound before the loop and again
+//! in it (`rate = rate / …`) is a local that starts from the host's value,
+//! when the loop is one of the plan's own steps (it runs once) and the
+//! host reads the scalar nowhere after it. Nested host loops of the same
+//! kind become nested loops of the kernel, and a host `if` an `if` of the
+//! kernel around its branches' phases: its condition reads host names
+//! only, the same in every thread, so each barrier of a branch is reached
+//! by all threads or by none (a scalar first bound in a branch is declared
+//! before it; a shape guard in a branch is checked in the kernel). A reduction whose blocks meet in an atomic
 //! runs as its one block (its tree then sets the block's size); an array
 //! the body allocates is allocated once before the kernel and filled by a
-//! phase of it in each iteration.
+//! phase of it in each iteration. One whose extents change with the loop
+//! (a temporary of `h[:k]`, of `x[:, i:]`) is allocated at its widest over
+//! the loop — each extent monotone in every loop variable, taken at the
+//! end of the variable's values where it is largest — and each iteration
+//! uses the prefix of its own extents, which kernel locals hold and the
+//! inlined kernels read instead of the array's.
 //!
 //! The choice is made at run time, from the work per iteration: the most
 //! elements one of the body's launches covers (an extent that changes with
@@ -29,15 +44,15 @@
 //! kernel records which guard failed and both extents and returns, and
 //! the host raises the guard's error after the launch.
 //!
-//! A loop stays as it is when its body does anything else: a read-back
-//! (the host needs a value per iteration), a library call, a `while`, an
-//! `if`, a `break`, rebound arrays, an allocation whose shape changes with
-//! the loop; when a kernel of the body has a `return`, or a barrier,
+//! A loop stays as it is when its body does anything else: a library
+//! call, a `while`, a `break` or a `raise`, rebound arrays, an allocation whose shape changes with
+//! the loop other than monotonically or through a host scalar the loop
+//! computes; when a kernel of the body has a `return`, or a barrier,
 //! shared memory or the thread's coordinates without being such a
 //! reduction (a reduction that combines per-block partials, a kernel of
 //! one block per result); when a name the body binds is read after the
-//! loop or bound outside it (a loop variable only must not be read after
-//! it); or when the kernel it would make does not verify (a type the host
+//! loop, or bound outside it but for a carried scalar (a loop variable
+//! only must not be read after it); or when the kernel it would make does not verify (a type the host
 //! and the kernels disagree on).
 
 use std::collections::{HashMap, HashSet};
@@ -108,7 +123,7 @@ pub fn persist_plan(plan: &mut KernelPlan) -> Outcome {
         env_extra: HashMap::new(),
         out: &mut out,
     };
-    cx.rewrite(&mut steps);
+    cx.rewrite(&mut steps, true);
     plan.steps = steps;
     out
 }
@@ -185,12 +200,26 @@ fn unshadowed_reads(steps: &[HostStep], name: &str) -> usize {
 
 impl Cx<'_> {
     /// Rewrites the loops of `steps`, outermost first: a loop that cannot
-    /// run in one kernel has its body tried instead.
-    fn rewrite(&mut self, steps: &mut [HostStep]) {
-        for s in steps.iter_mut() {
+    /// run in one kernel has its body tried instead. `top`: `steps` are
+    /// the plan's own, which run once.
+    fn rewrite(&mut self, steps: &mut [HostStep], top: bool) {
+        for k in 0..steps.len() {
+            // What the host binds before a loop of the plan's own steps,
+            // and reads after it (a value it carries in from before need
+            // not come back).
+            let around = top.then(|| {
+                let mut before: HashSet<String> = HashSet::new();
+                HostStep::walk(&steps[..k], &mut |s| {
+                    before.extend(s.binds().into_iter().map(String::from))
+                });
+                let mut after: HashSet<String> = self.interface.clone();
+                HostStep::walk(&steps[k + 1..], &mut |s| after.extend(s.names()));
+                (before, after)
+            });
+            let s = &mut steps[k];
             if let HostStep::Loop { var, .. } = s {
                 let var = var.clone();
-                match self.try_loop(s) {
+                match self.try_loop(s, around.as_ref()) {
                     Ok(new) => {
                         *s = new;
                         continue;
@@ -204,12 +233,18 @@ impl Cx<'_> {
                 }
             }
             for b in s.bodies_mut() {
-                self.rewrite(b);
+                self.rewrite(b, false);
             }
         }
     }
 
-    fn try_loop(&mut self, step: &HostStep) -> Result<HostStep, String> {
+    /// `around`: the names the host binds before the loop and reads after
+    /// it, when the loop runs once (not inside another).
+    fn try_loop(
+        &mut self,
+        step: &HostStep,
+        around: Option<&(HashSet<String>, HashSet<String>)>,
+    ) -> Result<HostStep, String> {
         let HostStep::Loop { var, .. } = step else {
             return Err(NO_LAUNCH.into());
         };
@@ -225,16 +260,82 @@ impl Cx<'_> {
         let own = self.plan.function.rsplit('.').next().unwrap_or_default();
         let kernels: HashSet<String> = self.plan.kernel_names().into_iter().collect();
         let name = fresh(&format!("{own}_loop_{var}"), &kernels);
-        let mut t = Translation {
-            failed: format!("{name}_failed"),
-            ..Translation::default()
-        };
-        let stmt = t.step(self.plan, step, 0)?;
-        // Names the loop binds are its own: bound nowhere else (a value
-        // carried in from before the loop is the host's) and read nowhere
-        // after it (the host would no longer compute them).
         let (mut reads, mut binds) = (HashMap::new(), HashMap::new());
         count_names(std::slice::from_ref(step), &mut reads, &mut binds);
+        // Host scalars bound before the loop and again in it (`beta *=
+        // …`): the kernel carries them in a local that starts from the
+        // host's value, when the host reads none of them after the loop.
+        let mut loop_vars = HashSet::new();
+        HostStep::walk(std::slice::from_ref(step), &mut |s| {
+            if let HostStep::Loop { var, .. } = s {
+                loop_vars.insert(var.clone());
+            }
+        });
+        let mut carried: Vec<(String, port_codegen::ir::ScalarType)> = binds
+            .keys()
+            .filter(|n| self.binds.get(*n) != binds.get(*n) && !loop_vars.contains(*n))
+            .filter_map(|n| match self.env.get(n) {
+                Some(Type::Scalar(ty)) => Some((n.clone(), *ty)),
+                _ => None,
+            })
+            .collect();
+        carried.sort_by(|a, b| a.0.cmp(&b.0));
+        for (n, _) in &carried {
+            match around {
+                Some((_, after)) if after.contains(n) => {
+                    return Err(format!("`{n}` is read after the loop"))
+                }
+                Some((before, _)) if before.contains(n) => {}
+                _ => return Err(format!("`{n}` is also bound outside the loop")),
+            }
+        }
+        let mut t = Translation {
+            failed: format!("{name}_failed"),
+            env: self.env.clone(),
+            ..Translation::default()
+        };
+        for (n, _) in &carried {
+            t.declared.insert(n.clone(), OUTSIDE);
+        }
+        let stmt = t.step(self.plan, step, 0)?;
+        // An array allocated at its widest: the kernels read this
+        // iteration's extents, which its locals hold.
+        let stmt = if t.extents.is_empty() {
+            stmt
+        } else {
+            let extents = &t.extents;
+            crate::ir_util::map_stmts(&[stmt], &|e| {
+                crate::ir_util::map_expr(e, &|x| match x {
+                    Expr::Shape { array, axis } => extents
+                        .get(array)
+                        .map(|l| Expr::Var(l[*axis as usize].clone())),
+                    _ => None,
+                })
+            })
+            .remove(0)
+        };
+        // A carried scalar is the kernel's local from the start, copied
+        // from the parameter the host passes.
+        let (stmt, starts) = if carried.is_empty() {
+            (stmt, Vec::new())
+        } else {
+            let map: HashMap<String, String> = carried
+                .iter()
+                .map(|(n, _)| (n.clone(), format!("{n}__carried")))
+                .collect();
+            let starts = carried
+                .iter()
+                .map(|(n, ty)| Stmt::Let {
+                    name: map[n].clone(),
+                    ty: *ty,
+                    init: Expr::Var(n.clone()),
+                })
+                .collect();
+            (rename_body(&[stmt], &map).remove(0), starts)
+        };
+        // Names the loop binds are its own: bound nowhere else (but a
+        // carried scalar) and read nowhere after it (the host would no
+        // longer compute them).
         let mut bound: Vec<&String> = t.bound.iter().collect();
         bound.sort();
         let mut arrays: Vec<&String> = t.bound_arrays.iter().collect();
@@ -249,6 +350,9 @@ impl Cx<'_> {
                 {
                     return Err(format!("`{n}` is read after the loop"));
                 }
+                continue;
+            }
+            if carried.iter().any(|(c, _)| c == n) {
                 continue;
             }
             if self.binds.get(n) != binds.get(n) {
@@ -352,7 +456,7 @@ impl Cx<'_> {
         }
         // The kernel's parameters: every name its body reads and does not
         // bind, arrays first, each with the type the host gives it.
-        let body = vec![stmt];
+        let body: Vec<Stmt> = starts.into_iter().chain([stmt]).collect();
         let mut free = Vec::new();
         free_names(&body, &mut HashSet::new(), &mut free);
         free.retain(|n| !t.shared.iter().any(|s| &s.name == n));
@@ -459,9 +563,387 @@ struct Translation {
     /// Arrays the body allocates, allocated once before the kernel (the
     /// kernel fills them anew in each iteration, as the host did).
     allocs: Vec<HostStep>,
+    /// The extents the body allocates each array with, in the host's
+    /// names (what a launch's work over it reads).
+    alloc_shapes: HashMap<String, Vec<Expr>>,
+    /// Arrays whose extents change with the loop: per axis, the kernel
+    /// local holding this iteration's extent, which the inlined kernels
+    /// read instead of the (widest) array's own.
+    extents: HashMap<String, Vec<String>>,
+    /// The loops being translated, outermost first: the variable and the
+    /// lowest and highest values it can take (`None` for a step that is
+    /// not a literal).
+    spans: Vec<(String, Option<(Expr, Expr)>)>,
+    /// The host's types of the plan's names.
+    env: HashMap<String, Type>,
+    /// How many host `if`s around the steps being translated: a shape
+    /// guard inside one is checked in the kernel, where the host checked
+    /// it, not before the kernel.
+    in_if: usize,
 }
 
+/// The host scalars a branch of an `if` binds (nested `if`s included, not
+/// nested loops, which declare their own), with their types.
+fn first_bound_in_branches(
+    steps: &[HostStep],
+    out: &mut Vec<(String, port_codegen::ir::ScalarType)>,
+) {
+    for s in steps {
+        match s {
+            HostStep::Scalar { name, ty, .. }
+            | HostStep::ReadBack { name, ty, .. }
+            | HostStep::ReadElement { name, ty, .. }
+                if !out.iter().any(|(n, _)| n == name) =>
+            {
+                out.push((name.clone(), *ty));
+            }
+            HostStep::If { then, orelse, .. } => {
+                first_bound_in_branches(then, out);
+                first_bound_in_branches(orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The loop depth of a carried scalar's declaration: before every loop.
+const OUTSIDE: usize = usize::MAX;
+
 impl Translation {
+    /// A host scalar of the loop as a kernel local: declared where the
+    /// loop at `depth` first binds it, assigned after.
+    fn local(
+        &mut self,
+        name: &str,
+        ty: port_codegen::ir::ScalarType,
+        value: &Expr,
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        match self.declared.get(name) {
+            Some(&d) if d != depth && d != OUTSIDE => {
+                Err(format!("`{name}` is bound in two nested loops"))
+            }
+            Some(_) => {
+                out.push(Stmt::Assign {
+                    name: name.to_string(),
+                    value: value.clone(),
+                });
+                Ok(())
+            }
+            None => {
+                self.declared.insert(name.to_string(), depth);
+                out.push(Stmt::Let {
+                    name: name.to_string(),
+                    ty,
+                    init: value.clone(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// A value the host read back from the device (a reduction's result,
+    /// an element): every thread reads it into a local after the barrier
+    /// that ended the phase writing it, and a barrier after the read keeps
+    /// a later phase from writing the array before every thread has read
+    /// it.
+    fn read_back(
+        &mut self,
+        name: &str,
+        ty: port_codegen::ir::ScalarType,
+        array: &str,
+        index: &[Expr],
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        let elem = match self.types.get(array).or_else(|| self.env.get(array)) {
+            Some(Type::Array(a)) => a.elem,
+            _ => return Err(format!("no type is known for `{array}`")),
+        };
+        let mut value = Expr::Load(ElemRef {
+            array: array.to_string(),
+            indices: index.to_vec(),
+        });
+        if elem != ty {
+            value = Expr::Cast(ty, Box::new(value));
+        }
+        self.bound.insert(name.to_string());
+        self.local(name, ty, &value, depth, out)?;
+        out.push(Stmt::Barrier);
+        Ok(())
+    }
+
+    /// Whether `e` changes with the loop: it reads a name the loop binds,
+    /// or an extent of an array the loop allocates with extents it changes.
+    fn changes(&self, e: &Expr) -> bool {
+        let mut found = false;
+        walk_expr(e, &mut |x| match x {
+            Expr::Var(n) => found |= self.bound.contains(n),
+            Expr::Shape { array, .. } => found |= self.extents.contains_key(array),
+            _ => {}
+        });
+        found
+    }
+
+    /// `e` with the extents of the arrays the body allocates read as the
+    /// host expressions they were allocated with.
+    fn host_extents(&self, e: &Expr) -> Expr {
+        let mut e = e.clone();
+        for _ in 0..8 {
+            let next = crate::ir_util::map_expr(&e, &|x| match x {
+                Expr::Shape { array, axis } => self
+                    .alloc_shapes
+                    .get(array)
+                    .and_then(|s| s.get(*axis as usize))
+                    .cloned(),
+                _ => None,
+            });
+            if next == e {
+                break;
+            }
+            e = next;
+        }
+        e
+    }
+
+    /// An allocation whose extents change with the loop: allocated once
+    /// at its widest over the loop, each iteration using the prefix of
+    /// its own extents, which kernel locals hold (declared here, where
+    /// the host allocated). Exact: each iteration's extents are at most
+    /// the widest — each extent is monotone in every loop variable,
+    /// taken at the end of the variable's values where it is largest —
+    /// and the contents are those the host's new array would have (none,
+    /// or the fill, a phase over the prefix). Element accesses go through
+    /// the whole array's strides, so a prefix of any axis is a view.
+    fn varying_alloc(
+        &mut self,
+        name: &str,
+        shape: &[Expr],
+        depth: usize,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Vec<Expr>, String> {
+        let mut widest = Vec::new();
+        let mut locals = Vec::new();
+        for (axis, d) in shape.iter().enumerate() {
+            let d = self.host_extents(d);
+            let w = widest_exact(&d, &self.spans).ok_or_else(|| {
+                format!("the shape of `{name}` changes with the loop, not monotonically")
+            })?;
+            if mentions_any(&w, &self.bound) {
+                return Err(format!(
+                    "the shape of `{name}` changes with the loop through a host scalar"
+                ));
+            }
+            // Never negative, also where a loop runs no iteration.
+            let zero = Expr::Lit(Literal::I64(0));
+            widest.push(match &w {
+                Expr::Binary(BinOp::Max, _, z) if **z == zero => w,
+                _ => Expr::Binary(BinOp::Max, Box::new(w), Box::new(zero)),
+            });
+            let local = format!("{name}__extent{axis}");
+            self.local(
+                &local,
+                port_codegen::ir::ScalarType::I64,
+                &shape[axis],
+                depth,
+                out,
+            )?;
+            locals.push(local);
+        }
+        self.extents.insert(name.to_string(), locals);
+        Ok(widest)
+    }
+
+    /// The steps of one block of a loop's body (at loop depth `depth`,
+    /// `trip` the condition under which that loop runs at all) as kernel
+    /// statements, appended to `out`.
+    fn block(
+        &mut self,
+        plan: &KernelPlan,
+        body: &[HostStep],
+        depth: usize,
+        trip: &Option<Expr>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        for b in body {
+            match b {
+                HostStep::Comment(_) => {}
+                HostStep::Scalar { name, ty, value } => {
+                    self.bound.insert(name.clone());
+                    self.local(name, *ty, value, depth, out)?;
+                }
+                HostStep::Launch {
+                    kernel,
+                    args,
+                    shape,
+                } => out.extend(self.launch(plan, kernel, args, shape)?),
+                HostStep::If { cond, then, orelse } => {
+                    // The condition reads host names only (loop variables,
+                    // host scalars, extents): the same in every thread, so
+                    // each barrier of a branch is reached by all or by none.
+                    // A scalar first bound in a branch is declared before the
+                    // `if`, so that what follows it can read it.
+                    let mut first = Vec::new();
+                    first_bound_in_branches(then, &mut first);
+                    first_bound_in_branches(orelse, &mut first);
+                    for (name, ty) in first {
+                        if !self.declared.contains_key(&name) {
+                            self.declared.insert(name.clone(), depth);
+                            out.push(Stmt::Let {
+                                name,
+                                ty,
+                                init: crate::ir_util::lit(ty, 0.0),
+                            });
+                        }
+                    }
+                    self.in_if += 1;
+                    let (mut then_body, mut else_body) = (Vec::new(), Vec::new());
+                    let branches = self
+                        .block(plan, then, depth, trip, &mut then_body)
+                        .and_then(|()| self.block(plan, orelse, depth, trip, &mut else_body));
+                    self.in_if -= 1;
+                    branches?;
+                    out.push(Stmt::If {
+                        cond: cond.clone(),
+                        then_body,
+                        else_body,
+                    });
+                }
+                HostStep::ReadBack { name, ty, array } => {
+                    let zero = [Expr::Lit(Literal::I64(0))];
+                    self.read_back(name, *ty, array, &zero, depth, out)?;
+                }
+                HostStep::ReadElement {
+                    name,
+                    ty,
+                    array,
+                    index,
+                } => self.read_back(name, *ty, array, index, depth, out)?,
+                HostStep::Loop { .. } => {
+                    let before = self.trips.len();
+                    self.trips.push(trip.clone());
+                    let inner = self.step(plan, b, depth + 1);
+                    self.trips.truncate(before);
+                    out.push(inner?);
+                }
+                HostStep::Alloc {
+                    name,
+                    elem,
+                    shape,
+                    fill,
+                } => {
+                    // Allocated once before the kernel; a fill is
+                    // a phase of the kernel in each iteration.
+                    let widest = if shape.iter().any(|d| self.changes(d)) {
+                        self.varying_alloc(name, shape, depth, out)?
+                    } else {
+                        shape.clone()
+                    };
+                    self.bound_arrays.insert(name.clone());
+                    self.alloc_shapes.insert(name.clone(), shape.clone());
+                    self.allocs.push(HostStep::Alloc {
+                        name: name.clone(),
+                        elem: *elem,
+                        shape: widest,
+                        fill: Fill::Empty,
+                    });
+                    if let Fill::Value(v) = fill {
+                        if shape.is_empty() || shape.len() > 3 {
+                            return Err(format!("`{name}` has {} dimensions", shape.len()));
+                        }
+                        self.inlined += 1;
+                        let vars: Vec<String> = (0..shape.len())
+                            .map(|a| format!("fill{a}__p{}", self.inlined))
+                            .collect();
+                        out.push(Stmt::ParallelFor(ParallelFor {
+                            vars: vars.clone(),
+                            extents: (0..shape.len())
+                                .map(|a| Expr::Shape {
+                                    array: name.clone(),
+                                    axis: a as u8,
+                                })
+                                .collect(),
+                            body: vec![Stmt::Store {
+                                target: ElemRef {
+                                    array: name.clone(),
+                                    indices: vars.into_iter().map(Expr::Var).collect(),
+                                },
+                                value: v.clone(),
+                            }],
+                        }));
+                        out.push(Stmt::Barrier);
+                    }
+                }
+                HostStep::Guard(g)
+                    if self.changes(&g.lhs) || self.changes(&g.rhs) || self.in_if > 0 =>
+                {
+                    // A guard the loop changes is checked in the
+                    // kernel, where the host checked it: on failure
+                    // the kernel records which guard and both
+                    // extents and returns (every thread: the test
+                    // is the same for all), and the host raises
+                    // the guard's error after the launch.
+                    self.kernel_guards.push(g.clone());
+                    let code = self.kernel_guards.len() as i64;
+                    let at = |i: i64| ElemRef {
+                        array: self.failed.clone(),
+                        indices: vec![Expr::Lit(Literal::I64(i))],
+                    };
+                    out.push(Stmt::If {
+                        cond: Expr::Cmp(
+                            g.relation.failing(),
+                            Box::new(g.lhs.clone()),
+                            Box::new(g.rhs.clone()),
+                        ),
+                        then_body: vec![
+                            Stmt::If {
+                                cond: Expr::Cmp(
+                                    CmpOp::Eq,
+                                    Box::new(Expr::Special(
+                                        Special::ThreadIdx,
+                                        port_codegen::ir::Axis::X,
+                                    )),
+                                    Box::new(Expr::Lit(Literal::I32(0))),
+                                ),
+                                then_body: vec![
+                                    Stmt::Store {
+                                        target: at(0),
+                                        value: Expr::Lit(Literal::I64(code)),
+                                    },
+                                    Stmt::Store {
+                                        target: at(1),
+                                        value: g.lhs.clone(),
+                                    },
+                                    Stmt::Store {
+                                        target: at(2),
+                                        value: g.rhs.clone(),
+                                    },
+                                ],
+                                else_body: Vec::new(),
+                            },
+                            Stmt::Return(None),
+                        ],
+                        else_body: Vec::new(),
+                    });
+                }
+                HostStep::Guard(g) => {
+                    let trips: Option<Vec<Expr>> =
+                        self.trips.iter().cloned().chain([trip.clone()]).collect();
+                    let Some(trips) = trips else {
+                        return Err(format!(
+                            "the shape guard of line {} is inside a loop whose step is not a constant",
+                            g.line
+                        ));
+                    };
+                    self.guards.push((g.clone(), trips));
+                }
+                other => return Err(format!("the body has {}", kind(other))),
+            }
+        }
+        Ok(())
+    }
+
     fn step(&mut self, plan: &KernelPlan, s: &HostStep, depth: usize) -> Result<Stmt, String> {
         match s {
             HostStep::Loop {
@@ -482,157 +964,29 @@ impl Translation {
                     let op = if up { CmpOp::Lt } else { CmpOp::Gt };
                     Expr::Cmp(op, Box::new(start.clone()), Box::new(stop.clone()))
                 });
-                let trips_before = self.trips.len();
                 let last = Expr::Binary(BinOp::Sub, Box::new(stop.clone()), Box::new(step.clone()));
                 self.ranges.push((var.clone(), start.clone(), last));
+                let one = |e: &Expr, k: i64| {
+                    Expr::Binary(
+                        BinOp::Add,
+                        Box::new(e.clone()),
+                        Box::new(Expr::Lit(Literal::I64(k))),
+                    )
+                };
+                self.spans.push((
+                    var.clone(),
+                    positive.map(|up| {
+                        if up {
+                            (start.clone(), one(stop, -1))
+                        } else {
+                            (one(stop, 1), start.clone())
+                        }
+                    }),
+                ));
                 let mut out = Vec::new();
-                for b in body {
-                    match b {
-                        HostStep::Comment(_) => {}
-                        HostStep::Scalar { name, ty, value } => {
-                            self.bound.insert(name.clone());
-                            match self.declared.get(name) {
-                                Some(&d) if d != depth => {
-                                    return Err(format!("`{name}` is bound in two nested loops"))
-                                }
-                                Some(_) => out.push(Stmt::Assign {
-                                    name: name.clone(),
-                                    value: value.clone(),
-                                }),
-                                None => {
-                                    self.declared.insert(name.clone(), depth);
-                                    out.push(Stmt::Let {
-                                        name: name.clone(),
-                                        ty: *ty,
-                                        init: value.clone(),
-                                    });
-                                }
-                            }
-                        }
-                        HostStep::Launch {
-                            kernel,
-                            args,
-                            shape,
-                        } => out.extend(self.launch(plan, kernel, args, shape)?),
-                        HostStep::Loop { .. } => {
-                            self.trips.push(trip.clone());
-                            let inner = self.step(plan, b, depth + 1);
-                            self.trips.truncate(trips_before);
-                            out.push(inner?);
-                        }
-                        HostStep::Alloc {
-                            name,
-                            elem,
-                            shape,
-                            fill,
-                        } => {
-                            // Allocated once before the kernel; a fill is
-                            // a phase of the kernel in each iteration.
-                            if shape.iter().any(|d| mentions_any(d, &self.bound)) {
-                                return Err(format!("the shape of `{name}` changes with the loop"));
-                            }
-                            self.bound_arrays.insert(name.clone());
-                            self.allocs.push(HostStep::Alloc {
-                                name: name.clone(),
-                                elem: *elem,
-                                shape: shape.clone(),
-                                fill: Fill::Empty,
-                            });
-                            if let Fill::Value(v) = fill {
-                                if shape.is_empty() || shape.len() > 3 {
-                                    return Err(format!("`{name}` has {} dimensions", shape.len()));
-                                }
-                                self.inlined += 1;
-                                let vars: Vec<String> = (0..shape.len())
-                                    .map(|a| format!("fill{a}__p{}", self.inlined))
-                                    .collect();
-                                out.push(Stmt::ParallelFor(ParallelFor {
-                                    vars: vars.clone(),
-                                    extents: (0..shape.len())
-                                        .map(|a| Expr::Shape {
-                                            array: name.clone(),
-                                            axis: a as u8,
-                                        })
-                                        .collect(),
-                                    body: vec![Stmt::Store {
-                                        target: ElemRef {
-                                            array: name.clone(),
-                                            indices: vars.into_iter().map(Expr::Var).collect(),
-                                        },
-                                        value: v.clone(),
-                                    }],
-                                }));
-                                out.push(Stmt::Barrier);
-                            }
-                        }
-                        HostStep::Guard(g)
-                            if mentions_any(&g.lhs, &self.bound)
-                                || mentions_any(&g.rhs, &self.bound) =>
-                        {
-                            // A guard the loop changes is checked in the
-                            // kernel, where the host checked it: on failure
-                            // the kernel records which guard and both
-                            // extents and returns (every thread: the test
-                            // is the same for all), and the host raises
-                            // the guard's error after the launch.
-                            self.kernel_guards.push(g.clone());
-                            let code = self.kernel_guards.len() as i64;
-                            let at = |i: i64| ElemRef {
-                                array: self.failed.clone(),
-                                indices: vec![Expr::Lit(Literal::I64(i))],
-                            };
-                            out.push(Stmt::If {
-                                cond: Expr::Cmp(
-                                    g.relation.failing(),
-                                    Box::new(g.lhs.clone()),
-                                    Box::new(g.rhs.clone()),
-                                ),
-                                then_body: vec![
-                                    Stmt::If {
-                                        cond: Expr::Cmp(
-                                            CmpOp::Eq,
-                                            Box::new(Expr::Special(
-                                                Special::ThreadIdx,
-                                                port_codegen::ir::Axis::X,
-                                            )),
-                                            Box::new(Expr::Lit(Literal::I32(0))),
-                                        ),
-                                        then_body: vec![
-                                            Stmt::Store {
-                                                target: at(0),
-                                                value: Expr::Lit(Literal::I64(code)),
-                                            },
-                                            Stmt::Store {
-                                                target: at(1),
-                                                value: g.lhs.clone(),
-                                            },
-                                            Stmt::Store {
-                                                target: at(2),
-                                                value: g.rhs.clone(),
-                                            },
-                                        ],
-                                        else_body: Vec::new(),
-                                    },
-                                    Stmt::Return(None),
-                                ],
-                                else_body: Vec::new(),
-                            });
-                        }
-                        HostStep::Guard(g) => {
-                            let trips: Option<Vec<Expr>> =
-                                self.trips.iter().cloned().chain([trip.clone()]).collect();
-                            let Some(trips) = trips else {
-                                return Err(format!(
-                                    "the shape guard of line {} is inside a loop whose step is not a constant",
-                                    g.line
-                                ));
-                            };
-                            self.guards.push((g.clone(), trips));
-                        }
-                        other => return Err(format!("the body has {}", kind(other))),
-                    }
-                }
+                self.block(plan, body, depth, &trip, &mut out)?;
                 self.ranges.pop();
+                self.spans.pop();
                 Ok(Stmt::For {
                     var: var.clone(),
                     start: start.clone(),
@@ -724,6 +1078,7 @@ impl Translation {
             });
         }
         self.launches += 1;
+        let work = self.host_extents(&work);
         self.works.push(widest(&work, &self.ranges));
         let mut out = rename_body(&k.body, &map);
         out.push(Stmt::Barrier);
@@ -762,6 +1117,72 @@ fn widest(work: &Expr, ranges: &[(String, Expr, Expr)]) -> Expr {
         .into_iter()
         .reduce(|a, b| Expr::Binary(BinOp::Max, Box::new(a), Box::new(b)))
         .expect("one extent at least")
+}
+
+/// The largest value of the extent `e` over the loops around it, each
+/// variable between the ends `spans` gives it (innermost first: a loop's
+/// bounds may read the variables outside it); `None` when `e` is not
+/// monotone in one of them, or a loop's step is not a literal. A
+/// normalised index `v + n if v < 0 else v` of a variable that is never
+/// negative is `v`.
+fn widest_exact(e: &Expr, spans: &[(String, Option<(Expr, Expr)>)]) -> Option<Expr> {
+    let mut nonneg: HashSet<&str> = HashSet::new();
+    for (var, span) in spans {
+        if let Some((lo, _)) = span {
+            if never_negative(lo, &nonneg) {
+                nonneg.insert(var);
+            }
+        }
+    }
+    let mut w = drop_wraps(e, &nonneg);
+    for (var, span) in spans.iter().rev() {
+        if !crate::ir_util::mentions_var(&w, var) {
+            continue;
+        }
+        let (lo, hi) = span.as_ref()?;
+        let end = if super::bounds::polarity(&w, var)? >= 0 {
+            hi
+        } else {
+            lo
+        };
+        w = crate::ir_util::subst(&w, &HashMap::from([(var.clone(), end.clone())]));
+        w = drop_wraps(&w, &nonneg);
+    }
+    Some(w)
+}
+
+/// Whether `e` is at least 0 whatever the values of its names: literals,
+/// extents, `nonneg` variables, and sums, products, `min` and `max` of
+/// them (`max` of anything with one of them).
+fn never_negative(e: &Expr, nonneg: &HashSet<&str>) -> bool {
+    match e {
+        Expr::Lit(Literal::I64(v)) => *v >= 0,
+        Expr::Lit(Literal::I32(v)) => *v >= 0,
+        Expr::Var(n) => nonneg.contains(n.as_str()),
+        Expr::Shape { .. } => true,
+        Expr::Binary(BinOp::Add | BinOp::Mul | BinOp::Min, a, b) => {
+            never_negative(a, nonneg) && never_negative(b, nonneg)
+        }
+        Expr::Binary(BinOp::Max, a, b) => never_negative(a, nonneg) || never_negative(b, nonneg),
+        _ => false,
+    }
+}
+
+/// `e` with Python's wrap of a negative index (`select(x < 0, …, y)`)
+/// decided where `x` is never negative.
+fn drop_wraps(e: &Expr, nonneg: &HashSet<&str>) -> Expr {
+    crate::ir_util::map_expr(e, &|x| match x {
+        Expr::Select(c, _, b) => match &**c {
+            Expr::Cmp(CmpOp::Lt, l, r)
+                if matches!(**r, Expr::Lit(Literal::I64(0) | Literal::I32(0)))
+                    && never_negative(l, nonneg) =>
+            {
+                Some(drop_wraps(b, nonneg))
+            }
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// Whether `e` reads any of `names`.
