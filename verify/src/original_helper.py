@@ -35,7 +35,7 @@ at least 3 calls ran).
 `extended` runs the original in extended precision, as a second opinion on
 a float64 result: float64 and complex128 arrays and float scalars become
 np.longdouble / np.clongdouble before the call (a ufunc's float64 output
-types too; a function Numba compiles runs as its Python source, `py_func`), and what comes back in those dtypes is narrowed to float64 /
+types too), and what comes back in those dtypes is narrowed to float64 /
 complex128 when saved, so the .npy exchange format is unchanged.
 result.json's "extended" records the significand's bits and, per saved
 argument and return value, whether it came back wider than float64 (one
@@ -290,11 +290,6 @@ def run(mode, path, qualname, inp, out, repeats=0, budget=0.0, extended=False):
     except Exception as e:
         raise ImportFailed(e) from e
     user_fn = resolve(mod, qualname)
-    if extended:
-        # A function Numba compiles runs its Python source here: Numba
-        # takes no np.longdouble, and fixes the types its `locals=` name
-        # (a float32 accumulator), which is the rounding this run measures.
-        user_fn = getattr(user_fn, "py_func", user_fn)
     manifest, args = load_args(inp)
     user_fn = with_literals(user_fn, manifest)
     # Imported: the limit on the call starts now (see python_cmd_limited).
