@@ -91,7 +91,7 @@ pub fn body(
         argmax_loops(src, &np, &mut desugared.body);
     }
     // A function Numba compiles returns its signature's return type.
-    numba_return_cast(src, &found.def, &mut desugared.body);
+    numba_return_cast(src, found.def, &mut desugared.body);
     // Returns from inside `if`s as one return at the end.
     {
         let mut used = lower::context::UsedNames::new(src.module_names());
