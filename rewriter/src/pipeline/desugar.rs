@@ -7,6 +7,8 @@
 //! - `for v in x`, `for i, v in enumerate(x)` as index loops;
 //!   `out[i][j]` as `out[i, j]`;
 //! - a running maximum and its position (a pivot search) as `np.argmax`;
+//! - the returns of a function Numba compiles with a scalar return type
+//!   (`@njit("b1(u1[::1], i8)")`) cast to it, `np.bool_(…)`;
 //! - returns from inside `if`s as one return at the end;
 //! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
 //! - `np.copyto(dst, src)` as `dst[:] = src`;

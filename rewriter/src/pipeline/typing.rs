@@ -8,7 +8,10 @@
 //! the kernel must hold each of them; it is *strong* when some binding is
 //! a NumPy value. A read of a name that is bound both ways can be either,
 //! depending on which binding reached it: the pass follows both, and where
-//! they give different types it does not guess.
+//! they give different types it does not guess. A name the function's
+//! Numba decorator types (`locals={"acc": numba.types.float32}`) holds
+//! that type whatever is bound to it, as Numba casts each binding; the
+//! lowering's fixed point never widens it.
 //!
 //! The pass is exact or silent: a name whose value it cannot type (a
 //! helper's result, a library call it has no rule for, a read of such a
