@@ -76,11 +76,24 @@ pub struct Reason {
 }
 
 impl Reason {
+    /// A reason is one line: source quoted across lines (a nested list
+    /// literal) has each line break and the indentation after it read as
+    /// one space.
     pub fn new(rewrite: &str, line: u32, message: impl Into<String>) -> Reason {
+        let message: String = message.into();
+        let message = if message.contains('\n') {
+            message
+                .split('\n')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            message
+        };
         Reason {
             rewrite: rewrite.to_string(),
             line,
-            message: message.into(),
+            message,
         }
     }
 }
@@ -110,4 +123,22 @@ pub(crate) fn check_rank(rewrite: &str, line: u32, ndim: usize) -> Lower<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// transforms3d's `clip_matrix` quoted its nested list literal across
+    /// four lines, which broke every one-line output.
+    #[test]
+    fn a_reason_quoting_several_lines_is_one_line() {
+        let r = super::Reason::new(
+            "frontend",
+            3,
+            "`[[a, 0.0],\n             [0.0, b]]`: lists have no kernel equivalent",
+        );
+        assert_eq!(
+            r.message,
+            "`[[a, 0.0], [0.0, b]]`: lists have no kernel equivalent"
+        );
+    }
 }
