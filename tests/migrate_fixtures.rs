@@ -21,6 +21,13 @@ const DEVICE_PATH_FIXTURES: &[&str] = &[
 ];
 
 /// The oracle venv's Python (numba + numba-cuda), made by `make test`.
+/// A fresh folder holding `fixtures/migrate/{file}` under its own name.
+fn fixture_copy(file: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture(&format!("migrate/{file}")), tmp.path().join(file)).unwrap();
+    tmp
+}
+
 fn oracle_python() -> PathBuf {
     let p = repo().join(".venv-oracle/bin/python");
     assert!(
@@ -589,12 +596,7 @@ mod programs {
     /// the line.
     #[test]
     fn a_masked_assignment_from_another_mask_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            crate::fixture("migrate/programs.py"),
-            tmp.path().join("programs.py"),
-        )
-        .unwrap();
+        let tmp = crate::fixture_copy("programs.py");
         let o = crate::migrate_in(
             tmp.path(),
             &[
@@ -768,7 +770,7 @@ macro_rules! helper_program {
 }
 
 mod helpers {
-    use super::{fixture, migrate_in, stdout, verified};
+    use super::{fixture_copy, migrate_in, stdout, verified};
 
     helper_program! {
         mlp: "float64[:,:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:], float64[:], float64[:,:]";
@@ -815,13 +817,8 @@ mod helpers {
         function: &str,
         signature: &str,
     ) -> (tempfile::TempDir, std::process::Output, serde_json::Value) {
-        let tmp = tempfile::tempdir().unwrap();
         let file = "programs_helpers.py";
-        std::fs::copy(
-            fixture("migrate/programs_helpers.py"),
-            tmp.path().join(file),
-        )
-        .unwrap();
+        let tmp = fixture_copy(file);
         let o = migrate_in(
             tmp.path(),
             &[
@@ -980,12 +977,7 @@ mod general_rules {
     /// exception fails.
     #[test]
     fn an_assert_that_always_fails_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            super::fixture("migrate/general_rules.py"),
-            tmp.path().join("general_rules.py"),
-        )
-        .unwrap();
+        let tmp = super::fixture_copy("general_rules.py");
         let o = super::migrate_in(
             tmp.path(),
             &[
@@ -1013,12 +1005,7 @@ mod general_rules {
     /// original raised on the generated inputs).
     #[test]
     fn a_dtype_parameter_is_left_to_its_default() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            super::fixture("migrate/general_rules.py"),
-            tmp.path().join("general_rules.py"),
-        )
-        .unwrap();
+        let tmp = super::fixture_copy("general_rules.py");
         let o = super::migrate_in(
             tmp.path(),
             &["general_rules.py", "--function", "homogeneous", "--json"],
@@ -1372,7 +1359,7 @@ mod complex {
 /// (flattened, the first conjugated), `np.diagonal`/`np.diag`/`trace`,
 /// `np.histogram` (NumPy's bin arithmetic, atomic counts, weights, density).
 mod library {
-    use super::{fixture, migrate_in, stdout, verified};
+    use super::{fixture, fixture_copy, migrate_in, stdout, verified};
 
     program_in! {
         "migrate/programs_library.py";
@@ -1393,13 +1380,8 @@ mod library {
     /// left alone.
     #[test]
     fn convolve_with_a_run_time_filter_is_refused_at_its_line() {
-        let tmp = tempfile::tempdir().unwrap();
         let file = "programs_library.py";
-        std::fs::copy(
-            fixture("migrate/programs_library.py"),
-            tmp.path().join(file),
-        )
-        .unwrap();
+        let tmp = fixture_copy(file);
         let o = migrate_in(
             tmp.path(),
             &[

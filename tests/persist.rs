@@ -433,11 +433,33 @@ fn one_launch_instead_of(dir: &Path, function: &str, inputs: &str, var: &str) ->
     before
 }
 
-/// `port migrate --write` of `function` in `persist_rules.py` on
-/// `inputs`, then, under Numba's CUDA simulator with the persistent choice
+/// `source` written to `file` in `dir` and its `function` migrated on
+/// `inputs`: verified, with its loop kept on the host. Gives the pass's
+/// note, which says why.
+fn kept_on_host(dir: &Path, file: &str, source: &str, function: &str, inputs: &str) -> String {
+    std::fs::write(dir.join(file), source).unwrap();
+    let d = migrate_json(
+        dir,
+        &[file, "--function", function, "--inputs", inputs],
+        true,
+    );
+    assert_eq!(d["status"], "verified", "{d}");
+    let (applied, note) = persist_note(&d);
+    assert!(!applied, "{note}");
+    note
+}
+
+/// In a folder of its own (`--write` patches the file): `port migrate
+/// --write` of `function` in `persist_rules.py` on the inputs `entries`
+/// make, then, under Numba's CUDA simulator with the persistent choice
 /// forced, the patched function and the original on copies of the
-/// inputs: they agree, and `kernel` was launched once.
-fn forced_under_numba(dir: &Path, function: &str, inputs: &str, kernel: &str) {
+/// inputs: they agree, and `{function}_loop_{var}` was launched once.
+fn forced_under_numba(function: &str, entries: &str, var: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    rules_fixture(dir);
+    let inputs = &npz(dir, "small", entries);
+    let kernel = format!("{function}_loop_{var}");
     let o = migrate_in(
         dir,
         &[
@@ -500,36 +522,24 @@ fn a_temporary_whose_extent_changes_is_allocated_at_its_widest() {
 
     // An extent that is not monotone in the loop: the loop stays, and
     // the log says why.
-    std::fs::write(
-        dir.join("wobble.py"),
+    let note = kept_on_host(
+        dir,
+        "wobble.py",
         "import numpy as np\n\n\n\
 def wobble(h, c):\n    for k in range(1, h.shape[0]):\n        h[:k % 5 + 1] = np.flip(h[:k % 5 + 1]) * c\n    return h\n",
-    )
-    .unwrap();
-    let d = migrate_json(
-        dir,
-        &["wobble.py", "--function", "wobble", "--inputs", &h],
-        true,
+        "wobble",
+        &h,
     );
-    assert_eq!(d["status"], "verified", "{d}");
     assert_eq!(
-        persist_note(&d),
-        (false, "not applied: the loop over `k` launches per iteration: the shape of `h_tmp` changes with the loop, not monotonically".to_string())
+        note,
+        "not applied: the loop over `k` launches per iteration: the shape of `h_tmp` changes with the loop, not monotonically"
     );
 
-    // Each `--write` in a folder of its own: it patches the file.
-    let tmp = tempfile::tempdir().unwrap();
-    rules_fixture(tmp.path());
-    let h = npz(tmp.path(), "h", "h=rng.random(12), c=np.float64(0.25)");
-    forced_under_numba(tmp.path(), "mirror_relax", &h, "mirror_relax_loop_k");
-    let tmp = tempfile::tempdir().unwrap();
-    rules_fixture(tmp.path());
-    let a = npz(tmp.path(), "a", "a=rng.random((6, 6)), c=np.float64(0.5)");
+    forced_under_numba("mirror_relax", "h=rng.random(12), c=np.float64(0.25)", "k");
     forced_under_numba(
-        tmp.path(),
         "corner_transpose",
-        &a,
-        "corner_transpose_loop_k",
+        "a=rng.random((6, 6)), c=np.float64(0.5)",
+        "k",
     );
 }
 
@@ -564,25 +574,17 @@ fn a_value_read_back_only_for_the_loop_stays_on_the_device() {
         2 * 40
     );
 
-    std::fs::write(
-        dir.join("rate.py"),
+    let note = kept_on_host(
+        dir,
+        "rate.py",
         "import numpy as np\n\n\n\
 def final_rate(x, g, steps):\n    rate = 1.0\n    for t in range(steps):\n        d = np.mean(g * x)\n        rate = rate / (1.0 + abs(d))\n        x[:] = x - rate * g\n    return rate\n",
-    )
-    .unwrap();
-    let d = migrate_json(
-        dir,
-        &["rate.py", "--function", "final_rate", "--inputs", &x],
-        true,
+        "final_rate",
+        &x,
     );
-    assert_eq!(d["status"], "verified", "{d}");
     assert_eq!(
-        persist_note(&d),
-        (
-            false,
-            "not applied: the loop over `t` launches per iteration: `rate` is read after the loop"
-                .to_string()
-        )
+        note,
+        "not applied: the loop over `t` launches per iteration: `rate` is read after the loop"
     );
 
     for (function, inputs) in [
@@ -595,10 +597,7 @@ def final_rate(x, g, steps):\n    rate = 1.0\n    for t in range(steps):\n      
             "x=rng.random(16), g=rng.random(16), steps=np.int64(3)",
         ),
     ] {
-        let tmp = tempfile::tempdir().unwrap();
-        rules_fixture(tmp.path());
-        let inputs = npz(tmp.path(), "small", inputs);
-        forced_under_numba(tmp.path(), function, &inputs, &format!("{function}_loop_t"));
+        forced_under_numba(function, inputs, "t");
     }
 }
 
@@ -619,33 +618,19 @@ fn an_if_on_a_uniform_condition_runs_in_the_kernel() {
     );
     assert!(one_launch_instead_of(dir, "alternating_smooth", &u, "t") >= 2 * 30);
 
-    std::fs::write(
-        dir.join("until.py"),
+    let note = kept_on_host(
+        dir,
+        "until.py",
         "import numpy as np\n\n\n\
 def until_negative(u, w, steps):\n    for t in range(steps):\n        u[1:-1] = 0.5 * (u[:-2] + u[2:]) - w[1:-1]\n        if u[1] < 0.0:\n            break\n    return u\n",
-    )
-    .unwrap();
-    let d = migrate_json(
-        dir,
-        &["until.py", "--function", "until_negative", "--inputs", &u],
-        true,
+        "until_negative",
+        &u,
     );
-    assert_eq!(d["status"], "verified", "{d}");
-    let (applied, note) = persist_note(&d);
-    assert!(!applied, "{note}");
     assert!(note.contains("the body has a `break`"), "{note}");
 
-    let tmp = tempfile::tempdir().unwrap();
-    rules_fixture(tmp.path());
-    let u = npz(
-        tmp.path(),
-        "small",
-        "u=rng.random(12), w=rng.random(12), steps=np.int64(5)",
-    );
     forced_under_numba(
-        tmp.path(),
         "alternating_smooth",
-        &u,
-        "alternating_smooth_loop_t",
+        "u=rng.random(12), w=rng.random(12), steps=np.int64(5)",
+        "t",
     );
 }
