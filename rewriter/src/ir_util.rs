@@ -19,6 +19,21 @@ pub fn subst(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
 
 pub use port_codegen::ir::map_expr;
 
+/// [`map_expr`] again on its own result until nothing changes, at most
+/// `rounds` times: substitutions whose values hold more of the names
+/// substituted (an allocation sized by another).
+pub fn map_expr_repeated(e: &Expr, rounds: usize, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
+    let mut e = e.clone();
+    for _ in 0..rounds {
+        let next = map_expr(&e, f);
+        if next == e {
+            break;
+        }
+        e = next;
+    }
+    e
+}
+
 /// Renames arrays in an expression (`Load`, `Shape`).
 pub fn rename_arrays(e: &Expr, map: &HashMap<String, String>) -> Expr {
     map_expr(e, &|x| match x {

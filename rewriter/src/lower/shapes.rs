@@ -550,6 +550,23 @@ pub(crate) struct Fixed {
     pub scalars: BTreeMap<String, Expr>,
 }
 
+impl Fixed {
+    /// `e` with the scalars as their values and the arrays' extents as
+    /// what they were allocated with; a few rounds, for allocations sized
+    /// by other allocations or by such scalars (`n = m - 1`).
+    pub fn expand(&self, e: &Expr) -> Expr {
+        crate::ir_util::map_expr_repeated(e, 4, &|x| match x {
+            Expr::Shape { array, axis } => self
+                .arrays
+                .get(array)
+                .and_then(|s| s.get(*axis as usize))
+                .cloned(),
+            Expr::Var(n) => self.scalars.get(n).cloned(),
+            _ => None,
+        })
+    }
+}
+
 /// Whether `a <= b` whatever the arguments: by arithmetic (a constant
 /// apart), through `min` and `max` (`min(n, m) <= n`), and from extents
 /// never being negative.
@@ -653,20 +670,7 @@ fn equal_extents(known: &[ShapeGuard]) -> BTreeMap<String, Expr> {
 /// its two sides are then equal by arithmetic.
 fn holds(g: &ShapeGuard, fixed: &Fixed, classes: &BTreeMap<String, Expr>) -> bool {
     let expand = |e: &Expr| {
-        let mut e = e.clone();
-        // Allocations sized by other allocations or by such scalars: a few
-        // rounds suffice.
-        for _ in 0..4 {
-            e = crate::ir_util::map_expr(&e, &|x| match x {
-                Expr::Shape { array, axis } => fixed
-                    .arrays
-                    .get(array)
-                    .and_then(|s| s.get(*axis as usize))
-                    .cloned(),
-                Expr::Var(n) => fixed.scalars.get(n).cloned(),
-                _ => None,
-            });
-        }
+        let e = fixed.expand(e);
         let e = crate::ir_util::map_expr(&e, &|x| match x {
             Expr::Shape { .. } | Expr::Var(_) => classes.get(&format!("{x:?}")).cloned(),
             _ => None,

@@ -243,21 +243,7 @@ fn kernel_guards(
     };
     // The host scalars bound once, as their values (a few rounds: `n = m
     // - 1`), and the arrays allocated once, as their extents.
-    let host = |e: &Expr| -> Expr {
-        let mut e = e.clone();
-        for _ in 0..4 {
-            e = crate::ir_util::map_expr(&e, &|x| match x {
-                Expr::Var(n) => fixed.scalars.get(n).cloned(),
-                Expr::Shape { array, axis } => fixed
-                    .arrays
-                    .get(array)
-                    .and_then(|s| s.get(*axis as usize))
-                    .cloned(),
-                _ => None,
-            });
-        }
-        tidy(&normalise(&e))
-    };
+    let host = |e: &Expr| -> Expr { tidy(&normalise(&fixed.expand(e))) };
     // A host loop's variable is one value per launch: a guard that reads
     // it is not one the entry can check. (Bounding it by the loop's range
     // loses what ties it to the kernel's own extents, `k < min(i + K, n)
@@ -718,18 +704,10 @@ impl Cx<'_> {
     /// inside an operation that is not monotone.
     fn symbolic(&self, e: &Expr, env: &HashMap<String, Range>, up: bool) -> Option<Expr> {
         let expand = |e: &Expr| -> Expr {
-            let mut e = e.clone();
-            for _ in 0..8 {
-                let next = crate::ir_util::map_expr(&e, &|x| match x {
-                    Expr::Var(n) => env.get(n).and_then(|r| r.def.clone()),
-                    _ => None,
-                });
-                if next == e {
-                    break;
-                }
-                e = next;
-            }
-            e
+            crate::ir_util::map_expr_repeated(e, 8, &|x| match x {
+                Expr::Var(n) => env.get(n).and_then(|r| r.def.clone()),
+                _ => None,
+            })
         };
         let mut x = wraps_enveloped(&normalise(&expand(e)), up)?;
         for _ in 0..16 {

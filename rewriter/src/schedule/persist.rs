@@ -689,22 +689,14 @@ impl Translation {
     /// `e` with the extents of the arrays the body allocates read as the
     /// host expressions they were allocated with.
     fn host_extents(&self, e: &Expr) -> Expr {
-        let mut e = e.clone();
-        for _ in 0..8 {
-            let next = crate::ir_util::map_expr(&e, &|x| match x {
-                Expr::Shape { array, axis } => self
-                    .alloc_shapes
-                    .get(array)
-                    .and_then(|s| s.get(*axis as usize))
-                    .cloned(),
-                _ => None,
-            });
-            if next == e {
-                break;
-            }
-            e = next;
-        }
-        e
+        crate::ir_util::map_expr_repeated(e, 8, &|x| match x {
+            Expr::Shape { array, axis } => self
+                .alloc_shapes
+                .get(array)
+                .and_then(|s| s.get(*axis as usize))
+                .cloned(),
+            _ => None,
+        })
     }
 
     /// An allocation whose extents change with the loop: allocated once
