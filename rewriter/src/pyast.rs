@@ -107,6 +107,17 @@ pub fn walk_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     }
 }
 
+/// [`walk_stmts`], to change: `f` on each statement, then on those
+/// nested in it (as they are after `f`).
+pub fn walk_stmts_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
+    for s in body {
+        f(s);
+        for b in child_bodies_mut(s) {
+            walk_stmts_mut(b, f);
+        }
+    }
+}
+
 /// The statement lists nested directly in `s`.
 pub fn child_bodies(s: &Stmt) -> Vec<&[Stmt]> {
     match s {
@@ -473,14 +484,11 @@ pub fn walk_body_exprs_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Expr) -> bo
 /// of the code they stand for (the target, the iterable), so lines and
 /// messages point at what the user wrote.
 pub fn desugar_element_loops(body: &mut [Stmt]) {
-    for s in body.iter_mut() {
+    walk_stmts_mut(body, &mut |s| {
         if let Stmt::For(f) = s {
             desugar_for(f);
         }
-        for b in child_bodies_mut(s) {
-            desugar_element_loops(b);
-        }
-    }
+    });
 }
 
 fn desugar_for(f: &mut ast::StmtFor) {

@@ -136,6 +136,18 @@ pub fn numba_jitted(src: &crate::source::SourceFile, def: &ast::StmtFunctionDef)
     })
 }
 
+/// The calls among `def`'s decorators that are Numba's `@njit(…)` or
+/// `@jit(…)`.
+fn jit_calls<'a>(
+    src: &'a crate::source::SourceFile,
+    def: &'a ast::StmtFunctionDef,
+) -> impl Iterator<Item = &'a ast::ExprCall> {
+    def.decorator_list.iter().filter_map(move |d| match d {
+        Expr::Call(c) if is_numba_jit(src, &c.func) => Some(c),
+        _ => None,
+    })
+}
+
 fn is_numba_jit(src: &crate::source::SourceFile, f: &Expr) -> bool {
     src.resolve(f).is_some_and(|f| {
         matches!(
@@ -153,11 +165,7 @@ pub fn numba_locals(
     def: &ast::StmtFunctionDef,
 ) -> Vec<(String, port_codegen::ir::ScalarType)> {
     let mut out = Vec::new();
-    for d in &def.decorator_list {
-        let Expr::Call(c) = d else { continue };
-        if !is_numba_jit(src, &c.func) {
-            continue;
-        }
+    for c in jit_calls(src, def) {
         for k in &c.keywords {
             let (Some("locals"), Expr::Dict(m)) = (k.arg.as_deref(), &k.value) else {
                 continue;
@@ -193,10 +201,8 @@ pub fn numba_signature(
 ) -> Option<(Vec<ArgType>, Option<port_codegen::ir::ScalarType>)> {
     let params = def.args.args.len();
     let mut read: Vec<(Vec<ArgType>, Option<port_codegen::ir::ScalarType>)> = Vec::new();
-    for d in &def.decorator_list {
-        let Expr::Call(c) = d else { continue };
-        let jit = is_numba_jit(src, &c.func);
-        let Some(first) = c.args.first().filter(|_| jit) else {
+    for c in jit_calls(src, def) {
+        let Some(first) = c.args.first() else {
             continue;
         };
         // The signatures as written, or a module-level name for them

@@ -81,19 +81,17 @@ pub fn body(
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);
+    // NumPy's local name (a file that does not import it: `numpy`,
+    // which resolves to itself), for the calls the desugarings write.
+    let np = src
+        .imports
+        .iter()
+        .find(|(_, full)| full.as_str() == "numpy")
+        .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
     // A running maximum and its position (a pivot search) as np.argmax.
-    {
-        // NumPy's local name (a file that does not import it: `numpy`,
-        // which resolves to itself).
-        let np = src
-            .imports
-            .iter()
-            .find(|(_, full)| full.as_str() == "numpy")
-            .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
-        argmax_loops(src, &np, &mut desugared.body);
-    }
+    argmax_loops(src, &np, &mut desugared.body);
     // A function Numba compiles returns its signature's return type.
-    numba_return_cast(src, found.def, &mut desugared.body);
+    numba_return_cast(src, found.def, &np, &mut desugared.body);
     // Returns from inside `if`s as one return at the end.
     {
         let mut used = lower::context::UsedNames::new(src.module_names());
@@ -722,28 +720,15 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
 fn numba_return_cast(
     src: &source::SourceFile,
     def: &rustpython_parser::ast::StmtFunctionDef,
+    np: &str,
     body: &mut [rustpython_parser::ast::Stmt],
 ) {
     use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
     let Some(t) = crate::signature::numba_signature(src, def).and_then(|(_, r)| r) else {
         return;
     };
-    // A file that does not import NumPy: `numpy`, which resolves to itself.
-    let np = src
-        .imports
-        .iter()
-        .find(|(_, full)| full.as_str() == "numpy")
-        .map_or("numpy", |(local, _)| local.as_str());
     let dtype = crate::types::numpy_dtype(t).trim_start_matches("np.");
-    fn each(body: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
-        for s in body {
-            f(s);
-            for b in pyast::child_bodies_mut(s) {
-                each(b, f);
-            }
-        }
-    }
-    each(body, &mut |s| {
+    pyast::walk_stmts_mut(body, &mut |s| {
         let Stmt::Return(ast::StmtReturn { value: Some(v), .. }) = s else {
             return;
         };

@@ -49,6 +49,8 @@ pub fn lower(
         .into_iter()
         .map(|(n, _)| n)
         .collect();
+    // A function Numba compiles returns its numbers as Python's.
+    let boxes = crate::signature::numba_jitted(src, def);
     let fixed_point = |ufunc: bool, seed: &super::typing::Table| {
         let mut types: HashMap<String, ScalarType> = seed.types.clone();
         // Names some path binds to a strong value: the others stay weak
@@ -63,7 +65,7 @@ pub fn lower(
             l.analysis_scans = scans.clone();
             l.unit_dims = unit_dims.clone();
             l.strong_last = strong.clone();
-            l.numba_boxes = crate::signature::numba_jitted(src, def);
+            l.numba_boxes = boxes;
             let res = run(&mut l, def, names, req.types, ufunc);
             let mut observed = l.observed_types();
             observed.retain(|k, _| !declared.contains(k));
