@@ -13,7 +13,7 @@ use port_rewriter::launch::{
     blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
 };
 use port_rewriter::plan::{Fill, LibraryCall, LinalgOp};
-use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape};
+use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape, PlanParam};
 use serde::Serialize;
 
 use crate::error::VerifyError;
@@ -159,6 +159,12 @@ pub trait Device {
     ) -> Result<(), VerifyError>;
     /// Copies an array back to the host.
     fn download(&mut self, a: &DevArray<Self::Buf>) -> Result<NdArray, VerifyError>;
+    /// Brings back an array the run has no further use for. A device whose
+    /// arrays live in host memory (the simulator) hands the buffer over
+    /// instead of copying it; the default copies, as `download` does.
+    fn download_last(&mut self, a: DevArray<Self::Buf>) -> Result<NdArray, VerifyError> {
+        self.download(&a)
+    }
     /// Overwrites a device array with `data` (its element type and size):
     /// a library step's result. By default a new buffer takes its place.
     fn write(&mut self, a: &mut DevArray<Self::Buf>, data: &NdArray) -> Result<(), VerifyError> {
@@ -312,6 +318,28 @@ impl<B> Arrays<B> {
 
     fn by_id(&self, id: usize) -> Option<&DevArray<B>> {
         self.bufs.get(&id)
+    }
+
+    /// Brings array `id` back at the end of a run. `reads` counts the reads
+    /// still to come of each array (never fewer than there will be); the
+    /// last one takes the array out of the table and hands it to
+    /// [`Device::download_last`], so a simulator run copies nothing back.
+    fn bring_back<D: Device<Buf = B>>(
+        &mut self,
+        dev: &mut D,
+        id: usize,
+        reads: &mut HashMap<usize, usize>,
+    ) -> Result<Option<NdArray>, VerifyError> {
+        let left = reads.entry(id).or_insert(1);
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            return self
+                .bufs
+                .remove(&id)
+                .map(|a| dev.download_last(a))
+                .transpose();
+        }
+        self.bufs.get(&id).map(|a| dev.download(a)).transpose()
     }
 
     /// Binds `name` to a new array (the one it held goes when no name holds it).
@@ -843,22 +871,41 @@ pub fn run_plan<D: Device>(
     let homes: Vec<Option<usize>> = plan.params.iter().map(|p| st.arrays.id(&p.name)).collect();
     let mut budget = STEP_BUDGET;
     exec_steps(plan, &plan.steps, &mut st, dev, &mut run, &mut budget)?;
+    let wanted = |p: &PlanParam| match outputs {
+        Outputs::All => true,
+        Outputs::Wrapper => plan.mutated.contains(&p.name),
+        Outputs::Returns => false,
+    };
+    // Every array the reads below may bring back, counted once per read
+    // (a returned argument already brought back is not read again, so this
+    // may count more reads than happen, never fewer).
+    let mut reads: HashMap<usize, usize> = HashMap::new();
+    let mut returned = Vec::new();
+    if let Some(r) = &plan.ret {
+        tuple_leaves(r, &mut returned);
+    }
+    let arg_reads = plan.params.iter().enumerate().filter_map(|(k, p)| {
+        let array = matches!(p.kernel_ty, ArgType::Array(_)) && !p.elementwise;
+        homes[k].filter(|_| array && wanted(p))
+    });
+    let return_reads = returned.iter().filter_map(|v| match v {
+        HostValue::Array(n) => st.arrays.id(n),
+        _ => None,
+    });
+    for id in arg_reads.chain(return_reads) {
+        *reads.entry(id).or_default() += 1;
+    }
     for (k, p) in plan.params.iter().enumerate() {
-        let wanted = match outputs {
-            Outputs::All => true,
-            Outputs::Wrapper => plan.mutated.contains(&p.name),
-            Outputs::Returns => false,
-        };
         run.args.push(match p.kernel_ty {
-            ArgType::Array(_) if !p.elementwise && wanted => {
-                match homes[k].and_then(|id| st.arrays.by_id(id)) {
-                    Some(a) => {
-                        run.bytes_to_host += a.bytes();
-                        Some(dev.download(a)?.into_elem(p.ty.elem()))
-                    }
-                    None => None,
+            ArgType::Array(_) if !p.elementwise && wanted(p) => match homes[k] {
+                Some(id) => {
+                    run.bytes_to_host += st.arrays.by_id(id).map_or(0, |a| a.bytes());
+                    st.arrays
+                        .bring_back(dev, id, &mut reads)?
+                        .map(|nd| nd.into_elem(p.ty.elem()))
                 }
-            }
+                None => None,
+            },
             _ => None,
         });
     }
@@ -897,12 +944,14 @@ pub fn run_plan<D: Device>(
             tuple_leaves(tuple, &mut items);
             let mut v = Vec::new();
             for it in items {
-                v.push(shape_out(value(&st, dev, plan, &homes, it, &mut run)?));
+                v.push(shape_out(value(
+                    &mut st, dev, plan, &homes, it, &mut run, &mut reads,
+                )?));
             }
             Some(v)
         }
         Some(one) => Some(vec![shape_out(value(
-            &st, dev, plan, &homes, one, &mut run,
+            &mut st, dev, plan, &homes, one, &mut run, &mut reads,
         )?)]),
     };
     Ok(run)
@@ -1303,12 +1352,13 @@ fn broadcast_to(a: &NdArray, shape: &[usize]) -> NdArray {
 }
 
 fn value<B, D: Device<Buf = B>>(
-    st: &State<B>,
+    st: &mut State<B>,
     dev: &mut D,
     plan: &KernelPlan,
     homes: &[Option<usize>],
     v: &HostValue,
     run: &mut KernelRun,
+    reads: &mut HashMap<usize, usize>,
 ) -> Result<NdArray, VerifyError> {
     match v {
         HostValue::Array(n) => {
@@ -1323,9 +1373,13 @@ fn value<B, D: Device<Buf = B>>(
             if let Some(nd) = copied {
                 return Ok(nd);
             }
-            let a = st.array(n)?;
-            run.bytes_to_host += a.bytes();
-            let mut nd = dev.download(a)?;
+            run.bytes_to_host += st.array(n)?.bytes();
+            let id = st.arrays.id(n);
+            let mut nd = match id.map(|id| st.arrays.bring_back(dev, id, reads)) {
+                Some(r) => r?,
+                None => None,
+            }
+            .ok_or_else(|| VerifyError::BadPlan(format!("no array `{n}`")))?;
             if plan.fp32 && nd.elem() == ScalarType::F32 {
                 nd = nd.convert(ScalarType::F64);
             }
@@ -1383,7 +1437,7 @@ fn value<B, D: Device<Buf = B>>(
             } else {
                 HostValue::Scalar(start.clone(), *start_ty)
             };
-            value(st, dev, plan, homes, &one, run)
+            value(st, dev, plan, homes, &one, run, reads)
         }
         HostValue::Tuple(_) => Err(VerifyError::BadPlan("nested tuple result".into())),
     }

@@ -19,7 +19,7 @@
 
 use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::traits::ComplexField;
-use faer::{c32, c64, Mat, MatRef, Side};
+use faer::{c32, c64, Mat, MatMut, MatRef, Side};
 use port_codegen::ir::ScalarType;
 use port_codegen::ArrayData;
 use port_rewriter::plan::LinalgOp;
@@ -193,6 +193,19 @@ impl<T: Elem> Operand<T> {
         Mat::from_fn(rows, cols, |i, j| self.data[base + i * cols + j])
     }
 
+    /// The operand as a matrix, transposed when `t`: a view of the C-ordered
+    /// elements, no copy.
+    fn view(&self, t: bool) -> Result<MatRef<'_, T>, LinAlgError> {
+        let [r, c] = self.shape[..] else {
+            return Err(LinAlgError(format!(
+                "`@` of a {}-D array: port plans matrices only",
+                self.shape.len()
+            )));
+        };
+        let m = MatRef::from_row_major_slice(&self.data[..r * c], r, c);
+        Ok(if t { m.transpose() } else { m })
+    }
+
     fn square(&self) -> Result<(usize, usize), LinAlgError> {
         let (m, n, count) = self.matrices()?;
         if m != n {
@@ -220,6 +233,36 @@ fn array<T: Elem>(shape: Vec<usize>, data: Vec<T>) -> NdArray {
     }
 }
 
+/// `x @ y` in C order, computed as NumPy's BLAS does on this machine: in
+/// blocks of rows, one per core (faer itself runs single-threaded here).
+fn product<T: Elem>(x: MatRef<'_, T>, y: MatRef<'_, T>) -> Vec<T> {
+    use rayon::prelude::*;
+    let (m, n) = (x.nrows(), y.ncols());
+    let mut out = vec![faer::traits::math_utils::zero::<T>(); m * n];
+    if m == 0 || n == 0 {
+        return out;
+    }
+    // Rows per block: the machine's cores share the rows, and a block is
+    // never so thin that the per-call cost shows (small products: one block).
+    let rows = m.div_ceil(rayon::current_num_threads()).max(64);
+    out.par_chunks_mut(rows * n)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let first = k * rows;
+            let count = chunk.len() / n;
+            let dst = MatMut::from_row_major_slice_mut(chunk, count, n);
+            faer::linalg::matmul::matmul(
+                dst,
+                faer::Accum::Replace,
+                x.subrows(first, count),
+                y,
+                faer::traits::math_utils::one::<T>(),
+                faer::Par::Seq,
+            );
+        });
+    out
+}
+
 fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
     let a = Operand::<T>::of(&args[0])?;
     match op {
@@ -228,17 +271,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
                 .get(1)
                 .ok_or_else(|| LinAlgError("`@` needs two operands".into()))
                 .and_then(Operand::<T>::of)?;
-            let logical = |o: &Operand<T>, t: bool| -> Result<Mat<T>, LinAlgError> {
-                let [r, c] = o.shape[..] else {
-                    return Err(LinAlgError(format!(
-                        "`@` of a {}-D array: port plans matrices only",
-                        o.shape.len()
-                    )));
-                };
-                let m = o.matrix(0, r, c);
-                Ok(if t { m.transpose().to_owned() } else { m })
-            };
-            let (x, y) = (logical(&a, ta)?, logical(&b, tb)?);
+            let (x, y) = (a.view(ta)?, b.view(tb)?);
             if x.ncols() != y.nrows() {
                 return Err(LinAlgError(format!(
                     "matmul: Input operand 1 has a mismatch in its core dimension 0 (size {} is different from {})",
@@ -246,10 +279,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
                     x.ncols()
                 )));
             }
-            let product = &x * &y;
-            let mut out = Vec::with_capacity(product.nrows() * product.ncols());
-            push_c(product.as_ref(), &mut out);
-            Ok(array(vec![product.nrows(), product.ncols()], out))
+            Ok(array(vec![x.nrows(), y.ncols()], product(x, y)))
         }
         LinalgOp::Cholesky => {
             let (n, count) = a.square()?;
@@ -586,5 +616,28 @@ mod tests {
         );
         let e = run(mm(false, false), &[a.clone(), a]).unwrap_err();
         assert!(e.0.contains("mismatch in its core dimension 0"), "{}", e.0);
+    }
+
+    #[test]
+    fn a_product_of_many_rows_is_computed_in_blocks_and_gives_every_row() {
+        // 301 rows: several blocks of rows on any number of cores, the
+        // last one short; each row checked against the schoolbook product,
+        // with the left operand read transposed.
+        let (m, k, n) = (301, 7, 5);
+        let at: Vec<f64> = (0..k * m).map(|v| (v % 13) as f64 - 6.0).collect();
+        let b: Vec<f64> = (0..k * n).map(|v| (v % 5) as f64 * 0.5).collect();
+        let c = run(
+            LinalgOp::Matmul {
+                ta: true,
+                tb: false,
+            },
+            &[f64s(&[k, m], &at), f64s(&[k, n], &b)],
+        )
+        .unwrap();
+        assert_eq!(c.shape, vec![m, n]);
+        let want: Vec<f64> = (0..m * n)
+            .map(|e| (0..k).map(|l| at[l * m + e / n] * b[l * n + e % n]).sum())
+            .collect();
+        close(&values(&c), &want);
     }
 }
