@@ -1015,6 +1015,21 @@ mod general_rules {
         assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
     }
 
+    /// `rows, cols = np.shape(table)` types `table` as a matrix when no
+    /// types are given, as `table.shape` does (read as a vector before, the
+    /// plan was refused: "unpacking the wrong number of values").
+    #[test]
+    fn np_shape_unpacked_gives_the_rank() {
+        let tmp = super::fixture_copy("general_rules.py");
+        let o = super::migrate_in(
+            tmp.path(),
+            &["general_rules.py", "--function", "column_weights", "--json"],
+        );
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "verified", "{j}");
+        assert_eq!(j["plan"]["signature"], "float64[:, :], int64", "{j}");
+    }
+
     // An array unpacked into names has exactly that many rows: the plan's
     // guard says so, and the generated inputs fit it (Numba's check runs
     // on them, saved: its own generator knows nothing of the guard).

@@ -373,11 +373,8 @@ pub fn axes_left_to_defaults(
                     dtypes.extend(keyword(c, "dtype").and_then(name_of));
                 }
                 Expr::Subscript(sub) => {
-                    if let (Expr::Attribute(a), Some(n)) = (sub.value.as_ref(), name_of(&sub.slice))
-                    {
-                        if a.attr.as_str() == "shape" {
-                            axes.insert(n);
-                        }
+                    if let (Some(_), Some(n)) = (shape_of(&sub.value), name_of(&sub.slice)) {
+                        axes.insert(n);
                     }
                 }
                 _ => {}
@@ -537,15 +534,11 @@ fn param_uses(
     let mut uses: HashMap<&str, Use> = names.iter().map(|n| (n.as_str(), Use::default())).collect();
     walk_stmts(&def.body, &mut |s: &Stmt| {
         if let Stmt::Assign(a) = s {
-            // `n, m = A.shape`
-            if let (Some(Expr::Tuple(t)), Expr::Attribute(at)) =
-                (a.targets.first(), a.value.as_ref())
-            {
-                if at.attr.as_str() == "shape" {
-                    if let Some(u) = name_of(&at.value).and_then(|n| uses.get_mut(n)) {
-                        u.array = true;
-                        u.ndim = u.ndim.max(t.elts.len() as u8);
-                    }
+            // `n, m = A.shape`, `n, m = np.shape(A)`
+            if let (Some(Expr::Tuple(t)), Some(base)) = (a.targets.first(), shape_of(&a.value)) {
+                if let Some(u) = name_of(base).and_then(|n| uses.get_mut(n)) {
+                    u.array = true;
+                    u.ndim = u.ndim.max(t.elts.len() as u8);
                 }
             }
         }
@@ -887,6 +880,20 @@ fn mark_int(e: &Expr, uses: &mut HashMap<&str, Use>) {
     });
 }
 
+/// `x` of `x.shape` or `np.shape(x)`: the two spellings of one tuple.
+fn shape_of(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Attribute(a) if a.attr.as_str() == "shape" => Some(&a.value),
+        Expr::Call(c) if c.args.len() == 1 && c.keywords.is_empty() => match c.func.as_ref() {
+            Expr::Attribute(f) if f.attr.as_str() == "shape" && is_numpy(&f.value) => {
+                c.args.first()
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The parameter a test says is a number: `np.size(p) == 1`,
 /// `np.ndim(p) == 0`, `np.isscalar(p)`.
 fn asserted_scalar(t: &Expr) -> Option<&str> {
@@ -957,16 +964,14 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     u.ndim = u.ndim.max(n_idx + depth - 1);
                 }
             }
-            // `A.shape[k]`
-            if let (Expr::Attribute(a), Expr::Constant(c)) = (s.value.as_ref(), s.slice.as_ref()) {
-                if a.attr.as_str() == "shape" {
-                    if let (Some(u), Constant::Int(k)) =
-                        (name_of(&a.value).and_then(|n| uses.get_mut(n)), &c.value)
-                    {
-                        let k: u8 = k.try_into().unwrap_or(0);
-                        u.array = true;
-                        u.ndim = u.ndim.max(k + 1);
-                    }
+            // `A.shape[k]`, `np.shape(A)[k]`
+            if let (Some(base), Expr::Constant(c)) = (shape_of(&s.value), s.slice.as_ref()) {
+                if let (Some(u), Constant::Int(k)) =
+                    (name_of(base).and_then(|n| uses.get_mut(n)), &c.value)
+                {
+                    let k: u8 = k.try_into().unwrap_or(0);
+                    u.array = true;
+                    u.ndim = u.ndim.max(k + 1);
                 }
             }
             // Indices and slice bounds are integers.
