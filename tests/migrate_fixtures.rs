@@ -1030,6 +1030,26 @@ mod general_rules {
         assert_eq!(j["plan"]["signature"], "float64[:, :], int64", "{j}");
     }
 
+    /// `np.append(x[0], x[1:] - k * x[:-1])` is NumPy's concatenation of
+    /// the two flattened, the number as an array of one: a desugaring to
+    /// `np.concatenate` and `np.ravel` (refused before: "calls `np.append`").
+    #[test]
+    fn np_append_is_a_concatenation_of_ravels() {
+        let tmp = super::fixture_copy("general_rules.py");
+        let o = super::migrate_in(
+            tmp.path(),
+            &[
+                "general_rules.py",
+                "--function",
+                "first_difference",
+                "--json",
+            ],
+        );
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "verified", "{j}");
+        assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
+    }
+
     // An array unpacked into names has exactly that many rows: the plan's
     // guard says so, and the generated inputs fit it (Numba's check runs
     // on them, saved: its own generator knows nothing of the guard).

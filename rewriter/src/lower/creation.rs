@@ -375,8 +375,13 @@ impl Lowerer<'_> {
                 let Some(first) = c.args.first() else {
                     return refuse(array_expr::NAME, line, format!("`{short}` needs an array"));
                 };
-                let Val::Array(av) = self.expr(r, first)? else {
-                    return refuse(array_expr::NAME, line, format!("`{short}` of a scalar"));
+                let av = match self.expr(r, first)? {
+                    Val::Array(av) => av,
+                    // NumPy's ravel of a number: an array of that one element.
+                    Val::Scalar(e, t, _) if short == "ravel" && c.args.len() == 1 => {
+                        return Ok(Some(filled(vec![i64(1)], t, e)));
+                    }
+                    _ => return refuse(array_expr::NAME, line, format!("`{short}` of a scalar")),
                 };
                 let rest = &c.args[1..];
                 return self.shape_method(r, &av, short, rest, c, line).map(Some);

@@ -109,6 +109,8 @@ pub fn body(
     positional_out(src, &mut desugared.body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     copyto_as_stores(src, &mut desugared.body);
+    // `np.append(a, b)` as `np.concatenate((np.ravel(a), np.ravel(b)))`.
+    append_as_concatenate(src, &np, &mut desugared.body);
     // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
     builtin_pow_and_divmod(src, &mut desugared.body);
     // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
@@ -710,6 +712,51 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
             type_comment: None,
         });
     }
+}
+
+/// `np.append(a, b)` with no axis is, by NumPy's own definition,
+/// `np.concatenate((np.ravel(a), np.ravel(b)))`: both flattened, a number
+/// as an array of one (`np.append(x[0], x[1:] - k * x[:-1])`).
+fn append_as_concatenate(
+    src: &source::SourceFile,
+    np: &str,
+    body: &mut [rustpython_parser::ast::Stmt],
+) {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let rewrite = &mut |e: &mut Expr| {
+        let Expr::Call(c) = e else { return false };
+        if src.resolve(&c.func).as_deref() != Some("numpy.append")
+            || c.args.len() != 2
+            || !c.keywords.is_empty()
+        {
+            return false;
+        }
+        let at = c.range;
+        let numpy = || pyast::name_node(np, at, ast::ExprContext::Load);
+        let ravel = |x: &Expr| {
+            pyast::call_node(
+                pyast::attribute_node(numpy(), "ravel", x.range()),
+                vec![x.clone()],
+                x.range(),
+            )
+        };
+        let parts = Expr::Tuple(ast::ExprTuple {
+            range: at,
+            elts: c.args.iter().map(ravel).collect(),
+            ctx: ast::ExprContext::Load,
+        });
+        *e = pyast::call_node(
+            pyast::attribute_node(numpy(), "concatenate", at),
+            vec![parts],
+            at,
+        );
+        false
+    };
+    pyast::walk_stmts_mut(body, &mut |s| {
+        for e in pyast::stmt_exprs_mut(s) {
+            pyast::walk_expr_mut(e, rewrite);
+        }
+    });
 }
 
 /// Numba's meaning of a function it compiles, where it is not CPython's:
