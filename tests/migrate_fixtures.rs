@@ -1050,6 +1050,22 @@ mod general_rules {
         assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
     }
 
+    /// `from numpy import linspace`: the body's uses are read through the
+    /// import, so `linspace(…, …, N)` makes `N` an integer count, as
+    /// `np.linspace` does (typed as a float, the original raised on the
+    /// generated inputs: "'float' object cannot be interpreted as an integer").
+    #[test]
+    fn numpy_functions_imported_by_name_type_their_arguments() {
+        let tmp = super::fixture_copy("numpy_names.py");
+        let o = super::migrate_in(
+            tmp.path(),
+            &["numpy_names.py", "--function", "gaussian_taper", "--json"],
+        );
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "verified", "{j}");
+        assert_eq!(j["plan"]["signature"], "int64, float64", "{j}");
+    }
+
     // An array unpacked into names has exactly that many rows: the plan's
     // guard says so, and the generated inputs fit it (Numba's check runs
     // on them, saved: its own generator knows nothing of the guard).

@@ -588,7 +588,7 @@ fn param_uses(
             }
         }
         for e in stmt_exprs(s) {
-            walk_expr(e, &mut |x: &Expr| observe(x, &mut uses));
+            walk_expr(e, &mut |x: &Expr| observe(src, x, &mut uses));
         }
     });
     // `assert np.size(r) == 1` (or `np.ndim(r) == 0`, `np.isscalar(r)`):
@@ -920,7 +920,7 @@ fn asserted_scalar(t: &Expr) -> Option<&str> {
     }
 }
 
-fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
+fn observe(src: &crate::source::SourceFile, x: &Expr, uses: &mut HashMap<&str, Use>) {
     match x {
         Expr::Subscript(s) => {
             // The chain `A[i][j]`: its depth plus the indices at its root.
@@ -1021,9 +1021,17 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
             }
         }
         Expr::Call(c) => {
-            let callee = match c.func.as_ref() {
-                Expr::Name(n) => n.id.as_str(),
-                Expr::Attribute(a) => a.attr.as_str(),
+            // A NumPy function imported by name (`from numpy import
+            // linspace`) is the function `np.linspace` names.
+            let resolved = src.resolve(&c.func);
+            let imported = resolved
+                .as_deref()
+                .and_then(|f| f.strip_prefix("numpy."))
+                .filter(|f| !f.contains('.'));
+            let callee = match (imported, c.func.as_ref()) {
+                (Some(f), _) => f,
+                (None, Expr::Name(n)) => n.id.as_str(),
+                (None, Expr::Attribute(a)) => a.attr.as_str(),
                 _ => "",
             };
             // `a.sum(axis=1)`, `np.max(x, axis=(1, 2))`: an array of more
@@ -1066,7 +1074,8 @@ fn observe(x: &Expr, uses: &mut HashMap<&str, Use>) {
                     });
                 }
             }
-            let on_numpy = matches!(c.func.as_ref(), Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "np" || n.id.as_str() == "numpy"));
+            let on_numpy = imported.is_some()
+                || matches!(c.func.as_ref(), Expr::Attribute(a) if matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "np" || n.id.as_str() == "numpy"));
             let creation = matches!(
                 callee,
                 "empty" | "zeros" | "ones" | "full" | "arange" | "linspace" | "eye" | "identity"
