@@ -1427,7 +1427,9 @@ fn generated_inputs_too_slow_for_the_original_are_made_smaller() {
 /// A package's modules import each other relatively (`from . import
 /// _settings, _window`, `from ._window import safe_inverse`) or by their
 /// absolute names (`from relpkg import _window`, `from relpkg._settings
-/// import EXCLUSION_DENOM`), and call through the module
+/// import EXCLUSION_DENOM`), take names another module imported (`from
+/// ._window import angle_of`, which is `math.atan2` there), and call
+/// through the module
 /// (`_window.safe_inverse(_window.hypot_step(…))`, `_window.zero_small(d)`
 /// as a statement). Those are the program's modules: their constants are
 /// frozen, their helpers inlined, and the package's own calls (`demo()`)
@@ -1456,6 +1458,8 @@ fn a_package_reaches_its_own_modules_through_relative_imports() {
         "profile.path_lengths",
         // `_window.clip(x[i])` beside NumPy's `np.clip(y[i], lo, hi)`.
         "profile.clipped_sums",
+        // `angle_of`, imported from `_window`, which imports it from math.
+        "profile.headings",
         "absolute.scaled_path_lengths",
         "absolute.inverse_lengths",
     ] {

@@ -459,12 +459,10 @@ impl SourceFile {
         match e {
             Expr::Name(n) => {
                 let id = n.id.as_str();
-                Some(
-                    self.imports
-                        .get(id)
-                        .cloned()
-                        .unwrap_or_else(|| id.to_string()),
-                )
+                Some(match self.imports.get(id) {
+                    Some(full) => self.reexported(full).unwrap_or_else(|| full.clone()),
+                    None => id.to_string(),
+                })
             }
             Expr::Attribute(a) => {
                 let base = self.resolve(&a.value)?;
@@ -472,6 +470,19 @@ impl SourceFile {
             }
             _ => None,
         }
+    }
+
+    /// `full` as the program's module that holds it imports it: a package
+    /// re-exporting a name (`_util.py`: `from numba import prange as
+    /// _prange`; another module: `from ._util import _prange`) passes on
+    /// what it imported, `numba.prange`. `None` when `full`'s module is not
+    /// one of the program's files or does not import the name.
+    fn reexported(&self, full: &str) -> Option<String> {
+        let (module, name) = full.rsplit_once('.')?;
+        module_beside(&self.name, module)?
+            .imports
+            .get(name)
+            .cloned()
     }
 
     /// Evaluates a constant expression of the module: numbers, `math.pi`,
