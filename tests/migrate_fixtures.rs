@@ -1005,14 +1005,7 @@ mod general_rules {
     /// original raised on the generated inputs).
     #[test]
     fn a_dtype_parameter_is_left_to_its_default() {
-        let tmp = super::fixture_copy("general_rules.py");
-        let o = super::migrate_in(
-            tmp.path(),
-            &["general_rules.py", "--function", "homogeneous", "--json"],
-        );
-        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
-        assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
+        verified_from_body("general_rules.py", "homogeneous", "float64[:], float64");
     }
 
     /// `rows, cols = np.shape(table)` types `table` as a matrix when no
@@ -1020,14 +1013,7 @@ mod general_rules {
     /// plan was refused: "unpacking the wrong number of values").
     #[test]
     fn np_shape_unpacked_gives_the_rank() {
-        let tmp = super::fixture_copy("general_rules.py");
-        let o = super::migrate_in(
-            tmp.path(),
-            &["general_rules.py", "--function", "column_weights", "--json"],
-        );
-        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
-        assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], "float64[:, :], int64", "{j}");
+        verified_from_body("general_rules.py", "column_weights", "float64[:, :], int64");
     }
 
     /// `np.append(x[0], x[1:] - k * x[:-1])` is NumPy's concatenation of
@@ -1035,19 +1021,11 @@ mod general_rules {
     /// `np.concatenate` and `np.ravel` (refused before: "calls `np.append`").
     #[test]
     fn np_append_is_a_concatenation_of_ravels() {
-        let tmp = super::fixture_copy("general_rules.py");
-        let o = super::migrate_in(
-            tmp.path(),
-            &[
-                "general_rules.py",
-                "--function",
-                "first_difference",
-                "--json",
-            ],
+        verified_from_body(
+            "general_rules.py",
+            "first_difference",
+            "float64[:], float64",
         );
-        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
-        assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], "float64[:], float64", "{j}");
     }
 
     /// `from numpy import linspace`: the body's uses are read through the
@@ -1056,14 +1034,17 @@ mod general_rules {
     /// generated inputs: "'float' object cannot be interpreted as an integer").
     #[test]
     fn numpy_functions_imported_by_name_type_their_arguments() {
-        let tmp = super::fixture_copy("numpy_names.py");
-        let o = super::migrate_in(
-            tmp.path(),
-            &["numpy_names.py", "--function", "gaussian_taper", "--json"],
-        );
+        verified_from_body("numpy_names.py", "gaussian_taper", "int64, float64");
+    }
+
+    /// `function` of `file`, with no types given: typed from its body, it
+    /// verifies with `signature`.
+    fn verified_from_body(file: &str, function: &str, signature: &str) {
+        let tmp = super::fixture_copy(file);
+        let o = super::migrate_in(tmp.path(), &[file, "--function", function, "--json"]);
         let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
         assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], "int64, float64", "{j}");
+        assert_eq!(j["plan"]["signature"], signature, "{j}");
     }
 
     // An array unpacked into names has exactly that many rows: the plan's
