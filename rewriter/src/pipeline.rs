@@ -42,6 +42,21 @@ pub fn plan_parsed(
     src: &source::SourceFile,
     req: &MigrationRequest,
 ) -> Result<PlanOutcome, RewriteError> {
+    // The caller's module, where a callee it names is looked up first.
+    let (with_module, in_module);
+    let req = match req.report {
+        Some(r) if req.facts.module.is_none() => {
+            let mut facts = req.facts.clone();
+            facts.module = Some(r.module.clone());
+            with_module = facts;
+            in_module = MigrationRequest {
+                facts: &with_module,
+                ..*req
+            };
+            &in_module
+        }
+        _ => req,
+    };
     // 1. The file. The helpers it imports from the modules beside it
     // (`from .utils import _log_n`) are read as if it defined them.
     let joined = crate::siblings::with_sibling_helpers(src, req.function);

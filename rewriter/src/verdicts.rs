@@ -47,15 +47,32 @@ pub fn facts_of(a: &Analysis) -> AppFacts {
 fn facts_of_functions<'a>(
     functions: impl ExactSizeIterator<Item = &'a FunctionReport>,
 ) -> AppFacts {
-    let mut verdicts = HashMap::with_capacity(2 * functions.len());
-    for f in functions {
+    // `module.qualname` is unique across the program; a bare name or a
+    // qualname is a key only when one function has it (eight modules of
+    // one package may each define `_ppf1`, and a caller's verdict must
+    // not read another module's).
+    let functions: Vec<&FunctionReport> = functions.collect();
+    let mut uses: HashMap<&str, usize> = HashMap::with_capacity(2 * functions.len());
+    for f in &functions {
+        *uses.entry(f.name.as_str()).or_default() += 1;
+        if f.qualname != f.name {
+            *uses.entry(f.qualname.as_str()).or_default() += 1;
+        }
+    }
+    let mut verdicts = HashMap::with_capacity(3 * functions.len());
+    for f in &functions {
         let entry = fact_of(f);
-        verdicts.insert(f.name.clone(), entry.clone());
-        verdicts.insert(f.qualname.clone(), entry);
+        for short in [&f.name, &f.qualname] {
+            if uses.get(short.as_str()) == Some(&1) {
+                verdicts.insert(short.clone(), entry.clone());
+            }
+        }
+        verdicts.insert(format!("{}.{}", f.module, f.qualname), entry);
     }
     AppFacts {
         verdicts: std::sync::Arc::new(verdicts),
         hidden: Vec::new(),
+        module: None,
     }
 }
 

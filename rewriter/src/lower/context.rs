@@ -80,11 +80,15 @@ pub type AppVerdict = (port_analyzer::Verdict, Option<(u32, String)>);
 /// table of verdicts.
 #[derive(Clone, Debug, Default)]
 pub struct AppFacts {
-    /// By bare name and qualname (`Arc::make_mut` to add to it).
+    /// By `module.qualname`, and by bare name and qualname where only one
+    /// function of the program has it (`Arc::make_mut` to add to it).
     pub verdicts: std::sync::Arc<HashMap<String, AppVerdict>>,
     /// Bare names whose verdicts do not apply: nested helpers the plan
     /// hoists to the module level, which the analysis judged as closures.
     pub hidden: Vec<String>,
+    /// The module of the function being planned: a callee named as the
+    /// caller's file names it is looked up there first.
+    pub module: Option<String>,
 }
 
 impl AppFacts {
@@ -93,6 +97,11 @@ impl AppFacts {
         let bare = callee.rsplit('.').next().unwrap_or(callee);
         if self.hidden.iter().any(|h| h == bare) {
             return None;
+        }
+        if let Some(m) = &self.module {
+            if let Some(v) = self.verdicts.get(&format!("{m}.{callee}")) {
+                return Some(v);
+            }
         }
         self.verdicts.get(callee)
     }
