@@ -897,6 +897,23 @@ macro_rules! program_in {
     };
 }
 
+/// Helpers written with calls Python and NumPy define (`np.append`, `pow`)
+/// and with Numba's `type(x)(v)` cast, inlined into the function migrated
+/// (fixtures/migrate/helpers_defined.py): each was refused ("calls
+/// `np.append`", "calls `type(scale)`") while only the planned function's
+/// own body was desugared.
+mod helpers_defined {
+    use super::verified;
+
+    program_in! {
+        "migrate/helpers_defined.py";
+        emphasised_energy: "float64[:], float64",
+        squared_sums: "float64[:], float64[:]",
+        normal_cdf: "float64[:], float64, float64",
+        halves: "float32[:], float32[:]",
+    }
+}
+
 /// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,

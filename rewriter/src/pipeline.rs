@@ -81,7 +81,9 @@ pub fn plan_parsed(
     let src = with_imports.as_ref().unwrap_or(src);
     // `if 0:` decided, `for d in (-1, 0, 1)` as a `range`, in every
     // function (the helpers a migration inlines too).
-    let src = src.normalised().unwrap_or(src);
+    // Calls written as Python and NumPy define them (`np.append`,
+    // `np.copyto`, `pow`, a positional `out`) rewritten there too.
+    let src = src.normalised(desugar::calls_as_defined).unwrap_or(src);
     // Nested functions that capture nothing of the function around them
     // (`def fprime(x): return 1 - tanh(x) ** 2`) are the program's own
     // helpers, planned as if they stood at the module level.

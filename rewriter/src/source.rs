@@ -110,6 +110,10 @@ pub struct FoundFunction<'a> {
     pub staticmethod: bool,
 }
 
+/// A rewrite of a function's body with its file's names, saying whether it
+/// changed anything ([`SourceFile::normalised`]).
+pub type Defined = fn(&SourceFile, &mut Vec<Stmt>) -> bool;
+
 impl SourceFile {
     /// The same file with `defs` added at the module level (nested
     /// functions of a migrated function that capture nothing, planned as
@@ -143,24 +147,35 @@ impl SourceFile {
     /// rewrites take ([`crate::pyast::normalise_statements`]: constant
     /// `if`s decided, loops over integer literals as `range`s); `None` when
     /// nothing would change. Lines stay where the code is.
-    pub fn normalised(&self) -> Option<&SourceFile> {
+    ///
+    /// `defined` rewrites a function's body further, with this file's
+    /// names (the desugarings that need nothing of the function around
+    /// them, so that a helper a plan inlines reads as the function planned
+    /// does), and says whether it changed anything. The first call's
+    /// `defined` is the one applied: a file is normalised once.
+    pub fn normalised(&self, defined: Defined) -> Option<&SourceFile> {
         self.normal
-            .get_or_init(|| self.make_normalised().map(Box::new))
+            .get_or_init(|| self.make_normalised(defined).map(Box::new))
             .as_deref()
     }
 
     /// The file with each function's statements normalised
-    /// ([`crate::pyast::normalise_statements`]) and its calls of the
+    /// ([`crate::pyast::normalise_statements`]), its calls of the
     /// module's functions with keywords written positionally
-    /// ([`crate::pyast::keyword_calls`]).
-    fn make_normalised(&self) -> Option<SourceFile> {
+    /// ([`crate::pyast::keyword_calls`]), and `defined` applied.
+    fn make_normalised(&self, defined: Defined) -> Option<SourceFile> {
         use crate::pyast::keyword_calls::{self, Signature};
         fn local_names(f: &ast::StmtFunctionDef) -> HashSet<String> {
             let mut local = crate::pyast::names_rebound(&f.body);
             local.extend(crate::pyast::param_names(&f.args));
             local
         }
-        fn apply(suite: &mut [Stmt], sigs: &HashMap<String, Signature>) -> bool {
+        fn apply(
+            file: &SourceFile,
+            suite: &mut [Stmt],
+            sigs: &HashMap<String, Signature>,
+            defined: Defined,
+        ) -> bool {
             let mut changed = false;
             for s in suite {
                 match s {
@@ -171,29 +186,19 @@ impl SourceFile {
                         }
                         let local = local_names(f);
                         changed |= keyword_calls::positional(&mut f.body, sigs, &local);
+                        changed |= defined(file, &mut f.body);
                     }
-                    Stmt::ClassDef(c) => changed |= apply(&mut c.body, sigs),
+                    Stmt::ClassDef(c) => changed |= apply(file, &mut c.body, sigs, defined),
                     _ => {}
                 }
             }
             changed
         }
-        fn needed(suite: &[Stmt], sigs: &HashMap<String, Signature>) -> bool {
-            suite.iter().any(|s| match s {
-                Stmt::FunctionDef(f) => {
-                    crate::pyast::has_statements_to_normalise(&f.body)
-                        || keyword_calls::has_keyword_calls(&f.body, sigs)
-                }
-                Stmt::ClassDef(c) => needed(&c.body, sigs),
-                _ => false,
-            })
-        }
         let sigs = keyword_calls::signatures(&self.suite);
-        if !needed(&self.suite, &sigs) {
-            return None;
-        }
+        // Cloned whole once per file: which of `defined`'s rewrites apply
+        // is known only by making them.
         let mut suite = (*self.suite).clone();
-        if !apply(&mut suite, &sigs) {
+        if !apply(self, &mut suite, &sigs, defined) {
             return None;
         }
         Some(self.with_suite(suite.into()))

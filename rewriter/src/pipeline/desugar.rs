@@ -26,6 +26,8 @@
 //! statements, as the `def`s they mean) that the planner plans as
 //! module-level helpers ([`capture_free_nested_defs`]).
 
+use std::collections::HashMap;
+
 use crate::error::{Reason, RewriteError};
 use crate::request::MigrationRequest;
 use crate::source::{self, FoundFunction};
@@ -105,14 +107,8 @@ pub fn body(
             pyast::fresh_name(base, &mut |n| used.insert(n))
         });
     }
-    // `np.add(x, y, x)` as `np.add(x, y, out=x)`.
-    positional_out(src, &mut desugared.body);
-    // `np.copyto(dst, src)` as `dst[:] = src`.
-    copyto_as_stores(src, &mut desugared.body);
-    // `np.append(a, b)` as `np.concatenate((np.ravel(a), np.ravel(b)))`.
-    append_as_concatenate(src, &np, &mut desugared.body);
-    // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
-    builtin_pow_and_divmod(src, &mut desugared.body);
+    // (Calls written as Python and NumPy define them were rewritten in
+    // every function of the file: [`calls_as_defined`].)
     // `[f(k) for k in range(3)]` as `[f(0), f(1), f(2)]`.
     unroll_constant_comprehensions(src, &mut desugared.body);
     // A list only read by index (`w = [0.25, 0.5, 0.25]`) as the tuple it
@@ -275,6 +271,116 @@ pub fn body(
         names,
         defaults,
     }))
+}
+
+/// The desugarings that need nothing of the function around them, applied
+/// to a function's body by the file pass ([`SourceFile::normalised`]) to
+/// every function of the file, so that a helper a plan inlines reads as
+/// the planned function does (`preemphasis`'s `np.append`, inlined into
+/// `fbank`). Says whether anything changed.
+pub fn calls_as_defined(
+    src: &source::SourceFile,
+    body: &mut Vec<rustpython_parser::ast::Stmt>,
+) -> bool {
+    // NumPy's local name (a file that does not import it: `numpy`, which
+    // resolves to itself), for the calls the desugarings write.
+    let np = src
+        .imports
+        .iter()
+        .find(|(_, full)| full.as_str() == "numpy")
+        .map_or("numpy", |(local, _)| local.as_str());
+    // `np.add(x, y, x)` as `np.add(x, y, out=x)`.
+    let mut changed = positional_out(src, body);
+    // `np.copyto(dst, src)` as `dst[:] = src`.
+    changed |= copyto_as_stores(src, body);
+    // `np.append(a, b)` as `np.concatenate((np.ravel(a), np.ravel(b)))`.
+    changed |= append_as_concatenate(src, np, body);
+    // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
+    changed |= builtin_pow_and_divmod(src, body);
+    // `T = type(p)`, then `T(0.5)`, as `type(p)(0.5)`.
+    changed |= type_aliases(src, body);
+    changed
+}
+
+/// `T = type(p)` bound once, with `p` never bound again, then `T(0.5)`:
+/// each call of `T` as `type(p)(0.5)`, a number of `p`'s type (Numba's
+/// idiom for constants in an argument's precision; numba-stats writes
+/// `T = type(z)` in most of its distributions). The binding goes when
+/// nothing else reads `T`. (The typing and the lowering take
+/// `type(x)(v)` as a cast of `v` to `x`'s type.)
+fn type_aliases(src: &source::SourceFile, body: &mut Vec<rustpython_parser::ast::Stmt>) -> bool {
+    use rustpython_parser::ast::{Expr, Stmt};
+    let mut bindings: HashMap<String, usize> = HashMap::new();
+    pyast::walk_stmts(body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![a.target.as_ref()],
+            Stmt::AnnAssign(a) => vec![a.target.as_ref()],
+            Stmt::For(f) => vec![f.target.as_ref()],
+            Stmt::With(w) => w
+                .items
+                .iter()
+                .filter_map(|i| i.optional_vars.as_deref())
+                .collect(),
+            _ => Vec::new(),
+        };
+        for n in targets.into_iter().flat_map(pyast::target_names) {
+            *bindings.entry(n).or_default() += 1;
+        }
+    });
+    let builtin_type = |e: &Expr| {
+        matches!(e, Expr::Name(n) if n.id.as_str() == "type")
+            && src.resolve(e).as_deref() == Some("type")
+            && src.module_function("type").is_none()
+    };
+    let mut changed = false;
+    let mut k = 0;
+    while k < body.len() {
+        let alias = match &body[k] {
+            Stmt::Assign(a) => match (a.targets.as_slice(), a.value.as_ref()) {
+                ([Expr::Name(t)], Expr::Call(c))
+                    if builtin_type(&c.func)
+                        && c.keywords.is_empty()
+                        && matches!(c.args.as_slice(), [Expr::Name(p)]
+                            if !bindings.contains_key(p.id.as_str()))
+                        && bindings.get(t.id.as_str()) == Some(&1) =>
+                {
+                    Some((t.id.to_string(), a.value.as_ref().clone()))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((alias, of)) = alias else {
+            k += 1;
+            continue;
+        };
+        let mut other_reads = false;
+        pyast::walk_body_exprs_mut(&mut body[k + 1..], &mut |e| {
+            match e {
+                Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == alias) =>
+                {
+                    *c.func = of.clone();
+                    changed = true;
+                }
+                Expr::Name(n) if n.id.as_str() == alias => other_reads = true,
+                _ => {}
+            }
+            false
+        });
+        // A nested `def` may read it too (its body is not walked here).
+        let mut nested = false;
+        pyast::walk_stmts(&body[k + 1..], &mut |s| {
+            nested |= matches!(s, Stmt::FunctionDef(_) | Stmt::ClassDef(_));
+        });
+        if other_reads || nested {
+            k += 1;
+        } else {
+            body.remove(k);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// A constant given for a parameter (`None`, `'reflect'`) as an expression
@@ -571,8 +677,9 @@ fn list_to_tuple(s: &mut rustpython_parser::ast::Stmt, name: &str) {
 /// same call with `out=`, which is what NumPy takes that argument as: for
 /// the functions whose `out=` the lowering writes
 /// ([`crate::lift::out_ufunc_inputs`]).
-fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) -> bool {
     use rustpython_parser::ast::{self, Expr, Ranged};
+    let mut changed = false;
     pyast::walk_body_exprs_mut(body, &mut |e| {
         let Expr::Call(c) = e else { return false };
         let Some(name) = src
@@ -596,8 +703,10 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
             arg: Some(ast::Identifier::new("out")),
             value: out,
         });
+        changed = true;
         false
     });
+    changed
 }
 
 /// The built-ins `pow(a, b)` and `divmod(a, b)` (two arguments, not a
@@ -607,7 +716,10 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
 /// calendar splits days with `divmod`. `divmod`'s operands are written
 /// twice, so only names, constants, reads of them (`x[i]`, `t.real`) and
 /// arithmetic on those are taken: nothing that calls anything.
-fn builtin_pow_and_divmod(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+fn builtin_pow_and_divmod(
+    src: &source::SourceFile,
+    body: &mut [rustpython_parser::ast::Stmt],
+) -> bool {
     use rustpython_parser::ast::{self, Expr};
     fn pure(e: &Expr) -> bool {
         match e {
@@ -624,6 +736,7 @@ fn builtin_pow_and_divmod(src: &source::SourceFile, body: &mut [rustpython_parse
             _ => false,
         }
     }
+    let mut changed = false;
     pyast::walk_body_exprs_mut(body, &mut |e| {
         let Expr::Call(c) = e else { return false };
         let builtin = |name: &str| {
@@ -668,19 +781,22 @@ fn builtin_pow_and_divmod(src: &source::SourceFile, body: &mut [rustpython_parse
                 ctx: ast::ExprContext::Load,
             })
         };
+        changed = true;
         false
     });
+    changed
 }
 
 /// Each statement `np.copyto(dst, src)` (no `casting=`/`where=`) of `body`
 /// as `dst[:] = src`: NumPy's assignment into the whole of `dst`,
 /// broadcasting `src`, which the rewrites take like any store (in a time
 /// loop, a kernel per iteration).
-fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) {
+fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) -> bool {
     use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    let mut changed = false;
     for s in body.iter_mut() {
         for b in pyast::child_bodies_mut(s) {
-            copyto_as_stores(src, b);
+            changed |= copyto_as_stores(src, b);
         }
         let Stmt::Expr(e) = s else { continue };
         let Expr::Call(c) = e.value.as_ref() else {
@@ -711,7 +827,9 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
             value: Box::new(c.args[1].clone()),
             type_comment: None,
         });
+        changed = true;
     }
+    changed
 }
 
 /// `np.append(a, b)` with no axis is, by NumPy's own definition,
@@ -721,8 +839,9 @@ fn append_as_concatenate(
     src: &source::SourceFile,
     np: &str,
     body: &mut [rustpython_parser::ast::Stmt],
-) {
+) -> bool {
     use rustpython_parser::ast::{self, Expr, Ranged};
+    let mut changed = false;
     let rewrite = &mut |e: &mut Expr| {
         let Expr::Call(c) = e else { return false };
         if src.resolve(&c.func).as_deref() != Some("numpy.append")
@@ -750,6 +869,7 @@ fn append_as_concatenate(
             vec![parts],
             at,
         );
+        changed = true;
         false
     };
     pyast::walk_stmts_mut(body, &mut |s| {
@@ -757,6 +877,7 @@ fn append_as_concatenate(
             pyast::walk_expr_mut(e, rewrite);
         }
     });
+    changed
 }
 
 /// Numba's meaning of a function it compiles, where it is not CPython's:

@@ -781,6 +781,20 @@ impl Walk<'_> {
                     .then(|| Ty::Num(vec![(acc_type(op, t), false)]));
             }
         }
+        // `type(x)(v)`: a number of `x`'s type (the lowering's cast).
+        if let ast::Expr::Call(of) = c.func.as_ref() {
+            if let ([x], [_]) = (of.args.as_slice(), c.args.as_slice()) {
+                if of.keywords.is_empty()
+                    && self.frame.src.resolve(&of.func).as_deref() == Some("type")
+                    && self.frame.src.module_function("type").is_none()
+                {
+                    return match self.expr(x)? {
+                        Ty::Num(t) => Some(Ty::Num(t)),
+                        _ => None,
+                    };
+                }
+            }
+        }
         let name = self.frame.src.resolve(&c.func)?;
         if let ast::Expr::Name(n) = c.func.as_ref() {
             let id = n.id.as_str();
