@@ -7,7 +7,8 @@
         the patched function, run on Numba's CUDA simulator, gives the
         original's results (every mutated argument and the return value,
         allclose) on the inputs the migration was verified on when they
-        were given (`--inputs`), else on small generated ones; and so does
+        were given (`--inputs`), else on small generated ones (no larger
+        than the migration's `--size`, when it was given); and so does
         every other path of its wrapper: no CUDA device (the original runs,
         one warning), PORT_DEVICE=cpu, a written argument passed again as
         another (the original runs), and, with --device-paths (or
@@ -78,12 +79,23 @@ def check_ptx(patched, migration):
         print("ok compile_ptx %s(%s)" % (k["name"], k["signature"]))
 
 
-def make_inputs(plan, rng):
+def make_inputs(plan, rng, size=None, launches=()):
     sig = numba_types(plan["signature"])
     ndim = max([getattr(t, "ndim", 0) for t in sig] + [1])
+    # The rank of the work, not only of the inputs: a kernel launched on a
+    # 2-D grid over 1-D inputs (an outer product, `x[:, None] - x`) runs
+    # n * n threads, each a Python thread under the simulator.
+    if any(l["block"][1:2] > [1] or l["grid"][1:2] > [1] for l in launches):
+        ndim = max(ndim, 2)
     # Fewer points per axis as the rank grows (a 6-D array of 10 per axis
     # is a million elements, slow under the CUDA simulator).
     n = {1: 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
+    if size:
+        # Never more than the migration was verified at (`port migrate
+        # --size S`: S iterations in all, S ** (1 / rank) per axis). A
+        # program of 300 sequential steps, each launching kernels that
+        # Numba's simulator runs thread by thread in Python, took minutes.
+        n = min(n, max(2, round(size ** (1.0 / ndim))))
     lo, hi = plan["input_range"]
     # Axes the plan was specialised to extent 1 (the inputs it was
     # verified on had extent 1 there): its guards refuse other extents.
@@ -212,7 +224,7 @@ def check_sim(original, patched, migration, migration_path):
     rng = np.random.default_rng(2020)
     args = given_inputs(migration_path, migration, plan)
     if args is None:
-        args = make_inputs(plan, rng)
+        args = make_inputs(plan, rng, migration.get("size"), migration.get("launches") or ())
     if plan.get("literals"):
         # Parameters specialised to a constant (`w=None`): both functions
         # are called with it, in its place among the arguments.
