@@ -85,11 +85,12 @@ def make_inputs(plan, rng, size=None, launches=()):
     # The rank of the work, not only of the inputs: a kernel launched on a
     # 2-D grid over 1-D inputs (an outer product, `x[:, None] - x`) runs
     # n * n threads, each a Python thread under the simulator.
-    if any(l["block"][1:2] > [1] or l["grid"][1:2] > [1] for l in launches):
-        ndim = max(ndim, 2)
+    # 64 per axis then (4,096 threads; still more than the int arguments'
+    # 5 * 5 that index a flat matrix, `a[i * width + j]`).
+    work_2d = any(l["block"][1:2] > [1] or l["grid"][1:2] > [1] for l in launches)
     # Fewer points per axis as the rank grows (a 6-D array of 10 per axis
     # is a million elements, slow under the CUDA simulator).
-    n = {1: 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
+    n = {1: 64 if work_2d else 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
     if size:
         # Never more than the migration was verified at (`port migrate
         # --size S`: S iterations in all, S ** (1 / rank) per axis). A
