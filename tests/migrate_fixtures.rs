@@ -914,6 +914,35 @@ mod helpers_defined {
     }
 }
 
+/// Annotated parameters, migrated with no types given
+/// (fixtures/migrate/annotated.py): the annotation says array or number
+/// where the body cannot, and an `NDArray`'s element type.
+mod annotated {
+    fn typed_by_annotations(function: &str, signature: &str) {
+        let file = "annotated.py";
+        let tmp = super::fixture_copy(file);
+        let o = super::migrate_in(tmp.path(), &[file, "--function", function, "--json"]);
+        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
+        assert_eq!(j["status"], "verified", "{j}");
+        assert_eq!(j["plan"]["signature"], signature, "{j}");
+    }
+
+    #[test]
+    fn an_array_annotation_reaches_a_helper_through_a_local() {
+        typed_by_annotations("shifted_erf", "float64[:], float64, float64");
+    }
+
+    #[test]
+    fn ndarray_element_types_and_string_annotations() {
+        typed_by_annotations("weighted_counts", "int64[:], float64");
+    }
+
+    #[test]
+    fn an_alias_of_type_p_gives_a_dtype() {
+        typed_by_annotations("log_weights", "float64[:], float64[:], float64");
+    }
+}
+
 /// Ordinary code taken by a general rule (fixtures/migrate/general_rules.py):
 /// names imported from NumPy and math, a ufunc's `out` given positionally,
 /// a lambda bound to a name, a flat index `i * width + j` over rows,

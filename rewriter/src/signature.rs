@@ -13,7 +13,11 @@
 //!   (`psi[1:-1] = … 1j …`) `complex128`, any other `float64`;
 //! - a scalar used as a bound (`range(n)`), an index, a size or a slice
 //!   bound is `int64`, any other `float64` (a constant default decides
-//!   first).
+//!   first);
+//! - an annotation decides array or number where it is one of NumPy's or
+//!   Python's (`x: np.ndarray`, `k: npt.NDArray[np.int64]`, `scale:
+//!   float`, as a string too), except that indexing a parameter annotated
+//!   as a number still makes it an array.
 
 use std::collections::HashMap;
 
@@ -456,10 +460,37 @@ fn body_types(
         .iter()
         .filter_map(|a| a.default.as_deref().map(|d| (a.def.arg.as_str(), d)))
         .collect();
+    let annotated: HashMap<&str, Annotated> = def
+        .args
+        .args
+        .iter()
+        .filter_map(|a| {
+            let ann = a.def.annotation.as_deref()?;
+            Some((a.def.arg.as_str(), annotated(src, ann)?))
+        })
+        .collect();
     let types = names
         .iter()
         .map(|n| {
-            let u = uses.get(n.as_str()).copied().unwrap_or_default();
+            let mut u = uses.get(n.as_str()).copied().unwrap_or_default();
+            // What the author wrote (`x: np.ndarray`, `scale: float`) says
+            // array or number where the body alone cannot (`y = x - loc`
+            // handed to a helper); an index into a parameter annotated as
+            // a number still says array.
+            match annotated.get(n.as_str()) {
+                Some(Annotated::Array(elem)) => {
+                    u.array = true;
+                    match elem {
+                        Some(ScalarType::I64) => u.index_elems = true,
+                        Some(ScalarType::C128) => u.complex = true,
+                        _ => {}
+                    }
+                }
+                Some(Annotated::Number(t)) if !(u.array && u.ndim > 0) => {
+                    return ArgType::Scalar(*t);
+                }
+                _ => {}
+            }
             let by_default = defaults.get(n.as_str()).and_then(|d| number_default(d));
             // A number as the default (`base=2`) says the parameter is a
             // number, though the body passes it to NumPy (`np.log(base)`);
@@ -496,6 +527,58 @@ fn body_types(
         })
         .collect();
     Ok((names, types))
+}
+
+/// What a parameter's annotation says of it.
+enum Annotated {
+    /// `np.ndarray`, `npt.NDArray[np.int64]`: an array, of that element
+    /// type when the annotation names one.
+    Array(Option<ScalarType>),
+    /// `float`, `int`, `bool`, `complex`, `np.float32`: a number.
+    Number(ScalarType),
+}
+
+/// An annotation read as [`Annotated`] (a string annotation too, as
+/// `from __future__ import annotations` leaves them); `None` for anything
+/// else (`ArrayLike`, a union, a class of the program's).
+fn annotated(src: &crate::source::SourceFile, ann: &Expr) -> Option<Annotated> {
+    if let Expr::Constant(c) = ann {
+        if let Constant::Str(text) = &c.value {
+            let parsed =
+                rustpython_parser::parse(text, rustpython_parser::Mode::Expression, "<annotation>")
+                    .ok()?;
+            let ast::Mod::Expression(e) = parsed else {
+                return None;
+            };
+            return annotated(src, &e.body);
+        }
+    }
+    if let Expr::Subscript(sub) = ann {
+        // `npt.NDArray[np.float64]`, `NDArray[np.int64]`.
+        let base = src.resolve(&sub.value)?;
+        if !matches!(base.as_str(), "numpy.typing.NDArray" | "numpy.ndarray") {
+            return None;
+        }
+        let elem = match sub.slice.as_ref() {
+            Expr::Tuple(_) => None,
+            e => src
+                .resolve(e)
+                .and_then(|n| crate::types::scalar_from_name(n.rsplit('.').next()?)),
+        };
+        return Some(Annotated::Array(elem));
+    }
+    let name = src.resolve(ann)?;
+    match name.as_str() {
+        "numpy.ndarray" | "numpy.typing.NDArray" => Some(Annotated::Array(None)),
+        "float" | "int" | "bool" | "complex" => {
+            crate::types::scalar_from_name(&name).map(Annotated::Number)
+        }
+        n => n
+            .strip_prefix("numpy.")
+            .filter(|short| !short.contains('.'))
+            .and_then(crate::types::scalar_from_name)
+            .map(Annotated::Number),
+    }
 }
 
 /// The type of a default that is a number (`2`, `-1`, `0.5`, `True`).

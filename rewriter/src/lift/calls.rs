@@ -44,31 +44,23 @@ impl<'a> Lowerer<'a> {
         }
         // `type(x)(v)`: `v` as a number of `x`'s type, as weak as `x` (a
         // Python float's type is `float`; a float32's, `np.float32`).
-        if let ast::Expr::Call(of) = c.func.as_ref() {
-            if let ([x], [v], true) = (
-                of.args.as_slice(),
-                c.args.as_slice(),
-                of.keywords.is_empty() && c.keywords.is_empty(),
-            ) {
-                if self.src.resolve(&of.func).as_deref() == Some("type")
-                    && self.src.module_function("type").is_none()
-                {
-                    let (Val::Scalar(_, to, weak), Val::Scalar(e, t, _)) =
-                        (self.expr(r, x)?, self.expr(r, v)?)
-                    else {
-                        return refuse(
-                            "frontend",
-                            line,
-                            "`type(x)(v)` casts only a number to the type of a number",
-                        );
-                    };
-                    let e = if to == ScalarType::Bool {
-                        math_calls::truthy(e, t)
-                    } else {
-                        cast_to(e, t, to)
-                    };
-                    return Ok(Val::Scalar(e, to, weak));
-                }
+        if let Some(x) = crate::lower::creation::type_of_call(self.src, &c.func) {
+            if let ([v], true) = (c.args.as_slice(), c.keywords.is_empty()) {
+                let (Val::Scalar(_, to, weak), Val::Scalar(e, t, _)) =
+                    (self.expr(r, x)?, self.expr(r, v)?)
+                else {
+                    return refuse(
+                        "frontend",
+                        line,
+                        "`type(x)(v)` casts only a number to the type of a number",
+                    );
+                };
+                let e = if to == ScalarType::Bool {
+                    math_calls::truthy(e, t)
+                } else {
+                    cast_to(e, t, to)
+                };
+                return Ok(Val::Scalar(e, to, weak));
             }
         }
         let name = self.src.resolve(&c.func).unwrap_or_default();

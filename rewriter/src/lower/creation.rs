@@ -34,6 +34,20 @@ pub fn dtype_of(src: &SourceFile, e: &ast::Expr) -> Option<ScalarType> {
     }
 }
 
+/// `x` of the built-in `type(x)` (not a function of the file named `type`).
+pub fn type_of_call<'e>(src: &SourceFile, e: &'e ast::Expr) -> Option<&'e ast::Expr> {
+    let ast::Expr::Call(c) = e else { return None };
+    match (c.args.as_slice(), c.keywords.is_empty()) {
+        ([x], true)
+            if src.resolve(&c.func).as_deref() == Some("type")
+                && src.module_function("type").is_none() =>
+        {
+            Some(x)
+        }
+        _ => None,
+    }
+}
+
 impl Lowerer<'_> {
     /// A shape argument: an integer, or a tuple or list of integers.
     pub(crate) fn shape_arg(
@@ -77,6 +91,12 @@ impl Lowerer<'_> {
                 if let Ok(Val::Array(av)) = self.expr(r, &a.value) {
                     return Some(av.elem);
                 }
+            }
+        }
+        // `type(p)` of a number: its type (`np.empty(n, type(p))`).
+        if let Some(x) = type_of_call(self.src, e) {
+            if let Ok(Val::Scalar(_, t, _)) = self.expr(r, x) {
+                return Some(t);
             }
         }
         None

@@ -302,12 +302,12 @@ pub fn calls_as_defined(
     changed
 }
 
-/// `T = type(p)` bound once, with `p` never bound again, then `T(0.5)`:
-/// each call of `T` as `type(p)(0.5)`, a number of `p`'s type (Numba's
-/// idiom for constants in an argument's precision; numba-stats writes
-/// `T = type(z)` in most of its distributions). The binding goes when
-/// nothing else reads `T`. (The typing and the lowering take
-/// `type(x)(v)` as a cast of `v` to `x`'s type.)
+/// `T = type(p)` bound once, with `p` never bound again, then `T(0.5)`
+/// or `np.empty(n, T)`: each read of `T` as `type(p)`, which it is (Numba's
+/// idiom for constants and arrays in an argument's precision; numba-stats
+/// writes `T = type(z)` in most of its distributions), and the binding
+/// goes. (The typing and the lowering take `type(x)(v)` as a cast of `v`
+/// to `x`'s type, and `type(x)` given as a dtype as `x`'s type.)
 fn type_aliases(src: &source::SourceFile, body: &mut Vec<rustpython_parser::ast::Stmt>) -> bool {
     use rustpython_parser::ast::{Expr, Stmt};
     let mut bindings: HashMap<String, usize> = HashMap::new();
@@ -355,30 +355,26 @@ fn type_aliases(src: &source::SourceFile, body: &mut Vec<rustpython_parser::ast:
             k += 1;
             continue;
         };
-        let mut other_reads = false;
-        pyast::walk_body_exprs_mut(&mut body[k + 1..], &mut |e| {
-            match e {
-                Expr::Call(c) if matches!(c.func.as_ref(), Expr::Name(n) if n.id.as_str() == alias) =>
-                {
-                    *c.func = of.clone();
-                    changed = true;
-                }
-                Expr::Name(n) if n.id.as_str() == alias => other_reads = true,
-                _ => {}
-            }
-            false
-        });
         // A nested `def` may read it too (its body is not walked here).
         let mut nested = false;
         pyast::walk_stmts(&body[k + 1..], &mut |s| {
             nested |= matches!(s, Stmt::FunctionDef(_) | Stmt::ClassDef(_));
         });
-        if other_reads || nested {
+        if nested {
             k += 1;
-        } else {
-            body.remove(k);
-            changed = true;
+            continue;
         }
+        // Every read after the binding (bound once, so nothing reads it
+        // before): `T(1)` and `np.empty(n, T)` alike.
+        pyast::walk_body_exprs_mut(&mut body[k + 1..], &mut |e| {
+            if matches!(e, Expr::Name(n) if n.id.as_str() == alias) {
+                *e = of.clone();
+                return true;
+            }
+            false
+        });
+        body.remove(k);
+        changed = true;
     }
     changed
 }

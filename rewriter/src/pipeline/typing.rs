@@ -782,18 +782,11 @@ impl Walk<'_> {
             }
         }
         // `type(x)(v)`: a number of `x`'s type (the lowering's cast).
-        if let ast::Expr::Call(of) = c.func.as_ref() {
-            if let ([x], [_]) = (of.args.as_slice(), c.args.as_slice()) {
-                if of.keywords.is_empty()
-                    && self.frame.src.resolve(&of.func).as_deref() == Some("type")
-                    && self.frame.src.module_function("type").is_none()
-                {
-                    return match self.expr(x)? {
-                        Ty::Num(t) => Some(Ty::Num(t)),
-                        _ => None,
-                    };
-                }
-            }
+        if let Some(x) = crate::lower::creation::type_of_call(self.frame.src, &c.func) {
+            return match (c.args.as_slice(), self.expr(x)?) {
+                ([_], Ty::Num(t)) => Some(Ty::Num(t)),
+                _ => None,
+            };
         }
         let name = self.frame.src.resolve(&c.func)?;
         if let ast::Expr::Name(n) = c.func.as_ref() {
@@ -1008,6 +1001,13 @@ impl Walk<'_> {
     fn dtype(&self, e: &ast::Expr) -> Option<ScalarType> {
         if let Some(t) = crate::lower::creation::dtype_of(self.frame.src, e) {
             return Some(t);
+        }
+        if let Some(x) = crate::lower::creation::type_of_call(self.frame.src, e) {
+            // `type(p)` of a number: its type.
+            return match self.expr(x)? {
+                Ty::Num(alts) if alts.iter().all(|a| a.0 == alts[0].0) => Some(alts[0].0),
+                _ => None,
+            };
         }
         match e {
             ast::Expr::Attribute(a) if a.attr.as_str() == "dtype" => match self.expr(&a.value)? {
