@@ -38,6 +38,16 @@ fn oracle_python() -> PathBuf {
     p
 }
 
+/// `function` of `fixtures/migrate/{file}`, with no types given: typed from
+/// its body (usage and annotations), it verifies with `signature`.
+fn verified_from_body(file: &str, function: &str, signature: &str) {
+    let tmp = fixture_copy(file);
+    let o = migrate_in(tmp.path(), &[file, "--function", function, "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["status"], "verified", "{j}");
+    assert_eq!(j["plan"]["signature"], signature, "{j}");
+}
+
 /// Migrates `function` of a copy of `file` with `--write --json`, asserts
 /// it is verified on generated inputs, then checks the patched file with
 /// real Numba.
@@ -919,12 +929,7 @@ mod helpers_defined {
 /// where the body cannot, and an `NDArray`'s element type.
 mod annotated {
     fn typed_by_annotations(function: &str, signature: &str) {
-        let file = "annotated.py";
-        let tmp = super::fixture_copy(file);
-        let o = super::migrate_in(tmp.path(), &[file, "--function", function, "--json"]);
-        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
-        assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], signature, "{j}");
+        super::verified_from_body("annotated.py", function, signature);
     }
 
     #[test]
@@ -956,7 +961,7 @@ mod annotated {
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
 /// int `w`, module constants that are `np.finfo` limits.
 mod general_rules {
-    use super::verified;
+    use super::{verified, verified_from_body};
 
     program_in! {
         "migrate/general_rules.py";
@@ -1081,16 +1086,6 @@ mod general_rules {
     #[test]
     fn numpy_functions_imported_by_name_type_their_arguments() {
         verified_from_body("numpy_names.py", "gaussian_taper", "int64, float64");
-    }
-
-    /// `function` of `file`, with no types given: typed from its body, it
-    /// verifies with `signature`.
-    fn verified_from_body(file: &str, function: &str, signature: &str) {
-        let tmp = super::fixture_copy(file);
-        let o = super::migrate_in(tmp.path(), &[file, "--function", function, "--json"]);
-        let j: serde_json::Value = serde_json::from_str(&super::stdout(&o)).unwrap();
-        assert_eq!(j["status"], "verified", "{j}");
-        assert_eq!(j["plan"]["signature"], signature, "{j}");
     }
 
     // An array unpacked into names has exactly that many rows: the plan's

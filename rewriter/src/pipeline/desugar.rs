@@ -328,20 +328,13 @@ fn type_aliases(src: &source::SourceFile, body: &mut Vec<rustpython_parser::ast:
             *bindings.entry(n).or_default() += 1;
         }
     });
-    let builtin_type = |e: &Expr| {
-        matches!(e, Expr::Name(n) if n.id.as_str() == "type")
-            && src.resolve(e).as_deref() == Some("type")
-            && src.module_function("type").is_none()
-    };
     let mut changed = false;
     let mut k = 0;
     while k < body.len() {
         let alias = match &body[k] {
             Stmt::Assign(a) => match (a.targets.as_slice(), a.value.as_ref()) {
-                ([Expr::Name(t)], Expr::Call(c))
-                    if builtin_type(&c.func)
-                        && c.keywords.is_empty()
-                        && matches!(c.args.as_slice(), [Expr::Name(p)]
+                ([Expr::Name(t)], of)
+                    if matches!(lower::creation::type_of_call(src, of), Some(Expr::Name(p))
                             if !bindings.contains_key(p.id.as_str()))
                         && bindings.get(t.id.as_str()) == Some(&1) =>
                 {

@@ -57,21 +57,6 @@ fn literal(e: &Expr) -> bool {
     }
 }
 
-/// Whether `body` calls one of `sigs` with keywords (what [`positional`]
-/// looks at, without copying anything).
-pub fn has_keyword_calls(body: &[Stmt], sigs: &HashMap<String, Signature>) -> bool {
-    let mut found = false;
-    super::walk_stmts(body, &mut |s| {
-        for e in super::stmt_exprs(s) {
-            super::walk_expr(e, &mut |x| {
-                found |= matches!(x, Expr::Call(c) if !c.keywords.is_empty()
-                    && matches!(c.func.as_ref(), Expr::Name(n) if sigs.contains_key(n.id.as_str())));
-            });
-        }
-    });
-    found
-}
-
 /// Rewrites the keyword calls of `body` (a function whose own names are
 /// `local`, which shadow the module's functions); whether any changed.
 pub fn positional(
