@@ -6,7 +6,7 @@ CARGO ?= cargo
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export CARGO_TERM_PROGRESS_WHEN ?= never
 
-.PHONY: setup setup-test demo test lint bench bench-gpu gpu-bundle wheel test-wheel fuzz fuzz-diff
+.PHONY: setup setup-test demo test test-sim lint bench bench-gpu gpu-bundle wheel test-wheel fuzz fuzz-diff
 
 setup:
 	@bash scripts/setup.sh
@@ -32,6 +32,10 @@ test: setup-test
 	@bash scripts/test-wheel.sh $(WHEEL) --bullseye
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+
+## make test-sim: the migrated fixtures with every patched module run under Numba's CUDA simulator (make test runs a fixed half of them)
+test-sim: setup-test
+	PORT_CHECK_SIM=all $(CARGO) test --test migrate_fixtures --quiet
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -8,7 +8,8 @@
         original's results (every mutated argument and the return value,
         allclose) on the inputs the migration was verified on when they
         were given (`--inputs`), else on small generated ones (no larger
-        than the migration's `--size`, when it was given); and so does
+        than the migration's `--size`, when it was given, and smaller
+        still when its kernels run step after step); and so does
         every other path of its wrapper: no CUDA device (the original runs,
         one warning), PORT_DEVICE=cpu, a written argument passed again as
         another (the original runs), and, with --device-paths (or
@@ -79,7 +80,7 @@ def check_ptx(patched, migration):
         print("ok compile_ptx %s(%s)" % (k["name"], k["signature"]))
 
 
-def make_inputs(plan, rng, size=None, launches=()):
+def make_inputs(plan, rng, size=None, launches=(), sequential=False):
     sig = numba_types(plan["signature"])
     ndim = max([getattr(t, "ndim", 0) for t in sig] + [1])
     # The rank of the work, not only of the inputs: a kernel launched on a
@@ -91,6 +92,13 @@ def make_inputs(plan, rng, size=None, launches=()):
     # Fewer points per axis as the rank grows (a 6-D array of 10 per axis
     # is a million elements, slow under the CUDA simulator).
     n = {1: 64 if work_2d else 300, 2: 24}.get(ndim, 10 if ndim <= 4 else 4)
+    if sequential:
+        # Kernels launched step after step (a host loop, `count` > 1) or
+        # a loop run inside one persistent kernel: the steps grow with the
+        # extents, and each is a barrier or a launch of Python threads
+        # under the simulator (an LU of 24 x 24 by loops took 104 s, a
+        # Levinson recursion of 48 steps in one kernel 56 s).
+        n = min(n, {1: 16, 2: 8}.get(ndim, 4))
     if size:
         # Never more than the migration was verified at (`port migrate
         # --size S`: S iterations in all, S ** (1 / rank) per axis). A
@@ -225,7 +233,11 @@ def check_sim(original, patched, migration, migration_path):
     rng = np.random.default_rng(2020)
     args = given_inputs(migration_path, migration, plan)
     if args is None:
-        args = make_inputs(plan, rng, migration.get("size"), migration.get("launches") or ())
+        launches = migration.get("launches") or ()
+        sequential = (any(l.get("count", 1) > 1 for l in launches)
+                      or any(r["rewrite"] == "persist" and r["applied"]
+                             for r in migration.get("rewrites") or ()))
+        args = make_inputs(plan, rng, migration.get("size"), launches, sequential)
     if plan.get("literals"):
         # Parameters specialised to a constant (`w=None`): both functions
         # are called with it, in its place among the arguments.
@@ -481,8 +493,15 @@ def main():
         global DEVICE_PATHS
         DEVICE_PATHS = ("--device-paths" in sys.argv[5:]
                         or os.environ.get("PORT_CHECK_DEVICE_PATHS") == "1")
+        import time
+        t0 = time.time()
         with open(sys.argv[4]) as f:
-            check_sim(sys.argv[2], sys.argv[3], json.load(f), sys.argv[4])
+            m = json.load(f)
+        check_sim(sys.argv[2], sys.argv[3], m, sys.argv[4])
+        if os.environ.get("PORT_CHECK_LOG"):
+            with open(os.environ["PORT_CHECK_LOG"], "a") as f:
+                f.write("%s\t%.1f\t%s\t%s\n" % (m["function"], time.time() - t0, m.get("size"),
+                        json.dumps([(l.get("count"), l["grid"], l["block"]) for l in m.get("launches") or []])))
     else:
         raise SystemExit("usage: numba_check.py ptx|sim ...")
 
