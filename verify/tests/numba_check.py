@@ -18,13 +18,17 @@
         live on the GPU (a stand-in with `__cuda_array_interface__`), all
         or some of them, and GPU arguments that share memory (an error).
 
-Exit 0 when all is well, 1 with the first problem on stderr.
+Exit 0 when all is well, 1 with the first problem on stderr. With
+PORT_CHECK_LOG=FILE, `sim` appends a line to FILE: the function, the
+seconds the check took, the migration's --size and its launches (count,
+grid, block): where a test run's time under the simulator goes.
 """
 import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
+import time
 import types as pytypes
 
 import numpy as np
@@ -493,15 +497,15 @@ def main():
         global DEVICE_PATHS
         DEVICE_PATHS = ("--device-paths" in sys.argv[5:]
                         or os.environ.get("PORT_CHECK_DEVICE_PATHS") == "1")
-        import time
         t0 = time.time()
         with open(sys.argv[4]) as f:
             m = json.load(f)
         check_sim(sys.argv[2], sys.argv[3], m, sys.argv[4])
         if os.environ.get("PORT_CHECK_LOG"):
             with open(os.environ["PORT_CHECK_LOG"], "a") as f:
+                launches = [(l.get("count"), l["grid"], l["block"]) for l in m.get("launches") or []]
                 f.write("%s\t%.1f\t%s\t%s\n" % (m["function"], time.time() - t0, m.get("size"),
-                        json.dumps([(l.get("count"), l["grid"], l["block"]) for l in m.get("launches") or []])))
+                                                  json.dumps(launches)))
     else:
         raise SystemExit("usage: numba_check.py ptx|sim ...")
 
