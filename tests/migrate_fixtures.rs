@@ -946,6 +946,108 @@ mod helpers_defined {
     }
 }
 
+/// Order statistics between kernels (fixtures/migrate/order_stats.py):
+/// `np.sort` and `np.median` as library steps of the host schedule, with
+/// NumPy's NaNs, axes and result types.
+mod order_stats {
+    use super::{fixture_copy, migrate_in, precision::make_inputs, stdout, verified, verified_in};
+
+    program_in! {
+        "migrate/order_stats.py";
+        robust_scale: "float64[:]",
+        trimmed_mean: "float64[:], int64",
+        row_centred: "float64[:,:]",
+        gini: "float64[:]",
+        column_spread: "float32[:,:]",
+        above_median: "int64[:]",
+    }
+
+    /// A NaN among the values makes the median NaN, as NumPy's is; the
+    /// sort puts it last. On the program's own inputs (`--inputs`).
+    #[test]
+    fn a_nan_makes_the_median_nan_and_sorts_last() {
+        let tmp = tempfile::tempdir().unwrap();
+        make_inputs(
+            tmp.path(),
+            "x = rng.random(500)\nx[7] = np.nan\nnp.savez('nan.npz', x=x)\n\
+             a = rng.random((40, 9)).astype(np.float32)\na[3, 2] = np.nan\nnp.savez('col.npz', a=a)",
+        );
+        for (function, sig, npz) in [
+            ("robust_scale", "float64[:]", "nan.npz"),
+            ("column_spread", "float32[:,:]", "col.npz"),
+        ] {
+            let j = verified_in(
+                &tmp,
+                "migrate/order_stats.py",
+                function,
+                sig,
+                &["--inputs", npz],
+                "given",
+            );
+            let sort = j["rewrites"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["rewrite"] == "sort")
+                .unwrap();
+            assert_eq!(sort["applied"], true, "{j}");
+        }
+    }
+
+    /// What port does not sort, each refused with its reason.
+    #[test]
+    fn what_it_does_not_sort_is_refused_with_its_reason() {
+        let tmp = fixture_copy("order_stats.py");
+        let extra = "\n\ndef complex_sorted(z):\n    return np.sort(z) * 2\n\n\
+                     def median_in_place(x):\n    return x - np.median(x, overwrite_input=True)\n\n\
+                     def sorted_rows_in_a_loop(a, out):\n    for i in range(a.shape[0]):\n        out[i] = np.sort(a[i]) * 2\n";
+        let file = tmp.path().join("order_stats.py");
+        let text = std::fs::read_to_string(&file).unwrap() + extra;
+        std::fs::write(&file, text).unwrap();
+        for (function, sig, want) in [
+            (
+                "complex_sorted",
+                "complex128[:]",
+                "NumPy orders complex values by real, then imaginary part",
+            ),
+            (
+                "median_in_place",
+                "float64[:]",
+                "keyword `overwrite_input` of `np.median` is not supported here",
+            ),
+            (
+                "sorted_rows_in_a_loop",
+                "float64[:,:], float64[:,:]",
+                "`np.sort` inside a parallel loop",
+            ),
+        ] {
+            let o = migrate_in(
+                tmp.path(),
+                &[
+                    "order_stats.py",
+                    "--function",
+                    function,
+                    "--signature",
+                    sig,
+                    "--json",
+                ],
+            );
+            let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(j["status"], "refused", "{function}: {j}");
+            let why = j["reasons"][0]["message"].as_str().unwrap();
+            assert!(why.contains(want), "{function}: {why}");
+            assert_eq!(j["reasons"][0]["rewrite"], "sort", "{function}: {j}");
+        }
+    }
+
+    /// Typed from the body alone: `np.sort`'s result is its operand's
+    /// type, `np.median`'s a float.
+    #[test]
+    fn typed_from_the_body() {
+        super::verified_from_body("order_stats.py", "gini", "float64[:]");
+    }
+}
+
 /// Annotated parameters, migrated with no types given
 /// (fixtures/migrate/annotated.py): the annotation says array or number
 /// where the body cannot, and an `NDArray`'s element type.

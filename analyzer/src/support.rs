@@ -688,7 +688,8 @@ pub const STR_METHODS: &[&str] = &[
 
 /// Whole-array operations the rewriter's host schedule composes from its
 /// own kernels (products as reductions over broadcast products, scans as
-/// three-kernel scans): no static blocker; the planner decides each use.
+/// three-kernel scans) or runs as library steps between them (`sort`,
+/// `median`): no static blocker; the planner decides each use.
 const NUMPY_HOST_SCHEDULE: &[&str] = &[
     "matmul",
     "dot",
@@ -708,6 +709,8 @@ const NUMPY_HOST_SCHEDULE: &[&str] = &[
     "tile",
     "repeat",
     "diff",
+    "sort",
+    "median",
 ];
 
 /// Is `numpy.<name>` (name may be dotted, e.g. `linalg.inv`) supported in nopython mode?
@@ -730,13 +733,11 @@ pub fn numpy_cuda_blocker(name: &str) -> Option<&'static str> {
         "np.random cannot run in a kernel; use numba.cuda.random (xoroshiro128p)"
     } else if matches!(
         name,
-        "sort"
-            | "argsort"
+        "argsort"
             | "partition"
             | "argpartition"
             | "lexsort"
             | "unique"
-            | "median"
             | "percentile"
             | "quantile"
             | "nanmedian"

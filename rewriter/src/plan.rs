@@ -165,7 +165,7 @@ pub enum HostStep {
     /// arrays whose shapes break what it was built for: it would read
     /// outside them, or broadcast the wrong way. See [`crate::lower::shapes`].
     Guard(ShapeGuard),
-    /// A NumPy library routine (`np.linalg.cholesky`, …) run as one step
+    /// A NumPy library routine (`np.linalg.cholesky`, `np.sort`, …) run as one step
     /// of the schedule, between launches: it reads its operands (device
     /// arrays) and writes its result into an array allocated before it.
     /// The simulator runs it on the host (operands copied back, the result
@@ -173,14 +173,14 @@ pub enum HostStep {
     /// `cholesky`/`solve`/`inv`/`det` with cuSOLVER on the device arrays
     /// (the rest on the host, as the simulator does); the emitted wrapper
     /// calls CuPy on the device arrays, or NumPy on host copies. See
-    /// [`crate::lower::linalg`].
+    /// [`crate::lower::linalg`] and [`crate::lower::sort`].
     Library(LibraryCall),
 }
 
 /// One [`HostStep::Library`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LibraryCall {
-    pub op: LinalgOp,
+    pub op: LibraryOp,
     /// The device arrays it reads, in NumPy's argument order, each already
     /// of the type the routine computes in.
     pub args: Vec<String>,
@@ -190,9 +190,10 @@ pub struct LibraryCall {
     pub line: u32,
 }
 
-/// The `np.linalg` routines a [`LibraryCall`] runs, with NumPy's meaning.
+/// The routines a [`LibraryCall`] runs, with NumPy's meaning: `np.linalg`'s,
+/// `@`, and the order statistics (`np.sort`, `np.median`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LinalgOp {
+pub enum LibraryOp {
     /// The lower factor `L` of `a = L Lᴴ` (stacks too).
     Cholesky,
     /// `x` with `a x = b`; `b` a vector, or a stack of matrices like `a`.
@@ -212,39 +213,62 @@ pub enum LinalgOp {
     /// operand the device array given or its transpose (`ta`, `tb`: the
     /// product reads `a.T`, `b.T`).
     Matmul { ta: bool, tb: bool },
+    /// `np.sort(a, axis)`: the values along `axis` in ascending order,
+    /// NaNs last (`None`: of the flattened array). No float compares
+    /// equal to another of different bits but `-0.0` and `0.0`, so which
+    /// algorithm sorts changes no value.
+    Sort { axis: Option<u8> },
+    /// `np.median(a, axis)`: the middle value along `axis` (`None`: of the
+    /// whole array), the mean of the two middle ones for an even count,
+    /// NaN where a NaN is among them; in the input's float type, float64
+    /// for integers and booleans.
+    Median { axis: Option<u8> },
 }
 
-impl LinalgOp {
+impl LibraryOp {
     /// The routine's NumPy name (`np.linalg.cholesky`).
     pub fn numpy_name(self) -> &'static str {
         match self {
-            LinalgOp::Cholesky => "np.linalg.cholesky",
-            LinalgOp::Solve => "np.linalg.solve",
-            LinalgOp::Inv => "np.linalg.inv",
-            LinalgOp::Det => "np.linalg.det",
-            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "np.linalg.lstsq",
-            LinalgOp::Matmul { .. } => "np.matmul",
+            LibraryOp::Cholesky => "np.linalg.cholesky",
+            LibraryOp::Solve => "np.linalg.solve",
+            LibraryOp::Inv => "np.linalg.inv",
+            LibraryOp::Det => "np.linalg.det",
+            LibraryOp::Lstsq | LibraryOp::LstsqRank | LibraryOp::LstsqSingular => "np.linalg.lstsq",
+            LibraryOp::Matmul { .. } => "np.matmul",
+            LibraryOp::Sort { .. } => "np.sort",
+            LibraryOp::Median { .. } => "np.median",
         }
     }
 
     /// The emitted module's helper that runs it (`_port_cholesky`).
     pub fn helper(self) -> &'static str {
         match self {
-            LinalgOp::Cholesky => "_port_cholesky",
-            LinalgOp::Solve => "_port_solve",
-            LinalgOp::Inv => "_port_inv",
-            LinalgOp::Det => "_port_det",
-            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => "_port_lstsq",
-            LinalgOp::Matmul { .. } => "_port_matmul",
+            LibraryOp::Cholesky => "_port_cholesky",
+            LibraryOp::Solve => "_port_solve",
+            LibraryOp::Inv => "_port_inv",
+            LibraryOp::Det => "_port_det",
+            LibraryOp::Lstsq | LibraryOp::LstsqRank | LibraryOp::LstsqSingular => "_port_lstsq",
+            LibraryOp::Matmul { .. } => "_port_matmul",
+            LibraryOp::Sort { .. } => "_port_sort",
+            LibraryOp::Median { .. } => "_port_median",
+        }
+    }
+
+    /// For `np.sort` and `np.median`: the axis (`None`: the flattened
+    /// array); `None` for the others.
+    pub fn order_axis(self) -> Option<Option<u8>> {
+        match self {
+            LibraryOp::Sort { axis } | LibraryOp::Median { axis } => Some(axis),
+            _ => None,
         }
     }
 
     /// For `lstsq`: which of its four results.
     pub fn lstsq_item(self) -> Option<usize> {
         match self {
-            LinalgOp::Lstsq => Some(0),
-            LinalgOp::LstsqRank => Some(2),
-            LinalgOp::LstsqSingular => Some(3),
+            LibraryOp::Lstsq => Some(0),
+            LibraryOp::LstsqRank => Some(2),
+            LibraryOp::LstsqSingular => Some(3),
             _ => None,
         }
     }

@@ -13,7 +13,7 @@
 pub use crate::dependences;
 pub use crate::lower::{
     app_calls, axis_reduction, convolve, fp32, gather, grid_stride, histogram, hoist_alloc, linalg,
-    masked, row_reduction, scalar_function, scan, shapes, whole_reduction,
+    masked, row_reduction, scalar_function, scan, shapes, sort, whole_reduction,
 };
 pub use crate::numpy::{array_expr, math_calls};
 pub use crate::schedule::{fuse, host_schedule, persist};
@@ -23,7 +23,7 @@ use crate::plan::RewriteRecord;
 
 /// Every rewrite, in the order they are reported, with what "not
 /// applicable" means for each.
-pub const ALL: [(&str, &str); 21] = [
+pub const ALL: [(&str, &str); 22] = [
     (grid_stride::NAME, "no loop with independent iterations"),
     (array_expr::NAME, "no array expression"),
     (hoist_alloc::NAME, "the function allocates no array"),
@@ -58,6 +58,7 @@ pub const ALL: [(&str, &str); 21] = [
         "no array literal, np.convolve or np.correlate",
     ),
     (linalg::NAME, "no np.linalg library call"),
+    (sort::NAME, "no np.sort or np.median"),
     (
         shapes::NAME,
         "no two extents taken to be equal without proof",

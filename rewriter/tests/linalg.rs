@@ -5,7 +5,7 @@
 
 mod common;
 
-use port_rewriter::plan::{LibraryCall, LinalgOp};
+use port_rewriter::plan::{LibraryCall, LibraryOp};
 use port_rewriter::HostStep;
 use rustpython_parser::Parse;
 
@@ -32,19 +32,19 @@ fn a_plain_array_is_passed_as_it_is_and_an_expression_stored_first() {
     );
     let calls = library_calls(&m.plan.steps);
     assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(calls[0].op, LinalgOp::Cholesky);
+    assert_eq!(calls[0].op, LibraryOp::Cholesky);
     assert_eq!(calls[0].args, ["cov"]);
     assert_eq!(calls[0].line, 21);
     // `solve(chol, (x - mean).T)`: the factor as it is, the transposed
     // difference through a kernel into an array of its own.
-    assert_eq!(calls[1].op, LinalgOp::Solve);
+    assert_eq!(calls[1].op, LibraryOp::Solve);
     assert_eq!(calls[1].args[0], calls[0].out);
     assert_ne!(calls[1].args[1], "x");
     // The result is allocated before the step that writes it, with NumPy's
     // shape, and the square check on `cov` runs first of all.
     let pos = |pred: &dyn Fn(&HostStep) -> bool| m.plan.steps.iter().position(pred).unwrap();
     let alloc = pos(&|s| matches!(s, HostStep::Alloc { name, .. } if *name == calls[0].out));
-    let step = pos(&|s| matches!(s, HostStep::Library(c) if c.op == LinalgOp::Cholesky));
+    let step = pos(&|s| matches!(s, HostStep::Library(c) if c.op == LibraryOp::Cholesky));
     assert!(alloc < step);
     let HostStep::Guard(g) = &m.plan.steps[0] else {
         panic!("{:?}", m.plan.steps[0])
@@ -136,7 +136,7 @@ fn a_solve_in_a_time_loop_stays_on_the_host_schedule() {
     };
     let inside = library_calls(body);
     assert_eq!(inside.len(), 1);
-    assert_eq!(inside[0].op, LinalgOp::Solve);
+    assert_eq!(inside[0].op, LibraryOp::Solve);
     // The Jacobian is a template, stored into an array per iteration; `a`
     // before the loop is passed as it is.
     assert_ne!(inside[0].args[0], "a");
@@ -148,7 +148,7 @@ fn a_determinant_is_a_device_scalar_and_stacks_keep_their_batch() {
     let m = migrated(FILE, "normalise_by_det", "float64[:,:], float64[:,:]");
     let calls = library_calls(&m.plan.steps);
     let det = &calls[0];
-    assert_eq!(det.op, LinalgOp::Det);
+    assert_eq!(det.op, LibraryOp::Det);
     let shape = m.plan.steps.iter().find_map(|s| match s {
         HostStep::Alloc { name, shape, .. } if *name == det.out => Some(shape.clone()),
         _ => None,
@@ -162,7 +162,7 @@ fn a_determinant_is_a_device_scalar_and_stacks_keep_their_batch() {
     let calls = library_calls(&m.plan.steps);
     assert_eq!(
         calls.iter().map(|c| c.op).collect::<Vec<_>>(),
-        [LinalgOp::Inv, LinalgOp::Det]
+        [LibraryOp::Inv, LibraryOp::Det]
     );
     let det_shape = m.plan.steps.iter().find_map(|s| match s {
         HostStep::Alloc { name, shape, .. } if *name == calls[1].out => Some(shape.len()),
@@ -178,14 +178,14 @@ fn a_determinant_is_a_device_scalar_and_stacks_keep_their_batch() {
 #[test]
 fn lstsq_items_and_types() {
     let m = migrated(FILE, "lstsq_refinement", "float64[:,:], float64[:], int64");
-    let ops: Vec<LinalgOp> = library_calls(&m.plan.steps).iter().map(|c| c.op).collect();
+    let ops: Vec<LibraryOp> = library_calls(&m.plan.steps).iter().map(|c| c.op).collect();
     assert_eq!(
         ops,
         [
-            LinalgOp::Lstsq,
-            LinalgOp::Lstsq,
-            LinalgOp::LstsqRank,
-            LinalgOp::LstsqSingular
+            LibraryOp::Lstsq,
+            LibraryOp::Lstsq,
+            LibraryOp::LstsqRank,
+            LibraryOp::LstsqSingular
         ]
     );
     assert!(
@@ -197,7 +197,7 @@ fn lstsq_items_and_types() {
     let m = migrated(FILE, "solve_f32", "float32[:,:], float32[:]");
     assert!(m.python.contains("dtype=np.float32"), "{}", m.python);
     let m = migrated(FILE, "resolvent_trace", "complex128[:,:], complex128");
-    assert_eq!(library_calls(&m.plan.steps)[0].op, LinalgOp::Inv);
+    assert_eq!(library_calls(&m.plan.steps)[0].op, LibraryOp::Inv);
     assert!(m.python.contains("dtype=np.complex128"), "{}", m.python);
 }
 

@@ -776,7 +776,7 @@ def short_rows(x):\n    return (np.ones((6, 8)) * x).max(axis=1)\n";
 /// or an expression is stored first, and integer products stay a kernel.
 #[test]
 fn float_matrix_products_are_library_steps() {
-    use port_rewriter::plan::LinalgOp;
+    use port_rewriter::plan::LibraryOp;
     let src = "import numpy as np\n\
 def gram(data):\n    return data.T @ data\n\
 def mixed(a, b):\n    return (2.0 * a) @ b\n\
@@ -802,7 +802,7 @@ def counts(a, b):\n    return a @ b\n";
     assert_eq!(c.len(), 1);
     assert_eq!(
         c[0].op,
-        LinalgOp::Matmul {
+        LibraryOp::Matmul {
             ta: true,
             tb: false
         }
@@ -821,7 +821,7 @@ def counts(a, b):\n    return a @ b\n";
     let c = calls(&m);
     assert_eq!(
         c[0].op,
-        LinalgOp::Matmul {
+        LibraryOp::Matmul {
             ta: false,
             tb: false
         }

@@ -12,7 +12,7 @@ use port_codegen::ArrayData;
 use port_rewriter::launch::{
     blocks_for, reduce_blocks_for, THREADS_1D, THREADS_2D, THREADS_REDUCE,
 };
-use port_rewriter::plan::{Fill, LibraryCall, LinalgOp};
+use port_rewriter::plan::{Fill, LibraryCall, LibraryOp};
 use port_rewriter::{ArgType, HostStep, HostValue, KernelPlan, LaunchShape, PlanParam};
 use serde::Serialize;
 
@@ -189,7 +189,7 @@ pub trait Device {
     /// `None` (the default, the simulator's): the host computes it.
     fn linalg(
         &mut self,
-        _op: LinalgOp,
+        _op: LibraryOp,
         _args: &[&DevArray<Self::Buf>],
         _out: &mut DevArray<Self::Buf>,
     ) -> Option<Result<(), VerifyError>> {
@@ -1181,7 +1181,7 @@ fn library<D: Device>(
 ) -> Result<(), VerifyError> {
     let started = std::time::Instant::now();
     run.library_calls += 1;
-    if let LinalgOp::Matmul { ta, tb } = call.op {
+    if let LibraryOp::Matmul { ta, tb } = call.op {
         let (id, mut out) = st
             .arrays
             .take(&call.out)
@@ -1206,7 +1206,7 @@ fn library<D: Device>(
             });
         }
     }
-    if !matches!(call.op, LinalgOp::Matmul { .. }) {
+    if !matches!(call.op, LibraryOp::Matmul { .. }) {
         let (id, mut out) = st
             .arrays
             .take(&call.out)

@@ -649,7 +649,7 @@ impl Device for GpuDevice {
 
     fn linalg(
         &mut self,
-        op: port_rewriter::plan::LinalgOp,
+        op: port_rewriter::plan::LibraryOp,
         args: &[&DevArray<CudaSlice<u8>>],
         out: &mut DevArray<CudaSlice<u8>>,
     ) -> Option<Result<(), VerifyError>> {

@@ -752,13 +752,13 @@ pub enum Condition {
 /// The arguments library steps take as they are, and what each needs
 /// (positive definite wins over dominant).
 pub fn conditions(plan: &KernelPlan) -> BTreeMap<String, Condition> {
-    use port_rewriter::plan::LinalgOp;
+    use port_rewriter::plan::LibraryOp;
     let mut out = BTreeMap::new();
     HostStep::walk(&plan.steps, &mut |s| {
         let HostStep::Library(call) = s else { return };
         let want = match call.op {
-            LinalgOp::Cholesky => Condition::PositiveDefinite,
-            LinalgOp::Solve | LinalgOp::Inv => Condition::Dominant,
+            LibraryOp::Cholesky => Condition::PositiveDefinite,
+            LibraryOp::Solve | LibraryOp::Inv => Condition::Dominant,
             _ => return,
         };
         let Some(a) = call.args.first() else { return };

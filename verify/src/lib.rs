@@ -27,6 +27,7 @@ pub mod gpu;
 pub mod inputs;
 pub mod linalg;
 pub mod npy;
+pub mod order;
 pub mod original;
 pub mod simulator;
 pub mod timing;

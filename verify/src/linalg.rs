@@ -22,7 +22,7 @@ use faer::traits::ComplexField;
 use faer::{c32, c64, Mat, MatMut, MatRef, Side};
 use port_codegen::ir::ScalarType;
 use port_codegen::ArrayData;
-use port_rewriter::plan::LinalgOp;
+use port_rewriter::plan::LibraryOp;
 
 use crate::npy::NdArray;
 
@@ -142,10 +142,13 @@ impl Elem for c32 {
 /// `op` on `args` (C-ordered, of one element type: float32, float64,
 /// complex64 or complex128). The result has NumPy's shape, except that a
 /// scalar (a determinant, a rank) is an array of one element.
-pub fn run(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
+pub fn run(op: LibraryOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
     let Some(first) = args.first() else {
         return Err(LinAlgError("no operand".into()));
     };
+    if op.order_axis().is_some() {
+        return crate::order::run(op, first);
+    }
     let t = first.elem();
     let args: Vec<NdArray> = args.iter().map(|a| a.convert(t)).collect();
     match t {
@@ -263,10 +266,11 @@ fn product<T: Elem>(x: MatRef<'_, T>, y: MatRef<'_, T>) -> Vec<T> {
     out
 }
 
-fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
+fn typed<T: Elem>(op: LibraryOp, args: &[NdArray]) -> Result<NdArray, LinAlgError> {
     let a = Operand::<T>::of(&args[0])?;
     match op {
-        LinalgOp::Matmul { ta, tb } => {
+        LibraryOp::Sort { .. } | LibraryOp::Median { .. } => crate::order::run(op, &args[0]),
+        LibraryOp::Matmul { ta, tb } => {
             let b = args
                 .get(1)
                 .ok_or_else(|| LinAlgError("`@` needs two operands".into()))
@@ -281,7 +285,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
             }
             Ok(array(vec![x.nrows(), y.ncols()], product(x, y)))
         }
-        LinalgOp::Cholesky => {
+        LibraryOp::Cholesky => {
             let (n, count) = a.square()?;
             let mut out = Vec::with_capacity(a.data.len());
             for k in 0..count {
@@ -294,7 +298,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
             }
             Ok(array(a.shape.clone(), out))
         }
-        LinalgOp::Inv => {
+        LibraryOp::Inv => {
             let (n, count) = a.square()?;
             let mut out = Vec::with_capacity(a.data.len());
             for k in 0..count {
@@ -303,7 +307,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
             }
             Ok(array(a.shape.clone(), out))
         }
-        LinalgOp::Det => {
+        LibraryOp::Det => {
             let (n, count) = a.square()?;
             let mut out = Vec::with_capacity(count);
             for k in 0..count {
@@ -312,7 +316,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
             let shape = a.shape[..a.shape.len() - 2].to_vec();
             Ok(array(if shape.is_empty() { vec![1] } else { shape }, out))
         }
-        LinalgOp::Solve => {
+        LibraryOp::Solve => {
             let (n, count) = a.square()?;
             let b = Operand::<T>::of(&args[1])?;
             let vector = b.shape.len() == 1;
@@ -348,7 +352,7 @@ fn typed<T: Elem>(op: LinalgOp, args: &[NdArray]) -> Result<NdArray, LinAlgError
             }
             Ok(array(shape, out))
         }
-        LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => {
+        LibraryOp::Lstsq | LibraryOp::LstsqRank | LibraryOp::LstsqSingular => {
             let b = Operand::<T>::of(&args[1])?;
             lstsq(op, &a, &b)
         }
@@ -370,7 +374,7 @@ fn nonsingular<T: Elem>(m: &Mat<T>) -> Result<faer::linalg::solvers::PartialPivL
 /// singular values at most `eps · max(m, n) · s_max` taken as zero (NumPy's
 /// `rcond=None`), which gives the minimum-norm solution when `a` is
 /// rank-deficient, as LAPACK's `gelsd` does.
-fn lstsq<T: Elem>(op: LinalgOp, a: &Operand<T>, b: &Operand<T>) -> Result<NdArray, LinAlgError> {
+fn lstsq<T: Elem>(op: LibraryOp, a: &Operand<T>, b: &Operand<T>) -> Result<NdArray, LinAlgError> {
     let (m, n, count) = a.matrices()?;
     if count != 1 || a.shape.len() != 2 || b.shape.len() > 2 || b.shape.is_empty() {
         return Err(LinAlgError(
@@ -397,14 +401,14 @@ fn lstsq<T: Elem>(op: LinalgOp, a: &Operand<T>, b: &Operand<T>) -> Result<NdArra
     let cutoff = T::eps() * m.max(n) as f64 * smax;
     let kept: Vec<bool> = s.iter().map(|x| T::real_f64(x.clone()) > cutoff).collect();
     match op {
-        LinalgOp::LstsqRank => {
+        LibraryOp::LstsqRank => {
             let rank = kept.iter().filter(|&&x| x).count() as i32;
             return Ok(NdArray {
                 shape: vec![1],
                 data: ArrayData::I32(vec![rank]),
             });
         }
-        LinalgOp::LstsqSingular => {
+        LibraryOp::LstsqSingular => {
             return Ok(NdArray {
                 shape: vec![s.len()],
                 data: T::give_real(s),
@@ -457,7 +461,7 @@ mod tests {
     fn cholesky_gives_numpys_lower_factor() {
         // NumPy: np.linalg.cholesky([[4, 12, -16], [12, 37, -43], [-16, -43, 98]])
         let a = f64s(&[3, 3], &[4., 12., -16., 12., 37., -43., -16., -43., 98.]);
-        let l = run(LinalgOp::Cholesky, &[a]).unwrap();
+        let l = run(LibraryOp::Cholesky, &[a]).unwrap();
         assert_eq!(l.shape, vec![3, 3]);
         close(&values(&l), &[2., 0., 0., 6., 1., 0., -8., 5., 3.]);
     }
@@ -465,7 +469,7 @@ mod tests {
     #[test]
     fn cholesky_reads_the_lower_triangle_only() {
         let a = f64s(&[2, 2], &[4., 1e9, 2., 5.]);
-        let l = run(LinalgOp::Cholesky, &[a]).unwrap();
+        let l = run(LibraryOp::Cholesky, &[a]).unwrap();
         close(&values(&l), &[2., 0., 1., 2.]);
     }
 
@@ -473,24 +477,24 @@ mod tests {
     fn errors_are_numpys() {
         let indefinite = f64s(&[2, 2], &[1., 2., 2., 1.]);
         assert_eq!(
-            run(LinalgOp::Cholesky, &[indefinite]).unwrap_err().0,
+            run(LibraryOp::Cholesky, &[indefinite]).unwrap_err().0,
             "Matrix is not positive definite"
         );
         let singular = f64s(&[2, 2], &[1., 2., 2., 4.]);
         assert_eq!(
-            run(LinalgOp::Inv, std::slice::from_ref(&singular))
+            run(LibraryOp::Inv, std::slice::from_ref(&singular))
                 .unwrap_err()
                 .0,
             "Singular matrix"
         );
         let b = f64s(&[2], &[1., 1.]);
         assert_eq!(
-            run(LinalgOp::Solve, &[singular, b]).unwrap_err().0,
+            run(LibraryOp::Solve, &[singular, b]).unwrap_err().0,
             "Singular matrix"
         );
         let rect = f64s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
         assert_eq!(
-            run(LinalgOp::Inv, &[rect]).unwrap_err().0,
+            run(LibraryOp::Inv, &[rect]).unwrap_err().0,
             "Last 2 dimensions of the array must be square"
         );
     }
@@ -499,16 +503,16 @@ mod tests {
     fn solve_inv_and_det_of_a_small_system() {
         let a = f64s(&[2, 2], &[3., 1., 1., 2.]);
         let b = f64s(&[2], &[9., 8.]);
-        let x = run(LinalgOp::Solve, &[a.clone(), b]).unwrap();
+        let x = run(LibraryOp::Solve, &[a.clone(), b]).unwrap();
         assert_eq!(x.shape, vec![2]);
         close(&values(&x), &[2., 3.]);
         let bm = f64s(&[2, 2], &[9., 1., 8., 0.]);
-        let xm = run(LinalgOp::Solve, &[a.clone(), bm]).unwrap();
+        let xm = run(LibraryOp::Solve, &[a.clone(), bm]).unwrap();
         assert_eq!(xm.shape, vec![2, 2]);
         close(&values(&xm), &[2., 0.4, 3., -0.2]);
-        let inv = run(LinalgOp::Inv, std::slice::from_ref(&a)).unwrap();
+        let inv = run(LibraryOp::Inv, std::slice::from_ref(&a)).unwrap();
         close(&values(&inv), &[0.4, -0.2, -0.2, 0.6]);
-        let d = run(LinalgOp::Det, &[a]).unwrap();
+        let d = run(LibraryOp::Det, &[a]).unwrap();
         assert_eq!(d.shape, vec![1]);
         close(&values(&d), &[5.]);
     }
@@ -516,13 +520,13 @@ mod tests {
     #[test]
     fn stacks_are_computed_matrix_by_matrix() {
         let a = f64s(&[2, 2, 2], &[2., 0., 0., 2., 1., 2., 3., 4.]);
-        let d = run(LinalgOp::Det, std::slice::from_ref(&a)).unwrap();
+        let d = run(LibraryOp::Det, std::slice::from_ref(&a)).unwrap();
         assert_eq!(d.shape, vec![2]);
         close(&values(&d), &[4., -2.]);
-        let inv = run(LinalgOp::Inv, std::slice::from_ref(&a)).unwrap();
+        let inv = run(LibraryOp::Inv, std::slice::from_ref(&a)).unwrap();
         close(&values(&inv), &[0.5, 0., 0., 0.5, -2., 1., 1.5, -0.5]);
         // A vector right-hand side is shared by every matrix of the stack.
-        let x = run(LinalgOp::Solve, &[a, f64s(&[2], &[2., 2.])]).unwrap();
+        let x = run(LibraryOp::Solve, &[a, f64s(&[2], &[2., 2.])]).unwrap();
         assert_eq!(x.shape, vec![2, 2]);
         close(&values(&x), &[1., 1., -2., 2.]);
     }
@@ -532,12 +536,12 @@ mod tests {
         // NumPy's example: y = m x + c through four points.
         let a = f64s(&[4, 2], &[0., 1., 1., 1., 2., 1., 3., 1.]);
         let y = f64s(&[4], &[-1., 0.2, 0.9, 2.1]);
-        let x = run(LinalgOp::Lstsq, &[a.clone(), y.clone()]).unwrap();
+        let x = run(LibraryOp::Lstsq, &[a.clone(), y.clone()]).unwrap();
         assert_eq!(x.shape, vec![2]);
         close(&values(&x), &[1.0, -0.95]);
-        let rank = run(LinalgOp::LstsqRank, &[a.clone(), y.clone()]).unwrap();
+        let rank = run(LibraryOp::LstsqRank, &[a.clone(), y.clone()]).unwrap();
         assert_eq!(rank.data, ArrayData::I32(vec![2]));
-        let s = run(LinalgOp::LstsqSingular, &[a, y]).unwrap();
+        let s = run(LibraryOp::LstsqSingular, &[a, y]).unwrap();
         assert_eq!(s.shape, vec![2]);
         let sv = values(&s);
         // The singular values of [[0,1],[1,1],[2,1],[3,1]]: sqrt of the
@@ -552,10 +556,10 @@ mod tests {
         let a = f64s(&[3, 2], &[1., 1., 1., 1., 1., 1.]);
         let b = f64s(&[3], &[2., 2., 2.]);
         close(
-            &values(&run(LinalgOp::Lstsq, &[a.clone(), b.clone()]).unwrap()),
+            &values(&run(LibraryOp::Lstsq, &[a.clone(), b.clone()]).unwrap()),
             &[1., 1.],
         );
-        let rank = run(LinalgOp::LstsqRank, &[a, b]).unwrap();
+        let rank = run(LibraryOp::LstsqRank, &[a, b]).unwrap();
         assert_eq!(rank.data, ArrayData::I32(vec![1]));
     }
 
@@ -565,14 +569,14 @@ mod tests {
             shape: vec![2, 2],
             data: ArrayData::F32(vec![4., 2., 2., 5.]),
         };
-        let l = run(LinalgOp::Cholesky, &[a]).unwrap();
+        let l = run(LibraryOp::Cholesky, &[a]).unwrap();
         assert_eq!(l.data, ArrayData::F32(vec![2., 0., 1., 2.]));
         // A Hermitian positive definite matrix: [[2, i], [-i, 2]].
         let z = NdArray {
             shape: vec![2, 2],
             data: ArrayData::C128(vec![[2., 0.], [0., 1.], [0., -1.], [2., 0.]]),
         };
-        let l = run(LinalgOp::Cholesky, std::slice::from_ref(&z)).unwrap();
+        let l = run(LibraryOp::Cholesky, std::slice::from_ref(&z)).unwrap();
         let r2 = 2f64.sqrt();
         let ArrayData::C128(v) = &l.data else {
             panic!("complex128 result")
@@ -584,7 +588,7 @@ mod tests {
                 "{v:?}"
             );
         }
-        let d = run(LinalgOp::Det, &[z]).unwrap();
+        let d = run(LibraryOp::Det, &[z]).unwrap();
         assert_eq!(d.elem(), ScalarType::C128);
         assert!((d.get_c(0).0 - 3.0).abs() < 1e-12 && d.get_c(0).1.abs() < 1e-12);
     }
@@ -596,7 +600,7 @@ mod tests {
         // a: 2 x 3, b: 3 x 2, c = a @ b (2 x 2).
         let a = f64s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
         let b = f64s(&[3, 2], &[7., 8., 9., 10., 11., 12.]);
-        let mm = |ta, tb| LinalgOp::Matmul { ta, tb };
+        let mm = |ta, tb| LibraryOp::Matmul { ta, tb };
         let c = run(mm(false, false), &[a.clone(), b.clone()]).unwrap();
         assert_eq!(c.shape, vec![2, 2]);
         close(&values(&c), &[58., 64., 139., 154.]);
@@ -627,7 +631,7 @@ mod tests {
         let at: Vec<f64> = (0..k * m).map(|v| (v % 13) as f64 - 6.0).collect();
         let b: Vec<f64> = (0..k * n).map(|v| (v % 5) as f64 * 0.5).collect();
         let c = run(
-            LinalgOp::Matmul {
+            LibraryOp::Matmul {
                 ta: true,
                 tb: false,
             },

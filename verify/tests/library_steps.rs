@@ -10,7 +10,7 @@ use common::{plan_of, python, repo};
 
 use port_codegen::ArrayData;
 use port_codegen::PtxOptions;
-use port_rewriter::plan::LinalgOp;
+use port_rewriter::plan::LibraryOp;
 use port_verify::exec::{run_plan, Outputs};
 use port_verify::inputs::{conditions, generate, Condition, InputValue, Inputs};
 use port_verify::npy::NdArray;
@@ -64,7 +64,7 @@ fn a_matrix_passed_to_cholesky_is_generated_positive_definite() {
         }
     }
     assert!(dominant(&cov));
-    port_verify::linalg::run(LinalgOp::Cholesky, &[cov]).expect("positive definite");
+    port_verify::linalg::run(LibraryOp::Cholesky, &[cov]).expect("positive definite");
     // The other arguments are left as generated.
     assert!(!dominant(&array(&inputs, "x")));
 }

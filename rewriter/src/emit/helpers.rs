@@ -323,6 +323,20 @@ def _port_fill(flat, value):
     _port_linalg(lambda xp, a, b: xp.matmul(a.T if ta else a, b.T if tb else b), out, a, b)
 "#,
     },
+    Helper {
+        name: "_port_sort",
+        source: r#"def _port_sort(a, axis, out):
+    """`np.sort(a, axis=axis)` (`axis` None: of the flattened array) into `out`."""
+    _port_linalg(lambda xp, a: xp.sort(a, axis=axis), out, a)
+"#,
+    },
+    Helper {
+        name: "_port_median",
+        source: r#"def _port_median(a, axis, out):
+    """`np.median(a, axis=axis)` into `out` (one element for axis None)."""
+    _port_linalg(lambda xp, a: xp.median(a, axis=axis), out, a)
+"#,
+    },
     // The IR's `min`/`max` of floats are NumPy's minimum/maximum: a NaN on
     // either side is the result, where Python's `min(5.0, nan)` is 5.0.
     Helper {

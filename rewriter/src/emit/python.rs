@@ -19,7 +19,7 @@ use port_codegen::ir::{
 
 use crate::ir_util::match_py_mod;
 use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
-use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LinalgOp, PlanKind};
+use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LibraryOp, PlanKind};
 use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
 
@@ -1284,9 +1284,12 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                 if let Some(k) = call.op.lstsq_item() {
                     a.push(k.to_string());
                 }
-                if let LinalgOp::Matmul { ta, tb } = call.op {
+                if let LibraryOp::Matmul { ta, tb } = call.op {
                     a.push(py_bool(ta).into());
                     a.push(py_bool(tb).into());
+                }
+                if let Some(axis) = call.op.order_axis() {
+                    a.push(axis.map_or("None".to_string(), |k| k.to_string()));
                 }
                 a.push(h.array(&call.out));
                 let _ = writeln!(

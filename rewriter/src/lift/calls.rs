@@ -120,6 +120,9 @@ impl<'a> Lowerer<'a> {
         if crate::lower::linalg::is_linalg(&name) {
             return self.linalg_call(r, c, line);
         }
+        if crate::lower::sort::is_order_statistic(&name) {
+            return self.order_statistic(r, c, line);
+        }
         if matches!(name.as_str(), "numpy.matmul") && c.args.len() == 2 && c.keywords.is_empty() {
             let a = self.expr(r, &c.args[0])?;
             let b = self.expr(r, &c.args[1])?;

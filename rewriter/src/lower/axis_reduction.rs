@@ -1142,7 +1142,7 @@ impl Lowerer<'_> {
     /// Integer, boolean and complex products stay port's kernel (`None`).
     fn matmul_library(&mut self, x: &ArrVal, y: &ArrVal, line: u32) -> Lower<Option<Val>> {
         use crate::lower::context::{whole_array, HostBind, Recurse};
-        use crate::plan::{LibraryCall, LinalgOp};
+        use crate::plan::{LibraryCall, LibraryOp};
         let float = |t: ScalarType| matches!(t, ScalarType::F32 | ScalarType::F64);
         if !float(x.elem) || !float(y.elem) {
             return Ok(None);
@@ -1197,7 +1197,7 @@ impl Lowerer<'_> {
         self.host.insert(out.clone(), HostBind::Array(ty));
         self.flush_guards();
         self.steps.push(HostStep::Library(LibraryCall {
-            op: LinalgOp::Matmul { ta, tb },
+            op: LibraryOp::Matmul { ta, tb },
             args: vec![a, b],
             out: out.clone(),
             line,

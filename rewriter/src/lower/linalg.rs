@@ -40,7 +40,7 @@ use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
 use crate::lower::context::{whole_array, HostBind, Lowerer, Recurse, Region, RegionKind};
 use crate::numpy::array_expr::{ArrVal, Val};
-use crate::plan::{Fill, HostStep, LibraryCall, LinalgOp};
+use crate::plan::{Fill, HostStep, LibraryCall, LibraryOp};
 
 pub const NAME: &str = "linalg";
 
@@ -86,10 +86,10 @@ impl Lowerer<'_> {
         let name = self.src.resolve(&c.func).unwrap_or_default();
         let short = name.rsplit('.').next().unwrap_or_default().to_string();
         let op = match short.as_str() {
-            "cholesky" => LinalgOp::Cholesky,
-            "solve" => LinalgOp::Solve,
-            "inv" => LinalgOp::Inv,
-            "det" => LinalgOp::Det,
+            "cholesky" => LibraryOp::Cholesky,
+            "solve" => LibraryOp::Solve,
+            "inv" => LibraryOp::Inv,
+            "det" => LibraryOp::Det,
             "lstsq" => {
                 return refuse(
                     NAME,
@@ -129,9 +129,9 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let op = match self.src.eval_const(&s.slice) {
-            Some(crate::source::Const::Int(0)) => LinalgOp::Lstsq,
-            Some(crate::source::Const::Int(2)) => LinalgOp::LstsqRank,
-            Some(crate::source::Const::Int(3)) => LinalgOp::LstsqSingular,
+            Some(crate::source::Const::Int(0)) => LibraryOp::Lstsq,
+            Some(crate::source::Const::Int(2)) => LibraryOp::LstsqRank,
+            Some(crate::source::Const::Int(3)) => LibraryOp::LstsqSingular,
             Some(crate::source::Const::Int(1)) => {
                 return refuse(
                     NAME,
@@ -157,7 +157,7 @@ impl Lowerer<'_> {
     fn linalg_step(
         &mut self,
         r: &mut Region,
-        op: LinalgOp,
+        op: LibraryOp,
         c: &ast::ExprCall,
         line: u32,
     ) -> Lower<Val> {
@@ -182,7 +182,7 @@ impl Lowerer<'_> {
             );
         }
         let arity = match op {
-            LinalgOp::Cholesky | LinalgOp::Inv | LinalgOp::Det => 1,
+            LibraryOp::Cholesky | LibraryOp::Inv | LibraryOp::Det => 1,
             _ => 2,
         };
         let mut operands: Vec<&ast::Expr> = c.args.iter().collect();
@@ -193,7 +193,7 @@ impl Lowerer<'_> {
         for k in &c.keywords {
             match (k.arg.as_ref().map(|a| a.as_str()), op) {
                 (Some("rcond"), _) if op.lstsq_item().is_some() => rcond = Some(&k.value),
-                (Some("upper"), LinalgOp::Cholesky) => {
+                (Some("upper"), LibraryOp::Cholesky) => {
                     if !matches!(
                         self.src.eval_const(&k.value),
                         Some(crate::source::Const::Bool(false))
@@ -284,10 +284,12 @@ impl Lowerer<'_> {
             pairs.push((rows.clone(), cols.clone()));
         }
         let (out_shape, out_elem): (Vec<Expr>, ScalarType) = match op {
-            LinalgOp::Matmul { .. } => unreachable!("`@` is planned by matmul_library"),
-            LinalgOp::Cholesky | LinalgOp::Inv => (a.shape.clone(), t),
-            LinalgOp::Det => (batch.clone(), t),
-            LinalgOp::Solve => {
+            LibraryOp::Matmul { .. } | LibraryOp::Sort { .. } | LibraryOp::Median { .. } => {
+                unreachable!("`@`, `np.sort` and `np.median` are planned elsewhere")
+            }
+            LibraryOp::Cholesky | LibraryOp::Inv => (a.shape.clone(), t),
+            LibraryOp::Det => (batch.clone(), t),
+            LibraryOp::Solve => {
                 let b = &vals[1];
                 let rhs_text = "the right-hand side must have as many rows as the matrix (NumPy raises ValueError)";
                 let mut rhs_pairs = Vec::new();
@@ -316,7 +318,7 @@ impl Lowerer<'_> {
                 self.assume_equal(None, rhs_pairs, line, rhs_text)?;
                 (shape, t)
             }
-            LinalgOp::Lstsq | LinalgOp::LstsqRank | LinalgOp::LstsqSingular => {
+            LibraryOp::Lstsq | LibraryOp::LstsqRank | LibraryOp::LstsqSingular => {
                 let b = &vals[1];
                 if nd != 2 || b.ndim() > 2 {
                     return refuse(
@@ -336,10 +338,10 @@ impl Lowerer<'_> {
                     rhs_text,
                 )?;
                 match op {
-                    LinalgOp::Lstsq if b.ndim() == 1 => (vec![cols.clone()], t),
-                    LinalgOp::Lstsq => (vec![cols.clone(), b.shape[1].clone()], t),
+                    LibraryOp::Lstsq if b.ndim() == 1 => (vec![cols.clone()], t),
+                    LibraryOp::Lstsq => (vec![cols.clone(), b.shape[1].clone()], t),
                     // LAPACK's integer: NumPy's rank is an int32.
-                    LinalgOp::LstsqRank => (Vec::new(), ScalarType::I32),
+                    LibraryOp::LstsqRank => (Vec::new(), ScalarType::I32),
                     _ => (
                         vec![binary(BinOp::Min, rows.clone(), cols.clone())],
                         t.component(),
@@ -350,39 +352,88 @@ impl Lowerer<'_> {
         self.assume_equal(None, pairs, line, SQUARE)?;
         // The operands as device arrays of type `t`.
         let hint = match op {
-            LinalgOp::Cholesky => "chol",
-            LinalgOp::Solve => "solved",
-            LinalgOp::Inv => "inverse",
-            LinalgOp::Det => "det",
-            LinalgOp::Lstsq => "lstsq",
-            LinalgOp::LstsqRank => "rank",
-            LinalgOp::LstsqSingular => "sing",
-            LinalgOp::Matmul { .. } => unreachable!("`@` is planned by matmul_library"),
+            LibraryOp::Cholesky => "chol",
+            LibraryOp::Solve => "solved",
+            LibraryOp::Inv => "inverse",
+            LibraryOp::Det => "det",
+            LibraryOp::Lstsq => "lstsq",
+            LibraryOp::LstsqRank => "rank",
+            LibraryOp::LstsqSingular => "sing",
+            LibraryOp::Matmul { .. } | LibraryOp::Sort { .. } | LibraryOp::Median { .. } => {
+                unreachable!("`@`, `np.sort` and `np.median` are planned elsewhere")
+            }
         };
         let mut args = Vec::new();
         let mut copied = Vec::new();
         for (k, v) in vals.iter().enumerate() {
-            let plain = whole_array(v).filter(|n| {
-                v.elem == t
-                    && (matches!(self.host.get(n), Some(HostBind::Array(_)))
-                        || self.params.iter().any(|(p, ty)| p == n && ty.is_array()))
-            });
-            let name = match plain {
-                Some(n) => n,
-                None => {
-                    let converted = if v.elem == t {
-                        v.clone()
-                    } else {
-                        let from = v.elem;
-                        v.map(t, |e| cast_to(e, from, t))
-                    };
-                    copied.push(format!("`{}`", self.src.text_of(operands[k])));
-                    self.materialise(&format!("{hint}_arg"), &converted, line)?
-                }
-            };
+            let (name, was_copied) = self.library_operand(v, t, hint, line)?;
+            if was_copied {
+                copied.push(format!("`{}`", self.src.text_of(operands[k])));
+            }
             args.push(name);
         }
-        // The result: NumPy's shape, a one-element array for a scalar.
+        let out = self.library_step(op, args, out_shape, out_elem, hint, line);
+        let what = match op.lstsq_item() {
+            Some(k) => format!("`{called}(…)[{k}]`"),
+            None => format!("`{called}`"),
+        };
+        let operands_note = if copied.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} stored into device arrays first)", copied.join(", "))
+        };
+        self.log.applied(
+            NAME,
+            format!(
+                "{what} at line {line}: a library step of the host schedule{operands_note}; port's GPU runs compute it with cuSOLVER (float32/float64 cholesky, solve, inv, det; else on the host), the simulator on the host, the emitted wrapper with CuPy on the GPU or NumPy"
+            ),
+        );
+        Ok(out)
+    }
+
+    /// A library step's operand as a device array of type `t`: a plain
+    /// array (an argument, an array the wrapper allocated) as it is, any
+    /// other value (a view, an expression, another type) first stored
+    /// into an array of its own by a kernel (`true`: it was).
+    pub(crate) fn library_operand(
+        &mut self,
+        v: &ArrVal,
+        t: ScalarType,
+        hint: &str,
+        line: u32,
+    ) -> Lower<(String, bool)> {
+        let plain = whole_array(v).filter(|n| {
+            v.elem == t
+                && (matches!(self.host.get(n), Some(HostBind::Array(_)))
+                    || self.params.iter().any(|(p, ty)| p == n && ty.is_array()))
+        });
+        if let Some(n) = plain {
+            return Ok((n, false));
+        }
+        let converted = if v.elem == t {
+            v.clone()
+        } else {
+            let from = v.elem;
+            v.map(t, |e| cast_to(e, from, t))
+        };
+        Ok((
+            self.materialise(&format!("{hint}_arg"), &converted, line)?,
+            true,
+        ))
+    }
+
+    /// The result's allocation (NumPy's shape, one element for a scalar),
+    /// the guards flushed before it, and the step; the result, to the code
+    /// after it: the array, or a scalar read back like a reduction's.
+    pub(crate) fn library_step(
+        &mut self,
+        op: LibraryOp,
+        args: Vec<String>,
+        out_shape: Vec<Expr>,
+        out_elem: ScalarType,
+        hint: &str,
+        line: u32,
+    ) -> Val {
         let scalar = out_shape.is_empty();
         let alloc_shape = if scalar { vec![i64(1)] } else { out_shape };
         let out = self.fresh(hint);
@@ -410,25 +461,11 @@ impl Lowerer<'_> {
             out: out.clone(),
             line,
         }));
-        let what = match op.lstsq_item() {
-            Some(k) => format!("`{called}(…)[{k}]`"),
-            None => format!("`{called}`"),
-        };
-        let operands_note = if copied.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} stored into device arrays first)", copied.join(", "))
-        };
-        self.log.applied(
-            NAME,
-            format!(
-                "{what} at line {line}: a library step of the host schedule{operands_note}; port's GPU runs compute it with cuSOLVER (float32/float64 cholesky, solve, inv, det; else on the host), the simulator on the host, the emitted wrapper with CuPy on the GPU or NumPy"
-            ),
-        );
         if scalar {
+            // Read back like a reduction's result.
             self.accs.insert(out.clone());
-            return Ok(Val::scalar(load(&out, vec![i64(0)]), out_elem));
+            return Val::scalar(load(&out, vec![i64(0)]), out_elem);
         }
-        Ok(Val::Array(ArrVal::named(&out, ty)))
+        Val::Array(ArrVal::named(&out, ty))
     }
 }

@@ -13,7 +13,8 @@
 //! `scan`, `convolve` and `rearrange` (`np.roll`, `np.indices`) (on
 //! `creation`), `histogram` (on `scan`),
 //! `scalar_function` (on `app_calls` and `hoist_alloc`), `linalg` (on
-//! `shapes`: library calls as steps of the host schedule); `fp32` works on
+//! `shapes`: library calls as steps of the host schedule), `sort` (on
+//! `linalg`: `np.sort` and `np.median` as such steps); `fp32` works on
 //! the finished plan.
 //!
 //! Stage invariant: a pass depends on the context, on the stages before
@@ -40,4 +41,5 @@ pub mod row_reduction;
 pub mod scalar_function;
 pub mod scan;
 pub mod shapes;
+pub mod sort;
 pub mod whole_reduction;

@@ -742,6 +742,11 @@ impl Walk<'_> {
         if let Some(v) = self.axis_reduction(c) {
             return v;
         }
+        if let Some(name) = self.frame.src.resolve(&c.func) {
+            if crate::lower::sort::is_order_statistic(&name) {
+                return self.order_statistic(&name, c);
+            }
+        }
         if !c.keywords.is_empty() {
             return None;
         }
@@ -873,6 +878,34 @@ impl Walk<'_> {
 }
 
 impl Walk<'_> {
+    /// `np.sort(a, axis=-1)`: `a`'s type (1-D for `axis=None`);
+    /// `np.median(a, axis=None)`: a number, or an array of the axes left,
+    /// of [`crate::lower::sort::median_type`].
+    fn order_statistic(&self, name: &str, c: &ast::ExprCall) -> Option<Ty> {
+        let Ty::Arr(t, n) = self.expr(c.args.first()?)? else {
+            return None;
+        };
+        let axis = c.args.get(1).or_else(|| {
+            c.keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "axis"))
+                .map(|k| &k.value)
+        });
+        let whole = match axis {
+            None => name == "numpy.median",
+            Some(ast::Expr::Constant(k)) if matches!(k.value, ast::Constant::None) => true,
+            Some(_) => false,
+        };
+        if name == "numpy.sort" {
+            return Some(Ty::Arr(t, if whole { 1 } else { n }));
+        }
+        let elem = crate::lower::sort::median_type(t)?;
+        if whole || n == 1 {
+            return Some(Ty::Num(vec![(elem, false)]));
+        }
+        Some(Ty::Arr(elem, n - 1))
+    }
+
     /// A reduction given `axis=` (and `keepdims=`) by keyword: `None` when
     /// `c` is not one, `Some(None)` when it is but cannot be typed.
     fn axis_reduction(&self, c: &ast::ExprCall) -> Option<Option<Ty>> {
@@ -1298,7 +1331,7 @@ mod tests {
     #[test]
     fn what_no_rule_types_is_named_with_its_line() {
         let src =
-            "import numpy as np\n\ndef f(x):\n    m = np.median(x)\n    s = m * 2\n    return s\n";
+            "import numpy as np\n\ndef f(x):\n    m = np.percentile(x, 90)\n    s = m * 2\n    return s\n";
         let t = table_of(src, "float64[:]");
         assert_eq!(t.untyped.get("m"), Some(&4));
         // Reads of an untyped name are not typed either.

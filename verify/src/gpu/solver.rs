@@ -29,7 +29,7 @@ use cudarc::cusolver::sys as sol;
 use cudarc::cusolver::DnHandle;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use port_codegen::ir::ScalarType;
-use port_rewriter::plan::LinalgOp;
+use port_rewriter::plan::LibraryOp;
 
 use std::sync::Arc;
 
@@ -262,7 +262,7 @@ pub(super) struct Shapes {
 impl Shapes {
     /// `None` where the host reference must answer (it raises NumPy's
     /// error, or the case is empty).
-    fn of(op: LinalgOp, args: &[&DevArray<Buf>], out: &DevArray<Buf>) -> Option<Shapes> {
+    fn of(op: LibraryOp, args: &[&DevArray<Buf>], out: &DevArray<Buf>) -> Option<Shapes> {
         let a = args.first()?;
         let nd = a.shape.len();
         if nd < 2 || a.shape[nd - 2] != a.shape[nd - 1] {
@@ -275,9 +275,9 @@ impl Shapes {
         }
         let mut rhs_cols = None;
         let out_len = match op {
-            LinalgOp::Cholesky | LinalgOp::Inv => count * n * n,
-            LinalgOp::Det => count,
-            LinalgOp::Solve => {
+            LibraryOp::Cholesky | LibraryOp::Inv => count * n * n,
+            LibraryOp::Det => count,
+            LibraryOp::Solve => {
                 let b = args.get(1)?;
                 if b.shape.len() == 1 {
                     if b.shape[0] != n {
@@ -306,7 +306,7 @@ impl Shapes {
 /// module computes (float32/float64, shapes NumPy accepts); `None`
 /// otherwise (the host computes it then).
 pub(super) fn applies(
-    op: LinalgOp,
+    op: LibraryOp,
     args: &[&DevArray<Buf>],
     out: &DevArray<Buf>,
 ) -> Option<Shapes> {
@@ -349,7 +349,7 @@ pub(super) fn run(
     stream: &Arc<CudaStream>,
     dn: &DnHandle,
     blas: &CudaBlas,
-    op: LinalgOp,
+    op: LibraryOp,
     s: &Shapes,
     args: &[&DevArray<Buf>],
     out: &mut DevArray<Buf>,
@@ -365,7 +365,7 @@ fn routine<T: Lapack>(
     stream: &Arc<CudaStream>,
     dn: &DnHandle,
     blas: &CudaBlas,
-    op: LinalgOp,
+    op: LibraryOp,
     s: &Shapes,
     args: &[&DevArray<Buf>],
     out: &mut DevArray<Buf>,
@@ -383,7 +383,7 @@ fn routine<T: Lapack>(
     let (info_p, _gi) = info.device_ptr_mut(&stream);
     let info_at = |k: usize| (info_p + (k * 4) as u64) as *mut i32;
 
-    if op == LinalgOp::Cholesky {
+    if op == LibraryOp::Cholesky {
         stream.memcpy_dtod(&a.buf, &mut out.buf).map_err(cuda)?;
         let (o, _go) = out.buf.device_ptr_mut(&stream);
         let at = |k: usize| (o + (k * mat) as u64) as *mut T;
@@ -440,7 +440,7 @@ fn routine<T: Lapack>(
     let ri = ri as *mut i32;
     let t = sol::cublasOperation_t::CUBLAS_OP_T;
     match op {
-        LinalgOp::Det => {
+        LibraryOp::Det => {
             // U's diagonal, gathered by a strided copy, and the pivots.
             let mut diag = stream.alloc_zeros::<T>(count * n).map_err(cuda)?;
             {
@@ -472,7 +472,7 @@ fn routine<T: Lapack>(
             stream.memcpy_htod(&dets, &mut o).map_err(cuda)?;
             Ok(())
         }
-        LinalgOp::Inv => {
+        LibraryOp::Inv => {
             let mut eye = vec![T::ZERO; count * n * n];
             for k in 0..count {
                 for i in 0..n {
@@ -506,7 +506,7 @@ fn routine<T: Lapack>(
             drop((_go, _gl, _gp, _gw, _gri, _gi));
             check(&stream, &info, "Singular matrix")
         }
-        LinalgOp::Solve => {
+        LibraryOp::Solve => {
             let b = args[1];
             let (o, _go) = out.buf.device_ptr_mut(&stream);
             let (bp, _gb) = b.buf.device_ptr(&stream);
