@@ -960,6 +960,8 @@ mod order_stats {
         gini: "float64[:]",
         column_spread: "float32[:,:]",
         above_median: "int64[:]",
+        spread_of_sorted_rows: "float64[:,:]",
+        lorenz_points: "float64[:]",
     }
 
     /// A NaN among the values makes the median NaN, as NumPy's is; the

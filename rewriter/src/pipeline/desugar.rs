@@ -11,7 +11,8 @@
 //!   (`@njit("b1(u1[::1], i8)")`) cast to it, `np.bool_(…)`;
 //! - returns from inside `if`s as one return at the end;
 //! - a ufunc's output given positionally (`np.add(x, y, x)`) as `out=`;
-//! - `np.copyto(dst, src)` as `dst[:] = src`;
+//! - `np.copyto(dst, src)` as `dst[:] = src`; an array's in-place
+//!   `x.sort(axis)` as `x[:] = np.sort(x, axis)`;
 //! - the built-ins `pow(a, b)` and `divmod(a, b)` as `a ** b` and
 //!   `(a // b, a % b)`, Python's own definitions;
 //! - a list comprehension over a constant `range` of at most
@@ -293,6 +294,8 @@ pub fn calls_as_defined(
     let mut changed = positional_out(src, body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
     changed |= copyto_as_stores(src, body);
+    // `x.sort()` as `x[:] = np.sort(x)`.
+    changed |= sort_in_place_as_store(src, np, body);
     // `np.append(a, b)` as `np.concatenate((np.ravel(a), np.ravel(b)))`.
     changed |= append_as_concatenate(src, np, body);
     // `pow(a, b)` as `a ** b`, `divmod(a, b)` as `(a // b, a % b)`.
@@ -814,6 +817,82 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
             range,
             targets: vec![target],
             value: Box::new(c.args[1].clone()),
+            type_comment: None,
+        });
+        changed = true;
+    }
+    changed
+}
+
+/// Each statement `x.sort(…)` of `body` (an array sorted in place along
+/// its last axis, or the axis given, `kind=` any) as `x[:] =
+/// np.sort(x, …)`: the same values stored back into `x`, which the
+/// rewrites take like any store. `x` is a name or a subscript, never a
+/// module; `order=` is left alone.
+fn sort_in_place_as_store(
+    src: &source::SourceFile,
+    np: &str,
+    body: &mut [rustpython_parser::ast::Stmt],
+) -> bool {
+    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    let mut changed = false;
+    for s in body.iter_mut() {
+        for b in pyast::child_bodies_mut(s) {
+            changed |= sort_in_place_as_store(src, np, b);
+        }
+        let Stmt::Expr(e) = s else { continue };
+        let Expr::Call(c) = e.value.as_ref() else {
+            continue;
+        };
+        let Expr::Attribute(a) = c.func.as_ref() else {
+            continue;
+        };
+        if a.attr.as_str() != "sort"
+            || !matches!(a.value.as_ref(), Expr::Name(_) | Expr::Subscript(_))
+            || src.names_a_module(&a.value)
+            || c.args.len() > 1
+            || c.keywords
+                .iter()
+                .any(|k| !matches!(k.arg.as_ref().map(|n| n.as_str()), Some("axis" | "kind")))
+        {
+            continue;
+        }
+        let range = e.range();
+        let x = a.value.as_ref().clone();
+        let mut args = vec![x.clone()];
+        args.extend(c.args.iter().cloned());
+        let sorted = pyast::call_node(
+            pyast::attribute_node(
+                pyast::name_node(np, range, ast::ExprContext::Load),
+                "sort",
+                range,
+            ),
+            args,
+            range,
+        );
+        let sorted = match sorted {
+            Expr::Call(mut call) => {
+                call.keywords = c.keywords.clone();
+                Expr::Call(call)
+            }
+            other => other,
+        };
+        let whole = Expr::Slice(ast::ExprSlice {
+            range: x.range(),
+            lower: None,
+            upper: None,
+            step: None,
+        });
+        let target = Expr::Subscript(ast::ExprSubscript {
+            range: x.range(),
+            value: Box::new(x),
+            slice: Box::new(whole),
+            ctx: ast::ExprContext::Store,
+        });
+        *s = Stmt::Assign(ast::StmtAssign {
+            range,
+            targets: vec![target],
+            value: Box::new(sorted),
             type_comment: None,
         });
         changed = true;
