@@ -962,6 +962,7 @@ mod order_stats {
         above_median: "int64[:]",
         spread_of_sorted_rows: "float64[:,:]",
         lorenz_points: "float64[:]",
+        largest_first: "float64[:], float64",
     }
 
     /// A NaN among the values makes the median NaN, as NumPy's is; the
@@ -1043,10 +1044,12 @@ mod order_stats {
     }
 
     /// Typed from the body alone: `np.sort`'s result is its operand's
-    /// type, `np.median`'s a float.
+    /// type, `np.median`'s a float; what `np.sort` is given, under a sign
+    /// too, is an array.
     #[test]
     fn typed_from_the_body() {
         super::verified_from_body("order_stats.py", "gini", "float64[:]");
+        super::verified_from_body("order_stats.py", "largest_first", "float64[:], float64");
     }
 }
 

@@ -1219,6 +1219,19 @@ fn observe(src: &crate::source::SourceFile, x: &Expr, uses: &mut HashMap<&str, U
                     u.ndim = u.ndim.max(2);
                 }
             }
+            // `np.sort(-data)`, `np.median(x)`: NumPy raises for a number,
+            // so the name under a sign is an array too.
+            if on_numpy && matches!(callee, "sort" | "median") {
+                let mut operand = c.args.first();
+                while let Some(Expr::UnaryOp(u)) = operand {
+                    operand = Some(u.operand.as_ref());
+                }
+                if let Some(u) = operand.and_then(name_of).and_then(|n| uses.get_mut(n)) {
+                    if !u.int {
+                        u.array = true;
+                    }
+                }
+            }
             if on_numpy && !creation {
                 // `np.sum(a)`, `np.sqrt(x)`: NumPy's functions take arrays.
                 for a in &c.args {
