@@ -214,9 +214,9 @@ pub enum LibraryOp {
     /// product reads `a.T`, `b.T`).
     Matmul { ta: bool, tb: bool },
     /// `np.sort(a, axis)`: the values along `axis` in ascending order,
-    /// NaNs last (`None`: of the flattened array). No float compares
-    /// equal to another of different bits but `-0.0` and `0.0`, so which
-    /// algorithm sorts changes no value.
+    /// NaNs last (`None`: of the flattened array). Which algorithm sorts
+    /// changes no value, but for the order of `-0.0` and `0.0`, which
+    /// compare equal.
     Sort { axis: Option<u8> },
     /// `np.median(a, axis)`: the middle value along `axis` (`None`: of the
     /// whole array), the mean of the two middle ones for an even count,

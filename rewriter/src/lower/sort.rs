@@ -12,8 +12,9 @@
 //! do elsewhere.
 //!
 //! The meaning is NumPy's: ascending, NaNs last; which algorithm sorts
-//! changes no value (`kind=` is accepted: only `-0.0` and `0.0` compare
-//! equal with different bits, and they print and compare as equal). A
+//! changes no value (`kind=` is accepted), except that `-0.0` and `0.0`
+//! compare equal, so their order among themselves may differ from
+//! NumPy's (a sign only a later division by them would show). A
 //! median is the middle value, or the mean of the two middle ones in the
 //! input's float type (float64 for integers and booleans), NaN when a NaN
 //! is among the values.
