@@ -1240,7 +1240,11 @@ fn library<D: Device>(
         down += arr.bytes();
         operands.push(dev.download(arr)?);
     }
-    let result = crate::linalg::run(call.op, &operands).map_err(|e| {
+    let result = match (call.op.order_axis(), operands.first()) {
+        (Some(_), Some(a)) => crate::order::run(call.op, a),
+        _ => crate::linalg::run(call.op, &operands),
+    }
+    .map_err(|e| {
         VerifyError::LinAlg(format!(
             "{} (`{}` at line {}, run on the host)",
             e.0,

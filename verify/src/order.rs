@@ -4,8 +4,9 @@
 //! result's type (float32 stays float32, integers and booleans become
 //! float64), NaN when a NaN is among the values or there are none.
 //!
-//! Both devices run them here ([`crate::linalg::run`] hands them over):
-//! the operand copied back, the result copied over.
+//! Both devices run them here ([`crate::exec`] hands them over, as it
+//! hands `np.linalg`'s to [`crate::linalg`]): the operand copied back, the
+//! result copied over. Errors are [`LinAlgError`]s, as a library step's.
 
 use std::cmp::Ordering;
 
