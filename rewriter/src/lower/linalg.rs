@@ -162,12 +162,7 @@ impl Lowerer<'_> {
         line: u32,
     ) -> Lower<Val> {
         let called = op.numpy_name();
-        if r.kind != RegionKind::Host {
-            let inside = if r.kind == RegionKind::Device {
-                "a function called from a kernel"
-            } else {
-                "a parallel loop"
-            };
+        if let Some(inside) = off_the_host(r.kind) {
             let advice = if op.lstsq_item().is_some() {
                 "call it outside the loop".to_string()
             } else {
@@ -467,5 +462,15 @@ impl Lowerer<'_> {
             return Val::scalar(load(&out, vec![i64(0)]), out_elem);
         }
         Val::Array(ArrVal::named(&out, ty))
+    }
+}
+
+/// Where a library step cannot run, in words (`a parallel loop`): `None`
+/// on the host schedule, where it can.
+pub(crate) fn off_the_host(kind: RegionKind) -> Option<&'static str> {
+    match kind {
+        RegionKind::Host => None,
+        RegionKind::Device => Some("a function called from a kernel"),
+        _ => Some("a parallel loop"),
     }
 }

@@ -34,7 +34,7 @@ use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
-use crate::lower::context::{Lowerer, Recurse, Region, RegionKind};
+use crate::lower::context::{Lowerer, Recurse, Region};
 use crate::numpy::array_expr::Val;
 use crate::plan::LibraryOp;
 
@@ -66,12 +66,7 @@ impl Lowerer<'_> {
         let name = self.src.resolve(&c.func).unwrap_or_default();
         let median = name == "numpy.median";
         let called = if median { "np.median" } else { "np.sort" };
-        if r.kind != RegionKind::Host {
-            let inside = if r.kind == RegionKind::Device {
-                "a function called from a kernel"
-            } else {
-                "a parallel loop"
-            };
+        if let Some(inside) = crate::lower::linalg::off_the_host(r.kind) {
             return refuse(
                 NAME,
                 line,
