@@ -784,7 +784,7 @@ fn builtin_pow_and_divmod(
 /// broadcasting `src`, which the rewrites take like any store (in a time
 /// loop, a kernel per iteration).
 fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast::Stmt]) -> bool {
-    use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
+    use rustpython_parser::ast::{Expr, Ranged, Stmt};
     let mut changed = false;
     for s in body.iter_mut() {
         for b in pyast::child_bodies_mut(s) {
@@ -800,28 +800,38 @@ fn copyto_as_stores(src: &source::SourceFile, body: &mut [rustpython_parser::ast
         {
             continue;
         }
-        let range = e.range();
-        let whole = Expr::Slice(ast::ExprSlice {
-            range: c.args[0].range(),
-            lower: None,
-            upper: None,
-            step: None,
-        });
-        let target = Expr::Subscript(ast::ExprSubscript {
-            range: c.args[0].range(),
-            value: Box::new(c.args[0].clone()),
-            slice: Box::new(whole),
-            ctx: ast::ExprContext::Store,
-        });
-        *s = Stmt::Assign(ast::StmtAssign {
-            range,
-            targets: vec![target],
-            value: Box::new(c.args[1].clone()),
-            type_comment: None,
-        });
+        *s = store_into_whole(c.args[0].clone(), c.args[1].clone(), e.range());
         changed = true;
     }
     changed
+}
+
+/// `dst[:] = value`, at `range`: NumPy's assignment into the whole of
+/// `dst`, broadcasting `value`.
+fn store_into_whole(
+    dst: rustpython_parser::ast::Expr,
+    value: rustpython_parser::ast::Expr,
+    range: rustpython_parser::text_size::TextRange,
+) -> rustpython_parser::ast::Stmt {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let whole = Expr::Slice(ast::ExprSlice {
+        range: dst.range(),
+        lower: None,
+        upper: None,
+        step: None,
+    });
+    let target = Expr::Subscript(ast::ExprSubscript {
+        range: dst.range(),
+        value: Box::new(dst),
+        slice: Box::new(whole),
+        ctx: ast::ExprContext::Store,
+    });
+    ast::Stmt::Assign(ast::StmtAssign {
+        range,
+        targets: vec![target],
+        value: Box::new(value),
+        type_comment: None,
+    })
 }
 
 /// Each statement `x.sort(…)` of `body` (an array sorted in place along
@@ -877,24 +887,7 @@ fn sort_in_place_as_store(
             }
             other => other,
         };
-        let whole = Expr::Slice(ast::ExprSlice {
-            range: x.range(),
-            lower: None,
-            upper: None,
-            step: None,
-        });
-        let target = Expr::Subscript(ast::ExprSubscript {
-            range: x.range(),
-            value: Box::new(x),
-            slice: Box::new(whole),
-            ctx: ast::ExprContext::Store,
-        });
-        *s = Stmt::Assign(ast::StmtAssign {
-            range,
-            targets: vec![target],
-            value: Box::new(sorted),
-            type_comment: None,
-        });
+        *s = store_into_whole(x, sorted, range);
         changed = true;
     }
     changed
