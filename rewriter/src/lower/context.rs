@@ -1149,6 +1149,13 @@ fn collect_free(body: &[Stmt], declared: &mut HashSet<String>, order: &mut Vec<S
     }
 }
 
+/// NumPy's axis `k` of an array of `ndim` dimensions, counted from the
+/// front (`-1` is the last); `None` when it is out of bounds.
+pub(crate) fn axis_index(k: i64, ndim: usize) -> Option<usize> {
+    let n = ndim as i64;
+    (-n..n).contains(&k).then(|| k.rem_euclid(n) as usize)
+}
+
 /// The name of the array when `av` is all of a named array, unchanged.
 pub fn whole_array(av: &ArrVal) -> Option<String> {
     if av.computed {

@@ -23,7 +23,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::context::{Lowerer, Recurse, Region};
+use crate::lower::context::{axis_index, Lowerer, Recurse, Region};
 use crate::lower::creation::reshape;
 use crate::numpy::array_expr::{self, ph, ArrVal, Val};
 use crate::numpy::rearrange;
@@ -151,17 +151,18 @@ impl Lowerer<'_> {
         let mut axes = Vec::new();
         for e in &axis_items {
             match self.src.eval_const(e) {
-                Some(Const::Int(k)) if (-n..n).contains(&k) => {
-                    axes.push(if k < 0 { k + n } else { k } as usize)
-                }
                 Some(Const::Int(k)) => {
+                    if let Some(a) = axis_index(k, av.ndim()) {
+                        axes.push(a);
+                        continue;
+                    }
                     return refuse(
                         array_expr::NAME,
                         line,
                         format!(
                             "`np.roll`: axis {k} is out of bounds for an array of dimension {n}"
                         ),
-                    )
+                    );
                 }
                 _ => {
                     return refuse(
@@ -214,9 +215,12 @@ impl Lowerer<'_> {
     /// counted from the front.
     fn const_axis(&self, e: &ast::Expr, ndim: usize, what: &str, line: u32) -> Lower<usize> {
         let n = ndim as i64;
-        match self.src.eval_const(e) {
-            Some(Const::Int(k)) if (-n..n).contains(&k) => Ok(k.rem_euclid(n) as usize),
-            _ => refuse(
+        match self.src.eval_const(e).and_then(|c| match c {
+            Const::Int(k) => axis_index(k, ndim),
+            _ => None,
+        }) {
+            Some(a) => Ok(a),
+            None => refuse(
                 array_expr::NAME,
                 line,
                 format!(

@@ -34,7 +34,7 @@ use port_codegen::ir::{Expr, ScalarType};
 use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
-use crate::lower::context::{Lowerer, Recurse, Region};
+use crate::lower::context::{axis_index, Lowerer, Recurse, Region};
 use crate::numpy::array_expr::Val;
 use crate::plan::LibraryOp;
 
@@ -151,20 +151,18 @@ impl Lowerer<'_> {
             None => Some(nd.saturating_sub(1)),
             Some(ast::Expr::Constant(v)) if matches!(v.value, ast::Constant::None) => None,
             Some(e) => match self.src.eval_const(e) {
-                Some(crate::source::Const::Int(k)) => {
-                    let n = nd as i64;
-                    let a = if k < 0 { k + n } else { k };
-                    if !(0..n).contains(&a) {
+                Some(crate::source::Const::Int(k)) => match axis_index(k, nd) {
+                    Some(a) => Some(a),
+                    None => {
                         return refuse(
                             NAME,
                             line,
                             format!(
                                 "`{called}`: axis {k} is out of bounds for an array of dimension {nd} (NumPy raises)"
                             ),
-                        );
+                        )
                     }
-                    Some(a as usize)
-                }
+                },
                 _ => {
                     return refuse(
                         NAME,
