@@ -2845,6 +2845,41 @@ mod fuzz_found {
     }
 
     #[test]
+    fn a_winner_of_builtin_min_passed_through_arithmetic_is_refused_where_returned() {
+        // Seed 905074: the Python float or the float32 element wins, and a
+        // NumPy bool plus each is float64 or float32.
+        let j = refused(
+            "winner_flows_into_arithmetic",
+            "float64[:], float32[:], float64",
+        );
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`acc1`, returned here, is a Python float or a NumPy float32, depending on which argument of the `min`/`max` at line"),
+            "{msg}"
+        );
+        // A `min` reduction keeps its Python start until an element beats it.
+        let j = refused("minimum_from_a_python_start", "float32[:]");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`m`, returned here, is a Python float or a NumPy float32"),
+            "{msg}"
+        );
+        // The same starts over float64 elements: one type either way.
+        given(
+            "minimum_from_a_python_start",
+            "float64[:]",
+            "b=np.array([0.5, 2.0, 0.25])",
+        );
+        // Stored, the winner takes the array's dtype, whichever wins.
+        given(
+            "winner_stored_after_arithmetic",
+            "float64[:], float32[:], float64, float32[:]",
+            "a=np.array([0.1, 0.9, 0.2, 0.7]), b=np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32), \
+             s=0.3, out=np.zeros(4, dtype=np.float32)",
+        );
+    }
+
+    #[test]
     fn a_reduction_over_an_empty_range_returns_the_python_number_it_started_as() {
         for values in [
             "x=np.zeros(0, dtype=np.uint64), y=np.zeros((0, 3), dtype=np.float32)",

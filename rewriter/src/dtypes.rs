@@ -197,6 +197,42 @@ pub fn binop(
     }
 }
 
+/// The types a value can have when each operand's type is one of several
+/// (`min(s, x_f32[i])` is the Python float `s` or a NumPy float32,
+/// whichever wins): every combination's result under `op` (a unary one
+/// when `b` is empty), one per dtype, weak when its operands are. A
+/// combination NumPy refuses is left out; the lowering reports the one it
+/// meets. One result means the value has one type whichever argument won.
+pub fn alternatives(
+    op: Result<Operator, UnaryOp>,
+    a: &[(ScalarType, bool)],
+    b: &[(ScalarType, bool)],
+) -> Vec<(ScalarType, bool)> {
+    let mut out: Vec<(ScalarType, bool)> = Vec::new();
+    let mut push = |r: (ScalarType, bool)| {
+        if !out.iter().any(|(t, _)| *t == r.0) {
+            out.push(r);
+        }
+    };
+    for &x in a {
+        match op {
+            Err(u) => {
+                if let Ok(t) = unary(u, x) {
+                    push((t, x.1));
+                }
+            }
+            Ok(o) => {
+                for &y in b {
+                    if let Ok(r) = binop(o, x, y) {
+                        push((r.result, x.1 && y.1));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// NumPy 2's (and, for a Python number, Python's) unary operator `op` on
 /// `(t, weak)`: the type the operand is cast to, which is also the
 /// result's (`not` gives a bool, whatever it reads); `Err` says what NumPy
@@ -241,5 +277,37 @@ pub fn float_limit(t: ScalarType, attr: &str) -> Option<f64> {
         }
         .map(f64::from),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ScalarType::*;
+
+    #[test]
+    fn a_winner_keeps_two_types_where_numpy_promotes_them_apart() {
+        let winner = [(F64, true), (F32, false)];
+        // A NumPy bool plus the Python float is float64, plus a float32
+        // float32 (fuzz seed 905074).
+        assert_eq!(
+            alternatives(Ok(Operator::Add), &[(Bool, false)], &winner),
+            vec![(F64, false), (F32, false)]
+        );
+        // Beside a float64 element both are float64: one type.
+        assert_eq!(
+            alternatives(Ok(Operator::Mult), &winner, &[(F64, false)]),
+            vec![(F64, false)]
+        );
+        // `-` keeps each its own, the Python float weak.
+        assert_eq!(
+            alternatives(Err(UnaryOp::USub), &winner, &[]),
+            vec![(F64, true), (F32, false)]
+        );
+        // NumPy bools refuse `-`: that combination gives nothing.
+        assert_eq!(
+            alternatives(Ok(Operator::Sub), &[(Bool, false)], &[(Bool, false)]),
+            vec![]
+        );
     }
 }

@@ -205,7 +205,12 @@ impl<'a> Lowerer<'a> {
                     format!("`{}`: kernels compute on numbers only", self.src.text_of(e)),
                 ),
             },
-            ast::Expr::Name(n) => self.lookup(r, n.id.as_str(), line),
+            ast::Expr::Name(n) => {
+                let v = self.lookup(r, n.id.as_str(), line)?;
+                let choice = self.choice_names.get(n.id.as_str()).copied();
+                self.note_choice(e, choice);
+                Ok(v)
+            }
             ast::Expr::BinOp(b) => {
                 let a = self.expr(r, &b.left)?;
                 let c = self.expr(r, &b.right)?;
@@ -226,13 +231,18 @@ impl<'a> Lowerer<'a> {
                         return Ok(v);
                     }
                 }
-                if b.op == ast::Operator::Pow && r.kind == RegionKind::Host {
-                    if let Some(v) = self.host_int_power(&a, &c) {
-                        return Ok(v);
+                let v = match (b.op == ast::Operator::Pow && r.kind == RegionKind::Host)
+                    .then(|| self.host_int_power(&a, &c))
+                    .flatten()
+                {
+                    Some(v) => v,
+                    None => {
+                        self.assume_broadcast(r, &[&a, &c], line)?;
+                        self.binop(b.op, &a, &c, line)?
                     }
-                }
-                self.assume_broadcast(r, &[&a, &c], line)?;
-                self.binop(b.op, &a, &c, line)
+                };
+                self.pass_choice(e, Some(Ok(b.op)), &[(&b.left, &a), (&b.right, &c)]);
+                Ok(v)
             }
             ast::Expr::UnaryOp(u) => {
                 let v = self.expr(r, &u.operand)?;
@@ -267,6 +277,7 @@ impl<'a> Lowerer<'a> {
                         format!("`{}`: {what}", self.src.text_of(e)),
                     );
                 }
+                self.pass_choice(e, Some(Err(u.op)), &[(&u.operand, &v)]);
                 match (out, &v) {
                     (Some(Val::Scalar(x, t, _)), Val::Scalar(_, _, w)) => Ok(Val::Scalar(x, t, *w)),
                     (Some(v), _) => Ok(v),
@@ -378,6 +389,7 @@ impl<'a> Lowerer<'a> {
                 let c = self.expr(r, &i.test)?;
                 let a = self.expr(r, &i.body)?;
                 let b = self.expr(r, &i.orelse)?;
+                self.pass_choice(e, None, &[(&i.body, &a), (&i.orelse, &b)]);
                 let (Val::Scalar(c, tc, _), Val::Scalar(x, tx, wx), Val::Scalar(y, ty, wy)) =
                     (c, a, b)
                 else {

@@ -9,7 +9,7 @@ use rustpython_parser::ast;
 
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, lit, select};
-use crate::lower::context::{Lowerer, Recurse, Reduce, Region, RegionKind};
+use crate::lower::context::{Choice, Lowerer, Recurse, Reduce, Region, RegionKind};
 use crate::lower::row_reduction::reduce_name;
 use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::numpy::math_calls;
@@ -391,9 +391,17 @@ impl<'a> Lowerer<'a> {
                 ),
             );
         }
-        if let Some(types) = math_calls::builtin_choice_of_python_number(&name, &args) {
-            self.python_choices
-                .insert(c.range.start().to_u32(), (line, types));
+        if let Some((python, other, numpy)) =
+            math_calls::builtin_choice_of_python_number(&name, &args)
+        {
+            let alts = [(python, true), (other, !numpy)];
+            self.note_choice(c, Choice::among(line, &alts));
+        } else if matches!(name.as_str(), "min" | "max") {
+            // A winner that is itself a choice (`min(acc, max(h(b), v))`
+            // is the Python int `h(b)` gives when it wins both; fuzz seed
+            // 630055).
+            let operands: Vec<(&ast::Expr, &Val)> = c.args.iter().zip(&args).collect();
+            self.pass_choice(c, None, &operands);
         }
         if math_calls::builtin_choice_untyped(&name, &args) {
             return refuse(

@@ -310,6 +310,7 @@ impl<'a> Lowerer<'a> {
                     return Ok(());
                 }
                 let v = self.expr(r, value)?;
+                self.bind_choice(n.id.as_str(), value);
                 self.bind_local(r, n.id.as_str(), v, at, line)
             }
             ast::Expr::Tuple(t) => {
@@ -520,6 +521,7 @@ impl<'a> Lowerer<'a> {
         }
         self.assume_broadcast(r, &[&cur, &rhs], line)?;
         let new = self.binop(a.op, &cur, &rhs, line)?;
+        self.aug_choice(a, &cur, &rhs);
         match a.target.as_ref() {
             ast::Expr::Name(n) => match new {
                 Val::Scalar(e, t, weak) => {

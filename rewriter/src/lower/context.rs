@@ -389,13 +389,17 @@ pub(crate) struct Lowerer<'a> {
     /// same name, as NumPy casts a Python float to float32 when it meets
     /// one (`beta = 1.0` then `beta *= x_f32` is a float32 loop variable).
     pub observed_weak: HashMap<String, ScalarType>,
-    /// Calls of the built-in `min`/`max` whose result is the Python number
-    /// among its arguments on some calls and a NumPy scalar of another type
-    /// on others (`math_calls::builtin_choice_of_python_number`), by the
-    /// call's offset in the source: its line, and the types
-    /// `builtin_choice_of_python_number` gives. A returned value that comes
-    /// from one has no one type.
-    pub python_choices: HashMap<u32, (u32, (ScalarType, ScalarType, bool))>,
+    /// Expressions whose type depends on which argument of a built-in
+    /// `min`/`max` won (`Choice`), by their range in the source: the call
+    /// itself (`math_calls::builtin_choice_of_python_number`), and what
+    /// computes on it while the alternatives still give different types
+    /// (`(x_f64[i] < 0.5) + min(s, b_f32[i])` is float64 or float32). A
+    /// returned value that is one has no one type.
+    pub python_choices: HashMap<(u32, u32), Choice>,
+    /// Names whose last binding is such a value, or a `min`/`max`
+    /// reduction started from a value of another type (`m = 0.0`, then
+    /// `m = max(m, x_f32[i])`): reading one is a choice too.
+    pub choice_names: HashMap<String, Choice>,
     /// Names the function binds inside a loop, an `if` or a `try`: an
     /// alias of a whole array (`p = r`) bound to one of them before the
     /// block is a run-time binding, not a compile-time view, since the
@@ -504,6 +508,7 @@ impl<'a> Lowerer<'a> {
             observed: HashMap::new(),
             observed_weak: HashMap::new(),
             python_choices: HashMap::new(),
+            choice_names: HashMap::new(),
             bound_as: HashMap::new(),
             bound_types: HashMap::new(),
             empty_start: HashMap::new(),
@@ -749,6 +754,91 @@ impl<'a> Lowerer<'a> {
         all
     }
 
+    /// The choice the value of `e` is (`python_choices`), if any.
+    pub fn choice_of(&self, e: &impl Ranged) -> Option<Choice> {
+        let r = e.range();
+        self.python_choices
+            .get(&(r.start().to_u32(), r.end().to_u32()))
+            .copied()
+    }
+
+    /// Records that the value of `e` is `choice` (nothing for `None`).
+    pub fn note_choice(&mut self, e: &impl Ranged, choice: Option<Choice>) {
+        if let Some(c) = choice {
+            let r = e.range();
+            self.python_choices
+                .insert((r.start().to_u32(), r.end().to_u32()), c);
+        }
+    }
+
+    /// `name = value`: `name` is a choice while its last binding is one.
+    pub fn bind_choice(&mut self, name: &str, value: &impl Ranged) {
+        match self.choice_of(value) {
+            Some(c) => self.choice_names.insert(name.to_string(), c),
+            None => self.choice_names.remove(name),
+        };
+    }
+
+    /// The types the value `v` of the expression `e` can have: a
+    /// choice's two, else its own (an array's element type, strong).
+    pub fn alts_of(&self, e: &ast::Expr, v: &Val) -> Vec<(ScalarType, bool)> {
+        if let Some(c) = self.choice_of(e) {
+            return c.alts.to_vec();
+        }
+        match v {
+            Val::Scalar(_, t, weak) => vec![(*t, *weak)],
+            Val::Array(a) => vec![(a.elem, false)],
+            Val::Tuple(_) => Vec::new(),
+        }
+    }
+
+    /// `e`, computed from `operands` (each an expression and its value),
+    /// is a choice when one of them is and the alternatives still give
+    /// different types (`op`: a binary or unary operator, or `None` for
+    /// a value that is one of the operands, as `min`, `max` and `a if c
+    /// else b` are).
+    pub fn pass_choice(
+        &mut self,
+        e: &impl Ranged,
+        op: Option<Result<ast::Operator, ast::UnaryOp>>,
+        operands: &[(&ast::Expr, &Val)],
+    ) {
+        let Some(line) = operands
+            .iter()
+            .find_map(|(x, _)| self.choice_of(*x))
+            .map(|c| c.line)
+        else {
+            return;
+        };
+        let sets: Vec<Vec<(ScalarType, bool)>> =
+            operands.iter().map(|(x, v)| self.alts_of(x, v)).collect();
+        let alts = match (op, sets.as_slice()) {
+            (Some(Ok(o)), [a, b]) => crate::dtypes::alternatives(Ok(o), a, b),
+            (Some(Err(u)), [a]) => crate::dtypes::alternatives(Err(u), a, &[]),
+            (None, _) => {
+                let mut all: Vec<(ScalarType, bool)> = Vec::new();
+                for x in sets.into_iter().flatten() {
+                    if !all.iter().any(|(t, _)| *t == x.0) {
+                        all.push(x);
+                    }
+                }
+                all
+            }
+            _ => return,
+        };
+        self.note_choice(e, Choice::among(line, &alts));
+    }
+
+    /// `name op= value`: `name` is a choice after it when the update
+    /// passes one on (`acc += min(s, x_f32[i])` of a float64 `acc` is
+    /// not: float64 either way).
+    pub fn aug_choice(&mut self, a: &ast::StmtAugAssign, cur: &Val, rhs: &Val) {
+        self.pass_choice(a, Some(Ok(a.op)), &[(&a.target, cur), (&a.value, rhs)]);
+        if let ast::Expr::Name(n) = a.target.as_ref() {
+            self.bind_choice(n.id.as_str(), a);
+        }
+    }
+
     /// The function of this file a call refers to, if any.
     pub fn app_function(&self, func: &ast::Expr) -> Option<String> {
         let ast::Expr::Name(n) = func else {
@@ -970,6 +1060,33 @@ impl<'a> Lowerer<'a> {
             Expr::Load(er) => map.get(&er.array).map(|n| var(n)),
             _ => None,
         })
+    }
+}
+
+/// A value CPython gives with one type or another depending on the data:
+/// Python's built-in `min`/`max` returns the winning argument itself, a
+/// Python number on some calls and a NumPy scalar of another type on
+/// others. `alts` are the two types, each with whether it is a Python
+/// number; `line` is the `min`/`max`'s. A kernel's value has one type, so
+/// port computes with the NumPy one and refuses where the difference
+/// reaches the caller.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    pub line: u32,
+    pub alts: [(ScalarType, bool); 2],
+}
+
+impl Choice {
+    /// The choice among `alts` when they hold two dtypes, else `None`.
+    pub fn among(line: u32, alts: &[(ScalarType, bool)]) -> Option<Choice> {
+        // The Python number first, as the message reads.
+        match alts {
+            [a, b, ..] => Some(Choice {
+                line,
+                alts: if b.1 && !a.1 { [*b, *a] } else { [*a, *b] },
+            }),
+            _ => None,
+        }
     }
 }
 

@@ -11,10 +11,12 @@ use port_codegen::ir::build::*;
 use port_codegen::ir::{ArrayType, BinOp, Expr, Literal, ScalarType};
 use rustpython_parser::ast::{self, Ranged};
 
-use crate::dependences::{self, ReductionVar};
+use crate::dependences::{self, RedOp, ReductionVar};
 use crate::error::{refuse, Lower};
 use crate::ir_util::cast_to;
-use crate::lower::context::{sanitize, HostBind, Local, Lowerer, Recurse, Region, RegionKind};
+use crate::lower::context::{
+    sanitize, Choice, HostBind, Local, Lowerer, Recurse, Region, RegionKind,
+};
 use crate::lower::whole_reduction::RedSpec;
 use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::plan::HostStep;
@@ -313,6 +315,19 @@ impl Lowerer<'_> {
                 }
                 _ => continue,
             };
+            // `m = max(m, v)` keeps the start until a value beats it: a
+            // Python float (or a NumPy scalar of another type) on some
+            // calls, the values' type on others (`m = 0.0` over float32
+            // values).
+            if matches!(red.op, RedOp::Min | RedOp::Max) {
+                self.choice_names.insert(
+                    red.name.clone(),
+                    Choice {
+                        line: red.line,
+                        alts: [(start_ty, python), (*t, false)],
+                    },
+                );
+            }
             let start = self.fresh(&format!("{}_start", red.name));
             self.steps.push(HostStep::Scalar {
                 name: start.clone(),

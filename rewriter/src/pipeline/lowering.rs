@@ -280,70 +280,54 @@ fn finish(l: lower::context::Lowerer, names: &[String], types: &[ArgType]) -> Ke
     }
 }
 
-/// A returned value that is a built-in `min`/`max` of a Python number and a
-/// NumPy scalar of another type, or a name bound to one: CPython returns the
-/// winning argument itself, the Python number on some calls and the NumPy
-/// scalar on others (fuzz seed 300009: `acc = max(acc, math.floor(d))` of an
-/// int32 `acc` is a Python int when the floor wins). A kernel's value has
-/// one type.
+/// A returned value whose type depends on which argument of a built-in
+/// `min`/`max` wins (`lower::context::Choice`), or a name bound to one:
+/// CPython returns the winning argument itself, the Python number on some
+/// calls and the NumPy scalar on others (fuzz seed 300009: `acc =
+/// max(acc, math.floor(d))` of an int32 `acc` is a Python int when the
+/// floor wins), and what computes on it keeps the difference (seed
+/// 905074: `(a_f64[i] < 0.25) + min(s, b_f32[i])` is float64 or float32).
+/// A kernel's value has one type.
 fn returned_choice(
     src: &source::SourceFile,
     def: &rustpython_parser::ast::StmtFunctionDef,
     l: &lower::context::Lowerer,
     returned: &[(String, &rustpython_parser::ast::Stmt)],
 ) -> Option<Reason> {
+    use lower::context::Choice;
     use rustpython_parser::ast::{Expr, Stmt};
-    if l.python_choices.is_empty() {
+    if l.python_choices.is_empty() && l.choice_names.is_empty() {
         return None;
     }
-    // The call itself, or one whose winner a built-in `min`/`max` (or a
-    // choice `a if c else b`) around it passes on unchanged: `min(acc,
-    // max(h(b), v))` is the Python int `h(b)` gives when it wins both (fuzz
-    // seed 630055).
-    fn choice(
-        e: &Expr,
-        src: &source::SourceFile,
-        l: &lower::context::Lowerer,
-    ) -> Option<(u32, (ScalarType, ScalarType, bool))> {
-        match e {
-            Expr::Call(c) => l
-                .python_choices
-                .get(&c.range.start().to_u32())
-                .copied()
-                .or_else(|| {
-                    let name = src.resolve(&c.func)?;
-                    if !matches!(name.as_str(), "min" | "max") {
-                        return None;
-                    }
-                    c.args.iter().find_map(|a| choice(a, src, l))
-                }),
-            Expr::IfExp(i) => choice(&i.body, src, l).or_else(|| choice(&i.orelse, src, l)),
-            _ => None,
-        }
-    }
-    let choice = |e: &Expr| choice(e, src, l);
-    let refuse = |what: String, at: u32, (weak, other, numpy), ret: &Stmt| {
-        let python = |t: ScalarType| format!("a Python {}", crate::dtypes::python_type(t));
-        let (other, cast) = if numpy {
-            (
-                format!("a NumPy {}", crate::types::numba_scalar(other)),
-                format!("{}(…)", crate::types::numpy_dtype(other)),
-            )
-        } else {
-            let t = crate::ir_util::promote(weak, true, other, true);
-            (
-                python(other),
-                format!("{}(…)", crate::dtypes::python_type(t)),
-            )
+    let refuse = |what: String, c: Choice, ret: &Stmt| {
+        let name = |(t, python): (ScalarType, bool)| {
+            if python {
+                format!("a Python {}", crate::dtypes::python_type(t))
+            } else if t == ScalarType::Bool {
+                "a NumPy bool".to_string()
+            } else {
+                format!("a NumPy {}", crate::types::numba_scalar(t))
+            }
+        };
+        let cast = match c.alts {
+            [(a, true), (b, true)] => format!(
+                "{}(…)",
+                crate::dtypes::python_type(crate::ir_util::promote(a, true, b, true))
+            ),
+            [_, (t, false)] | [(t, false), _] => {
+                format!("{}(…)", crate::types::numpy_dtype(t))
+            }
         };
         Reason::new(
             "types",
             src.line(ret),
             format!(
-                "{what} is {} or {other}, depending on which argument of the `min`/`max` at \
-                 line {at} wins (Python's built-in returns the winner with its own type; a \
-                 kernel's value has one): give the arguments one type (`{cast}`)",
-                python(weak),
+                "{what} is {} or {}, depending on which argument of the `min`/`max` at line {} \
+                 wins (Python's built-in returns the winner with its own type; a kernel's value \
+                 has one): give the arguments one type (`{cast}`)",
+                name(c.alts[0]),
+                name(c.alts[1]),
+                c.line,
             ),
         )
     };
@@ -358,8 +342,12 @@ fn returned_choice(
                     Expr::Tuple(t) => t.elts.iter().collect(),
                     v => vec![v],
                 };
-                if let Some((at, types)) = parts.into_iter().find_map(choice) {
-                    found = Some(refuse("the returned value".into(), at, types, s));
+                if let Some((p, c)) = parts.into_iter().find_map(|p| Some((p, l.choice_of(p)?))) {
+                    let what = match p {
+                        Expr::Name(n) => format!("`{}`, returned here,", n.id),
+                        _ => "the returned value".to_string(),
+                    };
+                    found = Some(refuse(what, c, s));
                 }
             }
         }
@@ -367,20 +355,24 @@ fn returned_choice(
     if found.is_some() {
         return found;
     }
+    // A returned name bound to a choice anywhere in the body: a loop may
+    // bind it to one in the pass that typed it and to a value of the joined
+    // type in the next.
     for (name, ret) in returned {
         pyast::walk_stmts(&def.body, &mut |s| {
             if found.is_some() {
                 return;
             }
-            let Stmt::Assign(a) = s else {
-                return;
+            let (targets, choice) = match s {
+                Stmt::Assign(a) => (a.targets.iter().collect(), l.choice_of(&*a.value)),
+                Stmt::AugAssign(a) => (vec![&*a.target], l.choice_of(a)),
+                _ => return,
             };
-            let binds = a
-                .targets
+            let binds = targets
                 .iter()
                 .any(|t| pyast::target_names(t).iter().any(|n| n == name));
-            if let (true, Some((at, types))) = (binds, choice(&a.value)) {
-                found = Some(refuse(format!("`{name}`, returned here,"), at, types, ret));
+            if let (true, Some(c)) = (binds, choice) {
+                found = Some(refuse(format!("`{name}`, returned here,"), c, ret));
             }
         });
         if found.is_some() {

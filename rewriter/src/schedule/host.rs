@@ -129,6 +129,7 @@ impl Lowerer<'_> {
                     let rhs = self.expr(r, &a.value)?;
                     self.assume_broadcast(r, &[&cur, &rhs], line)?;
                     let new = self.binop(a.op, &cur, &rhs, line)?;
+                    self.aug_choice(a, &cur, &rhs);
                     match (a.target.as_ref(), &cur) {
                         (ast::Expr::Name(n), Val::Scalar(..)) => {
                             self.host_assign(n.id.as_str(), new, line)?
@@ -224,6 +225,7 @@ impl Lowerer<'_> {
                     }
                 }
                 let v = self.expr(r, value)?;
+                self.bind_choice(n.id.as_str(), value);
                 self.host_assign(n.id.as_str(), v, line)
             }
             ast::Expr::Tuple(t) => {
