@@ -1,14 +1,16 @@
 //! **scan**: `np.cumsum` / `np.cumprod` (and the methods) as a parallel
 //! scan, not one thread walking the whole axis. The axis is cut into
-//! [`CHUNKS`] chunks and three kernels run on the host schedule:
+//! `min(n, CHUNKS)` chunks (at least one) and three kernels run on the
+//! host schedule:
 //!
 //! 1. one thread per (row, chunk) reduces its chunk into `partial`;
 //! 2. one thread per row turns `partial` into exclusive prefixes
-//!    (a sequential scan of `CHUNKS` values);
+//!    (a sequential scan of the chunk totals);
 //! 3. one thread per (row, chunk) scans its chunk again from its prefix
 //!    and writes the result.
 //!
-//! Work is twice the input's, parallelism `rows × CHUNKS`. A float sum
+//! Work is twice the input's, parallelism `rows × min(n, CHUNKS)`: a
+//! short axis gets a chunk per element, not threads with nothing to do. A float sum
 //! adds in another order than NumPy's sequential `cumsum`, within the
 //! usual tolerance. Integers and booleans accumulate in (u)int64, as NumPy's.
 
@@ -26,7 +28,7 @@ use crate::source::Const;
 
 pub const NAME: &str = "scan";
 
-/// Chunks per scanned row.
+/// The most chunks per scanned row.
 pub const CHUNKS: i64 = 1024;
 
 /// `cumsum` or `cumprod`.
@@ -146,8 +148,16 @@ impl Lowerer<'_> {
             ndim: nd as u8,
             contiguous: true,
         };
+        // As many chunks as elements up to `CHUNKS`, and one for an
+        // empty axis (the chunk length divides by the count).
+        use port_codegen::ir::BinOp;
+        let chunks = crate::numpy::array_expr::tidy(&binary(
+            BinOp::Max,
+            binary(BinOp::Min, n.clone(), i64(CHUNKS)),
+            i64(1),
+        ));
         let mut part_shape: Vec<Expr> = rows.iter().map(|&d| av.shape[d].clone()).collect();
-        part_shape.push(i64(CHUNKS));
+        part_shape.push(chunks.clone());
         let part_ty = ArrayType {
             elem: acc_t,
             ndim: part_shape.len() as u8,
@@ -181,13 +191,13 @@ impl Lowerer<'_> {
         part_idx.push(var(&chunk));
         // Chunk `chunk` covers [chunk * len, min((chunk + 1) * len, n)).
         let len = binary(
-            port_codegen::ir::BinOp::FloorDiv,
-            add(n.clone(), i64(CHUNKS - 1)),
-            i64(CHUNKS),
+            BinOp::FloorDiv,
+            sub(add(n.clone(), chunks.clone()), i64(1)),
+            chunks.clone(),
         );
         let lo = mul(var(&chunk), len.clone());
         let hi = binary(
-            port_codegen::ir::BinOp::Min,
+            BinOp::Min,
             add(lo.clone(), len),
             n.clone(),
         );
@@ -230,7 +240,7 @@ impl Lowerer<'_> {
             for_range(
                 &chunk,
                 i64(0),
-                i64(CHUNKS),
+                chunks.clone(),
                 i64(1),
                 vec![
                     assign(&t, load(&partial, part_idx.clone())),
@@ -271,7 +281,7 @@ impl Lowerer<'_> {
         self.log.applied(
             NAME,
             format!(
-                "`{word}` at line {line}: a parallel scan ({CHUNKS} chunks per row: chunk totals, their prefixes, chunk scans)"
+                "`{word}` at line {line}: a parallel scan (up to {CHUNKS} chunks per row: chunk totals, their prefixes, chunk scans)"
             ),
         );
         Ok(Val::Array(ArrVal::named(&out, out_ty)))
