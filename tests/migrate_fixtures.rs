@@ -2880,6 +2880,21 @@ mod fuzz_found {
     }
 
     #[test]
+    fn a_conditional_expression_with_branches_of_two_types_is_refused_where_returned() {
+        let j = refused("branch_keeps_its_type", "float64[:], float32[:]");
+        let msg = j["reasons"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("`x`, returned here, is a Python float or a NumPy float32, depending on which branch of the conditional expression at line"),
+            "{msg}"
+        );
+        given(
+            "branch_joined_by_arithmetic",
+            "float64[:], float32[:]",
+            "a=np.array([0.25, 3.0, 0.75]), b=np.array([1.5, -2.0, 4.0], dtype=np.float32)",
+        );
+    }
+
+    #[test]
     fn a_reduction_over_an_empty_range_returns_the_python_number_it_started_as() {
         for values in [
             "x=np.zeros(0, dtype=np.uint64), y=np.zeros((0, 3), dtype=np.float32)",

@@ -390,6 +390,16 @@ impl<'a> Lowerer<'a> {
                 let a = self.expr(r, &i.body)?;
                 let b = self.expr(r, &i.orelse)?;
                 self.pass_choice(e, None, &[(&i.body, &a), (&i.orelse, &b)]);
+                // Branches of two types: CPython's value has the type of
+                // the one that ran (`b[0] if c else 0.0` of a float32 `b`).
+                if let (Val::Scalar(_, tx, wx), Val::Scalar(_, ty, wy)) = (&a, &b) {
+                    if tx != ty && self.choice_of(e).is_none() {
+                        let choice =
+                            crate::lower::context::Choice::among(line, &[(*tx, *wx), (*ty, *wy)])
+                                .map(|c| crate::lower::context::Choice { branch: true, ..c });
+                        self.note_choice(e, choice);
+                    }
+                }
                 let (Val::Scalar(c, tc, _), Val::Scalar(x, tx, wx), Val::Scalar(y, ty, wy)) =
                     (c, a, b)
                 else {

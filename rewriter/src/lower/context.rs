@@ -803,11 +803,7 @@ impl<'a> Lowerer<'a> {
         op: Option<Result<ast::Operator, ast::UnaryOp>>,
         operands: &[(&ast::Expr, &Val)],
     ) {
-        let Some(line) = operands
-            .iter()
-            .find_map(|(x, _)| self.choice_of(*x))
-            .map(|c| c.line)
-        else {
+        let Some(origin) = operands.iter().find_map(|(x, _)| self.choice_of(*x)) else {
             return;
         };
         let sets: Vec<Vec<(ScalarType, bool)>> =
@@ -826,7 +822,11 @@ impl<'a> Lowerer<'a> {
             }
             _ => return,
         };
-        self.note_choice(e, Choice::among(line, &alts));
+        let choice = Choice::among(origin.line, &alts).map(|c| Choice {
+            branch: origin.branch,
+            ..c
+        });
+        self.note_choice(e, choice);
     }
 
     /// `name op= value`: `name` is a choice after it when the update
@@ -1066,14 +1066,16 @@ impl<'a> Lowerer<'a> {
 /// A value CPython gives with one type or another depending on the data:
 /// Python's built-in `min`/`max` returns the winning argument itself, a
 /// Python number on some calls and a NumPy scalar of another type on
-/// others. `alts` are the two types, each with whether it is a Python
-/// number; `line` is the `min`/`max`'s. A kernel's value has one type, so
-/// port computes with the NumPy one and refuses where the difference
+/// others; `a if c else b` is whichever branch ran (`branch`). `alts` are
+/// the two types, each with whether it is a Python number; `line` is the
+/// `min`/`max`'s or the conditional's. A kernel's value has one type, so
+/// port computes with the joined one and refuses where the difference
 /// reaches the caller.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Choice {
     pub line: u32,
     pub alts: [(ScalarType, bool); 2],
+    pub branch: bool,
 }
 
 impl Choice {
@@ -1084,6 +1086,7 @@ impl Choice {
             [a, b, ..] => Some(Choice {
                 line,
                 alts: if b.1 && !a.1 { [*b, *a] } else { [*a, *b] },
+                branch: false,
             }),
             _ => None,
         }

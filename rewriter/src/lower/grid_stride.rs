@@ -325,6 +325,7 @@ impl Lowerer<'_> {
                     Choice {
                         line: red.line,
                         alts: [(start_ty, python), (*t, false)],
+                        branch: false,
                     },
                 );
             }

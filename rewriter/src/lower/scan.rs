@@ -196,11 +196,7 @@ impl Lowerer<'_> {
             chunks.clone(),
         );
         let lo = mul(var(&chunk), len.clone());
-        let hi = binary(
-            BinOp::Min,
-            add(lo.clone(), len),
-            n.clone(),
-        );
+        let hi = binary(BinOp::Min, add(lo.clone(), len), n.clone());
         let acc = self.fresh("acc");
         let fname = self.fn_name.clone();
 

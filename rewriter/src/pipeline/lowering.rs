@@ -318,16 +318,28 @@ fn returned_choice(
                 format!("{}(…)", crate::types::numpy_dtype(t))
             }
         };
+        let why = if c.branch {
+            format!(
+                "which branch of the conditional expression at line {} runs (its value has the \
+                 type of that branch; a kernel's value has one): give both branches one type \
+                 (`{cast}`)",
+                c.line
+            )
+        } else {
+            format!(
+                "which argument of the `min`/`max` at line {} wins (Python's built-in returns \
+                 the winner with its own type; a kernel's value has one): give the arguments \
+                 one type (`{cast}`)",
+                c.line
+            )
+        };
         Reason::new(
             "types",
             src.line(ret),
             format!(
-                "{what} is {} or {}, depending on which argument of the `min`/`max` at line {} \
-                 wins (Python's built-in returns the winner with its own type; a kernel's value \
-                 has one): give the arguments one type (`{cast}`)",
+                "{what} is {} or {}, depending on {why}",
                 name(c.alts[0]),
                 name(c.alts[1]),
-                c.line,
             ),
         )
     };
