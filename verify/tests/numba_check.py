@@ -49,6 +49,34 @@ def load(path, name):
     return mod
 
 
+def ieee_math():
+    """`math` as the GPU computes it, for kernels run under the simulator.
+
+    The simulator runs a kernel's `math.cos(x)` as CPython's, which raises
+    where CUDA's libdevice (and NumPy) give the IEEE result: `cos(inf)` and
+    `sqrt(-1)` are NaN, `log(0)` is -inf, `exp(1000)` is inf. Each function
+    with a NumPy ufunc of the same meaning falls back to it where CPython's
+    raises; the rest (and `floor`, `ceil`, `trunc`, whose integer results
+    have no IEEE value) are CPython's."""
+    import math
+    ns = pytypes.SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
+    rename = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+              "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power"}
+    for k in vars(ns):
+        f, g = getattr(math, k), getattr(np, rename.get(k, k), None)
+        if not callable(f) or not isinstance(g, np.ufunc) or k in ("floor", "ceil", "trunc"):
+            continue
+
+        def ieee(*a, _f=f, _g=g):
+            try:
+                return _f(*a)
+            except (ValueError, OverflowError):
+                with np.errstate(all="ignore"):
+                    return float(_g(*a))
+        setattr(ns, k, ieee)
+    return ns
+
+
 def patch_no_driver(cc):
     """numba-cuda asks the driver for the device's compute capability when
     it compiles device functions; without libcuda, report `cc` instead
@@ -233,7 +261,11 @@ def check_sim(original, patched, migration, migration_path):
     plan = migration["plan"]
     name = migration["function"]
     orig = getattr(load(original, "_port_original"), name)
-    new = getattr(load(patched, "_port_patched"), name)
+    patched_mod = load(patched, "_port_patched")
+    if hasattr(patched_mod, "math"):
+        # The kernels' `math` is CUDA's, not CPython's (ieee_math).
+        patched_mod.math = ieee_math()
+    new = getattr(patched_mod, name)
     rng = np.random.default_rng(2020)
     args = given_inputs(migration_path, migration, plan)
     if args is None:
