@@ -1088,7 +1088,8 @@ mod annotated {
 /// reduction's `dtype=`, `isinstance` and `np.isscalar` decided by type, `np.shape` and
 /// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
-/// int `w`, module constants that are `np.finfo` limits.
+/// int `w`, module constants that are `np.finfo` limits, builtin
+/// `max`/`min`/`sum` of a list written out, `np.count_nonzero`.
 mod general_rules {
     use super::{verified, verified_from_body};
 
@@ -1129,6 +1130,8 @@ mod general_rules {
         predict_state: "float64[:], float64[:, :], float64[:], float64",
         rolling_mean: "float64[:], int64",
         safe_ratio: "float32[:], float32[:], float32[:]",
+        widest_swing: "float64[:], float64[:]",
+        active_share: "float64[:, :], float64",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by

@@ -42,8 +42,6 @@ enum Op {
     Count,
     /// Elements selected (`.size`, `np.size`).
     Size,
-    /// Selected elements that are not zero (`np.count_nonzero`).
-    CountNonzero,
     /// The variance and the standard deviation, with `ddof`.
     Var(i64),
     Std(i64),
@@ -61,7 +59,6 @@ fn op_of(name: &str) -> Option<Op> {
         "all" => Op::All,
         "len" => Op::Count,
         "size" => Op::Size,
-        "count_nonzero" => Op::CountNonzero,
         "var" => Op::Var(0),
         "std" => Op::Std(0),
         _ => return None,
@@ -151,6 +148,7 @@ impl Lowerer<'_> {
             }
             ast::Expr::BinOp(_)
             | ast::Expr::UnaryOp(_)
+            | ast::Expr::Compare(_)
             | ast::Expr::Constant(_)
             | ast::Expr::Name(_) => {}
             ast::Expr::Call(c) => {
@@ -262,7 +260,7 @@ impl Lowerer<'_> {
                 let Some(op) = op_of(a.attr.as_str()) else {
                     return Ok(None);
                 };
-                if matches!(op, Op::Count | Op::Size | Op::CountNonzero) {
+                if matches!(op, Op::Count | Op::Size) {
                     return Ok(None);
                 }
                 (op, a.value.as_ref(), 0)
@@ -273,12 +271,7 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let whole = c.args.len() == skip && c.keywords.is_empty();
-        if !whole
-            && matches!(
-                op,
-                Op::Count | Op::Size | Op::CountNonzero | Op::Any | Op::All
-            )
-        {
+        if !whole && matches!(op, Op::Count | Op::Size | Op::Any | Op::All) {
             return Ok(None);
         }
         let sel = match self.selection(r, subject)? {
@@ -551,16 +544,6 @@ impl Lowerer<'_> {
                     }
                     (_, rows) => rows,
                 }
-            }
-            Op::CountNonzero => {
-                let hits = Val::Array(sel.values.map(ScalarType::I64, |x| {
-                    cast_to(
-                        binary(BinOp::And, mask.clone(), truthy(x, t)),
-                        ScalarType::Bool,
-                        ScalarType::I64,
-                    )
-                }));
-                self.reduce(r, Reduce::Sum, hits, line)?
             }
             Op::Sum => self.reduce(r, Reduce::Sum, fill(zero(sum_t), sum_t), line)?,
             Op::Prod => self.reduce(r, Reduce::Prod, fill(one(sum_t), sum_t), line)?,

@@ -302,6 +302,10 @@ pub fn calls_as_defined(
     changed |= builtin_pow_and_divmod(src, body);
     // `T = type(p)`, then `T(0.5)`, as `type(p)(0.5)`.
     changed |= type_aliases(src, body);
+    // `max([a, b, c])` as `max(a, b, c)`, `sum((a, b))` as `0 + a + b`.
+    changed |= builtins_of_displays(src, body);
+    // `np.count_nonzero(x, …)` as `np.sum(x != 0, …)`.
+    changed |= count_nonzero_as_sum(src, np, body);
     changed
 }
 
@@ -937,6 +941,125 @@ fn append_as_concatenate(
         for e in pyast::stmt_exprs_mut(s) {
             pyast::walk_expr_mut(e, rewrite);
         }
+    });
+    changed
+}
+
+/// The builtins `max`, `min` and `sum` of a list or tuple written out
+/// (`max([abs(a), abs(b), c])`) as what Python computes from it, with no
+/// list: `max(abs(a), abs(b), c)` (the same comparisons in the same order:
+/// builtin `max` of several arguments walks them as it walks an iterable),
+/// the element itself for a display of one, and for `sum` the additions
+/// `((start + a) + b) + c` from `start` (0 unless given), which is how
+/// `sum` adds (CPython compensates a run of exact Python floats, which
+/// moves the result by at most an ulp). A display with a starred element,
+/// a `key=` or `default=`, or an empty `max`/`min` (which raises) stays.
+fn builtins_of_displays(
+    src: &source::SourceFile,
+    body: &mut [rustpython_parser::ast::Stmt],
+) -> bool {
+    use rustpython_parser::ast::{self, Expr};
+    let mut changed = false;
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::Call(c) = e else { return false };
+        let Expr::Name(f) = c.func.as_ref() else {
+            return false;
+        };
+        let which = f.id.as_str();
+        if !matches!(which, "max" | "min" | "sum")
+            || src.resolve(&c.func).as_deref() != Some(which)
+            || src.module_function(which).is_some()
+        {
+            return false;
+        }
+        let elts = match c.args.first() {
+            Some(Expr::List(l)) => &l.elts,
+            Some(Expr::Tuple(t)) => &t.elts,
+            _ => return false,
+        };
+        if elts.iter().any(|x| matches!(x, Expr::Starred(_))) {
+            return false;
+        }
+        let range = c.range;
+        let replacement = if which == "sum" {
+            // `sum(xs)`, `sum(xs, start)` or `sum(xs, start=s)`.
+            let start = match (c.args.len(), c.keywords.as_slice()) {
+                (1, []) => Expr::Constant(ast::ExprConstant {
+                    range,
+                    value: ast::Constant::Int(0.into()),
+                    kind: None,
+                }),
+                (2, []) => c.args[1].clone(),
+                (1, [k]) if k.arg.as_deref() == Some("start") => k.value.clone(),
+                _ => return false,
+            };
+            elts.iter().fold(start, |acc, x| {
+                Expr::BinOp(ast::ExprBinOp {
+                    range,
+                    left: Box::new(acc),
+                    op: ast::Operator::Add,
+                    right: Box::new(x.clone()),
+                })
+            })
+        } else {
+            if c.args.len() != 1 || !c.keywords.is_empty() {
+                return false;
+            }
+            match elts.as_slice() {
+                [] => return false,
+                [only] => only.clone(),
+                _ => pyast::call_node((*c.func).clone(), elts.clone(), range),
+            }
+        };
+        *e = replacement;
+        changed = true;
+        false
+    });
+    changed
+}
+
+/// `np.count_nonzero(x)`, with `axis` and `keepdims` or without, as
+/// `np.sum(x != 0, …)`: NumPy 2 counts into its default integer either
+/// way (an `np.int64`, or an array of them along axes), so every rule of
+/// sums (whole, along axes, of a boolean-mask selection) counts too.
+fn count_nonzero_as_sum(
+    src: &source::SourceFile,
+    np: &str,
+    body: &mut [rustpython_parser::ast::Stmt],
+) -> bool {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let mut changed = false;
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::Call(c) = e else { return false };
+        if src.resolve(&c.func).as_deref() != Some("numpy.count_nonzero")
+            || c.args.is_empty()
+            || c.args.len() > 2
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || c.keywords
+                .iter()
+                .any(|k| !matches!(k.arg.as_deref(), Some("axis" | "keepdims")))
+        {
+            return false;
+        }
+        let at = c.range;
+        let x = c.args[0].clone();
+        c.args[0] = Expr::Compare(ast::ExprCompare {
+            range: x.range(),
+            left: Box::new(x),
+            ops: vec![ast::CmpOp::NotEq],
+            comparators: vec![Expr::Constant(ast::ExprConstant {
+                range: at,
+                value: ast::Constant::Int(0.into()),
+                kind: None,
+            })],
+        });
+        c.func = Box::new(pyast::attribute_node(
+            pyast::name_node(np, at, ast::ExprContext::Load),
+            "sum",
+            at,
+        ));
+        changed = true;
+        false
     });
     changed
 }
