@@ -1089,7 +1089,8 @@ mod annotated {
 /// `np.squeeze`, elementwise functions of a mask selection, `np.signbit`,
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
 /// int `w`, module constants that are `np.finfo` limits, builtin
-/// `max`/`min`/`sum` of a list written out, `np.count_nonzero`.
+/// `max`/`min`/`sum` of a list written out, `np.count_nonzero`, `np.nansum`,
+/// built-in `sum` of arrays.
 mod general_rules {
     use super::{verified, verified_from_body};
 
@@ -1132,6 +1133,7 @@ mod general_rules {
         safe_ratio: "float32[:], float32[:], float32[:]",
         widest_swing: "float64[:], float64[:]",
         active_share: "float64[:, :], float64",
+        builtin_totals: "int8[:], float64[:, :]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by
@@ -1149,6 +1151,28 @@ mod general_rules {
             "migrate/general_rules.py",
             "split_at_bounds",
             "float64[:], float64, float64",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["status"], "verified", "{j}");
+    }
+
+    /// `np.nansum` counts each NaN as zero (NumPy's definition, desugared
+    /// to `np.sum(np.where(np.isnan(x), 0, x))`). It was a plain sum, which
+    /// verified on inputs without a NaN and gave NaN on a call with one.
+    #[test]
+    fn nansum_counts_each_nan_as_zero() {
+        let tmp = tempfile::tempdir().unwrap();
+        super::precision::make_inputs(
+            tmp.path(),
+            "x = rng.standard_normal((40, 5)); x[3, 1] = np.nan; x[::7, 4] = np.nan\n\
+             np.savez('inputs.npz', x=x)",
+        );
+        let j = super::verified_in(
+            &tmp,
+            "migrate/general_rules.py",
+            "nan_totals",
+            "float64[:, :]",
             &["--inputs", "inputs.npz"],
             "given",
         );

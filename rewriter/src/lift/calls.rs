@@ -85,6 +85,42 @@ impl<'a> Lowerer<'a> {
             }
         }
 
+        // Built-in `sum` of an array adds its rows to the int 0, one after
+        // another: over the first axis only, and in the element type
+        // itself (`0 + x[0]` of an int8 `x` is an int8, and wraps; bools
+        // count in int64). NumPy sums small integers in 64 bits, and the
+        // total wrapped to the element type is the wrapping sum's.
+        if name == "sum" && c.args.len() == 1 && c.keywords.is_empty() {
+            let v = self.expr(r, &c.args[0])?;
+            let Val::Array(av) = &v else {
+                return refuse(
+                    "frontend",
+                    line,
+                    format!("`{}`: built-in `sum` of a number", self.src.text_of(c)),
+                );
+            };
+            let (t, nd) = (av.elem, av.ndim());
+            let total = if nd == 1 {
+                self.reduce(r, Reduce::Sum, v, line)?
+            } else {
+                let args = crate::lower::axis_reduction::RedArgs {
+                    axes: Some(vec![0]),
+                    ..Default::default()
+                };
+                let hint = pyast::subscript_base(&c.args[0]).unwrap_or_else(|| "r".into());
+                let op = crate::lower::axis_reduction::AxisOp::Plain(Reduce::Sum);
+                self.reduce_with(r, op, v, args, &hint, line)?
+            };
+            let to = crate::lower::row_reduction::builtin_sum_type(t);
+            return Ok(match total {
+                Val::Scalar(e, from, _) if from != to => Val::scalar(cast_to(e, from, to), to),
+                Val::Array(a) if a.elem != to => {
+                    let from = a.elem;
+                    Val::Array(a.map(to, |e| cast_to(e, from, to)))
+                }
+                v => v,
+            });
+        }
         // Reductions.
         if let Some(op) = reduce_name(&name) {
             if c.args.len() == 1 && c.keywords.is_empty() {

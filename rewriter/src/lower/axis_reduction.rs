@@ -46,7 +46,7 @@ impl AxisOp {
     pub fn from_name(name: &str) -> Option<AxisOp> {
         let short = name.strip_prefix("numpy.").unwrap_or(name);
         Some(match short {
-            "sum" | "nansum" => AxisOp::Plain(Reduce::Sum),
+            "sum" => AxisOp::Plain(Reduce::Sum),
             "mean" | "average" => AxisOp::Plain(Reduce::Mean),
             "max" | "amax" => AxisOp::Plain(Reduce::Max),
             "min" | "amin" => AxisOp::Plain(Reduce::Min),

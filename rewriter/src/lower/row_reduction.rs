@@ -16,13 +16,25 @@ pub const NAME: &str = "row_reduction";
 /// The whole-array reduction a NumPy (or built-in) name calls.
 pub fn reduce_name(name: &str) -> Option<Reduce> {
     Some(match name {
-        "numpy.sum" | "sum" | "numpy.nansum" => Reduce::Sum,
+        "numpy.sum" => Reduce::Sum,
         "numpy.mean" | "numpy.average" => Reduce::Mean,
         "numpy.max" | "numpy.amax" => Reduce::Max,
         "numpy.min" | "numpy.amin" => Reduce::Min,
         "numpy.prod" => Reduce::Prod,
         _ => return None,
     })
+}
+
+/// The type of Python's built-in `sum` of an array of `t`: `0 + x[0] +
+/// x[1] + …` adds the rows to the int 0 one after another, so the weak 0
+/// takes the element type (an int8 total is an int8, and wraps), except
+/// that `0 + True` is NumPy's default int.
+pub fn builtin_sum_type(t: ScalarType) -> ScalarType {
+    if t == ScalarType::Bool {
+        ScalarType::I64
+    } else {
+        t
+    }
 }
 
 /// The accumulator type of a reduction over elements of type `t`.

@@ -306,6 +306,8 @@ pub fn calls_as_defined(
     changed |= builtins_of_displays(src, body);
     // `np.count_nonzero(x, …)` as `np.sum(x != 0, …)`.
     changed |= count_nonzero_as_sum(src, np, body);
+    // `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`.
+    changed |= nansum_as_sum(src, np, body);
     changed
 }
 
@@ -712,26 +714,31 @@ fn positional_out(src: &source::SourceFile, body: &mut [rustpython_parser::ast::
 /// calendar splits days with `divmod`. `divmod`'s operands are written
 /// twice, so only names, constants, reads of them (`x[i]`, `t.real`) and
 /// arithmetic on those are taken: nothing that calls anything.
+/// Whether `e` reads names and constants only (through attributes,
+/// subscripts, slices, operators and comparisons): a desugaring may write
+/// it twice.
+fn pure(e: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::Expr;
+    match e {
+        Expr::Name(_) | Expr::Constant(_) => true,
+        Expr::Attribute(a) => pure(&a.value),
+        Expr::Subscript(s) => pure(&s.value) && pure(&s.slice),
+        Expr::Tuple(t) => t.elts.iter().all(pure),
+        Expr::Slice(sl) => [&sl.lower, &sl.upper, &sl.step]
+            .into_iter()
+            .all(|b| b.as_deref().is_none_or(pure)),
+        Expr::UnaryOp(u) => pure(&u.operand),
+        Expr::BinOp(b) => pure(&b.left) && pure(&b.right),
+        Expr::Compare(c) => pure(&c.left) && c.comparators.iter().all(pure),
+        _ => false,
+    }
+}
+
 fn builtin_pow_and_divmod(
     src: &source::SourceFile,
     body: &mut [rustpython_parser::ast::Stmt],
 ) -> bool {
     use rustpython_parser::ast::{self, Expr};
-    fn pure(e: &Expr) -> bool {
-        match e {
-            Expr::Name(_) | Expr::Constant(_) => true,
-            Expr::Attribute(a) => pure(&a.value),
-            Expr::Subscript(s) => pure(&s.value) && pure(&s.slice),
-            Expr::Tuple(t) => t.elts.iter().all(pure),
-            Expr::Slice(sl) => [&sl.lower, &sl.upper, &sl.step]
-                .into_iter()
-                .all(|b| b.as_deref().is_none_or(pure)),
-            Expr::UnaryOp(u) => pure(&u.operand),
-            Expr::BinOp(b) => pure(&b.left) && pure(&b.right),
-            Expr::Compare(c) => pure(&c.left) && c.comparators.iter().all(pure),
-            _ => false,
-        }
-    }
     let mut changed = false;
     pyast::walk_body_exprs_mut(body, &mut |e| {
         let Expr::Call(c) = e else { return false };
@@ -1058,6 +1065,52 @@ fn count_nonzero_as_sum(
             "sum",
             at,
         ));
+        changed = true;
+        false
+    });
+    changed
+}
+
+/// `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`, which is
+/// NumPy's definition (NaNs counted as zero; the weak `0` takes `x`'s
+/// type, so the sum's type is `np.sum`'s of `x`), every other argument
+/// kept. Only where `x` reads names and constants ([`pure`]), as it is
+/// written twice; otherwise the call stays, and is refused by name.
+fn nansum_as_sum(
+    src: &source::SourceFile,
+    np: &str,
+    body: &mut [rustpython_parser::ast::Stmt],
+) -> bool {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let mut changed = false;
+    pyast::walk_body_exprs_mut(body, &mut |e| {
+        let Expr::Call(c) = e else { return false };
+        if src.resolve(&c.func).as_deref() != Some("numpy.nansum")
+            || c.args.is_empty()
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || !pure(&c.args[0])
+        {
+            return false;
+        }
+        let at = c.range;
+        let numpy = || pyast::name_node(np, at, ast::ExprContext::Load);
+        let x = c.args[0].clone();
+        let isnan = pyast::call_node(
+            pyast::attribute_node(numpy(), "isnan", x.range()),
+            vec![x.clone()],
+            x.range(),
+        );
+        let zero = Expr::Constant(ast::ExprConstant {
+            range: x.range(),
+            value: ast::Constant::Int(0.into()),
+            kind: None,
+        });
+        c.args[0] = pyast::call_node(
+            pyast::attribute_node(numpy(), "where", x.range()),
+            vec![isnan, zero, x.clone()],
+            x.range(),
+        );
+        c.func = Box::new(pyast::attribute_node(numpy(), "sum", at));
         changed = true;
         false
     });

@@ -834,6 +834,16 @@ impl Walk<'_> {
                 _ => None,
             };
         }
+        // Built-in `sum` of an array: over its first axis, in the element
+        // type (`lower::row_reduction::builtin_sum_type`).
+        if name == "sum" {
+            let sum_t = crate::lower::row_reduction::builtin_sum_type;
+            return match args.as_slice() {
+                [Ty::Arr(t, 1)] => Some(Ty::Num(vec![(sum_t(*t), false)])),
+                [Ty::Arr(t, n)] => Some(Ty::Arr(sum_t(*t), n - 1)),
+                _ => None,
+            };
+        }
         let known = name.starts_with("math.")
             || name.starts_with("numpy.")
             || name.starts_with("cmath.")
