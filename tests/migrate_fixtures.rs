@@ -1090,7 +1090,7 @@ mod annotated {
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
 /// int `w`, module constants that are `np.finfo` limits, builtin
 /// `max`/`min`/`sum` of a list written out, `np.count_nonzero`, `np.nansum`,
-/// built-in `sum` of arrays.
+/// built-in `sum`, `max` and `min` of arrays.
 mod general_rules {
     use super::{verified, verified_from_body};
 
@@ -1134,6 +1134,7 @@ mod general_rules {
         widest_swing: "float64[:], float64[:]",
         active_share: "float64[:, :], float64",
         builtin_totals: "int8[:], float64[:, :]",
+        value_range: "float64[:], int32[:]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by
@@ -1173,6 +1174,28 @@ mod general_rules {
             "migrate/general_rules.py",
             "nan_totals",
             "float64[:, :]",
+            &["--inputs", "inputs.npz"],
+            "given",
+        );
+        assert_eq!(j["status"], "verified", "{j}");
+    }
+
+    /// Python's `max(x)` of a vector passes over a NaN that is not first
+    /// (`y > best` is false), where `np.max` gives NaN: on a series with
+    /// NaNs inside, the range is the range of the other values.
+    #[test]
+    fn builtin_max_of_a_vector_passes_over_a_later_nan() {
+        let tmp = tempfile::tempdir().unwrap();
+        super::precision::make_inputs(
+            tmp.path(),
+            "s = rng.standard_normal(300); s[5] = np.nan; s[200] = np.nan\n\
+             np.savez('inputs.npz', series=s, counts=rng.integers(-9, 9, 50, dtype=np.int32))",
+        );
+        let j = super::verified_in(
+            &tmp,
+            "migrate/general_rules.py",
+            "value_range",
+            "float64[:], int32[:]",
             &["--inputs", "inputs.npz"],
             "given",
         );

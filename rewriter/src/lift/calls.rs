@@ -121,6 +121,11 @@ impl<'a> Lowerer<'a> {
                 v => v,
             });
         }
+        if matches!(name.as_str(), "max" | "min") && c.args.len() == 1 && c.keywords.is_empty() {
+            if let Some(v) = self.builtin_extreme_of_array(r, c, &name, line)? {
+                return Ok(v);
+            }
+        }
         // Reductions.
         if let Some(op) = reduce_name(&name) {
             if c.args.len() == 1 && c.keywords.is_empty() {
@@ -1010,4 +1015,87 @@ fn isinstance_of(src: &crate::source::SourceFile, v: &Val, classes: &ast::Expr) 
         any |= is;
     }
     Some(any)
+}
+
+impl Lowerer<'_> {
+    /// Python's built-in `max(x)`/`min(x)` of an array (`None` when `x` is
+    /// a number). It walks the elements keeping the first that no later one
+    /// beats (`y > best`), so a NaN first is the answer and a NaN later is
+    /// never taken: NumPy's `np.max(np.where(np.isnan(x), x[0], x))`, lowered
+    /// as written (ints and bools have no NaN: NumPy's max). Of a matrix it
+    /// compares rows, which Python cannot order (NumPy raises).
+    fn builtin_extreme_of_array(
+        &mut self,
+        r: &mut Region,
+        c: &ast::ExprCall,
+        name: &str,
+        line: u32,
+    ) -> Lower<Option<Val>> {
+        let x = &c.args[0];
+        let Val::Array(av) = self.expr(r, x)? else {
+            return Ok(None);
+        };
+        let text = self.src.text_of(c).to_string();
+        if av.ndim() != 1 {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!(
+                    "`{text}`: built-in `{name}` of an array of {} dimensions compares its rows, which Python cannot order (NumPy raises); use `np.{name}`",
+                    av.ndim()
+                ),
+            );
+        }
+        if av.elem.is_complex() {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!("`{text}`: Python cannot order complex numbers (it raises a TypeError)"),
+            );
+        }
+        let at = c.range;
+        let np = self
+            .src
+            .imports
+            .iter()
+            .find(|(_, full)| full.as_str() == "numpy")
+            .map_or("numpy", |(local, _)| local.as_str())
+            .to_string();
+        let numpy = |f: &str| {
+            pyast::attribute_node(pyast::name_node(&np, at, ast::ExprContext::Load), f, at)
+        };
+        if !av.elem.is_float() {
+            let op = if name == "max" {
+                Reduce::Max
+            } else {
+                Reduce::Min
+            };
+            return self.reduce(r, op, Val::Array(av), line).map(Some);
+        }
+        let values = {
+            if !matches!(x, ast::Expr::Name(_) | ast::Expr::Attribute(_)) {
+                return refuse(
+                    math_calls::NAME,
+                    line,
+                    format!("`{text}`: built-in `{name}` of a float array is taken of a name (its first element decides where NaNs go); bind the array to a name first"),
+                );
+            }
+            let first = ast::Expr::Subscript(ast::ExprSubscript {
+                range: at,
+                value: Box::new(x.clone()),
+                slice: Box::new(ast::Expr::Constant(ast::ExprConstant {
+                    range: at,
+                    value: ast::Constant::Int(0.into()),
+                    kind: None,
+                })),
+                ctx: ast::ExprContext::Load,
+            });
+            let isnan = pyast::call_node(numpy("isnan"), vec![x.clone()], at);
+            pyast::call_node(numpy("where"), vec![isnan, first, x.clone()], at)
+        };
+        let ast::Expr::Call(whole) = pyast::call_node(numpy(name), vec![values], at) else {
+            unreachable!("call_node makes a call")
+        };
+        self.call(r, &whole, line).map(Some)
+    }
 }
