@@ -375,6 +375,7 @@ class Gen:
         name = self.fresh("r")
         f = r.choice(["np.sum(%s)", "np.max(%s)", "np.min(%s)", "np.mean(%s)",
                       "(%s).sum()", "np.prod(%s)", "np.any(%s)", "np.all(%s)",
+                      "np.nansum(%s)", "np.count_nonzero(%s)",
                       "np.dot(%s, %s)" if self.ndim == 1 else "np.sum(%s)"])
         args = tuple(self.arr_expr(env) for _ in range(f.count("%s")))
         code = "%s = %s\n" % (name, f % args)
@@ -386,7 +387,7 @@ class Gen:
     def st_axis(self, env):
         r = self.rng
         name = self.fresh("w")
-        f = r.choice(["np.sum", "np.max", "np.min", "np.mean"])
+        f = r.choice(["np.sum", "np.max", "np.min", "np.mean", "np.nansum", "np.count_nonzero"])
         axis = r.choice([0, 1])
         keep = r.random() < 0.5
         code = "%s = %s(%s, axis=%d%s)\n" % (name, f, self.arr_expr(env), axis,
