@@ -734,6 +734,33 @@ fn pure(e: &rustpython_parser::ast::Expr) -> bool {
     }
 }
 
+/// Whether `e` may be written twice and mean the same: [`pure`], with
+/// NumPy's and math's elementwise functions (`np.abs(a - b)`) allowed too.
+/// A helper of the program's may store into its arguments, and a random
+/// draw differs each time: neither is.
+fn duplicable(src: &source::SourceFile, e: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::Expr;
+    match e {
+        Expr::Call(c) => {
+            c.keywords.is_empty()
+                && src.resolve(&c.func).is_some_and(|f| {
+                    (f.starts_with("numpy.") || f.starts_with("math."))
+                        && crate::numpy::math_calls::is_elementwise(&f)
+                })
+                && c.args.iter().all(|a| duplicable(src, a))
+        }
+        Expr::Attribute(a) => duplicable(src, &a.value),
+        Expr::Subscript(x) => duplicable(src, &x.value) && duplicable(src, &x.slice),
+        Expr::Tuple(t) => t.elts.iter().all(|x| duplicable(src, x)),
+        Expr::UnaryOp(u) => duplicable(src, &u.operand),
+        Expr::BinOp(b) => duplicable(src, &b.left) && duplicable(src, &b.right),
+        Expr::Compare(c) => {
+            duplicable(src, &c.left) && c.comparators.iter().all(|x| duplicable(src, x))
+        }
+        e => pure(e),
+    }
+}
+
 fn builtin_pow_and_divmod(
     src: &source::SourceFile,
     body: &mut [rustpython_parser::ast::Stmt],
@@ -1074,8 +1101,8 @@ fn count_nonzero_as_sum(
 /// `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`, which is
 /// NumPy's definition (NaNs counted as zero; the weak `0` takes `x`'s
 /// type, so the sum's type is `np.sum`'s of `x`), every other argument
-/// kept. Only where `x` reads names and constants ([`pure`]), as it is
-/// written twice; otherwise the call stays, and is refused by name.
+/// kept. Only where `x` may be written twice ([`duplicable`]); otherwise
+/// the call stays, and is refused by name.
 fn nansum_as_sum(
     src: &source::SourceFile,
     np: &str,
@@ -1088,7 +1115,7 @@ fn nansum_as_sum(
         if src.resolve(&c.func).as_deref() != Some("numpy.nansum")
             || c.args.is_empty()
             || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
-            || !pure(&c.args[0])
+            || !duplicable(src, &c.args[0])
         {
             return false;
         }
