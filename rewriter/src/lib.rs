@@ -40,6 +40,7 @@ pub mod ir_util;
 pub mod launch;
 pub mod lift;
 pub mod lower;
+pub mod numba_declared;
 pub mod numpy;
 pub mod pipeline;
 pub mod plan;

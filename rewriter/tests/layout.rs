@@ -28,6 +28,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "pyast",
             "types",
             "dtypes",
+            "numba_declared",
             "signature",
             "call_types",
             "ir_util",

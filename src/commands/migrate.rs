@@ -339,7 +339,7 @@ fn arg_types(
         // What the function declares to Numba (`@njit("f8[:](f8[:], i8)")`)
         // is what its original compiles for: no guess needed.
         if let Some(types) =
-            port_rewriter::signature::numba_declared_types(source, &f.file, local_name)
+            port_rewriter::numba_declared::numba_declared_types(source, &f.file, local_name)
         {
             let n = types.len();
             return Ok((types, vec![TypeSource::Numba; n], Vec::new()));

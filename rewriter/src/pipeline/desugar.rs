@@ -1148,7 +1148,7 @@ fn nansum_as_sum(
 /// what the function returns is cast to its signature's scalar return
 /// type (`b1(u1[::1], i4)` returns a bool of `table[loc] & mask`),
 /// written as NumPy's cast, `np.bool_(…)`. (Its `locals=` types are the
-/// typing's: [`crate::signature::numba_locals`].)
+/// typing's: [`crate::numba_declared::numba_locals`].)
 fn numba_return_cast(
     src: &source::SourceFile,
     def: &rustpython_parser::ast::StmtFunctionDef,
@@ -1156,7 +1156,7 @@ fn numba_return_cast(
     body: &mut [rustpython_parser::ast::Stmt],
 ) {
     use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
-    let Some(t) = crate::signature::numba_signature(src, def).and_then(|(_, r)| r) else {
+    let Some(t) = crate::numba_declared::numba_signature(src, def).and_then(|(_, r)| r) else {
         return;
     };
     let dtype = crate::types::numpy_dtype(t).trim_start_matches("np.");

@@ -45,12 +45,12 @@ pub fn lower(
     // lowers again while a binding widens a type (at most six times).
     let table = super::typing::infer(src, def, names, req.types, ufunc);
     // Names Numba's `locals=` types keep that type, whatever is bound.
-    let declared: HashSet<String> = crate::signature::numba_locals(src, def)
+    let declared: HashSet<String> = crate::numba_declared::numba_locals(src, def)
         .into_iter()
         .map(|(n, _)| n)
         .collect();
     // A function Numba compiles returns its numbers as Python's.
-    let boxes = crate::signature::numba_jitted(src, def);
+    let boxes = crate::numba_declared::numba_jitted(src, def);
     let fixed_point = |ufunc: bool, seed: &super::typing::Table| {
         let mut types: HashMap<String, ScalarType> = seed.types.clone();
         // Names some path binds to a strong value: the others stay weak

@@ -182,9 +182,10 @@ impl Frame<'_> {
             }
             bound.insert(RETURN.to_string());
         }
-        let declared: HashMap<String, ScalarType> = crate::signature::numba_locals(self.src, def)
-            .into_iter()
-            .collect();
+        let declared: HashMap<String, ScalarType> =
+            crate::numba_declared::numba_locals(self.src, def)
+                .into_iter()
+                .collect();
         let mut last = entry.clone();
         // The bindings' types only grow (joins), over finitely many
         // types: a few rounds settle them; a body that has not settled by
