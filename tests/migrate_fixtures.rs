@@ -1090,7 +1090,8 @@ mod annotated {
 /// a procedure's bare `return`s (one inside its loop), `w is None` of an
 /// int `w`, module constants that are `np.finfo` limits, builtin
 /// `max`/`min`/`sum` of a list written out, `np.count_nonzero`, `np.nansum`,
-/// built-in `sum`, `max` and `min` of arrays.
+/// built-in `sum`, `max` and `min` of arrays, ranks that einsum terms and
+/// axis permutations spell out, `a.shape != b.shape`.
 mod general_rules {
     use super::{verified, verified_from_body};
 
@@ -1135,6 +1136,7 @@ mod general_rules {
         active_share: "float64[:, :], float64",
         builtin_totals: "int8[:], float64[:, :]",
         value_range: "float64[:], int32[:]",
+        matched_matrices: "float64[:, :], float64[:, :]",
     }
 
     /// Returns from an `if` nested in another `if`'s `else`, followed by
@@ -1244,6 +1246,24 @@ mod general_rules {
     #[test]
     fn np_shape_unpacked_gives_the_rank() {
         verified_from_body("general_rules.py", "column_weights", "float64[:, :], int64");
+    }
+
+    /// With no types given, ranks spelled out by the body: one per letter
+    /// of each einsum term, one per axis of a permutation, more than
+    /// `swapaxes`' larger axis (typed as vectors before, each was refused:
+    /// "axis 2 is out of bounds", "`a` is not an array of 3 dimensions").
+    #[test]
+    fn einsum_terms_and_axis_permutations_give_ranks() {
+        verified_from_body(
+            "general_rules.py",
+            "stacked_products",
+            "float64[:, :, :], float64[:, :, :]",
+        );
+        verified_from_body(
+            "general_rules.py",
+            "swap_last_axes",
+            "float64[:, :, :], float64[:, :, :]",
+        );
     }
 
     /// `np.append(x[0], x[1:] - k * x[:-1])` is NumPy's concatenation of

@@ -350,6 +350,30 @@ impl<'a> Lowerer<'a> {
                             )
                         }
                     };
+                    // `a.shape != b.shape`: tuples of integers are equal
+                    // when they have one length and equal items (floats
+                    // are left alone: Python's tuples take an item that
+                    // *is* the other as equal, a NaN included).
+                    if let (Val::Tuple(xs), Val::Tuple(ys), CmpOp::Eq | CmpOp::Ne) =
+                        (&left, &rv, cop)
+                    {
+                        if let Some(same) = integer_tuples_equal(xs, ys) {
+                            let one = if cop == CmpOp::Eq {
+                                same
+                            } else {
+                                cmp(CmpOp::Eq, same, bool(false))
+                            };
+                            acc = Some(match acc {
+                                None => Val::scalar(one, ScalarType::Bool),
+                                Some(Val::Scalar(a, _, _)) => {
+                                    Val::scalar(binary(BinOp::And, a, one), ScalarType::Bool)
+                                }
+                                Some(_) => return refuse("frontend", line, "comparison of tuples"),
+                            });
+                            left = rv;
+                            continue;
+                        }
+                    }
                     self.assume_broadcast(r, &[&left, &rv], line)?;
                     let mut ordered_complex = false;
                     let one = array_expr::map2(&left, &rv, &mut |(x, tx, wx), (y, ty, wy)| {
@@ -605,4 +629,29 @@ fn construct_name(e: &ast::Expr) -> &'static str {
         ast::Expr::NamedExpr(_) => "assignment expressions",
         _ => "such expressions",
     }
+}
+
+/// Whether two tuples of integers (or bools) are equal, Python's `==`:
+/// one length and equal items, or `false` when the lengths differ. `None`
+/// when an item is not an integer number.
+fn integer_tuples_equal(xs: &[Val], ys: &[Val]) -> Option<Expr> {
+    let ints = |v: &[Val]| {
+        v.iter()
+            .all(|x| matches!(x, Val::Scalar(_, t, _) if t.is_int() || *t == ScalarType::Bool))
+    };
+    if !ints(xs) || !ints(ys) {
+        return None;
+    }
+    if xs.len() != ys.len() {
+        return Some(bool(false));
+    }
+    let mut all = bool(true);
+    for (x, y) in xs.iter().zip(ys) {
+        let (Val::Scalar(x, tx, wx), Val::Scalar(y, ty, wy)) = (x, y) else {
+            return None;
+        };
+        let eq = crate::ir_util::compare(CmpOp::Eq, (x.clone(), *tx, *wx), (y.clone(), *ty, *wy));
+        all = binary(BinOp::And, all, eq);
+    }
+    Some(all)
 }
