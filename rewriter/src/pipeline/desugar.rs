@@ -304,10 +304,9 @@ pub fn calls_as_defined(
     changed |= type_aliases(src, body);
     // `max([a, b, c])` as `max(a, b, c)`, `sum((a, b))` as `0 + a + b`.
     changed |= builtins_of_displays(src, body);
-    // `np.count_nonzero(x, …)` as `np.sum(x != 0, …)`.
-    changed |= count_nonzero_as_sum(src, np, body);
-    // `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`.
-    changed |= nansum_as_sum(src, np, body);
+    // `np.count_nonzero(x, …)` as `np.sum(x != 0, …)`, `np.nansum(x, …)`
+    // as `np.sum(np.where(np.isnan(x), 0, x), …)`.
+    changed |= sums_of_counts_and_nans(src, np, body);
     changed
 }
 
@@ -1052,11 +1051,18 @@ fn builtins_of_displays(
     changed
 }
 
-/// `np.count_nonzero(x)`, with `axis` and `keepdims` or without, as
-/// `np.sum(x != 0, …)`: NumPy 2 counts into its default integer either
-/// way (an `np.int64`, or an array of them along axes), so every rule of
-/// sums (whole, along axes, of a boolean-mask selection) counts too.
-fn count_nonzero_as_sum(
+/// Two of NumPy's reductions that are sums of a function of the elements,
+/// as those sums, every other argument kept:
+///
+/// - `np.count_nonzero(x, …)` as `np.sum(x != 0, …)` (`axis` and
+///   `keepdims` only): NumPy 2 counts into its default integer either way
+///   (an `np.int64`, or an array of them along axes), so every rule of sums
+///   (whole, along axes, of a boolean-mask selection) counts too;
+/// - `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`, NumPy's
+///   definition (the weak `0` takes `x`'s type, so the sum's type is
+///   `np.sum`'s of `x`), only where `x` may be written twice
+///   ([`duplicable`]); otherwise the call stays, and is refused by name.
+fn sums_of_counts_and_nans(
     src: &source::SourceFile,
     np: &str,
     body: &mut [rustpython_parser::ast::Stmt],
@@ -1065,79 +1071,42 @@ fn count_nonzero_as_sum(
     let mut changed = false;
     pyast::walk_body_exprs_mut(body, &mut |e| {
         let Expr::Call(c) = e else { return false };
-        if src.resolve(&c.func).as_deref() != Some("numpy.count_nonzero")
-            || c.args.is_empty()
-            || c.args.len() > 2
-            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
-            || c.keywords
-                .iter()
-                .any(|k| !matches!(k.arg.as_deref(), Some("axis" | "keepdims")))
-        {
+        let name = src.resolve(&c.func).unwrap_or_default();
+        let taken = match name.as_str() {
+            "numpy.count_nonzero" => {
+                c.args.len() <= 2
+                    && c.keywords
+                        .iter()
+                        .all(|k| matches!(k.arg.as_deref(), Some("axis" | "keepdims")))
+            }
+            "numpy.nansum" => c.args.first().is_some_and(|x| duplicable(src, x)),
+            _ => false,
+        };
+        if !taken || c.args.is_empty() || c.args.iter().any(|a| matches!(a, Expr::Starred(_))) {
             return false;
         }
         let at = c.range;
         let x = c.args[0].clone();
-        c.args[0] = Expr::Compare(ast::ExprCompare {
-            range: x.range(),
-            left: Box::new(x),
-            ops: vec![ast::CmpOp::NotEq],
-            comparators: vec![Expr::Constant(ast::ExprConstant {
-                range: at,
-                value: ast::Constant::Int(0.into()),
-                kind: None,
-            })],
-        });
-        c.func = Box::new(pyast::attribute_node(
-            pyast::name_node(np, at, ast::ExprContext::Load),
-            "sum",
-            at,
-        ));
-        changed = true;
-        false
-    });
-    changed
-}
-
-/// `np.nansum(x, …)` as `np.sum(np.where(np.isnan(x), 0, x), …)`, which is
-/// NumPy's definition (NaNs counted as zero; the weak `0` takes `x`'s
-/// type, so the sum's type is `np.sum`'s of `x`), every other argument
-/// kept. Only where `x` may be written twice ([`duplicable`]); otherwise
-/// the call stays, and is refused by name.
-fn nansum_as_sum(
-    src: &source::SourceFile,
-    np: &str,
-    body: &mut [rustpython_parser::ast::Stmt],
-) -> bool {
-    use rustpython_parser::ast::{self, Expr, Ranged};
-    let mut changed = false;
-    pyast::walk_body_exprs_mut(body, &mut |e| {
-        let Expr::Call(c) = e else { return false };
-        if src.resolve(&c.func).as_deref() != Some("numpy.nansum")
-            || c.args.is_empty()
-            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
-            || !duplicable(src, &c.args[0])
-        {
-            return false;
-        }
-        let at = c.range;
-        let numpy = || pyast::name_node(np, at, ast::ExprContext::Load);
-        let x = c.args[0].clone();
-        let isnan = pyast::call_node(
-            pyast::attribute_node(numpy(), "isnan", x.range()),
-            vec![x.clone()],
-            x.range(),
-        );
+        let r = x.range();
+        let numpy =
+            |f: &str| pyast::attribute_node(pyast::name_node(np, at, ast::ExprContext::Load), f, r);
         let zero = Expr::Constant(ast::ExprConstant {
-            range: x.range(),
+            range: r,
             value: ast::Constant::Int(0.into()),
             kind: None,
         });
-        c.args[0] = pyast::call_node(
-            pyast::attribute_node(numpy(), "where", x.range()),
-            vec![isnan, zero, x.clone()],
-            x.range(),
-        );
-        c.func = Box::new(pyast::attribute_node(numpy(), "sum", at));
+        c.args[0] = if name == "numpy.count_nonzero" {
+            Expr::Compare(ast::ExprCompare {
+                range: r,
+                left: Box::new(x),
+                ops: vec![ast::CmpOp::NotEq],
+                comparators: vec![zero],
+            })
+        } else {
+            let isnan = pyast::call_node(numpy("isnan"), vec![x.clone()], r);
+            pyast::call_node(numpy("where"), vec![isnan, zero, x], r)
+        };
+        c.func = Box::new(numpy("sum"));
         changed = true;
         false
     });
