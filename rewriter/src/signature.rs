@@ -703,7 +703,7 @@ fn ranks_spelled_out<'a>(
     let rank = |n: i64| {
         u8::try_from(n)
             .ok()
-            .filter(|r| (2..=port_codegen::ir::MAX_DIMS as u8).contains(r))
+            .filter(|r| (2..=port_codegen::ir::MAX_DIMS).contains(r))
     };
     match (callee, method_of) {
         ("transpose", Some(x)) if !c.args.is_empty() => {

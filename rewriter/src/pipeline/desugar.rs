@@ -1106,7 +1106,7 @@ fn sums_of_counts_and_nans(
             let isnan = pyast::call_node(numpy("isnan"), vec![x.clone()], r);
             pyast::call_node(numpy("where"), vec![isnan, zero, x], r)
         };
-        c.func = Box::new(numpy("sum"));
+        *c.func = numpy("sum");
         changed = true;
         false
     });
