@@ -204,6 +204,16 @@ impl SourceFile {
         Some(self.with_suite(suite.into()))
     }
 
+    /// NumPy's local name in this file (`np` after `import numpy as np`),
+    /// for calls a rewrite writes; `numpy` in a file that does not import
+    /// it, which resolves to itself.
+    pub fn numpy_name(&self) -> &str {
+        self.imports
+            .iter()
+            .find(|(_, full)| full.as_str() == "numpy")
+            .map_or("numpy", |(local, _)| local.as_str())
+    }
+
     /// The constant `full` names: one of NumPy's or `math`'s (`numpy.pi`),
     /// or one of a module of the program beside this file (`consts.G`,
     /// from `consts.py`), as Numba freezes a module's globals; the module

@@ -1053,17 +1053,6 @@ impl Lowerer<'_> {
                 format!("`{text}`: Python cannot order complex numbers (it raises a TypeError)"),
             );
         }
-        let at = c.range;
-        let np = self
-            .src
-            .imports
-            .iter()
-            .find(|(_, full)| full.as_str() == "numpy")
-            .map_or("numpy", |(local, _)| local.as_str())
-            .to_string();
-        let numpy = |f: &str| {
-            pyast::attribute_node(pyast::name_node(&np, at, ast::ExprContext::Load), f, at)
-        };
         if !av.elem.is_float() {
             let op = if name == "max" {
                 Reduce::Max
@@ -1072,27 +1061,30 @@ impl Lowerer<'_> {
             };
             return self.reduce(r, op, Val::Array(av), line).map(Some);
         }
-        let values = {
-            if !matches!(x, ast::Expr::Name(_) | ast::Expr::Attribute(_)) {
-                return refuse(
-                    math_calls::NAME,
-                    line,
-                    format!("`{text}`: built-in `{name}` of a float array is taken of a name (its first element decides where NaNs go); bind the array to a name first"),
-                );
-            }
-            let first = ast::Expr::Subscript(ast::ExprSubscript {
-                range: at,
-                value: Box::new(x.clone()),
-                slice: Box::new(ast::Expr::Constant(ast::ExprConstant {
-                    range: at,
-                    value: ast::Constant::Int(0.into()),
-                    kind: None,
-                })),
-                ctx: ast::ExprContext::Load,
-            });
-            let isnan = pyast::call_node(numpy("isnan"), vec![x.clone()], at);
-            pyast::call_node(numpy("where"), vec![isnan, first, x.clone()], at)
+        if !matches!(x, ast::Expr::Name(_) | ast::Expr::Attribute(_)) {
+            return refuse(
+                math_calls::NAME,
+                line,
+                format!("`{text}`: built-in `{name}` of a float array is taken of a name (its first element decides where NaNs go); bind the array to a name first"),
+            );
+        }
+        let at = c.range;
+        let np = self.src.numpy_name();
+        let numpy = |f: &str| {
+            pyast::attribute_node(pyast::name_node(np, at, ast::ExprContext::Load), f, at)
         };
+        let first = ast::Expr::Subscript(ast::ExprSubscript {
+            range: at,
+            value: Box::new(x.clone()),
+            slice: Box::new(ast::Expr::Constant(ast::ExprConstant {
+                range: at,
+                value: ast::Constant::Int(0.into()),
+                kind: None,
+            })),
+            ctx: ast::ExprContext::Load,
+        });
+        let isnan = pyast::call_node(numpy("isnan"), vec![x.clone()], at);
+        let values = pyast::call_node(numpy("where"), vec![isnan, first, x.clone()], at);
         let ast::Expr::Call(whole) = pyast::call_node(numpy(name), vec![values], at) else {
             unreachable!("call_node makes a call")
         };

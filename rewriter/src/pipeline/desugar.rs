@@ -84,13 +84,8 @@ pub fn body(
     pyast::desugar_element_loops(&mut desugared.body);
     // `out[i][j]` as `out[i, j]`.
     pyast::merge_chained_subscripts(&mut desugared.body);
-    // NumPy's local name (a file that does not import it: `numpy`,
-    // which resolves to itself), for the calls the desugarings write.
-    let np = src
-        .imports
-        .iter()
-        .find(|(_, full)| full.as_str() == "numpy")
-        .map_or_else(|| "numpy".to_string(), |(local, _)| local.clone());
+    // NumPy's local name, for the calls the desugarings write.
+    let np = src.numpy_name().to_string();
     // A running maximum and its position (a pivot search) as np.argmax.
     argmax_loops(src, &np, &mut desugared.body);
     // A function Numba compiles returns its signature's return type.
@@ -283,13 +278,8 @@ pub fn calls_as_defined(
     src: &source::SourceFile,
     body: &mut Vec<rustpython_parser::ast::Stmt>,
 ) -> bool {
-    // NumPy's local name (a file that does not import it: `numpy`, which
-    // resolves to itself), for the calls the desugarings write.
-    let np = src
-        .imports
-        .iter()
-        .find(|(_, full)| full.as_str() == "numpy")
-        .map_or("numpy", |(local, _)| local.as_str());
+    // NumPy's local name, for the calls the desugarings write.
+    let np = src.numpy_name();
     // `np.add(x, y, x)` as `np.add(x, y, out=x)`.
     let mut changed = positional_out(src, body);
     // `np.copyto(dst, src)` as `dst[:] = src`.
