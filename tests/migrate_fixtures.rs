@@ -2803,6 +2803,89 @@ mod fuzz_found {
         j
     }
 
+    /// Python int products of elements: verified where they stay within
+    /// int64, checked in the kernels; inputs where one leaves it are
+    /// inconclusive (exit 5: the migrated function runs the original), and
+    /// under Numba's CUDA simulator the patched function does run it.
+    #[test]
+    fn python_int_products_that_leave_int64_run_the_original() {
+        let small = "a=np.array([-10, 2**40, -7, 3, 0]), \
+                     b=np.array([36, 6, 37, 65535, 2], dtype=np.uint16)";
+        let huge = "a=np.array([-10, 2**63 - 1, -7, 3, 0]), \
+                    b=np.array([36, 6, 37, 65535, 2], dtype=np.uint16)";
+        for (function, signature, out) in [
+            ("floor_products", "int64[:], uint16[:]", ""),
+            (
+                "floor_products_into",
+                "int64[:], uint16[:], int64[:]",
+                ", out=np.zeros(5, dtype=np.int64)",
+            ),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            precision::make_inputs(
+                tmp.path(),
+                &format!("np.savez('inputs.npz', {small}{out}); np.savez('huge.npz', {huge}{out})"),
+            );
+            let j = verified_in(
+                &tmp,
+                "migrate/fuzz_found.py",
+                function,
+                signature,
+                &["--inputs", "inputs.npz"],
+                "given",
+            );
+            let python = j["python"].as_str().unwrap_or_default();
+            assert!(python.contains("_port_checked_mul("), "{python}");
+            let migration = tmp.path().join(format!(".port/migrations/{function}.json"));
+            let o = std::process::Command::new(super::oracle_python())
+                .arg(super::repo().join("verify/tests/numba_check.py"))
+                .arg("sim")
+                .arg(tmp.path().join("fuzz_found.py.port-bak"))
+                .arg(tmp.path().join("fuzz_found.py"))
+                .arg(&migration)
+                .arg("--overflow")
+                .arg(tmp.path().join("huge.npz"))
+                .env("NUMBA_ENABLE_CUDASIM", "1")
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success() && stdout(&o).contains("ok cudasim"),
+                "{function}: {}\n{}",
+                stdout(&o),
+                super::stderr(&o)
+            );
+            // On the inputs that overflow: nothing verified, nothing wrong.
+            std::fs::copy(
+                fixture("migrate/fuzz_found.py"),
+                tmp.path().join("fuzz_found.py"),
+            )
+            .unwrap();
+            let o = migrate_in(
+                tmp.path(),
+                &[
+                    "fuzz_found.py",
+                    "--function",
+                    function,
+                    "--signature",
+                    signature,
+                    "--inputs",
+                    "huge.npz",
+                    "--json",
+                ],
+            );
+            assert_eq!(o.status.code(), Some(5), "{}", stdout(&o));
+            let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(j["status"], "inconclusive", "{j}");
+            assert!(
+                j["reasons"][0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Python int arithmetic"),
+                "{j}"
+            );
+        }
+    }
+
     #[test]
     fn python_ints_in_kernels_wrap_beside_unsigned_arrays() {
         given(

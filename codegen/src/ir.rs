@@ -243,6 +243,15 @@ pub enum BinOp {
     And,
     /// Short-circuit logical or (bool).
     Or,
+    /// Python's `+` of two ints, on `i64`: the wrapped sum; where Python's
+    /// int, which has no bound, would leave `i64`, the launch also raises
+    /// its overflow flag (see [`Module::checks_overflow`]), and its results
+    /// are not Python's: the caller runs the original instead.
+    CheckedAdd,
+    /// Python's `-` of two ints, on `i64`, as [`BinOp::CheckedAdd`].
+    CheckedSub,
+    /// Python's `*` of two ints, on `i64`, as [`BinOp::CheckedAdd`].
+    CheckedMul,
 }
 
 impl BinOp {
@@ -264,6 +273,38 @@ impl BinOp {
             BinOp::Shr => ">>",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::CheckedAdd => "checked_add",
+            BinOp::CheckedSub => "checked_sub",
+            BinOp::CheckedMul => "checked_mul",
+        }
+    }
+
+    /// Whether the operator is written as a call in the text form
+    /// (`min(a, b)`, `checked_mul(a, b)`).
+    pub fn is_call(self) -> bool {
+        matches!(
+            self,
+            BinOp::Min | BinOp::Max | BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul
+        )
+    }
+
+    /// The checked form of `+`, `-` or `*` (Python's ints), else `None`.
+    pub fn checked(self) -> Option<BinOp> {
+        match self {
+            BinOp::Add => Some(BinOp::CheckedAdd),
+            BinOp::Sub => Some(BinOp::CheckedSub),
+            BinOp::Mul => Some(BinOp::CheckedMul),
+            _ => None,
+        }
+    }
+
+    /// The wrapping operator a checked one computes (`CheckedAdd` → `Add`).
+    pub fn unchecked(self) -> BinOp {
+        match self {
+            BinOp::CheckedAdd => BinOp::Add,
+            BinOp::CheckedSub => BinOp::Sub,
+            BinOp::CheckedMul => BinOp::Mul,
+            op => op,
         }
     }
 }
@@ -716,7 +757,30 @@ impl Module {
         }
         found
     }
+
+    /// Whether any function computes Python int arithmetic that can
+    /// overflow (`BinOp::CheckedAdd` and the like): each function then
+    /// takes the error record (see `kernel_abi`), in which a launch whose
+    /// arithmetic left `i64` records [`OVERFLOW_FLAG`].
+    pub fn checks_overflow(&self) -> bool {
+        let mut found = false;
+        let mut visit = |e: &Expr| {
+            found |= matches!(e, Expr::Binary(op, ..) if op.unchecked() != *op);
+        };
+        for k in &self.kernels {
+            walk_body_exprs(&k.body, &mut visit);
+        }
+        for f in &self.device_functions {
+            walk_body_exprs(&f.body, &mut visit);
+        }
+        found
+    }
 }
+
+/// The error record's first field after a launch in which Python int
+/// arithmetic overflowed `i64` (an out-of-bounds access in debug mode
+/// records 1).
+pub const OVERFLOW_FLAG: u64 = 2;
 
 impl Kernel {
     /// Whether the kernel contains a barrier (the simulator then runs each

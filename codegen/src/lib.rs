@@ -50,9 +50,11 @@ pub struct DebugRecord {
 }
 
 impl DebugRecord {
-    /// Decodes a record read back after a launch; `None` when no thread failed.
+    /// Decodes a record read back after a launch; `None` when no thread
+    /// indexed out of bounds (an overflow of Python int arithmetic writes
+    /// [`ir::OVERFLOW_FLAG`] instead).
     pub fn decode(raw: &[u64; ERROR_RECORD_LEN]) -> Option<DebugRecord> {
-        (raw[0] != 0).then(|| DebugRecord {
+        (raw[0] == 1).then(|| DebugRecord {
             tid: [raw[1] as u32, raw[2] as u32, raw[3] as u32],
             ctaid: [raw[4] as u32, raw[5] as u32, raw[6] as u32],
             index: raw[7] as i64,

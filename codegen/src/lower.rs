@@ -12,8 +12,11 @@
 //!   elements** (NumPy's byte strides divided by the item size). C-contiguous
 //!   arrays take no strides: their addresses come from the shape alone, the
 //!   fast path.
-//! - in debug mode, one more trailing pointer to an [`ErrorRecord`]-shaped
-//!   buffer of 10 × `u64`, zeroed before launch (see [`crate::DebugRecord`]).
+//! - in debug mode, and in every module with Python int arithmetic checked
+//!   for overflow ([`Module::checks_overflow`]), one more trailing pointer to
+//!   an [`ErrorRecord`]-shaped buffer of 10 × `u64`, zeroed before launch
+//!   (see [`crate::DebugRecord`]; an overflow writes [`OVERFLOW_FLAG`] into
+//!   its first field).
 //!
 //! [`kernel_abi`] lists this for a kernel. Device functions use the same
 //! flattening internally. On the host the kernel also takes a leading pointer
@@ -93,13 +96,15 @@ pub enum AbiKind {
 /// `[flag, tid.x, tid.y, tid.z, ctaid.x, ctaid.y, ctaid.z, index, axis, size]`.
 pub const ERROR_RECORD_LEN: usize = 10;
 
-/// The flattened parameter list of a kernel (see the module docs).
-pub fn kernel_abi(k: &Kernel, debug: bool) -> Vec<AbiParam> {
+/// The flattened parameter list of a kernel (see the module docs); `record`
+/// when the error record trails it: in debug mode, or when the kernel's
+/// module checks for overflow ([`Module::checks_overflow`]).
+pub fn kernel_abi(k: &Kernel, record: bool) -> Vec<AbiParam> {
     let mut out = Vec::new();
     for p in &k.params {
         flatten_param(p, &mut out);
     }
-    if debug {
+    if record {
         out.push(AbiParam {
             name: "__port_error".into(),
             kind: AbiKind::ErrorRecord,
@@ -240,6 +245,7 @@ pub(crate) fn lower_module<'ctx>(
         builder: ctx.create_builder(),
         ir,
         opts,
+        record: opts.debug || ir.checks_overflow(),
         device_fns: HashMap::new(),
     };
     // Declare every device function first so that calls resolve in any order.
@@ -301,6 +307,9 @@ struct Lowerer<'ctx, 'a> {
     builder: Builder<'ctx>,
     ir: &'a Module,
     opts: LowerOptions,
+    /// Every function takes the error record: in debug mode, or where the
+    /// module checks Python int arithmetic for overflow.
+    record: bool,
     device_fns: HashMap<String, FunctionValue<'ctx>>,
 }
 
@@ -395,7 +404,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 }
             }
         }
-        if self.opts.debug {
+        if self.record {
             tys.push(self.generic_ptr().into());
         }
         tys
@@ -543,7 +552,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 }
             }
         }
-        if self.opts.debug {
+        if self.record {
             st.err = Some(self.param(function, next)?.into_pointer_value());
         }
         if let Some(k) = kernel {
@@ -879,7 +888,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
         let ctxp = self.param(f, 0)?;
         let slots = self.param(f, 1)?.into_pointer_value();
         let mut argv: Vec<BasicMetadataValueEnum<'ctx>> = vec![ctxp.into()];
-        for (i, p) in kernel_abi(k, self.opts.debug).iter().enumerate() {
+        for (i, p) in kernel_abi(k, self.record).iter().enumerate() {
             let ty: BasicTypeEnum<'ctx> = match p.kind {
                 AbiKind::Scalar(s) => self.mem_type(s),
                 AbiKind::Pointer(_) | AbiKind::ErrorRecord => ptr.into(),

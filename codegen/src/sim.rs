@@ -53,7 +53,7 @@ use inkwell::targets::{CodeModel, RelocMode, Target as LlvmTarget, TargetMachine
 use inkwell::OptimizationLevel;
 
 use crate::error::CodegenError;
-use crate::ir::{Kernel, Module, ScalarType, Type};
+use crate::ir::{Kernel, Module, ScalarType, Type, OVERFLOW_FLAG};
 use crate::lower::{
     entry_symbol, kernel_abi, lower_module, shared_layout, LowerOptions, Target, BARRIER_SYMBOL,
     ERROR_RECORD_LEN,
@@ -445,6 +445,11 @@ pub enum SimError {
         size: i64,
     },
 
+    /// Python int arithmetic (`BinOp::CheckedMul`…) left `i64`, where
+    /// Python's int has no bound: the launch's results are not Python's.
+    #[error("kernel `{kernel}`: Python int arithmetic overflowed int64 (Python's ints do not)")]
+    Overflow { kernel: String },
+
     #[error("kernel `{kernel}`: {message}")]
     BadLaunch { kernel: String, message: String },
 
@@ -535,7 +540,9 @@ struct KernelEntry {
 /// Kernels of one module, JIT-compiled for the host.
 pub struct Simulator {
     kernels: HashMap<String, KernelEntry>,
-    debug: bool,
+    /// Launches pass the error record: in debug mode, or when the module
+    /// checks Python int arithmetic for overflow.
+    record: bool,
     // Dropped before `_context` (see `Drop`): the engine owns the code.
     engine: ManuallyDrop<ExecutionEngine<'static>>,
     _context: Box<Context>,
@@ -646,7 +653,7 @@ impl Simulator {
         }
         Ok(Simulator {
             kernels,
-            debug: opts.debug,
+            record: opts.debug || module.checks_overflow(),
             engine: ManuallyDrop::new(engine),
             _context: context,
         })
@@ -686,9 +693,9 @@ impl Simulator {
                 "grid {grid:?} / block {block:?} exceed CUDA's limits (block.z ≤ 64, grid.y and grid.z ≤ 65535)"
             )));
         }
-        let mut slots = pack_args(&k.kernel, args, self.debug)?;
+        let mut slots = pack_args(&k.kernel, args, self.record)?;
         let mut record = [0u64; ERROR_RECORD_LEN];
-        if self.debug {
+        if self.record {
             slots.push(record.as_mut_ptr() as u64);
         }
         let launch = Launch {
@@ -709,7 +716,12 @@ impl Simulator {
             None => launch.run_blocks_serially(block.count()),
         }
         drop(slots);
-        if let Some(r) = self.debug.then(|| DebugRecord::decode(&record)).flatten() {
+        if self.record && record[0] == OVERFLOW_FLAG {
+            return Err(SimError::Overflow {
+                kernel: kernel.to_string(),
+            });
+        }
+        if let Some(r) = self.record.then(|| DebugRecord::decode(&record)).flatten() {
             return Err(SimError::IndexError {
                 kernel: kernel.to_string(),
                 tid: r.tid,
@@ -736,7 +748,7 @@ impl Simulator {
 
 /// Checks `args` against the kernel's parameters and flattens them into
 /// 8-byte slots, in [`kernel_abi`] order.
-fn pack_args(k: &Kernel, args: &mut [SimArg], debug: bool) -> Result<Vec<u64>, SimError> {
+fn pack_args(k: &Kernel, args: &mut [SimArg], record: bool) -> Result<Vec<u64>, SimError> {
     let bad = |param: &str, message: String| SimError::BadArgument {
         kernel: k.name.clone(),
         param: param.to_string(),
@@ -797,8 +809,8 @@ fn pack_args(k: &Kernel, args: &mut [SimArg], debug: bool) -> Result<Vec<u64>, S
         }
     }
     debug_assert_eq!(
-        slots.len() + usize::from(debug),
-        kernel_abi(k, debug).len(),
+        slots.len() + usize::from(record),
+        kernel_abi(k, record).len(),
         "slots follow the ABI"
     );
     Ok(slots)

@@ -268,7 +268,9 @@ fn binop_prec(op: BinOp) -> u8 {
         BinOp::Shl | BinOp::Shr => 7,
         BinOp::Add | BinOp::Sub => 8,
         BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Rem => 9,
-        BinOp::Min | BinOp::Max => ATOM_PREC,
+        BinOp::Min | BinOp::Max | BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul => {
+            ATOM_PREC
+        }
     }
 }
 
@@ -369,7 +371,7 @@ fn write_expr(out: &mut String, e: &Expr) {
                 write_expr(out, a);
             }
         }
-        Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+        Expr::Binary(op, a, b) if op.is_call() => {
             let _ = write!(out, "{}(", op.symbol());
             write_args(out, &[(**a).clone(), (**b).clone()]);
             out.push(')');
@@ -1319,11 +1321,17 @@ impl Parser {
                 self.expect_punct(")")?;
                 Ok(Expr::AtomicCas(r, Box::new(c), Box::new(v)))
             }
-            "min" | "max" => {
+            "min" | "max" | "checked_add" | "checked_sub" | "checked_mul" => {
                 let mut a = self.args_exactly(&w, 2)?;
                 let b = a.pop().unwrap_or(Expr::Lit(Literal::Bool(false)));
                 let x = a.pop().unwrap_or(Expr::Lit(Literal::Bool(false)));
-                let op = if w == "min" { BinOp::Min } else { BinOp::Max };
+                let op = match w.as_str() {
+                    "min" => BinOp::Min,
+                    "max" => BinOp::Max,
+                    "checked_add" => BinOp::CheckedAdd,
+                    "checked_sub" => BinOp::CheckedSub,
+                    _ => BinOp::CheckedMul,
+                };
                 Ok(Expr::Binary(op, Box::new(x), Box::new(b)))
             }
             "complex" => {

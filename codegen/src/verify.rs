@@ -639,6 +639,7 @@ impl<'m> FnChecker<'m> {
                     BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => ta.is_int() || ta == Bool,
                     BinOp::Shl | BinOp::Shr => ta.is_int(),
                     BinOp::And | BinOp::Or => ta == Bool,
+                    BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul => ta == I64,
                 };
                 if !ok {
                     return Err(here(

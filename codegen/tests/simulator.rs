@@ -317,6 +317,54 @@ fn debug_mode_reports_out_of_bounds_like_numba() {
 }
 
 #[test]
+fn python_int_arithmetic_that_leaves_int64_is_reported() {
+    // `out[i] = x[i] * y[i] - y[i] + 1` in Python's ints: each operator
+    // checked, the launch failed when any would leave i64, also without
+    // debug mode, which the check does not need.
+    let m = port_codegen::text::parse_module(
+        "kernel prod(x: i64[::1], y: i64[::1], out: i64[::1]) {
+            let i: i32 = threadIdx.x;
+            if i < 4i32 {
+                out[i] = checked_add(checked_sub(checked_mul(x[i], y[i]), y[i]), 1i64);
+            }
+        }",
+    )
+    .unwrap();
+    assert!(m.checks_overflow());
+    // The text form reads back as written.
+    let text = port_codegen::text::print_module(&m);
+    assert!(text.contains("checked_add(checked_sub(checked_mul("), "{text}");
+    assert_eq!(port_codegen::text::parse_module(&text).unwrap(), m);
+    let s = Simulator::new(&m, SimOptions::default()).unwrap();
+    let run = |x: Vec<i64>, y: Vec<i64>| {
+        let mut args = vec![
+            SimArg::Array(SimArray::new(x, &[4]).unwrap()),
+            SimArg::Array(SimArray::new(y, &[4]).unwrap()),
+            SimArg::Array(SimArray::new(vec![0i64; 4], &[4]).unwrap()),
+        ];
+        s.launch("prod", 1, 32, &mut args)
+            .map(|()| array(&args[2]).as_i64().unwrap().to_vec())
+    };
+    // In range, up to the edges: Python's values.
+    let max = i64::MAX;
+    assert_eq!(
+        run(vec![3, -4, max, i64::MIN + 1], vec![5, 6, 1, 1]).unwrap(),
+        vec![11, -29, max, i64::MIN + 1]
+    );
+    // 6 * (2**63 - 1), as in fuzz seed 2001603; then a difference and a
+    // sum that leave i64 after a product that fits.
+    for (x, y) in [
+        (vec![1, 1, 6, 1], vec![1, 1, max, 1]),
+        (vec![1, i64::MIN, 1, 1], vec![1, 1, 1, 1]),
+        (vec![1, 1, 1, i64::MIN + 2], vec![1, 1, 1, -1]),
+    ] {
+        let e = run(x, y).unwrap_err();
+        assert!(matches!(e, SimError::Overflow { .. }), "{e}");
+        assert!(e.to_string().contains("overflowed int64"), "{e}");
+    }
+}
+
+#[test]
 fn bad_launches_are_errors_not_crashes() {
     let s = sim("saxpy");
     let n = 8;

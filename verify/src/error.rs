@@ -41,6 +41,15 @@ pub enum VerifyError {
     /// the kernels were built for, so no kernel ran on them.
     #[error("the inputs' shapes do not fit the kernels: {0}")]
     Shape(String),
+    /// Python int arithmetic in a kernel left int64 on these inputs (where
+    /// Python's ints have no bound): the migrated function runs the
+    /// original for such a call, so no kernel result is there to compare.
+    #[error(
+        "on these inputs Python int arithmetic in `{0}` leaves int64 (Python's ints have no \
+         bound): the migrated function runs the original for such a call, so the kernels \
+         were not verified; give inputs whose integers stay within int64"
+    )]
+    Overflow(String),
     /// A library step raised what NumPy raises (`Matrix is not positive
     /// definite`, `Singular matrix`) where the original did not.
     #[error("LinAlgError: {0}")]

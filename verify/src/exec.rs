@@ -460,6 +460,16 @@ impl<B> State<B> {
                     } else {
                         x.b() || y.b()
                     })
+                } else if op.unchecked() != *op {
+                    // Python's ints on the host: one that leaves int64 is
+                    // a call the migrated function gives the original.
+                    let (x, y) = (x.i(), y.i());
+                    let v = match op {
+                        BinOp::CheckedAdd => x.checked_add(y),
+                        BinOp::CheckedSub => x.checked_sub(y),
+                        _ => x.checked_mul(y),
+                    };
+                    HVal::I(v.ok_or_else(|| VerifyError::Overflow("the host schedule".into()))?)
                 } else {
                     let (x, y) = (x.i(), y.i());
                     let d = if y == 0 { 1 } else { y };
@@ -479,7 +489,11 @@ impl<B> State<B> {
                         BinOp::BitXor => x ^ y,
                         BinOp::Shl => x.wrapping_shl(y as u32),
                         BinOp::Shr => x.wrapping_shr(y as u32),
-                        BinOp::And | BinOp::Or => unreachable!("handled above"),
+                        BinOp::And
+                        | BinOp::Or
+                        | BinOp::CheckedAdd
+                        | BinOp::CheckedSub
+                        | BinOp::CheckedMul => unreachable!("handled above"),
                     })
                 }
             }

@@ -171,6 +171,9 @@ pub struct GpuDevice {
     /// cuSOLVER's dense handle on `stream`, made at the first `np.linalg`
     /// step: `Some(None)` when libcusolver is not found.
     dn: Option<Option<cudarc::cusolver::DnHandle>>,
+    /// The error record every launch passes last when the module checks
+    /// Python int arithmetic for overflow (`Module::checks_overflow`).
+    record: Option<CudaSlice<u64>>,
 }
 
 /// Pristine device copies of a run's inputs, in upload order, and the
@@ -208,8 +211,18 @@ impl GpuDevice {
             functions.insert(k.name.clone(), f);
             kernels.insert(k.name.clone(), k.clone());
         }
+        let record = if module.checks_overflow() {
+            Some(
+                stream
+                    .alloc_zeros::<u64>(port_codegen::ERROR_RECORD_LEN)
+                    .map_err(cuda)?,
+            )
+        } else {
+            None
+        };
         Ok(GpuDevice {
             ctx: ctx.clone(),
+            record,
             stream,
             functions,
             kernels,
@@ -616,6 +629,9 @@ impl Device for GpuDevice {
                     }
                 }
             }
+            if let Some(r) = &self.record {
+                l.arg(r);
+            }
             let cfg = cudarc::driver::LaunchConfig {
                 grid_dim: (config.grid[0], config.grid[1], 1),
                 block_dim: (config.block[0], config.block[1], 1),
@@ -643,6 +659,12 @@ impl Device for GpuDevice {
             self.stream
                 .synchronize()
                 .map_err(|e| failed(describe(e.0)))?;
+            if let Some(r) = &self.record {
+                let raw = self.stream.clone_dtoh(r).map_err(cuda)?;
+                if raw.first() == Some(&port_codegen::ir::OVERFLOW_FLAG) {
+                    return Err(VerifyError::Overflow(kernel.to_string()));
+                }
+            }
         }
         Ok(())
     }

@@ -28,6 +28,15 @@ fn sim_err(e: impl std::fmt::Display) -> VerifyError {
     VerifyError::Simulator(e.to_string())
 }
 
+/// A launch's error: an overflow of Python int arithmetic is not the
+/// kernels' failure but a call the migrated function gives the original.
+fn launch_err(e: port_codegen::SimError) -> VerifyError {
+    match e {
+        port_codegen::SimError::Overflow { kernel } => VerifyError::Overflow(kernel),
+        e => sim_err(e),
+    }
+}
+
 fn scalar_arg(t: ScalarType, v: HVal) -> SimArg {
     match t {
         ScalarType::Bool => SimArg::Bool(v.b()),
@@ -148,7 +157,12 @@ impl Device for SimDevice {
                 (None, SimArg::Array(_)) => unreachable!("arrays keep their metadata"),
             });
         }
-        res.map_err(|e| VerifyError::Simulator(format!("kernel `{kernel}` ({config}): {e}")))
+        res.map_err(|e| match launch_err(e) {
+            VerifyError::Simulator(e) => {
+                VerifyError::Simulator(format!("kernel `{kernel}` ({config}): {e}"))
+            }
+            e => e,
+        })
     }
 
     fn download(&mut self, a: &DevArray<SimArray>) -> Result<NdArray, VerifyError> {

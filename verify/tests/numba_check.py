@@ -3,7 +3,7 @@
 
     numba_check.py ptx PATCHED.py MIGRATION.json
         every kernel compiles with numba.cuda.compile_ptx (cc 8.0, no GPU);
-    NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json [--device-paths]
+    NUMBA_ENABLE_CUDASIM=1 numba_check.py sim ORIGINAL.py PATCHED.py MIGRATION.json [--device-paths] [--overflow FILE.npz]
         the patched function, run on Numba's CUDA simulator, gives the
         original's results (every mutated argument and the return value,
         allclose) on the inputs the migration was verified on when they
@@ -17,6 +17,9 @@
         inputs (the simulator runs the kernels twice more), arguments that
         live on the GPU (a stand-in with `__cuda_array_interface__`), all
         or some of them, and GPU arguments that share memory (an error).
+        With --overflow FILE.npz (arguments by name), a call on those
+        inputs, on which the kernels' Python int arithmetic leaves int64,
+        must run the original (its warning) and give its results.
 
 Exit 0 when all is well, 1 with the first problem on stderr. With
 PORT_CHECK_LOG=FILE, `sim` appends a line to FILE: the function, the
@@ -35,6 +38,8 @@ import numpy as np
 
 # Whether `sim` also runs the wrapper's GPU-argument paths (--device-paths).
 DEVICE_PATHS = False
+# Inputs on which the kernels' Python int arithmetic overflows (--overflow).
+OVERFLOW = None
 
 
 def load(path, name):
@@ -225,6 +230,11 @@ def given_inputs(migration_path, migration, plan):
     if not os.path.isabs(p):
         project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(migration_path))))
         p = os.path.join(project, p)
+    return npz_args(p, plan)
+
+
+def npz_args(p, plan):
+    """The arguments saved by name in the .npz `p`, as port passes them."""
     d = np.load(p)
     # As port passes them: 0-d bool, int64 and float64 as Python numbers
     # (weak in NumPy 2's promotion), any other dtype as a NumPy scalar.
@@ -302,6 +312,8 @@ def check_sim(original, patched, migration, migration_path):
         for (what, x), (_, y) in zip(outputs1, outputs2):
             compare(what, x, y, rtol, atol)
         check_paths(original, patched, plan, orig, new, args, rtol, atol)
+        if OVERFLOW:
+            check_overflow(plan, orig, new, npz_args(OVERFLOW, plan), rtol, atol)
     except SystemExit as elementwise:
         if plan.get("fp32"):
             raise
@@ -329,6 +341,23 @@ def check_sim(original, patched, migration, migration_path):
             raise SystemExit("%s; against a %s run: error %.2e, the original's own error %.2e"
                              % (elementwise, np.dtype(wider).name, ours, theirs))
     print("ok cudasim %s" % name)
+
+
+def check_overflow(plan, orig, new, args, rtol, atol):
+    """On `args` the kernels' Python int arithmetic leaves int64: the
+    migrated function must say so and run the original."""
+    import warnings
+    a1, a2 = copy(args), copy(args)
+    r1 = orig(*a1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r2 = new(*a2)
+    said = [str(w.message) for w in caught if str(w.message).startswith("port: Python int")]
+    if not said:
+        raise SystemExit("--overflow: the migrated function did not run the original "
+                         "(warnings: %s)" % [str(w.message) for w in caught])
+    for (what, x), (_, y) in zip(outputs(plan, a1, r1), outputs(plan, a2, host(r2))):
+        compare("--overflow: " + what, x, y, rtol, atol)
 
 
 def check_paths(original, patched, plan, orig, new, args, rtol, atol):
@@ -526,9 +555,11 @@ def main():
         with open(sys.argv[3]) as f:
             check_ptx(sys.argv[2], json.load(f))
     elif mode == "sim":
-        global DEVICE_PATHS
+        global DEVICE_PATHS, OVERFLOW
         DEVICE_PATHS = ("--device-paths" in sys.argv[5:]
                         or os.environ.get("PORT_CHECK_DEVICE_PATHS") == "1")
+        if "--overflow" in sys.argv[5:]:
+            OVERFLOW = sys.argv[sys.argv.index("--overflow") + 1]
         t0 = time.time()
         with open(sys.argv[4]) as f:
             m = json.load(f)

@@ -84,6 +84,11 @@ impl<'ctx> Lowerer<'ctx, '_> {
             Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
                 self.short_circuit(st, *op, a, b)?
             }
+            Expr::Binary(op, a, b) if op.unchecked() != *op => {
+                let a = self.expr(st, a)?;
+                let b = self.expr(st, b)?;
+                self.checked(st, *op, a, b)?
+            }
             Expr::Binary(op, a, b) => {
                 let a = self.expr(st, a)?;
                 let b = self.expr(st, b)?;
@@ -460,12 +465,74 @@ impl<'ctx> Lowerer<'ctx, '_> {
                 BinOp::Shl | BinOp::Shr => self.shift(op, x, y, true)?.into(),
                 BinOp::And => bld.build_and(x, y, "and").ll()?.into(),
                 BinOp::Or => bld.build_or(x, y, "or").ll()?.into(),
+                BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul => {
+                    return Err(missing("checked operator outside `expr`"))
+                }
             }
         };
         if ty.is_float() {
             self.fast(v);
         }
         Ok(Val { v, ty })
+    }
+
+    /// Python's `+`, `-` or `*` of two ints on `i64`
+    /// ([`BinOp::CheckedAdd`]…): LLVM's `s*.with.overflow`, the wrapped
+    /// result, and on overflow [`OVERFLOW_FLAG`] written into the error
+    /// record (once: a compare-and-swap from 0, so an index error recorded
+    /// first stays).
+    fn checked(
+        &mut self,
+        st: &FnState<'ctx>,
+        op: BinOp,
+        a: Val<'ctx>,
+        b: Val<'ctx>,
+    ) -> Result<Val<'ctx>, CodegenError> {
+        let name = match op {
+            BinOp::CheckedAdd => "llvm.sadd.with.overflow",
+            BinOp::CheckedSub => "llvm.ssub.with.overflow",
+            _ => "llvm.smul.with.overflow",
+        };
+        let err = st.err.ok_or_else(|| missing("error record"))?;
+        let (x, y) = (a.int(), b.int());
+        let intrinsic = inkwell::intrinsics::Intrinsic::find(name)
+            .ok_or_else(|| missing("overflow intrinsic"))?;
+        let f = intrinsic
+            .get_declaration(&self.module, &[x.get_type().into()])
+            .ok_or_else(|| missing("overflow intrinsic declaration"))?;
+        let pair = self
+            .builder
+            .build_call(f, &[x.into(), y.into()], "ovf")
+            .ll()?
+            .try_as_basic_value()
+            .basic()
+            .ok_or_else(|| missing("overflow intrinsic result"))?
+            .into_struct_value();
+        let v = self.builder.build_extract_value(pair, 0, "v").ll()?;
+        let over = self
+            .builder
+            .build_extract_value(pair, 1, "over")
+            .ll()?
+            .into_int_value();
+        let flag = self.ctx.append_basic_block(st.function, "overflow");
+        let done = self.ctx.append_basic_block(st.function, "fits");
+        self.builder
+            .build_conditional_branch(over, flag, done)
+            .ll()?;
+        self.builder.position_at_end(flag);
+        let i64t = self.ctx.i64_type();
+        self.builder
+            .build_cmpxchg(
+                err,
+                i64t.const_zero(),
+                i64t.const_int(OVERFLOW_FLAG, false),
+                AtomicOrdering::Monotonic,
+                AtomicOrdering::Monotonic,
+            )
+            .ll()?;
+        self.builder.build_unconditional_branch(done).ll()?;
+        self.builder.position_at_end(done);
+        Ok(Val { v, ty: a.ty })
     }
 
     /// The operators whose two's-complement result does not depend on

@@ -186,13 +186,19 @@ pub const HELPERS: &[Helper] = &[
     },
     Helper {
         name: "_port_to_device",
-        source: r#"def _port_to_device(a, dtype):
+        source: r#"def _port_to_device(a, dtype, copy=False):
     """`a` as a device array of `dtype`: a GPU array is used where it is,
-    with no copy; a host array is copied over once."""
+    with no copy unless `copy` (the kernels then write a copy, and the
+    caller's array only gets it at the end); a host array is copied over
+    once."""
     if _port_on_gpu(a):
         d = cuda.as_cuda_array(a)
         if d.dtype != dtype:
             raise TypeError(f"a device array of {d.dtype}: the kernels take {np.dtype(dtype)}")
+        if copy:
+            c = cuda.device_array(d.shape, dtype=d.dtype)
+            c.copy_to_device(d)
+            return c
         return d
     return cuda.to_device(np.ascontiguousarray(a, dtype=dtype))
 "#,
@@ -353,6 +359,48 @@ def _port_minimum(x, y):
 def _port_maximum(x, y):
     """NumPy's `maximum` of two floats: NaN when either is NaN."""
     return x if x >= y or x != x else y
+"#,
+    },
+    // Python's `+`, `-` and `*` of two ints inside kernels: Numba's int64
+    // wraps where Python's int grows; an overflow sets the wrapper's flag,
+    // and the wrapper then runs the original (`BinOp::CheckedAdd`…).
+    Helper {
+        name: "_port_checked_add",
+        source: r#"@cuda.jit(device=True)
+def _port_checked_add(x, y, overflow):
+    """Python's `x + y` of two ints, in int64; `overflow[0]` is set where
+    the sum leaves int64 (Python's ints have no bound)."""
+    r = x + y
+    if (x >= 0) == (y >= 0) and (r >= 0) != (x >= 0):
+        overflow[0] = 1
+    return r
+"#,
+    },
+    Helper {
+        name: "_port_checked_sub",
+        source: r#"@cuda.jit(device=True)
+def _port_checked_sub(x, y, overflow):
+    """Python's `x - y` of two ints, in int64; `overflow[0]` is set where
+    the difference leaves int64 (Python's ints have no bound)."""
+    r = x - y
+    if (x >= 0) != (y >= 0) and (r >= 0) != (x >= 0):
+        overflow[0] = 1
+    return r
+"#,
+    },
+    Helper {
+        name: "_port_checked_mul",
+        source: r#"@cuda.jit(device=True)
+def _port_checked_mul(x, y, overflow):
+    """Python's `x * y` of two ints, in int64; `overflow[0]` is set where
+    the product leaves int64 (Python's ints have no bound)."""
+    r = x * y
+    if x == -1:
+        if y == -9223372036854775808:
+            overflow[0] = 1
+    elif x != 0 and r // x != y:
+        overflow[0] = 1
+    return r
 "#,
     },
     // `np.rint` inside kernels: Python's `math` has no `rint`, and `round`

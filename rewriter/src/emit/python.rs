@@ -37,12 +37,17 @@ pub fn original_name(function: &str) -> String {
 /// functions, kernels and the wrapper (helpers and imports not included).
 pub fn render(plan: &KernelPlan, original_doc: Option<&str>, sig: &Signature) -> String {
     let mut out = String::new();
+    let overflow = plan.module.checks_overflow();
     for f in &plan.module.device_functions {
-        out.push_str(&device_function(f));
+        out.push_str(&device_function(f, overflow));
         out.push_str("\n\n");
     }
     for k in &plan.module.kernels {
-        out.push_str(&kernel(k, plan.docs.get(&k.name).map(String::as_str)));
+        out.push_str(&kernel(
+            k,
+            plan.docs.get(&k.name).map(String::as_str),
+            overflow,
+        ));
         out.push_str("\n\n");
     }
     out.push_str(&wrapper(plan, original_doc, sig));
@@ -115,7 +120,14 @@ struct Printer {
     /// Integer locals that are never negative (see [`nonneg_locals`]):
     /// their divisions and remainders print as Python's `//` and `%`.
     nonneg: HashSet<String>,
+    /// The module checks Python int arithmetic for overflow: every kernel
+    /// and device function takes [`OVERFLOW`], the flag the checks set.
+    overflow: bool,
 }
+
+/// The one-element int64 device array a kernel's checked Python int
+/// arithmetic (`_port_checked_mul`…) sets when it leaves int64.
+pub const OVERFLOW: &str = "_port_overflow";
 
 impl Printer {
     fn new(params: &[Param]) -> Printer {
@@ -128,6 +140,7 @@ impl Printer {
             types: vec![scope],
             host: false,
             nonneg: HashSet::new(),
+            overflow: false,
         }
     }
 
@@ -382,6 +395,23 @@ impl Printer {
                     Expr::Binary(BinOp::Sub, a.clone(), Box::new(Expr::Lit(Literal::I64(-k))));
                 self.expr_p(&minus)
             }
+            // Python int arithmetic: exact on the host (Python's ints),
+            // checked in kernels.
+            Expr::Binary(op, a, b) if op.unchecked() != *op => {
+                if self.host {
+                    let plain = Expr::Binary(op.unchecked(), a.clone(), b.clone());
+                    return self.expr_p(&plain);
+                }
+                let f = match op {
+                    BinOp::CheckedAdd => "_port_checked_add",
+                    BinOp::CheckedSub => "_port_checked_sub",
+                    _ => "_port_checked_mul",
+                };
+                (
+                    format!("{f}({}, {}, {OVERFLOW})", self.expr(a, 0), self.expr(b, 0)),
+                    ATOM,
+                )
+            }
             Expr::Binary(op, a, b) => {
                 let (sym, p) = match op {
                     BinOp::Add => ("+", 10),
@@ -453,6 +483,9 @@ impl Printer {
                     BinOp::Shr => (">>", 8),
                     BinOp::And => ("and", 3),
                     BinOp::Or => ("or", 2),
+                    BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul => {
+                        unreachable!("printed above")
+                    }
                 };
                 // Left-associative: the right operand binds one tighter.
                 let text = format!("{} {sym} {}", self.expr(a, p), self.expr(b, p + 1));
@@ -588,7 +621,10 @@ impl Printer {
                 (s, if matches!(f, MathFn::Exp2) { 12 } else { ATOM })
             }
             Expr::Call(n, args) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
+                let mut a: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
+                if self.overflow {
+                    a.push(OVERFLOW.into());
+                }
                 (format!("{n}({})", a.join(", ")), ATOM)
             }
             Expr::Atomic(op, r, v) => {
@@ -757,14 +793,18 @@ fn nonneg_locals(body: &[Stmt]) -> HashSet<String> {
     }
 }
 
-fn kernel(k: &Kernel, doc: Option<&str>) -> String {
+fn kernel(k: &Kernel, doc: Option<&str>, overflow: bool) -> String {
     let mut p = Printer::new(&k.params);
+    p.overflow = overflow;
     p.nonneg = nonneg_locals(&k.body);
     // A parameter's name is defined by the caller too.
     for x in &k.params {
         p.nonneg.remove(&x.name);
     }
-    let names: Vec<&str> = k.params.iter().map(|x| x.name.as_str()).collect();
+    let mut names: Vec<&str> = k.params.iter().map(|x| x.name.as_str()).collect();
+    if overflow {
+        names.push(OVERFLOW);
+    }
     p.line(0, "@cuda.jit");
     p.line(0, &format!("def {}({}):", k.name, names.join(", ")));
     if let Some(d) = doc {
@@ -797,9 +837,13 @@ fn kernel(k: &Kernel, doc: Option<&str>) -> String {
     p.out
 }
 
-fn device_function(f: &DeviceFunction) -> String {
+fn device_function(f: &DeviceFunction, overflow: bool) -> String {
     let mut p = Printer::new(&f.params);
-    let names: Vec<&str> = f.params.iter().map(|x| x.name.as_str()).collect();
+    p.overflow = overflow;
+    let mut names: Vec<&str> = f.params.iter().map(|x| x.name.as_str()).collect();
+    if overflow {
+        names.push(OVERFLOW);
+    }
     p.line(0, "@cuda.jit(device=True)");
     p.line(0, &format!("def {}({}):", f.name, names.join(", ")));
     p.stmts(&f.body, 1);
@@ -820,6 +864,8 @@ struct Host<'p> {
     /// guard of the specialisation that fails there runs the original
     /// (nothing has run yet); elsewhere it raises.
     fallback: Option<String>,
+    /// The kernels check Python int arithmetic: each launch passes the flag.
+    overflow: bool,
 }
 
 impl Host<'_> {
@@ -904,6 +950,7 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         device: BTreeSet::new(),
         rebound,
         fallback: None,
+        overflow: plan.module.checks_overflow(),
     };
     let name = plan.function.rsplit('.').next().unwrap_or(&plan.function);
     let mut out = String::new();
@@ -982,6 +1029,14 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
     h.fallback = Some(original_and_args.clone());
     emit_steps(&mut h, &plan.steps[..entry], 1, &mut out);
     h.fallback = None;
+    if h.overflow {
+        // Set by a kernel whose Python int arithmetic leaves int64; read
+        // before anything is copied back (see the end).
+        let _ = writeln!(
+            out,
+            "{ind}{OVERFLOW} = cuda.to_device(np.zeros(1, dtype=np.int64))"
+        );
+    }
     if plan.kind == PlanKind::Ufunc {
         let elementwise: Vec<&crate::plan::PlanParam> =
             plan.params.iter().filter(|p| p.elementwise).collect();
@@ -1022,9 +1077,16 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         let _ = writeln!(out, "{ind}_port_gpu = {on_gpu}");
         for p in &plan.params {
             if let ArgType::Array(a) = p.kernel_ty {
+                // An overflow runs the original on the arguments as given:
+                // an array the kernels write is then a copy, also on the GPU.
+                let copy = if h.overflow && plan.mutated.contains(&p.name) {
+                    ", copy=True"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
-                    "{ind}d_{0} = _port_to_device({0}, {1})",
+                    "{ind}d_{0} = _port_to_device({0}, {1}{copy})",
                     p.name,
                     numpy_dtype(a.elem)
                 );
@@ -1046,6 +1108,12 @@ fn wrapper(plan: &KernelPlan, doc: Option<&str>, sig: &Signature) -> String {
         }
     }
     emit_steps(&mut h, &plan.steps[entry..], 1, &mut out);
+    if h.overflow {
+        let _ = writeln!(
+            out,
+            "{ind}if {OVERFLOW}.copy_to_host()[0]:\n{ind}{ind}return _port_run_original(\"Python int arithmetic in the kernels left int64 (Python's ints have no bound)\", {original_and_args})"
+        );
+    }
     // Copy back what the original mutated.
     for m in &plan.mutated {
         let src = if h.rebound.contains(m) {
@@ -1133,7 +1201,7 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         format!("_port_blocks({}, 1), {THREADS_REDUCE}", h.expr(n))
                     }
                 };
-                let a: Vec<String> = args
+                let mut a: Vec<String> = args
                     .iter()
                     .map(|n| {
                         if h.device.contains(n) {
@@ -1143,6 +1211,9 @@ fn emit_steps(h: &mut Host, steps: &[HostStep], depth: usize, out: &mut String) 
                         }
                     })
                     .collect();
+                if h.overflow {
+                    a.push(OVERFLOW.into());
+                }
                 let _ = writeln!(out, "{ind}{kernel}[{config}]({})", a.join(", "));
             }
             HostStep::ReadElement {

@@ -11,6 +11,7 @@ use crate::dtypes::{self, BinForm};
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, lit, py_mod};
 use crate::lower::context::Lowerer;
+use crate::lower::python_ints;
 use crate::numpy::array_expr::{self, Val};
 
 impl<'a> Lowerer<'a> {
@@ -23,6 +24,7 @@ impl<'a> Lowerer<'a> {
     ) -> Lower<Val> {
         use ast::Operator as O;
         let mut failed: Option<&'static str> = None;
+        let data = &self.data_ints;
         let out = array_expr::map2(a, b, &mut |(x, tx, wx), (y, ty, wy)| {
             let rule = match dtypes::binop(op, (tx, wx), (ty, wy)) {
                 Ok(rule) => rule,
@@ -32,21 +34,31 @@ impl<'a> Lowerer<'a> {
                 }
             };
             let t = rule.operands;
+            // Python ints from the data: `+ - *` checked for overflow.
+            let checked = wx
+                && wy
+                && t == ScalarType::I64
+                && rule.form == BinForm::Arith
+                && (python_ints::data_derived(&x, data) || python_ints::data_derived(&y, data));
+            let arith = |op: BinOp, cx: Expr, cy: Expr| match op.checked() {
+                Some(c) if checked => binary(c, cx, cy),
+                _ => binary(op, cx, cy),
+            };
             let (cx, cy) = (cast_to(x.clone(), tx, t), cast_to(y.clone(), ty, t));
             match (rule.form, op) {
                 (BinForm::Or, _) => (binary(BinOp::Or, cx, cy), t),
                 (BinForm::And, _) => (binary(BinOp::And, cx, cy), t),
                 (BinForm::Xor, _) => (cmp(CmpOp::Ne, cx, cy), t),
-                (_, O::Add) => (add(cx, cy), t),
-                (_, O::Sub) => (sub(cx, cy), t),
-                (_, O::Mult) => (mul(cx, cy), t),
+                (_, O::Add) => (arith(BinOp::Add, cx, cy), t),
+                (_, O::Sub) => (arith(BinOp::Sub, cx, cy), t),
+                (_, O::Mult) => (arith(BinOp::Mul, cx, cy), t),
                 (_, O::Div) => {
                     let ft = rule.result;
                     (div(cast_to(x, tx, ft), cast_to(y, ty, ft)), ft)
                 }
                 (_, O::FloorDiv) => (binary(BinOp::FloorDiv, cx, cy), t),
                 (_, O::Mod) => (py_mod(cx, cy, t), t),
-                (_, O::Pow) => pow(x, tx, y, ty, t, &mut failed),
+                (_, O::Pow) => pow(x, tx, y, ty, t, checked, &mut failed),
                 (_, O::BitAnd) => (binary(BinOp::BitAnd, cx, cy), t),
                 (_, O::BitOr) => (binary(BinOp::BitOr, cx, cy), t),
                 (_, O::BitXor) => (binary(BinOp::BitXor, cx, cy), t),
@@ -86,13 +98,15 @@ impl<'a> Lowerer<'a> {
     }
 }
 
-/// `x ** y` in type `t` (the rule's, [`dtypes::binop`]).
+/// `x ** y` in type `t` (the rule's, [`dtypes::binop`]); `checked`: of
+/// Python ints from the data, whose products are checked for overflow.
 fn pow(
     x: Expr,
     tx: ScalarType,
     y: Expr,
     ty: ScalarType,
     t: ScalarType,
+    checked: bool,
     failed: &mut Option<&'static str>,
 ) -> (Expr, ScalarType) {
     // Small integer powers: repeated products (exact, like Python).
@@ -100,8 +114,13 @@ fn pow(
         if (1..=4).contains(&k) {
             let b = cast_to(x, tx, t);
             let mut acc = b.clone();
+            let op = if checked {
+                BinOp::CheckedMul
+            } else {
+                BinOp::Mul
+            };
             for _ in 1..k {
-                acc = mul(acc, b.clone());
+                acc = binary(op, acc, b.clone());
             }
             return (acc, t);
         }

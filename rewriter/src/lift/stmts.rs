@@ -41,7 +41,12 @@ impl<'a> Lowerer<'a> {
             return;
         }
         let key = format!("{}{name}", r.scope);
+        // A local bound to a value from the data is data where it is read.
+        let data = crate::lower::python_ints::data_derived(&value, &self.data_ints);
         if let Some(Local::Scalar { ir, ty, .. }) = r.locals.get(name).cloned() {
+            if data {
+                self.data_ints.insert(ir.clone());
+            }
             self.declare_type_weak(&key, vt, weak);
             let weak = self.weak_local(&key);
             r.push(assign(&ir, cast_to(value, vt, ty)));
@@ -58,6 +63,9 @@ impl<'a> Lowerer<'a> {
             self.used.insert(s.clone());
             s
         };
+        if data {
+            self.data_ints.insert(ir.clone());
+        }
         r.locals.insert(
             name.to_string(),
             Local::Scalar {

@@ -475,6 +475,9 @@ pub(crate) struct Lowerer<'a> {
     /// Axes of array arguments planned as a literal 1 (the inputs'
     /// extent there, which NumPy broadcasts).
     pub unit_dims: Vec<(String, u8)>,
+    /// Scalar names (IR names) whose values come from the data: their
+    /// Python int arithmetic is checked for overflow (`python_ints`).
+    pub data_ints: HashSet<String>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -541,6 +544,7 @@ impl<'a> Lowerer<'a> {
             tiny: HashMap::new(),
             shape_facts: Vec::new(),
             unit_dims: Vec::new(),
+            data_ints: HashSet::new(),
         }
     }
 

@@ -15,7 +15,8 @@
 //! `scalar_function` (on `app_calls` and `hoist_alloc`), `linalg` (on
 //! `shapes`: library calls as steps of the host schedule), `sort` (on
 //! `linalg`: `np.sort` and `np.median` as such steps); `fp32` works on
-//! the finished plan.
+//! the finished plan; `python_ints` says which Python int arithmetic
+//! comes from the data, and is checked for overflow.
 //!
 //! Stage invariant: a pass depends on the context, on the stages before
 //! this one (`numpy`, `dependences`) and on passes below it, never on the
@@ -36,6 +37,7 @@ pub mod histogram;
 pub mod hoist_alloc;
 pub mod linalg;
 pub mod masked;
+pub mod python_ints;
 pub mod rearrange;
 pub mod row_reduction;
 pub mod scalar_function;

@@ -219,6 +219,18 @@ fn run(
     types: &[ArgType],
     ufunc: bool,
 ) -> Result<(), Box<Reason>> {
+    // Scalar arguments that are data themselves: a scalar function's (its
+    // elements), floats and complex numbers (which `int()` may make huge).
+    let seeds = names
+        .iter()
+        .zip(types)
+        .filter(|(_, t)| ufunc || matches!(t, ArgType::Scalar(s) if s.is_float() || s.is_complex()))
+        .map(|(n, _)| n.clone())
+        .collect();
+    l.data_ints = lower::python_ints::data_names(&def.body, seeds)
+        .into_iter()
+        .map(|n| lower::context::sanitize(&n))
+        .collect();
     if ufunc {
         let (params, ret, outs) = l.ufunc_plan(def, types)?;
         l.ufunc = Some((params, ret, outs));

@@ -1,0 +1,153 @@
+//! **python_ints**: Python's ints have no bound; a kernel's int64 has. The
+//! `+`, `-` and `*` of two Python ints whose value comes from the data (an
+//! element, a float or an element made an int by `int()` or `math.floor`,
+//! a name bound to one) are checked: `BinOp::CheckedMul` and the like,
+//! which flag a launch whose arithmetic left int64, and the migrated
+//! function then runs the original for that call (fuzz seed 2001603:
+//! `math.floor(b[i]) * math.floor(a[i])` of 6 and 2**63 - 1).
+//!
+//! Arithmetic on loop indices, extents, literals and int arguments is not
+//! checked: its values are bounded by the arrays' sizes (the trip counts of
+//! loops that touch them), and the dependence analysis reads it as affine.
+//! A value is from the data when the typing cannot bound it, which this
+//! module decides twice: on the Python body before lowering ([`data_names`],
+//! so that a name rebound in a loop is known before its first use there),
+//! and on a lowered operand ([`data_derived`]).
+
+use std::collections::HashSet;
+
+use port_codegen::ir::{self, Expr};
+use rustpython_parser::ast;
+
+use crate::pyast;
+
+pub const NAME: &str = "python_ints";
+
+/// Calls whose result is bounded by their arguments' (`len` by an extent):
+/// data only when an argument is.
+const BOUNDED_BY_ARGS: &[&str] = &[
+    "range", "len", "min", "max", "abs", "int", "float", "bool", "round", "floor", "ceil", "trunc",
+];
+
+/// The names the function binds, at any depth, to a value computed from
+/// the data: from an element (`x[i]`, not `x.shape[0]`), from a call other
+/// than [`BOUNDED_BY_ARGS`] (NumPy's, a helper's), from one of `seeds`
+/// (the scalar arguments that are data themselves) or from such a name,
+/// and loop variables of a loop over anything but `range`. A fixed point,
+/// so that `h = h * 31 + k` after `k = int(x[i])` is data wherever `h` is read.
+pub fn data_names(body: &[ast::Stmt], seeds: HashSet<String>) -> HashSet<String> {
+    let mut names = seeds;
+    loop {
+        let before = names.len();
+        pyast::walk_stmts(body, &mut |s| {
+            let (targets, value): (Vec<&ast::Expr>, Option<&ast::Expr>) = match s {
+                ast::Stmt::Assign(a) => (a.targets.iter().collect(), Some(&a.value)),
+                ast::Stmt::AugAssign(a) => (vec![&a.target], Some(&a.value)),
+                ast::Stmt::AnnAssign(a) => (vec![&a.target], a.value.as_deref()),
+                ast::Stmt::For(f) if !is_range(&f.iter) => (vec![&f.target], None),
+                _ => return,
+            };
+            if value.is_none_or(|v| from_data(v, &names)) {
+                for t in targets {
+                    names.extend(pyast::target_names(t));
+                }
+            }
+        });
+        if names.len() == before {
+            return names;
+        }
+    }
+}
+
+fn is_range(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Call(c) if matches!(c.func.as_ref(), ast::Expr::Name(n) if n.id.as_str() == "range"))
+}
+
+/// Whether the Python expression `e` may compute on the data.
+fn from_data(e: &ast::Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    pyast::walk_expr(e, &mut |x| {
+        found |= match x {
+            ast::Expr::Name(n) => names.contains(n.id.as_str()),
+            ast::Expr::Subscript(s) => !matches!(
+                s.value.as_ref(),
+                ast::Expr::Attribute(a) if matches!(a.attr.as_str(), "shape" | "strides")
+            ),
+            ast::Expr::Call(c) => {
+                let callee = match c.func.as_ref() {
+                    ast::Expr::Name(n) => n.id.as_str(),
+                    ast::Expr::Attribute(a) => a.attr.as_str(),
+                    _ => "",
+                };
+                !BOUNDED_BY_ARGS.contains(&callee)
+            }
+            _ => false,
+        };
+    });
+    found
+}
+
+/// Whether the lowered operand `e` may hold a value computed from the data:
+/// it loads an element, calls a math or device function, or reads one of
+/// `names` (IR names: [`data_names`], sanitized, and the locals bound to
+/// such values).
+pub fn data_derived(e: &Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    ir::walk_expr(e, &mut |x| {
+        found |= match x {
+            Expr::Load(_)
+            | Expr::Math(..)
+            | Expr::Call(..)
+            | Expr::Atomic(..)
+            | Expr::AtomicCas(..) => true,
+            Expr::Var(v) => names.contains(v),
+            _ => false,
+        };
+    });
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str, seeds: &[&str]) -> Vec<String> {
+        let body = rustpython_parser::parse(src, rustpython_parser::Mode::Module, "<test>")
+            .map(|m| m.expect_module().body)
+            .unwrap();
+        let mut v: Vec<String> = data_names(&body, seeds.iter().map(|s| s.to_string()).collect())
+            .into_iter()
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn names_from_elements_and_conversions_of_them_are_data() {
+        let src = "
+h = 0
+n = a.shape[0] - 1
+m = len(a) // 2
+for i in range(n):
+    k = int(a[i])
+    h = h * 31 + k
+    j = i * m + 1
+    w = min(j, n)
+t = s * 2.0
+r = int(t)
+";
+        assert_eq!(names(src, &["s"]), ["h", "k", "r", "s", "t"]);
+    }
+
+    #[test]
+    fn loops_over_values_and_calls_of_numpy_give_data() {
+        let src = "
+for v in a:
+    c = v + 1
+q = np.sum(a)
+z = abs(q) + 1
+p = abs(3) + 1
+";
+        assert_eq!(names(src, &[]), ["c", "q", "v", "z"]);
+    }
+}
