@@ -16,7 +16,9 @@ The run ends with one line
 
     programs N, verified V, refused R, mismatch M, failed F
 
-and, for every mismatch and failure, DIR/findings/seed-S.py: the program
+(a program whose inputs make the kernels' Python int arithmetic leave
+int64 counts as refused: port calls it inconclusive, and the migrated
+function runs the original on such inputs) and, for every mismatch and failure, DIR/findings/seed-S.py: the program
 minimised (statements removed while port's answer stays the same), with
 its seed, port's answer, and the inputs beside it (seed-S.npz). With
 --numba-every K, every K-th verified program's patched module is also run
@@ -634,7 +636,13 @@ def run_port(args, prog, units, folder, write=False):
             sys.exit("fuzz_diff: port is not installed whole: " + why)
     if status == "verified" and o.returncode != 0:
         return "failed", "verified with exit %d" % o.returncode, j
-    if status in ("inconclusive",):
+    if status == "inconclusive" and any("Python int arithmetic" in r.get("message", "")
+                                        for r in reasons):
+        # The inputs make Python int arithmetic leave int64: the migrated
+        # function runs the original on them, so nothing is wrong and
+        # nothing verified; counted with the refusals.
+        status = "refused"
+    elif status in ("inconclusive",):
         status = "failed"
     if status == "refused" and any("bad data" in r.get("message", "") for r in reasons):
         status = "failed"
