@@ -2803,30 +2803,47 @@ mod fuzz_found {
         j
     }
 
-    /// Python int products of elements: verified where they stay within
-    /// int64, checked in the kernels; inputs where one leaves it are
-    /// inconclusive (exit 5: the migrated function runs the original), and
-    /// under Numba's CUDA simulator the patched function does run it.
+    /// Python int products of elements, and floats made Python ints:
+    /// verified where they stay within int64, checked in the kernels;
+    /// inputs where one leaves it are inconclusive (exit 5: the migrated
+    /// function runs the original), and under Numba's CUDA simulator the
+    /// patched function does run it.
     #[test]
-    fn python_int_products_that_leave_int64_run_the_original() {
-        let small = "a=np.array([-10, 2**40, -7, 3, 0]), \
-                     b=np.array([36, 6, 37, 65535, 2], dtype=np.uint16)";
-        let huge = "a=np.array([-10, 2**63 - 1, -7, 3, 0]), \
-                    b=np.array([36, 6, 37, 65535, 2], dtype=np.uint16)";
-        for (function, signature, out) in [
-            ("floor_products", "int64[:], uint16[:]", ""),
+    fn python_ints_that_leave_int64_run_the_original() {
+        let a = |top: &str| {
+            format!(
+                "a=np.array([-10, {top}, -7, 3, 0]), \
+                 b=np.array([36, 6, 37, 65535, 2], dtype=np.uint16)"
+            )
+        };
+        let out = ", out=np.zeros(5, dtype=np.int64)";
+        let x = |top: &str| format!("x=np.array([1.5, -2.25, {top}, -3e7, 0.1]){out}");
+        for (function, signature, small, huge) in [
+            (
+                "floor_products",
+                "int64[:], uint16[:]",
+                a("2**40"),
+                a("2**63 - 1"),
+            ),
             (
                 "floor_products_into",
                 "int64[:], uint16[:], int64[:]",
-                ", out=np.zeros(5, dtype=np.int64)",
+                a("2**40") + out,
+                a("2**63 - 1") + out,
+            ),
+            (
+                "floors_of_large_floats",
+                "float64[:], int64[:]",
+                x("1e6"),
+                x("1e30"),
             ),
         ] {
             let tmp = tempfile::tempdir().unwrap();
             precision::make_inputs(
                 tmp.path(),
-                &format!("np.savez('inputs.npz', {small}{out}); np.savez('huge.npz', {huge}{out})"),
+                &format!("np.savez('inputs.npz', {small}); np.savez('huge.npz', {huge})"),
             );
-            let j = verified_in(
+            verified_in(
                 &tmp,
                 "migrate/fuzz_found.py",
                 function,
@@ -2834,8 +2851,8 @@ mod fuzz_found {
                 &["--inputs", "inputs.npz"],
                 "given",
             );
-            let python = j["python"].as_str().unwrap_or_default();
-            assert!(python.contains("_port_checked_mul("), "{python}");
+            let patched = std::fs::read_to_string(tmp.path().join("fuzz_found.py")).unwrap();
+            assert!(patched.contains("_port_overflow)"), "{patched}");
             let migration = tmp.path().join(format!(".port/migrations/{function}.json"));
             let o = std::process::Command::new(super::oracle_python())
                 .arg(super::repo().join("verify/tests/numba_check.py"))

@@ -333,7 +333,10 @@ fn python_int_arithmetic_that_leaves_int64_is_reported() {
     assert!(m.checks_overflow());
     // The text form reads back as written.
     let text = port_codegen::text::print_module(&m);
-    assert!(text.contains("checked_add(checked_sub(checked_mul("), "{text}");
+    assert!(
+        text.contains("checked_add(checked_sub(checked_mul("),
+        "{text}"
+    );
     assert_eq!(port_codegen::text::parse_module(&text).unwrap(), m);
     let s = Simulator::new(&m, SimOptions::default()).unwrap();
     let run = |x: Vec<i64>, y: Vec<i64>| {

@@ -767,7 +767,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         Outcome::Migrated(m) => {
             report.rewrites = m.plan.rewrites.clone();
             for k in &m.plan.module.kernels {
-                let sig: Vec<String> = k
+                let mut sig: Vec<String> = k
                     .params
                     .iter()
                     .map(|p| match p.ty {
@@ -777,6 +777,11 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                         port_codegen::ir::Type::Array(a) => ArgType::Array(a).numba(),
                     })
                     .collect();
+                if m.plan.module.checks_overflow() {
+                    // The emitted kernels' last parameter, the overflow
+                    // flag (`port_rewriter::emit::python::OVERFLOW`).
+                    sig.push("int64[::1]".into());
+                }
                 report
                     .kernel_signatures
                     .insert(k.name.clone(), sig.join(", "));

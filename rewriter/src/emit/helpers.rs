@@ -365,6 +365,19 @@ def _port_maximum(x, y):
     // wraps where Python's int grows; an overflow sets the wrapper's flag,
     // and the wrapper then runs the original (`BinOp::CheckedAdd`…).
     Helper {
+        name: "_port_checked_int",
+        source: r#"@cuda.jit(device=True)
+def _port_checked_int(x, overflow):
+    """Python's `int(x)` of a float with an integer value, in int64;
+    `overflow[0]` is set for NaN, ±inf and values outside int64 (where
+    Python raises, or gives an int no int64 holds)."""
+    if x >= -9223372036854775808.0 and x < 9223372036854775808.0:
+        return int(x)
+    overflow[0] = 1
+    return 0
+"#,
+    },
+    Helper {
         name: "_port_checked_add",
         source: r#"@cuda.jit(device=True)
 def _port_checked_add(x, y, overflow):

@@ -19,6 +19,7 @@ use port_codegen::ir::{
 
 use crate::ir_util::match_py_mod;
 use crate::launch::{THREADS_1D, THREADS_2D, THREADS_REDUCE};
+use crate::lower::python_ints::checked_int_operand;
 use crate::plan::{Fill, HostStep, HostValue, KernelPlan, LaunchShape, LibraryOp, PlanKind};
 use crate::pyast::py_str;
 use crate::types::{numba_scalar, numpy_dtype, ArgType};
@@ -394,6 +395,15 @@ impl Printer {
                 let minus =
                     Expr::Binary(BinOp::Sub, a.clone(), Box::new(Expr::Lit(Literal::I64(-k))));
                 self.expr_p(&minus)
+            }
+            // A float made a Python int, checked (`python_ints::checked_int`).
+            e if checked_int_operand(e).is_some() => {
+                let x = self.expr(checked_int_operand(e).expect("matched"), 0);
+                if self.host {
+                    (format!("int({x})"), ATOM)
+                } else {
+                    (format!("_port_checked_int({x}, {OVERFLOW})"), ATOM)
+                }
             }
             // Python int arithmetic: exact on the host (Python's ints),
             // checked in kernels.

@@ -10,6 +10,7 @@ use rustpython_parser::ast;
 use crate::error::{refuse, Lower};
 use crate::ir_util::{cast_to, lit, select};
 use crate::lower::context::{Choice, Lowerer, Recurse, Reduce, Region, RegionKind};
+use crate::lower::python_ints;
 use crate::lower::row_reduction::reduce_name;
 use crate::numpy::array_expr::{self, ArrVal, Val};
 use crate::numpy::math_calls;
@@ -467,6 +468,7 @@ impl<'a> Lowerer<'a> {
             );
         }
         if let Some(v) = math_calls::call(&name, &args) {
+            let v = self.checked_conversion(&name, &args, v);
             // A ufunc of several arrays broadcasts them together.
             let vals: Vec<&Val> = args.iter().collect();
             self.assume_broadcast(r, &vals, line)?;
@@ -784,6 +786,32 @@ impl<'a> Lowerer<'a> {
         } else {
             self.row_reduction(r, op, &av, line)
         }
+    }
+
+    /// A float from the data made a Python int (`int(x[i])`,
+    /// `math.floor(x[i])`, `round(x[i])`): checked, as CPython's int holds
+    /// any such value and raises for NaN and ±inf (`python_ints`).
+    fn checked_conversion(&self, name: &str, args: &[Val], v: Val) -> Val {
+        let (
+            Val::Scalar(Expr::Cast(ScalarType::I64, inner), ScalarType::I64, weak),
+            [Val::Scalar(e, t, _)],
+        ) = (&v, args)
+        else {
+            return v;
+        };
+        if !t.is_float()
+            || !python_ints::FLOAT_TO_INT.contains(&name)
+            || !python_ints::data_derived(e, &self.data_ints)
+        {
+            return v;
+        }
+        // `round` rounds in float64 (math_calls).
+        let from = if name == "round" { ScalarType::F64 } else { *t };
+        Val::Scalar(
+            python_ints::checked_int((**inner).clone(), from),
+            ScalarType::I64,
+            *weak,
+        )
     }
 }
 

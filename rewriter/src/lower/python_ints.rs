@@ -16,9 +16,11 @@
 
 use std::collections::HashSet;
 
-use port_codegen::ir::{self, Expr};
+use port_codegen::ir::build::{binary, cast, cmp};
+use port_codegen::ir::{self, BinOp, CmpOp, Expr, Literal, ScalarType};
 use rustpython_parser::ast;
 
+use crate::ir_util::{and, lit, select};
 use crate::pyast;
 
 pub const NAME: &str = "python_ints";
@@ -107,6 +109,51 @@ pub fn data_derived(e: &Expr, names: &HashSet<String>) -> bool {
     found
 }
 
+/// The conversions to a Python int of a float: `int()` truncates,
+/// `round()` rounds half to even, `math.floor`/`ceil`/`trunc`.
+pub const FLOAT_TO_INT: &[&str] = &["int", "round", "math.floor", "math.ceil", "math.trunc"];
+
+/// Python's int of `x`, a float of type `t` with an integer value (or one
+/// the cast truncates), as an int64 that is checked: NaN, ±inf and values
+/// outside int64 (where CPython raises, or gives an int no int64 holds)
+/// raise the overflow flag, by a `CheckedAdd` of int64's largest value
+/// and 1. Written with the IR's own operators; [`checked_int_operand`]
+/// reads it back.
+pub fn checked_int(x: Expr, t: ScalarType) -> Expr {
+    let bound = 9_223_372_036_854_775_808.0; // 2**63, exact in f32 and f64
+    let ok = and(
+        cmp(CmpOp::Ge, x.clone(), lit(t, -bound)),
+        cmp(CmpOp::Lt, x.clone(), lit(t, bound)),
+    );
+    binary(
+        BinOp::CheckedAdd,
+        cast(ScalarType::I64, select(ok.clone(), x, lit(t, 1.0))),
+        select(
+            ok,
+            Expr::Lit(Literal::I64(0)),
+            Expr::Lit(Literal::I64(i64::MAX)),
+        ),
+    )
+}
+
+/// The float a [`checked_int`] converts, when `e` is one.
+pub fn checked_int_operand(e: &Expr) -> Option<&Expr> {
+    let Expr::Binary(BinOp::CheckedAdd, v, k) = e else {
+        return None;
+    };
+    let (Expr::Cast(ScalarType::I64, sel), Expr::Select(ok2, zero, max)) = (v.as_ref(), k.as_ref())
+    else {
+        return None;
+    };
+    let Expr::Select(ok, x, _) = sel.as_ref() else {
+        return None;
+    };
+    let fits = ok == ok2
+        && **zero == Expr::Lit(Literal::I64(0))
+        && **max == Expr::Lit(Literal::I64(i64::MAX));
+    fits.then_some(x.as_ref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +184,14 @@ t = s * 2.0
 r = int(t)
 ";
         assert_eq!(names(src, &["s"]), ["h", "k", "r", "s", "t"]);
+    }
+
+    #[test]
+    fn a_checked_conversion_reads_back() {
+        let x = Expr::Var("x".into());
+        let e = checked_int(x.clone(), ScalarType::F64);
+        assert_eq!(checked_int_operand(&e), Some(&x));
+        assert_eq!(checked_int_operand(&x), None);
     }
 
     #[test]
