@@ -11,5 +11,6 @@
 
 mod calls;
 pub mod helpers;
+pub mod kernels;
 pub mod patch;
 pub mod python;
