@@ -2903,6 +2903,19 @@ mod fuzz_found {
         }
     }
 
+    /// `math.sqrt(max(s, a[i], …))`: the winner's type does not matter to
+    /// a float `math` function, so it is taken (a desugaring makes the
+    /// arguments floats); an int64 past 2**53 and ties with the Python
+    /// float among the inputs.
+    #[test]
+    fn a_winner_a_math_function_takes_has_one_type() {
+        given(
+            "winner_taken_by_math",
+            "int64[:], float64",
+            "a=np.array([0, 3, 9, 2, 100, 2**53 + 1, 1]), s=2.5",
+        );
+    }
+
     #[test]
     fn python_ints_in_kernels_wrap_beside_unsigned_arrays() {
         given(
