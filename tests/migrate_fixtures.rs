@@ -2914,6 +2914,12 @@ mod fuzz_found {
             "int64[:], float64",
             "a=np.array([0, 3, 9, 2, 100, 2**53 + 1, 1]), s=2.5",
         );
+        given(
+            "winner_made_a_float",
+            "uint32[:], int8[:], float64[:]",
+            "a=np.array([0, 3, 4000000000, 2, 7], dtype=np.uint32), \
+             b=np.array([-128, 3, 127, 5, 0], dtype=np.int8), out=np.zeros(5)",
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //!    and nested `def`s that capture nothing hoisted to the module level
 //!    ([`desugar::capture_free_nested_defs`]);
 //! 2. **desugar** ([`desugar::body`]): the body rewritten into the forms
-//!    the lowering takes;
+//!    the lowering takes (one of its rules in [`float_winners`]);
 //! 3. **admit** ([`admit::check`]): the analysis's verdict and findings;
 //! 4. **infer types** ([`typing::infer`]): the type of every scalar the
 //!    body (and each device function it calls) binds, from NumPy 2's
@@ -29,6 +29,7 @@
 pub mod admit;
 pub mod desugar;
 pub mod finish;
+pub mod float_winners;
 pub mod lowering;
 pub mod typing;
 
