@@ -2778,25 +2778,31 @@ mod fuzz_found {
         assert_eq!(j["status"], "verified", "{j}");
     }
 
+    /// `port migrate --json` of `function` in a fresh copy of the fixture
+    /// in `dir`, with `extra` arguments.
+    fn migrate_copy(
+        dir: &std::path::Path,
+        function: &str,
+        signature: &str,
+        extra: &[&str],
+    ) -> std::process::Output {
+        std::fs::copy(fixture("migrate/fuzz_found.py"), dir.join("fuzz_found.py")).unwrap();
+        let mut args = vec![
+            "fuzz_found.py",
+            "--function",
+            function,
+            "--signature",
+            signature,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        migrate_in(dir, &args)
+    }
+
     /// `port migrate --json` of `function` in the fixture: refused (exit 1).
     fn refused(function: &str, signature: &str) -> serde_json::Value {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            fixture("migrate/fuzz_found.py"),
-            tmp.path().join("fuzz_found.py"),
-        )
-        .unwrap();
-        let o = migrate_in(
-            tmp.path(),
-            &[
-                "fuzz_found.py",
-                "--function",
-                function,
-                "--signature",
-                signature,
-                "--json",
-            ],
-        );
+        let o = migrate_copy(tmp.path(), function, signature, &[]);
         assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
         let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
         assert_eq!(j["status"], "refused", "{j}");
@@ -2872,24 +2878,7 @@ mod fuzz_found {
                 super::stderr(&o)
             );
             // On the inputs that overflow: nothing verified, nothing wrong.
-            std::fs::copy(
-                fixture("migrate/fuzz_found.py"),
-                tmp.path().join("fuzz_found.py"),
-            )
-            .unwrap();
-            let o = migrate_in(
-                tmp.path(),
-                &[
-                    "fuzz_found.py",
-                    "--function",
-                    function,
-                    "--signature",
-                    signature,
-                    "--inputs",
-                    "huge.npz",
-                    "--json",
-                ],
-            );
+            let o = migrate_copy(tmp.path(), function, signature, &["--inputs", "huge.npz"]);
             assert_eq!(o.status.code(), Some(5), "{}", stdout(&o));
             let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
             assert_eq!(j["status"], "inconclusive", "{j}");

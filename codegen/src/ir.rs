@@ -282,9 +282,15 @@ impl BinOp {
     /// Whether the operator is written as a call in the text form
     /// (`min(a, b)`, `checked_mul(a, b)`).
     pub fn is_call(self) -> bool {
+        matches!(self, BinOp::Min | BinOp::Max) || self.is_checked()
+    }
+
+    /// Whether the operator is Python's int arithmetic, checked for
+    /// overflow ([`BinOp::CheckedAdd`]…).
+    pub fn is_checked(self) -> bool {
         matches!(
             self,
-            BinOp::Min | BinOp::Max | BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul
+            BinOp::CheckedAdd | BinOp::CheckedSub | BinOp::CheckedMul
         )
     }
 
@@ -765,7 +771,7 @@ impl Module {
     pub fn checks_overflow(&self) -> bool {
         let mut found = false;
         let mut visit = |e: &Expr| {
-            found |= matches!(e, Expr::Binary(op, ..) if op.unchecked() != *op);
+            found |= matches!(e, Expr::Binary(op, ..) if op.is_checked());
         };
         for k in &self.kernels {
             walk_body_exprs(&k.body, &mut visit);

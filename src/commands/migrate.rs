@@ -766,6 +766,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
         }
         Outcome::Migrated(m) => {
             report.rewrites = m.plan.rewrites.clone();
+            let overflow_flag = m.plan.module.checks_overflow();
             for k in &m.plan.module.kernels {
                 let mut sig: Vec<String> = k
                     .params
@@ -777,7 +778,7 @@ pub fn run(args: &MigrateArgs) -> Result<()> {
                         port_codegen::ir::Type::Array(a) => ArgType::Array(a).numba(),
                     })
                     .collect();
-                if m.plan.module.checks_overflow() {
+                if overflow_flag {
                     // The emitted kernels' last parameter, the overflow
                     // flag (`port_rewriter::emit::python::OVERFLOW`).
                     sig.push("int64[::1]".into());

@@ -460,7 +460,7 @@ impl<B> State<B> {
                     } else {
                         x.b() || y.b()
                     })
-                } else if op.unchecked() != *op {
+                } else if op.is_checked() {
                     // Python's ints on the host: one that leaves int64 is
                     // a call the migrated function gives the original.
                     let (x, y) = (x.i(), y.i());

@@ -84,7 +84,7 @@ impl<'ctx> Lowerer<'ctx, '_> {
             Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
                 self.short_circuit(st, *op, a, b)?
             }
-            Expr::Binary(op, a, b) if op.unchecked() != *op => {
+            Expr::Binary(op, a, b) if op.is_checked() => {
                 let a = self.expr(st, a)?;
                 let b = self.expr(st, b)?;
                 self.checked(st, *op, a, b)?

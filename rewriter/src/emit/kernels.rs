@@ -334,7 +334,7 @@ impl Printer {
             }
             // Python int arithmetic: exact on the host (Python's ints),
             // checked in kernels.
-            Expr::Binary(op, a, b) if op.unchecked() != *op => {
+            Expr::Binary(op, a, b) if op.is_checked() => {
                 if self.host {
                     let plain = Expr::Binary(op.unchecked(), a.clone(), b.clone());
                     return self.expr_p(&plain);
