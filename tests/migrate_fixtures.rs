@@ -2843,6 +2843,18 @@ mod fuzz_found {
                 x("1e6"),
                 x("1e30"),
             ),
+            (
+                "python_int_total",
+                "int64[:]",
+                "a=np.array([2**62, 2**62, -2**62, -2**62, 5])".to_string(),
+                "a=np.array([2**62, 2**62, 2**62, 5])".to_string(),
+            ),
+            (
+                "python_int_product",
+                "int64[:]",
+                "a=np.arange(20)".to_string(),
+                "a=np.full(100, 6)".to_string(),
+            ),
         ] {
             let tmp = tempfile::tempdir().unwrap();
             precision::make_inputs(

@@ -35,9 +35,14 @@ impl<'a> Lowerer<'a> {
     ) {
         if let Some((_, ty)) = r.reductions.get(name).copied() {
             let ir = sanitize(name);
+            if crate::lower::python_ints::data_derived(&value, &self.data_ints) {
+                self.data_ints.insert(ir.clone());
+            }
             r.push(assign(&ir, cast_to(value, vt, ty)));
+            // An update by a Python number keeps the reduction weak
+            // (`s += int(a[i])` sums Python ints).
             let key = format!("{}{name}", r.scope);
-            self.declare_type(&key, vt);
+            self.declare_type_weak(&key, vt, weak);
             return;
         }
         let key = format!("{}{name}", r.scope);

@@ -1027,6 +1027,7 @@ impl Lowerer<'_> {
             ty: b.acc_t,
             acc: String::new(),
             init: identity(b.red, b.acc_t),
+            checked: false,
         };
         per_item.extend(self.block_tree(
             std::slice::from_ref(&spec),

@@ -130,11 +130,10 @@ impl Lowerer<'_> {
                 }
             };
             let key = red.name.clone();
-            // Started from a Python literal only (`s = 0`): weak, until the
-            // fixed point has settled its type from the loop's updates.
-            let weak = self.observed_weak.contains_key(&key)
-                && !self.observed.contains_key(&key)
-                && !self.types.contains_key(&key);
+            // Started from a Python literal (`s = 0`) and bound to no
+            // strong value, before the loop or by its updates in the last
+            // pass: a Python number throughout (`s += int(a[i])`).
+            let weak = self.observed_weak.contains_key(&key) && self.weak_local(&key);
             let t = self.declare_type_weak(&key, t, weak);
             if weak {
                 r.weak_reductions.insert(red.name.clone());
@@ -288,12 +287,21 @@ impl Lowerer<'_> {
         let mut specs = Vec::new();
         for (red, init, t) in &specs_in {
             let acc = self.fresh(&format!("{}_acc", red.name));
+            let partial = sanitize(&red.name);
+            // Python ints from the data summed (multiplied) across the
+            // loop: the per-thread updates are checked, and so is every
+            // combination of partials.
+            let checked = r.weak_reductions.contains(&red.name)
+                && *t == ScalarType::I64
+                && matches!(red.op, RedOp::Sum | RedOp::Prod)
+                && self.data_ints.contains(&partial);
             specs.push(RedSpec {
-                partial: sanitize(&red.name),
+                partial,
                 op: red.op,
                 ty: *t,
                 acc,
                 init: cast_to(init.clone(), *t, *t),
+                checked,
             });
         }
         // The reduction's grid is 1-D: a nest goes over its flat index.

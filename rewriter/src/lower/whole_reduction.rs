@@ -37,6 +37,25 @@ pub struct RedSpec {
     pub acc: String,
     /// Host expression of the starting value.
     pub init: Expr,
+    /// A sum or product of Python ints from the data: its partials are
+    /// combined with checked operators (and published per block, not by
+    /// an atomic, which cannot check), so a total that leaves int64 raises
+    /// the overflow flag (python_ints).
+    pub checked: bool,
+}
+
+impl RedSpec {
+    /// `acc` combined with `x` by the spec's operator.
+    pub fn combine(&self, acc: Expr, x: Expr) -> Expr {
+        let e = combine(self.op, acc, x);
+        match e {
+            Expr::Binary(op, a, b) if self.checked => match op.checked() {
+                Some(c) => Expr::Binary(c, a, b),
+                None => Expr::Binary(op, a, b),
+            },
+            e => e,
+        }
+    }
 }
 
 /// A product of complex numbers computed in another order than NumPy's:
@@ -96,6 +115,7 @@ impl Lowerer<'_> {
                 ty: t,
                 acc: acc.clone(),
                 init: identity(op.op(), t),
+                checked: false,
             }],
             av.size(),
             format!(
@@ -182,6 +202,7 @@ impl Lowerer<'_> {
         for (k, s) in specs.iter().enumerate() {
             let tree0 = load(&tree_names[k], vec![i32(0)]);
             let atomic = match s.op {
+                _ if s.checked => None,
                 // numba-cuda has no complex atomic: complex sums go
                 // through per-block partials.
                 // GPUs have no 8- or 16-bit atomics.
@@ -249,8 +270,7 @@ impl Lowerer<'_> {
             step.push(store(
                 t,
                 vec![var(tid)],
-                combine(
-                    s.op,
+                s.combine(
                     load(t, vec![var(tid)]),
                     load(t, vec![add(var(tid), var(stride))]),
                 ),
@@ -280,6 +300,7 @@ impl Lowerer<'_> {
             ty: s.ty,
             acc: s.acc.clone(),
             init: s.init.clone(),
+            checked: s.checked,
         };
         let mut body = vec![
             let_(&tid, ScalarType::I32, special(Special::ThreadIdx, Axis::X)),
@@ -291,7 +312,7 @@ impl Lowerer<'_> {
                 cast(ScalarType::I64, special(Special::BlockDim, Axis::X)),
                 vec![assign(
                     &s.partial,
-                    combine(s.op, var(&s.partial), load(partials, vec![var(&k)])),
+                    s.combine(var(&s.partial), load(partials, vec![var(&k)])),
                 )],
             ),
         ];
@@ -306,7 +327,7 @@ impl Lowerer<'_> {
             vec![store(
                 &s.acc,
                 vec![i64(0)],
-                combine(s.op, load(&s.acc, vec![i64(0)]), load(&tree, vec![i32(0)])),
+                s.combine(load(&s.acc, vec![i64(0)]), load(&tree, vec![i32(0)])),
             )],
             vec![],
         ));
