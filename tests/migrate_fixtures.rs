@@ -2904,6 +2904,23 @@ mod fuzz_found {
         }
     }
 
+    /// Types that reach the return value through a reduction: the
+    /// built-in `abs` of a NumPy bool is a bool, and a Python float summed
+    /// across a loop stays a Python number beside a float32 array.
+    #[test]
+    fn reductions_keep_numpy_and_python_types() {
+        given(
+            "counts_of_numpy_bools",
+            "int8[:]",
+            "a=np.array([5, -3, 120, 7, 0, 2], dtype=np.int8)",
+        );
+        given(
+            "python_float_accumulator",
+            "float32[:], float64",
+            "a=np.array([1.5, -2.0, 3.25, 0.5], dtype=np.float32), s=2.0",
+        );
+    }
+
     /// `math.sqrt(max(s, a[i], …))`: the winner's type does not matter to
     /// a float `math` function, so it is taken (a desugaring makes the
     /// arguments floats); an int64 past 2**53 and ties with the Python

@@ -138,8 +138,8 @@ impl<'a> Lowerer<'a> {
                         self.bound_as.get(name).is_some_and(|&(_, weak)| weak)
                             || self.python_scalar_param(name, t),
                     )),
-                    HostBind::DeviceScalar { acc, ty } => {
-                        Ok(Val::scalar(load(&acc, vec![i64(0)]), ty))
+                    HostBind::DeviceScalar { acc, ty, weak } => {
+                        Ok(Val::Scalar(load(&acc, vec![i64(0)]), ty, weak))
                     }
                     HostBind::Array(t) => Ok(Val::Array(self.named_array(name, t))),
                     HostBind::View(v) => Ok(Val::Array(v)),

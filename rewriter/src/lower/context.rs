@@ -146,8 +146,14 @@ impl RewriteLog {
 pub(crate) enum HostBind {
     /// A host scalar (an argument or computed by a host step).
     Scalar(ScalarType),
-    /// A scalar that lives on the device, in `acc[0]` (a reduction's result).
-    DeviceScalar { acc: String, ty: ScalarType },
+    /// A scalar that lives on the device, in `acc[0]` (a reduction's
+    /// result); `weak` when it is a Python number (`acc = 1.0` updated by
+    /// `acc += math.sin(…)`), which takes an array's type in NumPy 2.
+    DeviceScalar {
+        acc: String,
+        ty: ScalarType,
+        weak: bool,
+    },
     /// A device array: an argument or one the wrapper allocated.
     Array(ArrayType),
     /// A view of device arrays (`row = x[0]`).
@@ -1029,7 +1035,7 @@ impl<'a> Lowerer<'a> {
         let mut map: HashMap<String, String> = HashMap::new();
         for acc in accs {
             let (pyname, ty) = match self.host.iter().find_map(|(k, b)| match b {
-                HostBind::DeviceScalar { acc: a, ty } if *a == acc => Some((k.clone(), *ty)),
+                HostBind::DeviceScalar { acc: a, ty, .. } if *a == acc => Some((k.clone(), *ty)),
                 _ => None,
             }) {
                 Some(x) => x,

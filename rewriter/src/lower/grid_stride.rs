@@ -117,7 +117,7 @@ impl Lowerer<'_> {
         for red in &deps.reductions {
             let (init, t) = match self.host.get(&red.name) {
                 Some(HostBind::Scalar(t)) => (var(&red.name), *t),
-                Some(HostBind::DeviceScalar { acc, ty }) => (load(acc, vec![i64(0)]), *ty),
+                Some(HostBind::DeviceScalar { acc, ty, .. }) => (load(acc, vec![i64(0)]), *ty),
                 _ => {
                     return refuse(
                         dependences::NAME,
@@ -378,6 +378,7 @@ impl Lowerer<'_> {
                 HostBind::DeviceScalar {
                     acc: s.acc.clone(),
                     ty: *t,
+                    weak: r.weak_reductions.contains(&red.name),
                 },
             );
             self.log.applied(

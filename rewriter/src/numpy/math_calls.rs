@@ -300,9 +300,11 @@ pub fn call(name: &str, args: &[Val]) -> Option<Val> {
             })
         }
         // NumPy's absolute value of a bool is the bool; Python's `abs(True)`
-        // is the int 1.
+        // is the int 1. The built-in `abs` of a NumPy bool (`abs(a[i] > 0)`)
+        // or of a bool array is NumPy's (fuzz seed 5007652).
         ("abs" | "absolute", [a], true) => map1(a, &mut |e, t| {
-            if numpy && t == ScalarType::Bool {
+            let python_bool = !numpy && matches!(a, Val::Scalar(_, _, true));
+            if !python_bool && t == ScalarType::Bool {
                 (e, t)
             } else {
                 abs(e, t)

@@ -436,8 +436,8 @@ impl Lowerer<'_> {
     fn lookup_host_scalar(&self, name: &str) -> Option<Val> {
         match self.host.get(name) {
             Some(HostBind::Scalar(t)) => Some(Val::Scalar(var(name), *t, false)),
-            Some(HostBind::DeviceScalar { acc, ty }) => {
-                Some(Val::scalar(load(acc, vec![i64(0)]), *ty))
+            Some(HostBind::DeviceScalar { acc, ty, weak }) => {
+                Some(Val::Scalar(load(acc, vec![i64(0)]), *ty, *weak))
             }
             _ => None,
         }
@@ -454,6 +454,7 @@ impl Lowerer<'_> {
                             HostBind::DeviceScalar {
                                 acc: er.array.clone(),
                                 ty: t,
+                                weak,
                             },
                         );
                         self.bound_as.remove(name);

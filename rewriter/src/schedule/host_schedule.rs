@@ -531,7 +531,7 @@ impl Lowerer<'_> {
             .host
             .iter()
             .filter_map(|(k, b)| match b {
-                HostBind::DeviceScalar { acc, ty } => Some((k.clone(), acc.clone(), *ty)),
+                HostBind::DeviceScalar { acc, ty, .. } => Some((k.clone(), acc.clone(), *ty)),
                 _ => None,
             })
             .collect();
