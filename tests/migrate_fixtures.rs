@@ -2855,6 +2855,12 @@ mod fuzz_found {
                 "a=np.arange(20)".to_string(),
                 "a=np.full(100, 6)".to_string(),
             ),
+            (
+                "python_int_magnitudes",
+                "int64[:]",
+                "a=np.array([-2**63 + 1, 5, -7, 2**63 - 1])".to_string(),
+                "a=np.array([3, -2**63, 4])".to_string(),
+            ),
         ] {
             let tmp = tempfile::tempdir().unwrap();
             precision::make_inputs(

@@ -247,6 +247,10 @@ impl<'a> Lowerer<'a> {
             ast::Expr::UnaryOp(u) => {
                 let v = self.expr(r, &u.operand)?;
                 let weak = matches!(v, Val::Scalar(_, _, true));
+                // `-x` of a Python int from the data is checked.
+                let checked = weak
+                    && matches!(&v, Val::Scalar(x, ScalarType::I64, _)
+                        if crate::lower::python_ints::data_derived(x, &self.data_ints));
                 let mut failed = None;
                 let out = array_expr::map1(&v, &mut |x, t| {
                     let t2 = match crate::dtypes::unary(u.op, (t, weak)) {
@@ -257,6 +261,9 @@ impl<'a> Lowerer<'a> {
                         }
                     };
                     match u.op {
+                        ast::UnaryOp::USub if checked && t2 == ScalarType::I64 => {
+                            (crate::lower::python_ints::checked_neg(x), t2)
+                        }
                         ast::UnaryOp::USub => {
                             (Expr::Unary(UnaryOp::Neg, Box::new(cast_to(x, t, t2))), t2)
                         }

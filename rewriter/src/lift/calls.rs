@@ -792,6 +792,12 @@ impl<'a> Lowerer<'a> {
     /// `math.floor(x[i])`, `round(x[i])`): checked, as CPython's int holds
     /// any such value and raises for NaN and ±inf (`python_ints`).
     fn checked_conversion(&self, name: &str, args: &[Val], v: Val) -> Val {
+        // `abs` of a Python int from the data: `abs(-2**63)` leaves int64.
+        if let ("abs", [Val::Scalar(e, ScalarType::I64, true)]) = (name, args) {
+            if python_ints::data_derived(e, &self.data_ints) {
+                return Val::Scalar(python_ints::checked_abs(e.clone()), ScalarType::I64, true);
+            }
+        }
         let (
             Val::Scalar(Expr::Cast(ScalarType::I64, inner), ScalarType::I64, weak),
             [Val::Scalar(e, t, _)],

@@ -109,6 +109,21 @@ pub fn data_derived(e: &Expr, names: &HashSet<String>) -> bool {
     found
 }
 
+/// Python's `-x` of a Python int `x` from the data, checked: `-(-2**63)`
+/// leaves int64.
+pub fn checked_neg(x: Expr) -> Expr {
+    binary(BinOp::CheckedSub, Expr::Lit(Literal::I64(0)), x)
+}
+
+/// Python's `abs(x)` of a Python int `x` from the data, checked.
+pub fn checked_abs(x: Expr) -> Expr {
+    select(
+        cmp(CmpOp::Lt, x.clone(), Expr::Lit(Literal::I64(0))),
+        checked_neg(x.clone()),
+        x,
+    )
+}
+
 /// The conversions to a Python int of a float: `int()` truncates,
 /// `round()` rounds half to even, `math.floor`/`ceil`/`trunc`.
 pub const FLOAT_TO_INT: &[&str] = &["int", "round", "math.floor", "math.ceil", "math.trunc"];
